@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/* The arbench subcommands: each is `int cmd_NAME(int argc, char **argv)` with argv[0]
+ * the subcommand's name, returning the process exit status. */
+#ifndef ARB_COMMANDS_H
+#define ARB_COMMANDS_H
+
+int cmd_sweep(int argc, char **argv);   /* harness/cmd_sweep.c */
+int cmd_plugins(int argc, char **argv); /* harness/cmd_plugins.c */
+int cmd_topo(int argc, char **argv);    /* harness/cmd_topo.c */
+int cmd_profile(int argc, char **argv); /* harness/cmd_profile.c */
+int cmd_gate(int argc, char **argv);    /* harness/cmd_gate.c */
+
+#endif

@@ -1,0 +1,2 @@
+/* SPDX-License-Identifier: MIT */
+/* Placeholder: replaced by the analysis module (arbench gate). */
