@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arb-lsa.so: our one-shot all-reduce kernels (lsa_kernels.cu) on NCCL's device API,
+ * with send/recv in symmetric windows from this plugin's mem_alloc.
+ *
+ * Parameters (comma-separated key=value):
+ *   variant=oneshot-pull|oneshot-push   (required)
+ *   barrier=bounded|nccl                bounded (default): our flags, spins time out;
+ *                                       nccl: ncclLsaBarrierSession (no timeout)
+ *   ctas=N                              most CTAs per call, 1..64 (default 16)
+ *   timeout_ms=N                        bounded barrier spin limit (default 5000)
+ *
+ * The device API's struct layouts (ncclDevComm, ncclWindow_vidmem) differ between
+ * NCCL patch releases (2.28.3 vs 2.28.9), and the kernels read them directly: init
+ * declines unless the NCCL library loaded at run time is exactly the version whose
+ * headers this module was compiled against.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nccl.h>
+
+#include "arbench/plugin.h"
+#include "lsa_kernels.h"
+#include "symm_boot.h"
+
+#define LSA_MAX_BUFFERS 64
+
+typedef struct lsa_buffer {
+    char *base;
+    size_t bytes;
+    ncclWindow_t win;
+} lsa_buffer_t;
+
+typedef struct lsa_params {
+    lsa_variant_t variant;
+    int have_variant;
+    lsa_barrier_t barrier;
+    int max_ctas;
+    unsigned timeout_ms;
+} lsa_params_t;
+
+typedef struct lsa_state {
+    arb_comm_info_t info;
+    const arb_host_ops_t *ops;
+    lsa_params_t p;
+    ncclComm_t comm;
+    lsa_dev_t *dev;
+    lsa_buffer_t bufs[LSA_MAX_BUFFERS];
+    char describe[160];
+} lsa_state_t;
+
+static const char *const lsa_variants[] = {
+    "variant=oneshot-pull",
+    "variant=oneshot-push",
+    NULL,
+};
+
+static int parse_uint(const char *value, unsigned lo, unsigned hi, unsigned *out)
+{
+    char *end = NULL;
+    unsigned long v = strtoul(value, &end, 10);
+    if (!*value || *end || value[0] == '-' || v < lo || v > hi)
+        return -1;
+    *out = (unsigned)v;
+    return 0;
+}
+
+static int on_pair(void *ctx, const char *key, const char *value, char *why, size_t why_len)
+{
+    lsa_params_t *p = ctx;
+    unsigned u = 0;
+    if (strcmp(key, "variant") == 0) {
+        if (strcmp(value, "oneshot-pull") == 0)
+            p->variant = LSA_ONESHOT_PULL;
+        else if (strcmp(value, "oneshot-push") == 0)
+            p->variant = LSA_ONESHOT_PUSH;
+        else {
+            snprintf(why, why_len, "lsa: variant='%s', expected oneshot-pull or oneshot-push", value);
+            return -1;
+        }
+        p->have_variant = 1;
+    } else if (strcmp(key, "barrier") == 0) {
+        if (strcmp(value, "bounded") == 0)
+            p->barrier = LSA_BARRIER_BOUNDED;
+        else if (strcmp(value, "nccl") == 0)
+            p->barrier = LSA_BARRIER_NCCL;
+        else {
+            snprintf(why, why_len, "lsa: barrier='%s', expected bounded or nccl", value);
+            return -1;
+        }
+    } else if (strcmp(key, "ctas") == 0) {
+        if (parse_uint(value, 1, LSA_MAX_CTAS, &u)) {
+            snprintf(why, why_len, "lsa: ctas='%s', expected an integer from 1 to %d", value, LSA_MAX_CTAS);
+            return -1;
+        }
+        p->max_ctas = (int)u;
+    } else if (strcmp(key, "timeout_ms") == 0) {
+        if (parse_uint(value, 1, 3600000, &u)) {
+            snprintf(why, why_len, "lsa: timeout_ms='%s', expected an integer from 1 to 3600000 (milliseconds)", value);
+            return -1;
+        }
+        p->timeout_ms = u;
+    } else {
+        snprintf(why, why_len, "lsa: unknown parameter '%s' (known: variant, barrier, ctas, timeout_ms)", key);
+        return -1;
+    }
+    return 0;
+}
+
+static arb_status_t lsa_init(const arb_comm_info_t *info, const arb_host_ops_t *ops, const char *params,
+                             void **state, char *why, size_t why_len)
+{
+    lsa_params_t p = {.variant = LSA_ONESHOT_PULL, .barrier = LSA_BARRIER_BOUNDED, .max_ctas = 16, .timeout_ms = 5000};
+    if (symm_parse_params(params, &p, on_pair, "lsa", why, why_len))
+        return ARB_ERR_INVALID;
+    if (!p.have_variant) {
+        snprintf(why, why_len, "lsa: parameters '%s' lack variant=oneshot-pull or variant=oneshot-push", params ? params : "");
+        return ARB_ERR_INVALID;
+    }
+
+    /* Before any CUDA call: the kernels read NCCL's device structs with the layout of
+     * the headers they were compiled against. */
+    int lib = 0;
+    ncclResult_t nr = ncclGetVersion(&lib);
+    char hv[32], lv[32];
+    symm_version_str(lsa_header_version(), hv, sizeof hv);
+    symm_version_str(lib, lv, sizeof lv);
+    if (nr != ncclSuccess || lib != lsa_header_version()) {
+        snprintf(why, why_len, "NCCL header/library mismatch: lsa was compiled against NCCL %s headers but NCCL %s is loaded; the device API's struct layouts differ between releases, rebuild arbench against the NCCL in use (meson -Dnccl_home=...)",
+                 hv, nr == ncclSuccess ? lv : "(ncclGetVersion failed)");
+        return ARB_DECLINE;
+    }
+
+    arb_status_t st = symm_check_device(info, "lsa", why, why_len);
+    if (st != ARB_OK)
+        return st;
+    lsa_state_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(why, why_len, "lsa: out of host memory");
+        return ARB_ERR_SYSTEM;
+    }
+    s->info = *info;
+    s->ops = ops;
+    s->p = p;
+    st = symm_comm_init(info, ops, &s->comm, why, why_len);
+    if (st != ARB_OK)
+        goto err_free_state;
+
+    int all_have = 0;
+    st = symm_probe_window(s->comm, ops, &all_have, why, why_len);
+    if (st != ARB_OK)
+        goto err_destroy_comm;
+    if (!all_have) {
+        char reason[768];
+        symm_no_window_reason(info, ops, reason, sizeof reason);
+        snprintf(why, why_len, "NCCL created no symmetric window: %s", reason);
+        st = ARB_DECLINE;
+        goto err_destroy_comm;
+    }
+    size_t max_bytes = info->max_bytes ? info->max_bytes : 16;
+    st = lsa_dev_create(s->comm, ops, info->nranks, max_bytes, p.max_ctas, &s->dev, why, why_len);
+    if (st != ARB_OK)
+        goto err_destroy_comm;
+
+    snprintf(s->describe, sizeof s->describe, "variant=%s,barrier=%s,ctas=%d,timeout_ms=%u,nccl=%s",
+             p.variant == LSA_ONESHOT_PULL ? "oneshot-pull" : "oneshot-push",
+             p.barrier == LSA_BARRIER_NCCL ? "nccl" : "bounded", p.max_ctas, p.timeout_ms, lv);
+    *state = s;
+    return ARB_OK;
+
+err_destroy_comm:
+    ncclCommDestroy(s->comm);
+err_free_state:
+    free(s);
+    return st;
+}
+
+static void *lsa_mem_alloc(void *state, size_t bytes)
+{
+    lsa_state_t *s = state;
+    int slot = -1;
+    for (int i = 0; i < LSA_MAX_BUFFERS && slot < 0; i++)
+        if (!s->bufs[i].base)
+            slot = i;
+    char why[512], msg[600];
+    void *ptr = NULL;
+    ncclWindow_t win = NULL;
+    /* Collective (same sizes, same order on every rank): register even without a free
+     * slot so that no rank is left waiting. */
+    if (symm_window_alloc(s->comm, bytes, &ptr, &win, why, sizeof why) != ARB_OK) {
+        snprintf(msg, sizeof msg, "mem_alloc(%zu bytes): %s", bytes, why);
+        s->ops->log(s->ops->ctx, msg);
+        return NULL;
+    }
+    if (!win || slot < 0) {
+        snprintf(msg, sizeof msg, "mem_alloc(%zu bytes): %s", bytes,
+                 win ? "more than 64 live buffers" : "NCCL created no symmetric window although the init probe got one");
+        s->ops->log(s->ops->ctx, msg);
+        symm_window_free(s->comm, ptr, win);
+        return NULL;
+    }
+    s->bufs[slot] = (lsa_buffer_t){.base = ptr, .bytes = bytes, .win = win};
+    return ptr;
+}
+
+static void lsa_mem_free(void *state, void *ptr)
+{
+    lsa_state_t *s = state;
+    for (int i = 0; i < LSA_MAX_BUFFERS; i++) {
+        if (ptr && s->bufs[i].base == ptr) {
+            symm_window_free(s->comm, ptr, s->bufs[i].win);
+            s->bufs[i] = (lsa_buffer_t){0};
+            return;
+        }
+    }
+}
+
+/* The window holding [ptr, ptr + bytes) and ptr's byte offset in it, or -1. */
+static int lsa_lookup(const lsa_state_t *s, const void *ptr, size_t bytes, ncclWindow_t *win, size_t *off)
+{
+    const char *p = ptr;
+    for (int i = 0; i < LSA_MAX_BUFFERS; i++) {
+        const lsa_buffer_t *b = &s->bufs[i];
+        if (b->base && p >= b->base && p + bytes <= b->base + b->bytes) {
+            *win = b->win;
+            *off = (size_t)(p - b->base);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static arb_status_t lsa_allreduce(void *state, const void *send, void *recv, size_t count, arb_dtype_t dtype,
+                                  void *stream)
+{
+    lsa_state_t *s = state;
+    char why[512];
+    if (dtype != ARB_DTYPE_BF16 && dtype != ARB_DTYPE_FP32)
+        return ARB_ERR_INVALID;
+    size_t bytes = count * (dtype == ARB_DTYPE_BF16 ? 2 : 4);
+    ncclWindow_t win = NULL;
+    size_t off = 0;
+    /* Pull reads the peers' send through the window at the same offset: the harness
+     * passes the same buffer offsets on every rank. Push only touches send locally. */
+    if (s->p.variant == LSA_ONESHOT_PULL && lsa_lookup(s, send, bytes, &win, &off)) {
+        snprintf(why, sizeof why, "allreduce: send %p (+%zu bytes) is not inside a buffer from lsa's mem_alloc (oneshot-pull reads it through its symmetric window)",
+                 send, bytes);
+        s->ops->log(s->ops->ctx, why);
+        return ARB_ERR_INVALID;
+    }
+    arb_status_t st = lsa_dev_allreduce(s->dev, s->p.variant, s->p.barrier, s->p.max_ctas,
+                                        (uint64_t)s->p.timeout_ms * 1000000u, send, win, off, recv, count, dtype,
+                                        stream, why, sizeof why);
+    if (st != ARB_OK)
+        s->ops->log(s->ops->ctx, why);
+    return st;
+}
+
+static arb_status_t lsa_query_error(void *state, char *why, size_t why_len)
+{
+    lsa_state_t *s = state;
+    return lsa_dev_query_error(s->dev, why, why_len);
+}
+
+static const char *lsa_describe(void *state)
+{
+    return ((lsa_state_t *)state)->describe;
+}
+
+static void lsa_finalize(void *state)
+{
+    lsa_state_t *s = state;
+    for (int i = 0; i < LSA_MAX_BUFFERS; i++)
+        if (s->bufs[i].base)
+            symm_window_free(s->comm, s->bufs[i].base, s->bufs[i].win);
+    lsa_dev_destroy(s->comm, s->dev);
+    ncclCommDestroy(s->comm);
+    free(s);
+}
+
+ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v1 = {
+    .abi_version = ARB_PLUGIN_ABI_VERSION,
+    .name = "lsa",
+    .description = "one-shot all-reduce kernels (pull or push) on NCCL's device API: LSA pointers into symmetric windows",
+    .caps = ARB_CAP_DEVICE_MEMORY | ARB_CAP_GRAPH_SAFE | ARB_CAP_NEEDS_ALLOC | ARB_CAP_NEEDS_P2P |
+            ARB_CAP_SINGLE_NODE | ARB_CAP_BF16 | ARB_CAP_FP32,
+    .variants = lsa_variants,
+    .init = lsa_init,
+    .mem_alloc = lsa_mem_alloc,
+    .mem_free = lsa_mem_free,
+    .allreduce = lsa_allreduce,
+    .allreduce_rmsnorm = NULL,
+    .query_error = lsa_query_error,
+    .describe = lsa_describe,
+    .finalize = lsa_finalize,
+};
