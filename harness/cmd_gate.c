@@ -1,12 +1,129 @@
 /* SPDX-License-Identifier: MIT */
-/* Placeholder until its module lands. */
+/* arbench gate: baseline vs candidate results; exit 0 pass, 1 regression, 2 invalid input.
+ * docs/gate.md */
+#include <getopt.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
+#include "gate.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: arbench gate --baseline B.csv --candidate C.csv [--threshold 0.05] [--alpha 0.01] [--reps 2000] [--seed 1] [--min-samples 10] [--volatile nccl] [--report-md FILE]\n", f);
+    fputs("  Exit 0 pass, 1 regression or failed check, 2 invalid input (unreadable file, missing columns, no common points).\n", f);
+}
+
+static int parse_double_opt(const char *name, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !isfinite(v) || v < lo || v > hi) {
+        fprintf(stderr, "arbench gate: %s '%s': expected a number in [%g, %g]\n", name, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
 
 int cmd_gate(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "arbench %s: not built yet\n", argv[0]);
+    static const struct option opts[] = {
+        {"baseline", required_argument, NULL, 'b'}, {"candidate", required_argument, NULL, 'c'},
+        {"threshold", required_argument, NULL, 't'}, {"alpha", required_argument, NULL, 'a'},
+        {"reps", required_argument, NULL, 'r'},     {"seed", required_argument, NULL, 's'},
+        {"min-samples", required_argument, NULL, 'n'}, {"volatile", required_argument, NULL, 'v'},
+        {"report-md", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    arb_gate_opts_t o;
+    arb_gate_opts_default(&o);
+    const char *base_path = NULL, *cand_path = NULL, *md = NULL;
+    const char *vol[64];
+    char *vol_buf = NULL;
+    int c, rc = 2;
+    double v;
+    optind = 0; /* glibc: restart option parsing for this argv */
+    while ((c = getopt_long(argc, argv, "b:c:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'b': base_path = optarg; break;
+        case 'c': cand_path = optarg; break;
+        case 'm': md = optarg; break;
+        case 't':
+            if (parse_double_opt("--threshold", optarg, 0, 10, &o.threshold))
+                goto err_usage;
+            break;
+        case 'a':
+            if (parse_double_opt("--alpha", optarg, 1e-6, 0.5, &o.alpha))
+                goto err_usage;
+            break;
+        case 'r':
+            if (parse_double_opt("--reps", optarg, 100, 1e6, &v))
+                goto err_usage;
+            o.reps = (unsigned)v;
+            break;
+        case 's':
+            if (parse_double_opt("--seed", optarg, 0, 9007199254740992.0, &v))
+                goto err_usage;
+            o.seed = (uint64_t)v;
+            break;
+        case 'n':
+            if (parse_double_opt("--min-samples", optarg, 2, 1e6, &v))
+                goto err_usage;
+            o.min_samples = (size_t)v;
+            break;
+        case 'v': {
+            /* A comma list of params keys to ignore when matching; "" ignores none. */
+            size_t n = 0;
+            free(vol_buf);
+            vol_buf = strdup(optarg);
+            for (char *save = NULL, *t = vol_buf ? strtok_r(vol_buf, ",", &save) : NULL; t;
+                 t = strtok_r(NULL, ",", &save)) {
+                if (n + 1 >= 64) {
+                    fprintf(stderr, "arbench gate: --volatile '%s': expected at most 63 keys\n", optarg);
+                    goto err_usage;
+                }
+                vol[n++] = t;
+            }
+            vol[n] = NULL;
+            o.volatile_params = vol;
+            break;
+        }
+        case 'h': usage(stdout); free(vol_buf); return 0;
+        default: goto err_usage;
+        }
+    }
+    if (!base_path || !cand_path || optind != argc) {
+        fprintf(stderr, "arbench gate: expected --baseline B.csv and --candidate C.csv and no other arguments\n");
+        goto err_usage;
+    }
+    arb_pointset_t base = {0}, cand = {0};
+    arb_gate_result_t r;
+    char err[1024];
+    if (arb_points_load(&base, base_path, err, sizeof err) || arb_points_load(&cand, cand_path, err, sizeof err)) {
+        fprintf(stderr, "arbench gate: %s\n", err);
+        goto err_free_points;
+    }
+    if (arb_gate_compare(&base, &cand, &o, &r, err, sizeof err)) {
+        fprintf(stderr, "arbench gate: %s\n", err);
+        goto err_free_points;
+    }
+    arb_gate_report_text(stdout, &r, &o, &base, &cand);
+    rc = arb_gate_exit_status(&r);
+    if (md && arb_gate_report_md(md, &r, &o, &base, &cand, err, sizeof err)) {
+        fprintf(stderr, "arbench gate: %s\n", err);
+        rc = 2;
+    }
+    arb_gate_free(&r);
+err_free_points:
+    arb_points_free(&cand);
+    arb_points_free(&base);
+    free(vol_buf);
+    return rc;
+err_usage:
+    usage(stderr);
+    free(vol_buf);
     return 2;
 }

@@ -1,12 +1,135 @@
 /* SPDX-License-Identifier: MIT */
-/* Placeholder until its module lands. */
+/* arbench profile: results files -> tuning profile (CSV, optional JSON). docs/profile.md */
+#include <getopt.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
+#include "profile.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: arbench profile [--out PROFILE.csv] [--json PROFILE.json] [--min-speedup 1.05] [--alpha 0.05] [--reps 2000] [--seed 1] [--exclude noop,ping] [--quiet] RESULTS.csv...\n", f);
+    fputs("  Picks the fastest implementation per (fabric, ranks, nodes, dtype, op, mode) and size among check=pass rows, keeps it only where its lead over the best NCCL variant is beyond noise and at least --min-speedup, merges sizes into ranges. Exit 0 ok, 1 cannot write, 2 invalid input.\n", f);
+}
+
+static int parse_double_opt(const char *name, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !isfinite(v) || v < lo || v > hi) {
+        fprintf(stderr, "arbench profile: %s '%s': expected a number in [%g, %g]\n", name, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Splits a comma list in place into a NULL-terminated array (at most cap - 1 items). */
+static int split_list(char *s, const char **v, size_t cap)
+{
+    size_t n = 0;
+    for (char *save = NULL, *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (n + 1 >= cap)
+            return -1;
+        v[n++] = t;
+    }
+    v[n] = NULL;
+    return 0;
+}
 
 int cmd_profile(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "arbench %s: not built yet\n", argv[0]);
+    static const struct option opts[] = {
+        {"out", required_argument, NULL, 'o'},     {"json", required_argument, NULL, 'j'},
+        {"min-speedup", required_argument, NULL, 'm'}, {"alpha", required_argument, NULL, 'a'},
+        {"reps", required_argument, NULL, 'r'},    {"seed", required_argument, NULL, 's'},
+        {"exclude", required_argument, NULL, 'x'}, {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+    };
+    arb_profile_opts_t o;
+    arb_profile_opts_default(&o);
+    const char *out = NULL, *json = NULL;
+    const char *exclude[64];
+    char *exclude_buf = NULL;
+    int quiet = 0, rc = 2, c;
+    double v;
+    optind = 0; /* glibc: restart option parsing for this argv */
+    while ((c = getopt_long(argc, argv, "o:j:q", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'j': json = optarg; break;
+        case 'q': quiet = 1; break;
+        case 'm':
+            if (parse_double_opt("--min-speedup", optarg, 1.0, 1e6, &o.min_speedup))
+                goto err_usage;
+            break;
+        case 'a':
+            if (parse_double_opt("--alpha", optarg, 1e-6, 0.5, &o.alpha))
+                goto err_usage;
+            break;
+        case 'r':
+            if (parse_double_opt("--reps", optarg, 100, 1e6, &v))
+                goto err_usage;
+            o.reps = (unsigned)v;
+            break;
+        case 's':
+            if (parse_double_opt("--seed", optarg, 0, 9007199254740992.0, &v))
+                goto err_usage;
+            o.seed = (uint64_t)v;
+            break;
+        case 'x':
+            free(exclude_buf);
+            exclude_buf = strdup(optarg);
+            if (!exclude_buf || split_list(exclude_buf, exclude, 64)) {
+                fprintf(stderr, "arbench profile: --exclude '%s': expected a comma-separated list of at most 63 impl names\n", optarg);
+                goto err_usage;
+            }
+            o.exclude = exclude;
+            break;
+        case 'h': usage(stdout); free(exclude_buf); return 0;
+        default: goto err_usage;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "arbench profile: no results files given; expected one or more RESULTS.csv\n");
+        goto err_usage;
+    }
+    arb_pointset_t ps = {0};
+    arb_profile_t prof;
+    char err[1024];
+    for (int i = optind; i < argc; i++)
+        if (arb_points_load(&ps, argv[i], err, sizeof err)) {
+            fprintf(stderr, "arbench profile: %s\n", err);
+            goto err_free_points;
+        }
+    if (arb_profile_build(&ps, &o, &prof, err, sizeof err)) {
+        fprintf(stderr, "arbench profile: %s\n", err);
+        goto err_free_points;
+    }
+    rc = 0;
+    if (!quiet)
+        arb_profile_print(&prof, stdout);
+    if (out && arb_profile_write_csv(&prof, out, err, sizeof err)) {
+        fprintf(stderr, "arbench profile: --out %s\n", err);
+        rc = 1;
+    }
+    if (json && arb_profile_write_json(&prof, json, err, sizeof err)) {
+        fprintf(stderr, "arbench profile: --json %s\n", err);
+        rc = 1;
+    }
+    if (!quiet && rc == 0)
+        fprintf(stderr, "arbench profile: %zu ranges from %zu rows in %zu files%s%s%s%s\n", prof.n, ps.n, ps.nfiles,
+                out ? ", wrote " : "", out ? out : "", json ? ", wrote " : "", json ? json : "");
+    arb_profile_free(&prof);
+err_free_points:
+    arb_points_free(&ps);
+    free(exclude_buf);
+    return rc;
+err_usage:
+    usage(stderr);
+    free(exclude_buf);
     return 2;
 }

@@ -15,7 +15,7 @@ typedef struct arb_loaded_plugin {
 
 /* `name_or_path`: a bare name ("nccl") is looked up as arb-<name>.so in, in order,
  * each directory of $ARBENCH_PLUGIN_PATH (and its <name>/ subdirectory), the build
- * tree's collectives/<name>/ and collectives/*, and the install tree's lib/arbench/.
+ * tree's collectives/<name>/ and every collectives/<dir>/, and the install tree's lib/arbench/.
  * Anything containing '/' is taken as a path. On failure returns -1 and writes into
  * err every path tried and why it failed. Never retries a failed load. */
 int arb_plugin_load(const char *name_or_path, arb_loaded_plugin_t *out, char *err, size_t err_len);

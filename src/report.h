@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* Rank 0's terminal output: a table line per point, live progress on a terminal. */
+#ifndef ARB_REPORT_H
+#define ARB_REPORT_H
+
+#include <stddef.h>
+
+typedef struct arb_report {
+    int progress;     /* stderr is a terminal and not CI */
+    size_t done, total;
+    int header_printed;
+} arb_report_t;
+
+typedef struct arb_report_line {
+    const char *impl, *params, *mode, *check, *note;
+    size_t bytes;
+    unsigned tokens;
+    double median, p10, p90, busbw;
+    double floor_ratio; /* median / floor median, 0 when no floor */
+    const char *floor_name;
+} arb_report_line_t;
+
+void arb_report_init(arb_report_t *r, size_t total);
+void arb_report_progress(arb_report_t *r, const char *what);
+void arb_report_line(arb_report_t *r, const arb_report_line_t *l);
+void arb_report_done(arb_report_t *r);
+
+#endif
