@@ -1,3 +1,162 @@
 // SPDX-License-Identifier: MIT
-// Placeholder: replaced by the rmsnorm module.
+// Residual add + RMSNorm on the device: the "unfused" path the harness runs after any
+// all-reduce plugin (all-reduce into `sum`, then this kernel). One block per token row.
 #include "rmsnorm.h"
+
+#include <climits>
+#include <cmath>
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "common.h"
+
+namespace {
+
+constexpr unsigned kMaxThreads = 1024;
+constexpr unsigned kWarp = 32;
+
+// VEC bf16 values moved as one load/store: 16 bytes for VEC = 8.
+template <int VEC> struct alignas(2 * VEC) bf16_vec {
+    __nv_bfloat16 v[VEC];
+};
+
+// Sum of v over the block, returned to every thread. blockDim.x is a multiple of 32.
+// Every warp reduces the same per-warp partials in the same order, so the result is
+// identical in all threads (and deterministic run to run) without a broadcast.
+__device__ float block_sum(float v, float *warp_sums)
+{
+    for (int offset = kWarp / 2; offset > 0; offset >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, offset);
+    const unsigned lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    if (lane == 0)
+        warp_sums[warp] = v;
+    __syncthreads();
+    const unsigned nwarps = blockDim.x / kWarp;
+    v = lane < nwarps ? warp_sums[lane] : 0.0f;
+    for (int offset = kWarp / 2; offset > 0; offset >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, offset);
+    return v;
+}
+
+// hidden is a multiple of VEC and every pointer is aligned to 2 * VEC bytes.
+template <int VEC>
+__global__ void __launch_bounds__(kMaxThreads)
+residual_rmsnorm_kernel(__nv_bfloat16 *residual, const __nv_bfloat16 *sum,
+                        const __nv_bfloat16 *weight, __nv_bfloat16 *out, unsigned hidden, float eps)
+{
+    using vec_t = bf16_vec<VEC>;
+    __shared__ float warp_sums[kMaxThreads / kWarp];
+
+    const size_t row = (size_t)blockIdx.x * hidden; // elements
+    const unsigned nvec = hidden / VEC;
+    vec_t *res_row = reinterpret_cast<vec_t *>(residual + row);
+    const vec_t *sum_row = reinterpret_cast<const vec_t *>(sum + row);
+    const vec_t *weight_row = reinterpret_cast<const vec_t *>(weight);
+    vec_t *out_row = reinterpret_cast<vec_t *>(out + row);
+
+    // Pass 1: residual = bf16(residual + sum), stored; the norm uses the stored value.
+    float sum_sq = 0.0f;
+    for (unsigned i = threadIdx.x; i < nvec; i += blockDim.x) {
+        vec_t r = res_row[i];
+        const vec_t s = sum_row[i];
+#pragma unroll
+        for (int k = 0; k < VEC; k++) {
+            r.v[k] = __float2bfloat16_rn(__bfloat162float(r.v[k]) + __bfloat162float(s.v[k]));
+            const float stored = __bfloat162float(r.v[k]);
+            sum_sq += stored * stored;
+        }
+        res_row[i] = r;
+    }
+    const float inv_rms = rsqrtf(block_sum(sum_sq, warp_sums) / (float)hidden + eps);
+
+    // Pass 2: each thread re-reads only the vectors it wrote itself in pass 1 (same
+    // index mapping), so program order alone makes its own stores visible.
+    for (unsigned i = threadIdx.x; i < nvec; i += blockDim.x) {
+        const vec_t r = res_row[i];
+        const vec_t w = weight_row[i];
+        vec_t o;
+#pragma unroll
+        for (int k = 0; k < VEC; k++)
+            o.v[k] = __float2bfloat16_rn(__bfloat162float(r.v[k]) * inv_rms * __bfloat162float(w.v[k]));
+        out_row[i] = o;
+    }
+}
+
+bool aligned_to(const void *p, unsigned bytes)
+{
+    return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
+// The widest vector (in elements) that hidden and all four pointers allow.
+int pick_vec(const void *residual, const void *sum, const void *weight, const void *out, unsigned hidden)
+{
+    for (int vec = 8; vec > 1; vec /= 2) {
+        const unsigned bytes = 2u * (unsigned)vec;
+        if (hidden % (unsigned)vec == 0 && aligned_to(residual, bytes) && aligned_to(sum, bytes) &&
+            aligned_to(weight, bytes) && aligned_to(out, bytes))
+            return vec;
+    }
+    return 1;
+}
+
+template <int VEC>
+void launch(void *residual, const void *sum, const void *weight, void *out, unsigned tokens,
+            unsigned hidden, float eps, cudaStream_t stream)
+{
+    // Enough threads for one vector each, up to 1024: with 1-64 tokens there are
+    // fewer blocks than SMs, so a wide block is what shortens the row.
+    const unsigned nvec = hidden / VEC;
+    unsigned threads = (nvec + kWarp - 1) / kWarp * kWarp;
+    if (threads > kMaxThreads)
+        threads = kMaxThreads;
+    residual_rmsnorm_kernel<VEC><<<tokens, threads, 0, stream>>>(
+        static_cast<__nv_bfloat16 *>(residual), static_cast<const __nv_bfloat16 *>(sum),
+        static_cast<const __nv_bfloat16 *>(weight), static_cast<__nv_bfloat16 *>(out), hidden, eps);
+}
+
+} // namespace
+
+extern "C" arb_status_t arb_rmsnorm_residual_launch(void *residual, const void *sum, const void *weight,
+                                                    void *out, unsigned tokens, unsigned hidden, float eps,
+                                                    void *stream)
+{
+    if (hidden == 0) {
+        arb_err("rmsnorm: hidden is 0; expected the row length in elements, >= 1");
+        return ARB_ERR_INVALID;
+    }
+    if (!(eps >= 0.0f) || std::isinf(eps)) {
+        arb_err("rmsnorm: eps %g is not a finite number >= 0", (double)eps);
+        return ARB_ERR_INVALID;
+    }
+    if (tokens == 0)
+        return ARB_OK;
+    if (tokens > (unsigned)INT_MAX) {
+        arb_err("rmsnorm: tokens %u exceeds the grid limit of %d rows", tokens, INT_MAX);
+        return ARB_ERR_INVALID;
+    }
+    if (!residual || !sum || !weight || !out) {
+        arb_err("rmsnorm: NULL buffer (residual %p, sum %p, weight %p, out %p); expected device pointers",
+                residual, sum, weight, out);
+        return ARB_ERR_INVALID;
+    }
+
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    switch (pick_vec(residual, sum, weight, out, hidden)) {
+    case 8: launch<8>(residual, sum, weight, out, tokens, hidden, eps, s); break;
+    case 4: launch<4>(residual, sum, weight, out, tokens, hidden, eps, s); break;
+    case 2: launch<2>(residual, sum, weight, out, tokens, hidden, eps, s); break;
+    default: launch<1>(residual, sum, weight, out, tokens, hidden, eps, s); break;
+    }
+    const cudaError_t e = cudaGetLastError();
+    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
+        arb_err("no CUDA device visible: rmsnorm kernel launch failed: %s", cudaGetErrorString(e));
+        return ARB_ERR_SYSTEM;
+    }
+    if (e != cudaSuccess) {
+        arb_err("rmsnorm: kernel launch (%u tokens x %u hidden) failed: %s", tokens, hidden, cudaGetErrorString(e));
+        return ARB_ERR_SYSTEM;
+    }
+    return ARB_OK;
+}
