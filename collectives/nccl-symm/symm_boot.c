@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 void symm_version_str(int code, char *buf, size_t len)
@@ -189,13 +188,6 @@ void symm_no_window_reason(const arb_comm_info_t *info, const arb_host_ops_t *op
         snprintf(item, sizeof item, "NCCL_P2P_LEVEL=%s (up to NCCL 2.28.3 the LSA team also obeys the P2P distance check)", v);
         append(buf, len, item);
     }
-    CUdevice dev;
-    int vmm = -1;
-    if (cuDeviceGet(&dev, info->cuda_device) == CUDA_SUCCESS &&
-        cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) == CUDA_SUCCESS &&
-        vmm == 0)
-        append(buf, len, "the GPU does not support CUDA virtual memory management");
-
     /* Which GPUs cannot reach each other: exchange PCI bus ids and ask CUDA. Every
      * rank joins the allgather, with an empty id where it could not tell its own. */
     char *ids = calloc((size_t)info->nranks, 32);
