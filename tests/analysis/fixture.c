@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+#include "fixture.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "resample.h"
+#include "stats.h"
+
+static double normal(arb_rng_t *r)
+{
+    /* Box-Muller; 1 - u keeps the logarithm finite. */
+    double u = 1.0 - arb_rng_uniform(r), v = arb_rng_uniform(r);
+    return sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * v);
+}
+
+arb_results_writer_t *fx_create(const char *path)
+{
+    char err[512];
+    unlink(path);
+    arb_results_writer_t *w = arb_results_open(path, err, sizeof err);
+    if (!w)
+        fprintf(stderr, "fixture: %s\n", err);
+    return w;
+}
+
+int fx_append(arb_results_writer_t *w, const fx_point_t *p)
+{
+    size_t n = p->nsamples ? p->nsamples : 50;
+    double *s = malloc(n * sizeof *s);
+    char *samples = malloc(n * 24 + 1);
+    if (!s || !samples) {
+        free(s);
+        free(samples);
+        return -1;
+    }
+    arb_rng_t r;
+    arb_rng_seed(&r, p->seed);
+    size_t len = 0;
+    samples[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        s[i] = p->median_us * exp(p->sigma * normal(&r));
+        if (p->nsamples)
+            len += (size_t)snprintf(samples + len, 24, "%s%.3f", i ? " " : "", s[i]);
+    }
+    arb_stats_t st;
+    arb_stats_compute(s, n, &st);
+    char ranks[32], bytes[32], count[32], tokens[32], iters[32], med[32], p10[32], p90[32], p99[32];
+    char mean[32], sd[32], mn[32], mx[32], alg[32], bus[32];
+    snprintf(ranks, sizeof ranks, "%d", p->ranks);
+    snprintf(bytes, sizeof bytes, "%zu", p->bytes);
+    snprintf(count, sizeof count, "%zu", p->bytes / 2);
+    snprintf(tokens, sizeof tokens, "%zu", p->bytes / 14336);
+    snprintf(iters, sizeof iters, "%zu", n);
+    snprintf(med, sizeof med, "%.3f", st.median);
+    snprintf(p10, sizeof p10, "%.3f", st.p10);
+    snprintf(p90, sizeof p90, "%.3f", st.p90);
+    snprintf(p99, sizeof p99, "%.3f", st.p99);
+    snprintf(mean, sizeof mean, "%.3f", st.mean);
+    snprintf(sd, sizeof sd, "%.3f", st.stdev);
+    snprintf(mn, sizeof mn, "%.3f", st.min);
+    snprintf(mx, sizeof mx, "%.3f", st.max);
+    snprintf(alg, sizeof alg, "%.3f", arb_algbw_gbs(p->bytes, st.median));
+    snprintf(bus, sizeof bus, "%.3f", arb_busbw_gbs(p->bytes, st.median, p->ranks));
+    int pass = strcmp(p->check, "pass") == 0;
+    arb_row_t row = {.f = {
+        [ARB_COL_schema] = "1", [ARB_COL_run_id] = p->run_id, [ARB_COL_time] = "2025-01-01T00:00:00Z",
+        [ARB_COL_git_rev] = "fixture", [ARB_COL_arbench_version] = "0.1.0", [ARB_COL_host] = "testhost",
+        [ARB_COL_argv] = "arbench sweep --impl p2p,nccl", [ARB_COL_gpu] = "Fixture GPU", [ARB_COL_sm] = "120",
+        [ARB_COL_fabric] = p->fabric, [ARB_COL_ranks] = ranks, [ARB_COL_nodes] = "1",
+        [ARB_COL_impl] = p->impl, [ARB_COL_params] = p->params, [ARB_COL_op] = p->op,
+        [ARB_COL_fusion] = p->fusion, [ARB_COL_dtype] = p->dtype, [ARB_COL_bytes] = bytes,
+        [ARB_COL_count] = count, [ARB_COL_tokens] = tokens, [ARB_COL_hidden] = "7168",
+        [ARB_COL_mode] = p->mode, [ARB_COL_timing] = "events", [ARB_COL_warmup] = "5",
+        [ARB_COL_iters] = iters, [ARB_COL_median_us] = pass ? med : "", [ARB_COL_p10_us] = pass ? p10 : "",
+        [ARB_COL_p90_us] = pass ? p90 : "", [ARB_COL_p99_us] = pass ? p99 : "",
+        [ARB_COL_mean_us] = pass ? mean : "", [ARB_COL_stdev_us] = pass ? sd : "",
+        [ARB_COL_min_us] = pass ? mn : "", [ARB_COL_max_us] = pass ? mx : "",
+        [ARB_COL_algbw_gbs] = pass ? alg : "", [ARB_COL_busbw_gbs] = pass ? bus : "",
+        [ARB_COL_check] = p->check, [ARB_COL_wrong] = pass ? "0" : "12",
+        [ARB_COL_samples_us] = pass ? samples : "",
+    }};
+    if (p->override_col)
+        for (int c = 0; c < ARB_COL_COUNT; c++)
+            if (strcmp(arb_result_col_names[c], p->override_col) == 0)
+                row.f[c] = p->override_val;
+    int rc = arb_results_append(w, &row);
+    free(s);
+    free(samples);
+    return rc;
+}
+
+int fx_write_sweep(const char *path, const fx_sweep_t *s)
+{
+    static const size_t sizes[] = {14336, 43008, 86016, 1048576};
+    /* Graph-mode medians in us per size: Ring/LL, Ring/Simple, p2p. */
+    static const double med[4][3] = {{10, 14, 6}, {12, 15, 7}, {16, 18, 15.8}, {80, 60, 90}};
+    static const char *const modes[] = {"eager", "graph"};
+    char ll[128], simple[128];
+    snprintf(ll, sizeof ll, "algo=Ring,proto=LL,nccl=%s", s->nccl_version);
+    snprintf(simple, sizeof simple, "algo=Ring,proto=Simple,nccl=%s", s->nccl_version);
+    const char *impls[3][2] = {{"nccl", ll}, {"nccl", simple}, {"p2p", "variant=oneshot-push,blocks=8"}};
+    arb_results_writer_t *w = fx_create(path);
+    if (!w)
+        return -1;
+    int rc = 0;
+    uint64_t seed = s->seed;
+    for (size_t m = 0; m < 2; m++)
+        for (size_t i = 0; i < 4; i++) {
+            for (size_t k = 0; k < 3; k++) {
+                int is_p2p = k == 2;
+                int slow = is_p2p && sizes[i] == s->slow_bytes && s->slow_mode && strcmp(modes[m], s->slow_mode) == 0;
+                int fail = is_p2p && sizes[i] == s->fail_bytes && s->fail_mode && strcmp(modes[m], s->fail_mode) == 0;
+                fx_point_t p = {
+                    .fabric = s->fabric ? s->fabric : "pcie-gen5", .impl = impls[k][0], .params = impls[k][1],
+                    .op = "allreduce", .fusion = "", .dtype = "bf16", .mode = modes[m],
+                    .check = fail ? "fail" : "pass", .run_id = s->run_id, .ranks = 2, .bytes = sizes[i],
+                    .median_us = (med[i][k] + (m == 0 ? 5.0 : 0.0)) * (slow ? s->slow_factor : 1.0),
+                    .sigma = 0.03, .nsamples = s->nsamples, .seed = seed++,
+                };
+                rc |= fx_append(w, &p);
+            }
+            fx_point_t ref = {.fabric = s->fabric ? s->fabric : "pcie-gen5", .impl = "noop", .params = "",
+                              .op = "allreduce", .fusion = "", .dtype = "bf16", .mode = modes[m],
+                              .check = "pass", .run_id = s->run_id, .ranks = 2, .bytes = sizes[i],
+                              .median_us = 2.0, .sigma = 0.03, .nsamples = s->nsamples, .seed = seed++};
+            rc |= fx_append(w, &ref);
+        }
+    rc |= arb_results_close(w);
+    return rc;
+}

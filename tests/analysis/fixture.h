@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/* Synthetic results files for the analysis tests, written with the real results writer. */
+#ifndef ARB_TEST_FIXTURE_H
+#define ARB_TEST_FIXTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "results.h"
+
+typedef struct fx_point {
+    const char *fabric, *impl, *params, *op, *fusion, *dtype, *mode, *check, *run_id;
+    int ranks;
+    size_t bytes;
+    double median_us; /* the distribution's median */
+    double sigma;     /* log-normal spread of the samples */
+    size_t nsamples;  /* 0: samples_us left empty */
+    uint64_t seed;
+    const char *override_col, *override_val; /* a hostile field, or NULL */
+} fx_point_t;
+
+/* Appends one row drawn from the point's distribution; stats computed from the draws. */
+int fx_append(arb_results_writer_t *w, const fx_point_t *p);
+/* Removes path and opens a fresh results file there. */
+arb_results_writer_t *fx_create(const char *path);
+
+/* The standard sweep: fabric pcie-gen5, 2 ranks, bf16 allreduce, eager and graph, sizes
+ * 14336, 43008, 86016, 1048576; nccl Ring/LL and Ring/Simple (nccl=VERSION in params),
+ * p2p oneshot-push (clearly faster at the two small sizes, 1.3% faster at 86016,
+ * slower at 1M), a noop reference row. slow_bytes/slow_mode/slow_factor plant a
+ * slowdown of p2p at one point (factor 1 = none); fail_* plants check=fail. */
+typedef struct fx_sweep {
+    const char *run_id, *nccl_version;
+    uint64_t seed;
+    size_t nsamples;
+    size_t slow_bytes;
+    const char *slow_mode;
+    double slow_factor;
+    size_t fail_bytes;
+    const char *fail_mode;
+    const char *fabric;
+} fx_sweep_t;
+
+int fx_write_sweep(const char *path, const fx_sweep_t *s);
+
+#endif

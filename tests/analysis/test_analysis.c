@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of the analysis library (points, resampling, profile, gate). TAP output. */
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "gate.h"
+#include "profile.h"
+#include "resample.h"
+
+static int ntest, nfail;
+static char dir[] = "/tmp/arb-analysis-XXXXXX";
+
+static void ok(int cond, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s %d - ", cond ? "ok" : "not ok", ++ntest);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    nfail += !cond;
+}
+
+static const char *at(const char *name)
+{
+    static char path[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(path[k], sizeof path[k], "%s/%s", dir, name);
+    return path[k];
+}
+
+static int load(arb_pointset_t *ps, const char *name)
+{
+    char err[512];
+    memset(ps, 0, sizeof *ps);
+    if (arb_points_load(ps, at(name), err, sizeof err)) {
+        printf("# load %s: %s\n", name, err);
+        return -1;
+    }
+    return 0;
+}
+
+static void test_parsers(void)
+{
+    unsigned long long v;
+    ok(arb_parse_u64_field("43008", 1ull << 62, &v) == 0 && v == 43008, "u64 parses 43008");
+    ok(arb_parse_u64_field("18446744073709551615", UINT64_MAX, &v) == 0 && v == UINT64_MAX, "u64 parses UINT64_MAX");
+    ok(arb_parse_u64_field("18446744073709551616", UINT64_MAX, &v) != 0, "u64 rejects overflow");
+    const char *bad[] = {"", "-1", "42K", " 1", "1 ", "0x10", "+5"};
+    int all = 1;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        all &= arb_parse_u64_field(bad[i], UINT64_MAX, &v) != 0;
+    ok(all, "u64 rejects '', -1, 42K, spaces, hex, sign");
+    double d;
+    ok(arb_parse_double_field("7.25", &d) == 0 && d == 7.25, "double parses 7.25");
+    ok(arb_parse_double_field("nan", &d) && arb_parse_double_field("inf", &d) && arb_parse_double_field("1e999", &d) &&
+           arb_parse_double_field("", &d) && arb_parse_double_field("1.0x", &d),
+       "double rejects nan, inf, overflow, empty, trailing junk");
+    char out[128];
+    static const char *const drop[] = {"nccl", NULL};
+    arb_params_strip("algo=Ring,proto=LL,nccl=2.28.3", drop, out, sizeof out);
+    ok(strcmp(out, "algo=Ring,proto=LL") == 0, "params_strip drops nccl= (got '%s')", out);
+    arb_params_strip("nccl=2.28.3,algo=Tree,ncclx=1", drop, out, sizeof out);
+    ok(strcmp(out, "algo=Tree,ncclx=1") == 0, "params_strip keeps keys that only start with nccl (got '%s')", out);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void test_resample(void)
+{
+    arb_rng_t r;
+    arb_rng_seed(&r, 42);
+    int all = 1;
+    for (size_t n = 1; n < 60; n++) {
+        double v[60], w[60];
+        for (size_t i = 0; i < n; i++)
+            v[i] = w[i] = (double)arb_rng_below(&r, 7); /* many ties */
+        qsort(w, n, sizeof *w, cmp_d);
+        double want = n % 2 ? w[n / 2] : 0.5 * (w[n / 2 - 1] + w[n / 2]);
+        all &= arb_median_inplace(v, n) == want;
+    }
+    ok(all, "median by selection equals the sorted median for n = 1..59 with ties");
+    double a[200], b[200];
+    for (size_t i = 0; i < 200; i++) {
+        a[i] = 12.0 * (1 + 0.05 * (arb_rng_uniform(&r) - 0.5));
+        b[i] = 10.0 * (1 + 0.05 * (arb_rng_uniform(&r) - 0.5));
+    }
+    double lo1, hi1, lo2, hi2;
+    int rc = arb_bootstrap_ratio_ci(a, 200, b, 200, 0.05, 2000, 7, &lo1, &hi1);
+    rc |= arb_bootstrap_ratio_ci(a, 200, b, 200, 0.05, 2000, 7, &lo2, &hi2);
+    ok(rc == 0 && lo1 == lo2 && hi1 == hi2, "bootstrap is reproducible with a seed");
+    ok(lo1 < 1.2 && 1.2 < hi1 && hi1 - lo1 < 0.05, "95%% interval [%.4f, %.4f] holds the true ratio 1.2 and is tight", lo1, hi1);
+    ok(arb_bootstrap_ratio_ci(a, 0, b, 200, 0.05, 100, 1, &lo1, &hi1) != 0, "bootstrap refuses an empty set");
+}
+
+static const arb_profile_entry_t *find(const arb_profile_t *p, const char *mode, size_t bytes)
+{
+    return arb_profile_lookup(p, "pcie-gen5", 2, 1, "bf16", "allreduce", mode, bytes);
+}
+
+static void test_profile(void)
+{
+    arb_pointset_t ps;
+    arb_profile_t p;
+    arb_profile_opts_t o;
+    char err[512];
+    arb_profile_opts_default(&o);
+    if (load(&ps, "base.csv")) {
+        ok(0, "load base.csv");
+        return;
+    }
+    ok(arb_profile_build(&ps, &o, &p, err, sizeof err) == 0, "profile builds from base.csv");
+    ok(p.n == 6, "3 ranges per mode, 2 modes (got %zu)", p.n);
+    const arb_profile_entry_t *e = find(&p, "graph", 43008);
+    ok(e && strcmp(e->impl, "p2p") == 0 && e->min_bytes == 0 && e->max_bytes == 64512 && e->points == 2,
+       "graph [0, 64512]: p2p over 2 sizes (boundary halfway between 43008 and 86016)");
+    ok(e && strcmp(e->confidence, "ci95") == 0 && e->speedup > 1.6 && e->speedup < 1.7 && e->rep_bytes == 14336,
+       "p2p row: ci95, speedup %.3f taken at its weaker size 14336 (10/6, not 12/7)", e ? e->speedup : 0);
+    e = find(&p, "graph", 86016);
+    ok(e && strcmp(e->impl, "nccl") == 0 && strstr(e->params, "proto=LL") && strcmp(e->confidence, "tie") == 0 &&
+           e->min_bytes == 64513 && e->max_bytes == 567296,
+       "graph 86016: p2p's 1.3%% lead is below --min-speedup, NCCL Ring/LL keeps it as a tie");
+    e = find(&p, "graph", SIZE_MAX);
+    ok(e && strstr(e->params, "proto=Simple") && strcmp(e->confidence, "baseline") == 0 && e->max_bytes == SIZE_MAX,
+       "graph 1M and up: NCCL Ring/Simple is fastest outright");
+    int noop = 0;
+    for (size_t i = 0; i < p.n; i++)
+        noop |= strcmp(p.e[i].impl, "noop") == 0;
+    ok(!noop, "the noop reference row is never chosen");
+    ok(p.nsources == 1 && strcmp(p.source_runs[0], "base-run") == 0, "profile records its source and run_id");
+
+    /* Round trip through the CSV and JSON files. */
+    arb_profile_t back;
+    ok(arb_profile_write_csv(&p, at("profile.csv"), err, sizeof err) == 0, "profile CSV written");
+    ok(arb_profile_read(at("profile.csv"), &back, err, sizeof err) == 0 && back.n == p.n, "profile CSV reads back");
+    int same = back.n == p.n;
+    for (size_t i = 0; same && i < p.n; i++)
+        same = back.e[i].min_bytes == p.e[i].min_bytes && back.e[i].max_bytes == p.e[i].max_bytes &&
+               strcmp(back.e[i].params, p.e[i].params) == 0 && strcmp(back.e[i].sources, p.e[i].sources) == 0 &&
+               fabs(back.e[i].median_us - p.e[i].median_us) < 1e-3;
+    ok(same, "the CSV round trip keeps ranges, params (with commas), sources and medians");
+    arb_profile_free(&back);
+    ok(arb_profile_write_json(&p, at("profile.json"), err, sizeof err) == 0, "profile JSON written");
+    json_error_t je;
+    json_t *j = json_load_file(at("profile.json"), 0, &je);
+    json_t *entries = json_object_get(j, "entries");
+    ok(j && json_integer_value(json_object_get(j, "schema")) == 1 && json_array_size(entries) == p.n,
+       "JSON: schema 1 and one entry per range");
+    json_t *last = json_array_get(entries, 2);
+    ok(json_is_null(json_object_get(last, "max_bytes")) &&
+           json_integer_value(json_object_get(json_array_get(entries, 0), "max_bytes")) == 64512,
+       "JSON: open-ended max_bytes is null, others integers");
+    json_decref(j);
+    arb_profile_free(&p);
+    arb_points_free(&ps);
+}
+
+/* A custom impl a little faster than NCCL with heavy noise and few samples, or
+ * clearly faster with little noise. */
+static void test_profile_noise(void)
+{
+    struct { double factor, sigma; size_t n; const char *want; } cases[] = {
+        {0.97, 0.30, 20, "nccl"},
+        {0.80, 0.03, 200, "p2p"},
+    };
+    for (size_t c = 0; c < 2; c++) {
+        arb_results_writer_t *w = fx_create(at("noise.csv"));
+        fx_point_t n = {.fabric = "pcie-gen5", .impl = "nccl", .params = "algo=Ring,proto=LL", .op = "allreduce",
+                        .fusion = "", .dtype = "bf16", .mode = "graph", .check = "pass", .run_id = "noise",
+                        .ranks = 2, .bytes = 43008, .median_us = 10, .sigma = cases[c].sigma, .nsamples = cases[c].n,
+                        .seed = 11};
+        fx_point_t q = n;
+        q.impl = "p2p", q.params = "variant=oneshot-push", q.median_us = 10 * cases[c].factor, q.seed = 12;
+        int rc = !w || fx_append(w, &n) || fx_append(w, &q) || arb_results_close(w);
+        arb_pointset_t ps;
+        arb_profile_t p;
+        arb_profile_opts_t o;
+        char err[512];
+        arb_profile_opts_default(&o);
+        o.min_speedup = 1.0; /* only the statistics decide */
+        rc = rc || load(&ps, "noise.csv") || arb_profile_build(&ps, &o, &p, err, sizeof err);
+        ok(!rc && p.n == 1 && strcmp(p.e[0].impl, cases[c].want) == 0,
+           "factor %.2f, sigma %.2f, %zu samples: %s keeps 43008 (%s)", cases[c].factor, cases[c].sigma, cases[c].n,
+           cases[c].want, !rc && p.n ? p.e[0].confidence : "-");
+        if (!rc) {
+            arb_profile_free(&p);
+            arb_points_free(&ps);
+        }
+    }
+}
+
+static void test_profile_reader(void)
+{
+    static const char *const bad[] = {
+        "schema,fabric,ranks,nodes,dtype,op,mode,min_bytes,max_bytes,impl,params\n2,f,2,1,bf16,allreduce,graph,0,10,nccl,\n",
+        "schema,fabric,ranks,nodes,dtype,op,mode,min_bytes,max_bytes,impl,params\n1,f,2,1,bf16,allreduce,graph,20,10,nccl,\n",
+        "schema,fabric,ranks,nodes,dtype,op,mode,min_bytes,max_bytes,impl,params\n1,f,2,1,bf16,allreduce,graph,0,10,nccl,\n1,f,2,1,bf16,allreduce,graph,10,20,p2p,\n",
+        "schema,fabric,ranks,dtype,op,mode,min_bytes,max_bytes,impl,params\n1,f,2,bf16,allreduce,graph,0,10,nccl,\n",
+        "schema,fabric,ranks,nodes,dtype,op,mode,min_bytes,max_bytes,impl,params\n1,f,x,1,bf16,allreduce,graph,0,10,nccl,\n",
+    };
+    static const char *const what[] = {"schema 2", "min > max", "overlapping ranges", "missing nodes column", "ranks x"};
+    for (size_t i = 0; i < 5; i++) {
+        arb_profile_t p;
+        char err[512] = "";
+        int rc = arb_profile_read_mem(bad[i], strlen(bad[i]), "bad.csv", &p, err, sizeof err);
+        ok(rc != 0 && strstr(err, "bad.csv"), "profile reader rejects %s: %s", what[i], err);
+    }
+    static const char good[] = "schema,fabric,ranks,nodes,dtype,op,mode,min_bytes,max_bytes,impl,params,extra\n"
+                               "1,f,2,,bf16,allreduce,graph,0,10,nccl,\"algo=Ring,proto=LL\",x\n"
+                               "1,f,2,,bf16,allreduce,graph,11,18446744073709551615,p2p,,y\n";
+    arb_profile_t p;
+    char err[512];
+    int rc = arb_profile_read_mem(good, sizeof good - 1, "good.csv", &p, err, sizeof err);
+    const arb_profile_entry_t *e = rc ? NULL : arb_profile_lookup(&p, "f", 2, 1, "bf16", "allreduce", "graph", 11);
+    ok(e && strcmp(e->impl, "p2p") == 0, "profile reader: extra columns ignored, empty nodes matches any, lookup finds 11");
+    if (!rc)
+        arb_profile_free(&p);
+}
+
+static int gate(const char *b, const char *c, arb_gate_result_t *r, arb_pointset_t *pb, arb_pointset_t *pc)
+{
+    arb_gate_opts_t o;
+    char err[512];
+    arb_gate_opts_default(&o);
+    if (load(pb, b) || load(pc, c))
+        return -1;
+    if (arb_gate_compare(pb, pc, &o, r, err, sizeof err)) {
+        printf("# gate %s %s: %s\n", b, c, err);
+        arb_points_free(pb);
+        arb_points_free(pc);
+        return -1;
+    }
+    return 0;
+}
+
+static void gate_done(arb_gate_result_t *r, arb_pointset_t *pb, arb_pointset_t *pc)
+{
+    arb_gate_free(r);
+    arb_points_free(pb);
+    arb_points_free(pc);
+}
+
+static void test_gate(void)
+{
+    arb_gate_result_t r;
+    arb_pointset_t b, c;
+    if (gate("base.csv", "cand_same.csv", &r, &b, &c) == 0) {
+        ok(r.n == 32 && arb_gate_exit_status(&r) == 0 && r.count[ARB_GATE_REGRESSION] == 0 && r.nfallback == 0,
+           "resampled-identical candidate: 32 points, no regression, all by bootstrap");
+        gate_done(&r, &b, &c);
+    } else {
+        ok(0, "gate base vs cand_same");
+    }
+    if (gate("base.csv", "cand_regress.csv", &r, &b, &c) == 0) {
+        const arb_gate_point_t *g = NULL;
+        for (size_t i = 0; i < r.n; i++)
+            if (r.pts[i].verdict == ARB_GATE_REGRESSION)
+                g = &r.pts[i];
+        ok(r.count[ARB_GATE_REGRESSION] == 1 && g && g->cand->bytes == 43008 && strcmp(g->cand->mode, "graph") == 0 &&
+               strcmp(g->cand->impl, "p2p") == 0 && g->lo > 1.05 && arb_gate_exit_status(&r) == 1,
+           "planted 20%% slowdown of p2p at 43008 graph is the one regression (ratio %.3f, interval [%.3f, %.3f])",
+           g ? g->ratio : 0, g ? g->lo : 0, g ? g->hi : 0);
+        gate_done(&r, &b, &c);
+    } else {
+        ok(0, "gate base vs cand_regress");
+    }
+    if (gate("base.csv", "cand_fail.csv", &r, &b, &c) == 0) {
+        ok(r.count[ARB_GATE_FAILED] == 1 && arb_gate_exit_status(&r) == 1, "a failed check in the candidate fails the gate");
+        gate_done(&r, &b, &c);
+    } else {
+        ok(0, "gate base vs cand_fail");
+    }
+    if (gate("base.csv", "cand_upgrade.csv", &r, &b, &c) == 0) {
+        ok(r.n == 32 && r.nonly_base == 0 && arb_gate_exit_status(&r) == 0, "nccl=VERSION in params is ignored when matching");
+        gate_done(&r, &b, &c);
+    } else {
+        ok(0, "gate base vs cand_upgrade");
+    }
+    if (gate("base_nosamples.csv", "cand_regress_nosamples.csv", &r, &b, &c) == 0) {
+        ok(r.nfallback == r.n && r.count[ARB_GATE_REGRESSION] == 1, "without samples_us the p10/p90 rule still finds the 20%% slowdown");
+        gate_done(&r, &b, &c);
+    } else {
+        ok(0, "gate without samples");
+    }
+    arb_gate_opts_t o;
+    char err[512];
+    arb_gate_opts_default(&o);
+    if (load(&b, "base.csv") == 0 && load(&c, "other_fabric.csv") == 0) {
+        ok(arb_gate_compare(&b, &c, &o, &r, err, sizeof err) != 0 && strstr(err, "no point in common"),
+           "no common points is an error: %s", err);
+        arb_points_free(&b);
+        arb_points_free(&c);
+    }
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir)) {
+        printf("Bail out! cannot create a temporary directory\n");
+        return 1;
+    }
+    fx_sweep_t base = {.run_id = "base-run", .nccl_version = "2.28.3", .seed = 100, .nsamples = 200, .slow_factor = 1};
+    fx_sweep_t same = base, slow = base, fail = base, up = base, nsb = base, nsc = base, nv = base;
+    same.run_id = "cand", same.seed = 9000;
+    slow = same, slow.slow_bytes = 43008, slow.slow_mode = "graph", slow.slow_factor = 1.2;
+    fail.seed = 9100, fail.fail_bytes = 43008, fail.fail_mode = "eager";
+    up.seed = 9200, up.nccl_version = "2.28.9";
+    nsb.nsamples = 0;
+    nsc = slow, nsc.nsamples = 0, nsc.seed = 9300;
+    nv.fabric = "nvlink";
+    if (fx_write_sweep(at("base.csv"), &base) || fx_write_sweep(at("cand_same.csv"), &same) ||
+        fx_write_sweep(at("cand_regress.csv"), &slow) || fx_write_sweep(at("cand_fail.csv"), &fail) ||
+        fx_write_sweep(at("cand_upgrade.csv"), &up) || fx_write_sweep(at("base_nosamples.csv"), &nsb) ||
+        fx_write_sweep(at("cand_regress_nosamples.csv"), &nsc) || fx_write_sweep(at("other_fabric.csv"), &nv)) {
+        printf("Bail out! cannot write fixtures in %s\n", dir);
+        return 1;
+    }
+    test_parsers();
+    test_resample();
+    test_profile();
+    test_profile_noise();
+    test_profile_reader();
+    test_gate();
+    printf("1..%d\n", ntest);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (nfail == 0 && system(cmd) != 0)
+        printf("# could not remove %s\n", dir);
+    return nfail ? 1 : 0;
+}
