@@ -40,7 +40,42 @@ __device__ float block_sum(float v, float *warp_sums)
     return v;
 }
 
-// hidden is a multiple of VEC and every pointer is aligned to 2 * VEC bytes.
+// Vectors per thread kept in registers between the two passes: with up to 1024
+// threads this covers hidden <= 32768 at VEC 8 (4096 scalar); beyond, the rest of
+// the row is read back from memory.
+constexpr int kKeptVecs = 4;
+
+// residual[i] = bf16(residual[i] + sum[i]) for one vector; the stored values, as
+// float, go to `stored`, their squares into sum_sq.
+template <int VEC>
+__device__ void add_residual(bf16_vec<VEC> *res_row, const bf16_vec<VEC> *sum_row, unsigned i,
+                             float (&stored)[VEC], float &sum_sq)
+{
+    bf16_vec<VEC> r = res_row[i];
+    const bf16_vec<VEC> s = sum_row[i];
+#pragma unroll
+    for (int k = 0; k < VEC; k++) {
+        r.v[k] = __float2bfloat16_rn(__bfloat162float(r.v[k]) + __bfloat162float(s.v[k]));
+        stored[k] = __bfloat162float(r.v[k]);
+        sum_sq += stored[k] * stored[k];
+    }
+    res_row[i] = r;
+}
+
+template <int VEC>
+__device__ void write_out(bf16_vec<VEC> *out_row, const bf16_vec<VEC> *weight_row, unsigned i,
+                          const float (&stored)[VEC], float inv_rms)
+{
+    const bf16_vec<VEC> w = weight_row[i];
+    bf16_vec<VEC> o;
+#pragma unroll
+    for (int k = 0; k < VEC; k++)
+        o.v[k] = __float2bfloat16_rn(stored[k] * inv_rms * __bfloat162float(w.v[k]));
+    out_row[i] = o;
+}
+
+// One block per token row. hidden is a multiple of VEC and every pointer is aligned
+// to 2 * VEC bytes. Vector i of a row belongs to thread i % blockDim.x in both passes.
 template <int VEC>
 __global__ void __launch_bounds__(kMaxThreads)
 residual_rmsnorm_kernel(__nv_bfloat16 *residual, const __nv_bfloat16 *sum,
@@ -55,32 +90,39 @@ residual_rmsnorm_kernel(__nv_bfloat16 *residual, const __nv_bfloat16 *sum,
     const vec_t *sum_row = reinterpret_cast<const vec_t *>(sum + row);
     const vec_t *weight_row = reinterpret_cast<const vec_t *>(weight);
     vec_t *out_row = reinterpret_cast<vec_t *>(out + row);
+    const unsigned kept_end = kKeptVecs * blockDim.x; // vectors below this stay in registers
 
     // Pass 1: residual = bf16(residual + sum), stored; the norm uses the stored value.
+    // The loops over kept[] are unrolled so that kept[] lives in registers.
+    float kept[kKeptVecs][VEC];
     float sum_sq = 0.0f;
-    for (unsigned i = threadIdx.x; i < nvec; i += blockDim.x) {
-        vec_t r = res_row[i];
-        const vec_t s = sum_row[i];
 #pragma unroll
-        for (int k = 0; k < VEC; k++) {
-            r.v[k] = __float2bfloat16_rn(__bfloat162float(r.v[k]) + __bfloat162float(s.v[k]));
-            const float stored = __bfloat162float(r.v[k]);
-            sum_sq += stored * stored;
-        }
-        res_row[i] = r;
+    for (int j = 0; j < kKeptVecs; j++) {
+        const unsigned i = threadIdx.x + j * blockDim.x;
+        if (i < nvec)
+            add_residual<VEC>(res_row, sum_row, i, kept[j], sum_sq);
+    }
+    for (unsigned i = threadIdx.x + kept_end; i < nvec; i += blockDim.x) {
+        float stored[VEC];
+        add_residual<VEC>(res_row, sum_row, i, stored, sum_sq);
     }
     const float inv_rms = rsqrtf(block_sum(sum_sq, warp_sums) / (float)hidden + eps);
 
-    // Pass 2: each thread re-reads only the vectors it wrote itself in pass 1 (same
-    // index mapping), so program order alone makes its own stores visible.
-    for (unsigned i = threadIdx.x; i < nvec; i += blockDim.x) {
+    // Pass 2: out = residual * inv_rms * weight. Past kept_end each thread re-reads only
+    // vectors it stored itself in pass 1, so program order makes its stores visible.
+#pragma unroll
+    for (int j = 0; j < kKeptVecs; j++) {
+        const unsigned i = threadIdx.x + j * blockDim.x;
+        if (i < nvec)
+            write_out<VEC>(out_row, weight_row, i, kept[j], inv_rms);
+    }
+    for (unsigned i = threadIdx.x + kept_end; i < nvec; i += blockDim.x) {
         const vec_t r = res_row[i];
-        const vec_t w = weight_row[i];
-        vec_t o;
+        float stored[VEC];
 #pragma unroll
         for (int k = 0; k < VEC; k++)
-            o.v[k] = __float2bfloat16_rn(__bfloat162float(r.v[k]) * inv_rms * __bfloat162float(w.v[k]));
-        out_row[i] = o;
+            stored[k] = __bfloat162float(r.v[k]);
+        write_out<VEC>(out_row, weight_row, i, stored, inv_rms);
     }
 }
 

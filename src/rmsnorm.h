@@ -26,10 +26,11 @@ extern "C" {
  * order): <= 2^-7; the output rounding: <= 2^-8; fp32 norm arithmetic: ~1e-6.
  * Total <= 0.0118; 0.016 leaves a third of an output rounding as margin. The 1/64
  * floor is in output units (RMSNorm output divided by weight has an RMS of 1), so it
- * assumes weights of order one. The reference must be given the sum that the device
- * actually added: for the unfused path (all-reduce rounds the sum to bf16, then
- * arb_rmsnorm_residual_launch) pass the bf16-rounded sum as a single rank, or use
- * inputs whose sum is exact in bf16; see rmsnorm_ref.c.
+ * assumes weights of order one. The bound holds only when the device adds the exact
+ * sum of the ranks' x: an all-reduce that rounds the sum to bf16 first (the unfused
+ * path, NCCL's per-hop rounding) can be far off where residual + sum cancels. Fill x
+ * with arb_fill_bf16_exact_partials (every partial sum exact in bf16), or give the
+ * reference the rounded sum as one rank; see rmsnorm_ref.c.
  */
 #define ARB_RMSNORM_RTOL 0.0160
 
@@ -44,6 +45,13 @@ uint16_t arb_f64_to_bf16(double d);
  * (splitmix64), identical on every rank and host for the same seed. scale must be
  * finite and >= 0; otherwise an error is logged and buf is filled with NaN. */
 void arb_fill_bf16_random(uint16_t *buf, size_t n, uint64_t seed, float scale);
+
+/* Deterministic pseudo-random multiples of 1/16 in [-1, 1] (splitmix64, like
+ * arb_fill_bf16_random). Any sum of up to 16 of them, in any order and rounded to bf16
+ * after every step, is exact (integers up to 256 sixteenths are bf16 values), so every
+ * all-reduce, fused or not, leaves the same sum as the float64 reference. Use it for
+ * the per-rank x of RMSNorm checks with up to 16 ranks. */
+void arb_fill_bf16_exact_partials(uint16_t *buf, size_t n, uint64_t seed);
 
 /* float64 reference of the fused operation. x[r] is rank r's partial sums
  * [tokens x hidden]; residual_in, weight as in arb_rmsnorm_args_t. The sum over ranks

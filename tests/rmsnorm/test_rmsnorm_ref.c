@@ -313,17 +313,68 @@ static void test_tolerance_emulated(void)
     tap_ok(wrong_rounded == 0 && m <= ldexp(1.0, -8) + 1e-5,
            "tolerance: unfused path vs rounded-sum reference: %zu wrong, max err %.5f <= 2^-8", wrong_rounded, m);
 
-    /* Small-integer partial sums (as the harness builds them): the bf16 sum is exact, so
-     * the unfused path meets the exact-sum reference too. */
+    /* Per-rank x from arb_fill_bf16_exact_partials: on 8 ranks, with the sum rounded
+     * to bf16 after every hop (NCCL's ring) or once (an fp32 all-reduce), the unfused
+     * path meets the exact-sum reference within one output rounding. */
+    for (int r = 0; r < EMU_MAX_RANKS; r++)
+        arb_fill_bf16_exact_partials(xs[r], N, 500 + (uint64_t)r);
+    static uint16_t hop_sum[N];
     for (size_t i = 0; i < N; i++) {
-        xs[0][i] = bf((float)((int)(i % 7) - 3));
-        xs[1][i] = bf((float)((int)(i % 5) - 2));
+        uint16_t acc = xs[EMU_MAX_RANKS - 1][i];
+        for (int r = EMU_MAX_RANKS - 2; r >= 0; r--)
+            acc = bf(arb_bf16_to_f32(acc) + arb_bf16_to_f32(xs[r][i]));
+        hop_sum[i] = acc;
     }
-    emulate_device(x, 2, res_in, weight, TOKENS, HIDDEN, 1e-6f, 0, res_dev, out_dev);
-    arb_rmsnorm_reference(x, 2, res_in, weight, TOKENS, HIDDEN, 1e-6, res_ref, out_ref);
-    size_t wrong_int = arb_rmsnorm_count_wrong(out_dev, out_ref, N, ARB_RMSNORM_RTOL);
-    tap_ok(wrong_int == 0, "tolerance: unfused path with small-integer partial sums vs exact reference: %zu wrong",
-           wrong_int);
+    const uint16_t *hop[1] = {hop_sum};
+    arb_rmsnorm_reference(x, EMU_MAX_RANKS, res_in, weight, TOKENS, HIDDEN, 1e-6, res_ref, out_ref);
+    emulate_device(hop, 1, res_in, weight, TOKENS, HIDDEN, 1e-6f, 0, res_dev, out_dev);
+    size_t res_diff = 0;
+    for (size_t i = 0; i < N; i++)
+        res_diff += (double)arb_bf16_to_f32(res_dev[i]) != res_ref[i];
+    size_t wrong_hop = arb_rmsnorm_count_wrong(out_dev, out_ref, N, ARB_RMSNORM_RTOL);
+    m = max_err(out_dev, out_ref, N);
+    tap_ok(res_diff == 0 && wrong_hop == 0 && m <= ldexp(1.0, -8) + 1e-5,
+           "tolerance: exact partials, 8 ranks rounded per hop, unfused: residual differs in %zu, %zu wrong, max err %.5f",
+           res_diff, wrong_hop, m);
+    emulate_device(x, EMU_MAX_RANKS, res_in, weight, TOKENS, HIDDEN, 1e-6f, 1, res_dev, out_dev);
+    res_diff = 0;
+    for (size_t i = 0; i < N; i++)
+        res_diff += (double)arb_bf16_to_f32(res_dev[i]) != res_ref[i];
+    m = max_err(out_dev, out_ref, N);
+    tap_ok(res_diff == 0 && m <= ldexp(1.0, -8) + 1e-5,
+           "tolerance: exact partials, 8 ranks, fused fp32: residual differs in %zu, max err %.5f", res_diff, m);
+}
+
+static void test_exact_partials(void)
+{
+    enum { N = 4096, RANKS = 16 };
+    static uint16_t xs[RANKS][N], again[N];
+    for (int r = 0; r < RANKS; r++)
+        arb_fill_bf16_exact_partials(xs[r], N, 900 + (uint64_t)r);
+    arb_fill_bf16_exact_partials(again, N, 900);
+    tap_ok(memcmp(again, xs[0], sizeof again) == 0, "exact partials: deterministic per seed");
+    int grid = 1, seen_lo = 0, seen_hi = 0;
+    for (size_t i = 0; i < N; i++) {
+        float v = arb_bf16_to_f32(xs[0][i]);
+        grid &= v >= -1.0f && v <= 1.0f && v * 16.0f == floorf(v * 16.0f);
+        seen_lo |= v == -1.0f;
+        seen_hi |= v == 1.0f;
+    }
+    tap_ok(grid && seen_lo && seen_hi, "exact partials: multiples of 1/16 covering [-1, 1]");
+    /* 16 ranks summed forward and backward with a bf16 rounding after every step equal
+     * the double sum. */
+    size_t inexact = 0;
+    for (size_t i = 0; i < N; i++) {
+        double exact = 0.0;
+        float fwd = 0.0f, bwd = 0.0f;
+        for (int r = 0; r < RANKS; r++) {
+            exact += arb_bf16_to_f32(xs[r][i]);
+            fwd = arb_bf16_to_f32(bf(fwd + arb_bf16_to_f32(xs[r][i])));
+            bwd = arb_bf16_to_f32(bf(bwd + arb_bf16_to_f32(xs[RANKS - 1 - r][i])));
+        }
+        inexact += (double)fwd != exact || (double)bwd != exact;
+    }
+    tap_ok(inexact == 0, "exact partials: 16-rank sums rounded per step are exact (%zu inexact)", inexact);
 }
 
 int main(void)
@@ -333,6 +384,7 @@ int main(void)
     test_fill();
     test_reference_by_hand();
     test_count_wrong();
+    test_exact_partials();
     test_tolerance_emulated();
     printf("1..%d\n", tap_count);
     return tap_failed ? 1 : 0;
