@@ -147,8 +147,56 @@ static int check_arguments(cudaStream_t stream)
     return ok;
 }
 
-int main(void)
+/* --bench: mean device time of one launch (CUDA events around 200 back-to-back
+ * launches, after 20 warm-up ones), in microseconds. Informational, not a check. */
+static int bench(cudaStream_t stream)
 {
+    static const unsigned tokens[] = {1, 3, 8, 64};
+    const unsigned hidden = 7168, iters = 200;
+    const size_t max_n = 64 * (size_t)hidden;
+    void *res = NULL, *sum = NULL, *w = NULL, *out = NULL;
+    cudaEvent_t start = NULL, stop = NULL;
+    int ok = 0;
+    CUDA_CHECK_GOTO(cudaMalloc(&res, max_n * 2), "cudaMalloc residual", err_free);
+    CUDA_CHECK_GOTO(cudaMalloc(&sum, max_n * 2), "cudaMalloc sum", err_free);
+    CUDA_CHECK_GOTO(cudaMalloc(&w, hidden * 2), "cudaMalloc weight", err_free);
+    CUDA_CHECK_GOTO(cudaMalloc(&out, max_n * 2), "cudaMalloc out", err_free);
+    CUDA_CHECK_GOTO(cudaMemset(res, 0, max_n * 2), "zero residual", err_free); /* zeros: no overflow over many adds */
+    CUDA_CHECK_GOTO(cudaMemset(sum, 0, max_n * 2), "zero sum", err_free);
+    CUDA_CHECK_GOTO(cudaMemset(w, 0, hidden * 2), "zero weight", err_free);
+    CUDA_CHECK_GOTO(cudaEventCreate(&start), "event", err_free);
+    CUDA_CHECK_GOTO(cudaEventCreate(&stop), "event", err_free);
+    for (size_t t = 0; t < sizeof tokens / sizeof tokens[0]; t++) {
+        for (unsigned i = 0; i < 20; i++)
+            if (arb_rmsnorm_residual_launch(res, sum, w, out, tokens[t], hidden, 1e-6f, stream) != ARB_OK)
+                goto err_free;
+        CUDA_CHECK_GOTO(cudaEventRecord(start, stream), "record", err_free);
+        for (unsigned i = 0; i < iters; i++)
+            if (arb_rmsnorm_residual_launch(res, sum, w, out, tokens[t], hidden, 1e-6f, stream) != ARB_OK)
+                goto err_free;
+        CUDA_CHECK_GOTO(cudaEventRecord(stop, stream), "record", err_free);
+        CUDA_CHECK_GOTO(cudaEventSynchronize(stop), "kernel", err_free);
+        float ms = 0.0f;
+        CUDA_CHECK_GOTO(cudaEventElapsedTime(&ms, start, stop), "elapsed", err_free);
+        printf("bench tokens=%u hidden=%u: %.2f us per launch (mean of %u back-to-back)\n", tokens[t], hidden,
+               1000.0 * ms / iters, iters);
+    }
+    ok = 1;
+err_free:
+    if (stop)
+        cudaEventDestroy(stop);
+    if (start)
+        cudaEventDestroy(start);
+    cudaFree(out);
+    cudaFree(w);
+    cudaFree(sum);
+    cudaFree(res);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    int bench_only = argc > 1 && strcmp(argv[1], "--bench") == 0;
     int ndev = 0;
     cudaError_t e = cudaGetDeviceCount(&ndev);
     if (e != cudaSuccess || ndev == 0) {
@@ -168,6 +216,11 @@ int main(void)
         return 1;
     }
 
+    if (bench_only) {
+        int ok = bench(stream);
+        cudaStreamDestroy(stream);
+        return ok ? 0 : 1;
+    }
     int failed = !check_arguments(stream);
     static const unsigned tokens[] = {1, 3, 64};
     static const unsigned hidden[] = {7168, 4096, 1000, 1001, 7};
