@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arb-hoststaged.so: all-reduce through pinned host memory shared by the ranks of one
+ * node, so that each GPU's traffic crosses its own PCIe link and no GPU-to-GPU (P2P)
+ * path is used. The host half: parameters, the shared memory, the plugin callbacks.
+ * The kernel and its memory-ordering argument are in hoststaged_kernel.cu; the design
+ * and cost model in README.md.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "arbench/plugin.h"
+#include "hoststaged.h"
+
+#define HS_DEFAULT_BLOCKS 16u
+#define HS_DEFAULT_THREADS 512u
+#define HS_NAME_LEN 64
+
+typedef struct hs_params {
+    unsigned blocks, threads;
+    int hang_rank; /* test_hang_rank, -1 when not given */
+} hs_params_t;
+
+typedef struct hs_state {
+    hs_params_t prm;
+    int rank, nranks;
+    char shm_name[HS_NAME_LEN];
+    int shm_unlinked;
+    void *host_base;  /* mmap'ed shared memory */
+    size_t host_bytes;
+    int registered;   /* cudaHostRegister succeeded */
+    void *dev_mem;    /* epochs[blocks] + hs_error_t, device memory */
+    hs_launch_t launch;
+    int timeout_reported;
+    char desc[128];
+} hs_state_t;
+
+/* ---- parameters: validated before any CUDA call ---- */
+
+/* Parses a decimal integer in [lo, hi] from [s, s + len). */
+static int parse_int(const char *s, size_t len, long lo, long hi, long *out)
+{
+    char buf[32];
+    if (len == 0 || len >= sizeof buf)
+        return -1;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(buf, &end, 10);
+    if (errno || *end || end == buf || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static arb_status_t parse_params(const char *params, int nranks, hs_params_t *p, char *why, size_t why_len)
+{
+    p->blocks = HS_DEFAULT_BLOCKS;
+    p->threads = HS_DEFAULT_THREADS;
+    p->hang_rank = -1;
+    const char *s = params ? params : "";
+    while (*s) {
+        size_t item_len = strcspn(s, ",");
+        const char *eq = memchr(s, '=', item_len);
+        if (!eq) {
+            snprintf(why, why_len, "hoststaged: parameter '%.*s' has no value (expected key=value with keys blocks, threads, test_hang_rank)", (int)item_len, s);
+            return ARB_ERR_INVALID;
+        }
+        size_t key_len = (size_t)(eq - s);
+        const char *val = eq + 1;
+        size_t val_len = item_len - key_len - 1;
+        long v;
+        if (key_len == 6 && !memcmp(s, "blocks", 6)) {
+            if (parse_int(val, val_len, 1, HS_MAX_BLOCKS, &v)) {
+                snprintf(why, why_len, "hoststaged: blocks='%.*s': expected an integer from 1 to %u (CTAs per call)", (int)val_len, val, HS_MAX_BLOCKS);
+                return ARB_ERR_INVALID;
+            }
+            p->blocks = (unsigned)v;
+        } else if (key_len == 7 && !memcmp(s, "threads", 7)) {
+            if (parse_int(val, val_len, 32, 1024, &v) || v % 32) {
+                snprintf(why, why_len, "hoststaged: threads='%.*s': expected a multiple of 32 from 32 to 1024 (threads per CTA)", (int)val_len, val);
+                return ARB_ERR_INVALID;
+            }
+            p->threads = (unsigned)v;
+        } else if (key_len == 14 && !memcmp(s, "test_hang_rank", 14)) {
+            if (parse_int(val, val_len, 0, nranks - 1, &v)) {
+                snprintf(why, why_len, "hoststaged: test_hang_rank='%.*s': expected a rank from 0 to %d (that rank never publishes its flag, to test the timeout)", (int)val_len, val, nranks - 1);
+                return ARB_ERR_INVALID;
+            }
+            p->hang_rank = (int)v;
+        } else {
+            snprintf(why, why_len, "hoststaged: unknown parameter '%.*s' (expected blocks, threads, test_hang_rank)", (int)key_len, s);
+            return ARB_ERR_INVALID;
+        }
+        s += item_len;
+        if (*s == ',')
+            s++;
+    }
+    return ARB_OK;
+}
+
+/* ---- shared host memory ---- */
+
+static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+/* What local rank 0 tells the others: the object's name, or why it could not make it. */
+typedef struct hs_shm_offer {
+    int ok;
+    char name[HS_NAME_LEN];
+    char why[192];
+} hs_shm_offer_t;
+
+/* Rank 0: creates the object (name from a random token, unique to this job) and
+ * reserves its pages now, so a full /dev/shm fails here and not as SIGBUS later. */
+static void shm_create(size_t bytes, hs_shm_offer_t *offer)
+{
+    uint64_t token = 0;
+    if (getrandom(&token, sizeof token, 0) != (ssize_t)sizeof token)
+        token = ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&token;
+    snprintf(offer->name, sizeof offer->name, "/arbench-hoststaged-%d-%016llx", (int)getpid(), (unsigned long long)token);
+    int fd = shm_open(offer->name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) {
+        snprintf(offer->why, sizeof offer->why, "shm_open(%s): %s", offer->name, strerror(errno));
+        return;
+    }
+    int e = ftruncate(fd, (off_t)bytes) ? errno : posix_fallocate(fd, 0, (off_t)bytes);
+    close(fd);
+    if (e) {
+        snprintf(offer->why, sizeof offer->why, "reserving %zu bytes of %s in /dev/shm: %s", bytes, offer->name, strerror(e));
+        shm_unlink(offer->name);
+        return;
+    }
+    offer->ok = 1;
+}
+
+static int shm_map(const char *name, size_t bytes, void **base, char *why, size_t why_len)
+{
+    int fd = shm_open(name, O_RDWR, 0600);
+    if (fd < 0) {
+        snprintf(why, why_len, "shm_open(%s): %s", name, strerror(errno));
+        return -1;
+    }
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED) {
+        snprintf(why, why_len, "mmap of %zu bytes of %s: %s", bytes, name, strerror(e));
+        return -1;
+    }
+    *base = p;
+    return 0;
+}
+
+/* Every rank passes its own status; all learn the first failing rank and its reason.
+ * Returns 0 when every rank succeeded, else -1 with the reason in why. */
+typedef struct hs_vote {
+    int ok;
+    char why[184];
+} hs_vote_t;
+
+static int agree(const arb_host_ops_t *ops, int nranks, int ok, const char *my_why, const char *step,
+                 char *why, size_t why_len)
+{
+    hs_vote_t mine = {.ok = ok};
+    snprintf(mine.why, sizeof mine.why, "%s", ok ? "" : my_why);
+    hs_vote_t *all = calloc((size_t)nranks, sizeof *all);
+    if (!all) {
+        snprintf(why, why_len, "hoststaged: out of host memory during %s", step);
+        return -1;
+    }
+    if (ops->allgather(ops->ctx, &mine, all, sizeof mine)) {
+        snprintf(why, why_len, "hoststaged: allgather failed during %s", step);
+        free(all);
+        return -1;
+    }
+    int rc = 0;
+    for (int r = 0; r < nranks; r++) {
+        if (!all[r].ok) {
+            snprintf(why, why_len, "hoststaged: %s failed on rank %d: %s", step, r, all[r].why);
+            rc = -1;
+            break;
+        }
+    }
+    free(all);
+    return rc;
+}
+
+static void release(hs_state_t *st)
+{
+    if (st->dev_mem)
+        cudaFree(st->dev_mem);
+    if (st->registered)
+        cudaHostUnregister(st->host_base);
+    if (st->host_base)
+        munmap(st->host_base, st->host_bytes);
+    if (!st->shm_unlinked && st->rank == 0 && st->shm_name[0])
+        shm_unlink(st->shm_name);
+    free(st);
+}
+
+/* ---- plugin callbacks ---- */
+
+static arb_status_t hs_init(const arb_comm_info_t *info, const arb_host_ops_t *ops, const char *params,
+                            void **state, char *why, size_t why_len)
+{
+    hs_params_t prm;
+    hs_shm_offer_t offer = {0};
+    char mine[192] = "";
+    int ok, agreed;
+    arb_status_t s = parse_params(params, info->nranks, &prm, why, why_len);
+    if (s != ARB_OK)
+        return s;
+    if (info->nnodes > 1) {
+        snprintf(why, why_len, "hoststaged: ranks span %d nodes; host-staged all-reduce shares host memory within one node only", info->nnodes);
+        return ARB_DECLINE;
+    }
+    if (info->cuda_device < 0) {
+        snprintf(why, why_len, "hoststaged: needs a CUDA device (this is a host-only run)");
+        return ARB_DECLINE;
+    }
+    int ndev = 0;
+    cudaError_t ce = cudaGetDeviceCount(&ndev);
+    if (ce != cudaSuccess || ndev == 0) {
+        snprintf(why, why_len, "hoststaged: no CUDA device visible: cudaGetDeviceCount: %s", ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
+        return ARB_ERR_SYSTEM;
+    }
+    int cerr = 0;
+    int max_blocks = hs_max_coresident_blocks(prm.threads, &cerr);
+    if (max_blocks < 0) {
+        snprintf(why, why_len, "hoststaged: occupancy query failed: %s", cudaGetErrorString((cudaError_t)cerr));
+        return ARB_ERR_SYSTEM;
+    }
+    if ((int)prm.blocks > max_blocks) {
+        snprintf(why, why_len, "hoststaged: blocks=%u: at most %d CTAs of %u threads can be resident at once on this GPU, and every CTA of a cross-rank wait must be", prm.blocks, max_blocks, prm.threads);
+        return ARB_ERR_INVALID;
+    }
+
+    hs_state_t *st = calloc(1, sizeof *st);
+    if (!st) {
+        snprintf(why, why_len, "hoststaged: out of host memory");
+        return ARB_ERR_SYSTEM;
+    }
+    st->prm = prm;
+    st->rank = info->rank;
+    st->nranks = info->nranks;
+    size_t slot_bytes = round_up(info->max_bytes ? info->max_bytes : 16, HS_SLOT_ALIGN);
+    size_t flag_bytes = round_up((size_t)info->nranks * prm.blocks * HS_FLAG_PITCH, HS_SLOT_ALIGN);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    st->host_bytes = round_up(flag_bytes + 2 * (size_t)info->nranks * slot_bytes, page);
+
+    /* 1. Rank 0 (the only node's local rank 0) creates the object; all map it; once all
+     *    have mapped it the name is unlinked, so nothing outlives the job, crash or not. */
+    if (info->rank == 0)
+        shm_create(st->host_bytes, &offer);
+    if (ops->bcast(ops->ctx, &offer, sizeof offer, 0)) {
+        snprintf(why, why_len, "hoststaged: bcast of the shared memory name failed");
+        s = ARB_ERR_SYSTEM;
+        goto err_release;
+    }
+    if (!offer.ok) {
+        snprintf(why, why_len, "hoststaged: rank 0 could not create shared host memory: %s", offer.why);
+        s = ARB_ERR_SYSTEM;
+        goto err_release;
+    }
+    snprintf(st->shm_name, sizeof st->shm_name, "%s", offer.name);
+    ok = shm_map(st->shm_name, st->host_bytes, &st->host_base, mine, sizeof mine) == 0;
+    agreed = agree(ops, info->nranks, ok, mine, "mapping shared host memory", why, why_len);
+    if (info->rank == 0)
+        shm_unlink(st->shm_name);
+    st->shm_unlinked = 1;
+    if (agreed) {
+        s = ARB_ERR_SYSTEM;
+        goto err_release;
+    }
+
+    /* 2. Pin and map it for this GPU; device memory for the epochs and the error record. */
+    ce = cudaHostRegister(st->host_base, st->host_bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
+    if (ce == cudaSuccess) {
+        st->registered = 1;
+        void *dev_base = NULL;
+        ce = cudaHostGetDevicePointer(&dev_base, st->host_base, 0);
+        st->launch.flags = (volatile uint32_t *)dev_base;
+        st->launch.slots = (char *)dev_base + flag_bytes;
+    }
+    size_t epoch_bytes = round_up(prm.blocks * sizeof(uint32_t), 16);
+    if (ce == cudaSuccess)
+        ce = cudaMalloc(&st->dev_mem, epoch_bytes + sizeof(hs_error_t));
+    if (ce == cudaSuccess)
+        ce = cudaMemset(st->dev_mem, 0, epoch_bytes + sizeof(hs_error_t));
+    if (ce == cudaSuccess)
+        ce = cudaDeviceSynchronize();
+    if (ce != cudaSuccess)
+        snprintf(mine, sizeof mine, "cudaHostRegister/cudaHostGetDevicePointer/cudaMalloc of %zu bytes: %s", st->host_bytes, cudaGetErrorString(ce));
+    if (agree(ops, info->nranks, ce == cudaSuccess, mine, "pinning shared host memory", why, why_len)) {
+        s = ARB_ERR_SYSTEM;
+        goto err_release;
+    }
+    st->launch.slot_bytes = slot_bytes;
+    st->launch.max_blocks = prm.blocks;
+    st->launch.epochs = st->dev_mem;
+    st->launch.err = (hs_error_t *)((char *)st->dev_mem + epoch_bytes);
+    st->launch.rank = info->rank;
+    st->launch.nranks = info->nranks;
+    st->launch.hang_rank = prm.hang_rank;
+
+    if (prm.hang_rank >= 0)
+        snprintf(st->desc, sizeof st->desc, "algo=oneshot,blocks=%u,threads=%u,test_hang_rank=%d", prm.blocks, prm.threads, prm.hang_rank);
+    else
+        snprintf(st->desc, sizeof st->desc, "algo=oneshot,blocks=%u,threads=%u", prm.blocks, prm.threads);
+    *state = st;
+    return ARB_OK;
+
+err_release:
+    release(st);
+    return s;
+}
+
+static arb_status_t hs_allreduce(void *state, const void *send, void *recv, size_t count, arb_dtype_t dtype,
+                                 void *stream)
+{
+    hs_state_t *st = state;
+    if (dtype != ARB_DTYPE_BF16 && dtype != ARB_DTYPE_FP32)
+        return ARB_ERR_INVALID;
+    size_t esize = dtype == ARB_DTYPE_BF16 ? 2 : 4;
+    if (count > st->launch.slot_bytes / esize || ((uintptr_t)send | (uintptr_t)recv) % 16)
+        return ARB_ERR_INVALID; /* larger than info->max_bytes, or misaligned */
+    if (count == 0)
+        return ARB_OK;
+    int ce = hs_launch_allreduce(&st->launch, send, recv, count, dtype == ARB_DTYPE_BF16 ? 0 : 1,
+                                 st->prm.blocks, st->prm.threads, stream);
+    return ce == 0 ? ARB_OK : ARB_ERR_SYSTEM;
+}
+
+static arb_status_t hs_query_error(void *state, char *why, size_t why_len)
+{
+    hs_state_t *st = state;
+    hs_error_t err;
+    cudaError_t ce = cudaMemcpy(&err, st->launch.err, sizeof err, cudaMemcpyDeviceToHost);
+    if (ce != cudaSuccess) {
+        snprintf(why, why_len, "hoststaged: reading the device error record: %s", cudaGetErrorString(ce));
+        return ARB_ERR_SYSTEM;
+    }
+    if (!err.timed_out)
+        return ARB_OK;
+    /* The record stays set: the epochs of the ranks disagree from here on, so every
+     * later call returns without computing; say so instead of reporting success. */
+    if (!st->timeout_reported)
+        snprintf(why, why_len, "hoststaged: spin-wait timed out waiting for rank %d (epoch %u)", err.peer, err.epoch);
+    else
+        snprintf(why, why_len, "hoststaged: calls did nothing since the spin-wait timed out waiting for rank %d (epoch %u); finalize and init again to reset", err.peer, err.epoch);
+    st->timeout_reported = 1;
+    return ARB_ERR_TIMEOUT;
+}
+
+static const char *hs_describe(void *state)
+{
+    return ((hs_state_t *)state)->desc;
+}
+
+static void hs_finalize(void *state)
+{
+    if (state)
+        release(state);
+}
+
+ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v1 = {
+    .abi_version = ARB_PLUGIN_ABI_VERSION,
+    .name = "hoststaged",
+    .description = "one-shot all-reduce through pinned host memory shared by the node's ranks (PCIe, no P2P)",
+    .caps = ARB_CAP_DEVICE_MEMORY | ARB_CAP_GRAPH_SAFE | ARB_CAP_SINGLE_NODE | ARB_CAP_BF16 | ARB_CAP_FP32,
+    .variants = NULL,
+    .init = hs_init,
+    .allreduce = hs_allreduce,
+    .query_error = hs_query_error,
+    .describe = hs_describe,
+    .finalize = hs_finalize,
+};
