@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit test (no GPU, no MPI launcher): loads arb-nccl-symm.so and arb-lsa.so through
+ * the real loader (arb_plugin_load by name) and checks names, caps, variants and
+ * that bad parameters are refused with a message naming them, before any CUDA call
+ * (on a machine without a GPU a CUDA call would answer "no CUDA device visible").
+ *
+ *   test_symm_load                 normal run
+ *   ARB_SYMM_EXPECT_MISMATCH=CODE  run under LD_PRELOAD of a fake ncclGetVersion
+ *                                  that reports CODE: lsa must decline with the
+ *                                  header/library mismatch message.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "arbench/plugin.h"
+#include "common.h"
+#include "loader.h"
+#include "symm_tap.h"
+
+/* One rank: the collective host ops are copies. */
+static int one_allgather(void *ctx, const void *send, void *recv, size_t bytes)
+{
+    (void)ctx;
+    memcpy(recv, send, bytes);
+    return 0;
+}
+static int one_bcast(void *ctx, void *buf, size_t bytes, int root)
+{
+    (void)ctx, (void)buf, (void)bytes, (void)root;
+    return 0;
+}
+static int one_barrier(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+static void one_log(void *ctx, const char *msg)
+{
+    (void)ctx;
+    printf("# plugin log: %s\n", msg);
+}
+
+static const arb_host_ops_t ops = {
+    .ctx = NULL, .allgather = one_allgather, .bcast = one_bcast, .barrier = one_barrier, .log = one_log,
+};
+static const arb_comm_info_t info = {
+    .rank = 0, .nranks = 1, .local_rank = 0, .local_nranks = 1, .node = 0, .nnodes = 1,
+    .cuda_device = 0, .max_bytes = 43008, .max_tokens = 3, .hidden = 7168, .mpi_comm = NULL,
+};
+
+static int sentinel;
+
+/* init(params) must return `want` with a message containing `needle` and leave
+ * *state untouched. */
+static void expect_init(const arb_plugin_t *p, const char *params, arb_status_t want, const char *needle)
+{
+    void *state = &sentinel;
+    char why[1024] = "";
+    arb_status_t st = p->init(&info, &ops, params, &state, why, sizeof why);
+    tap_ok(st == want && strstr(why, needle) && state == &sentinel,
+           "%s init('%s') -> %s (want %s), why names '%s': %s", p->name, params, arb_status_str(st),
+           arb_status_str(want), needle, why);
+    if (st == ARB_OK && state != &sentinel)
+        p->finalize(state);
+}
+
+static int has_gpu(void)
+{
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+static void check_nccl_symm(const arb_plugin_t *p)
+{
+    const uint32_t caps = ARB_CAP_DEVICE_MEMORY | ARB_CAP_GRAPH_SAFE | ARB_CAP_NEEDS_ALLOC | ARB_CAP_SINGLE_NODE |
+                          ARB_CAP_BF16 | ARB_CAP_FP32;
+    tap_ok(strcmp(p->name, "nccl-symm") == 0, "nccl-symm: name is '%s'", p->name);
+    tap_ok(p->caps == caps, "nccl-symm: caps 0x%x (want 0x%x)", p->caps, caps);
+    tap_ok(p->variants == NULL, "nccl-symm: one default variant");
+    tap_ok(p->mem_alloc && p->mem_free && p->describe && p->query_error, "nccl-symm: mem_alloc, mem_free, describe, query_error");
+    expect_init(p, "algo=Ring", ARB_ERR_INVALID, "algo=Ring");
+    expect_init(p, "proto", ARB_ERR_INVALID, "'proto' is not key=value");
+}
+
+static void check_lsa(const arb_plugin_t *p)
+{
+    const uint32_t need = ARB_CAP_DEVICE_MEMORY | ARB_CAP_GRAPH_SAFE | ARB_CAP_NEEDS_ALLOC | ARB_CAP_SINGLE_NODE |
+                          ARB_CAP_BF16 | ARB_CAP_FP32;
+    tap_ok(strcmp(p->name, "lsa") == 0, "lsa: name is '%s'", p->name);
+    tap_ok((p->caps & need) == need && !(p->caps & (ARB_CAP_HOST_MEMORY | ARB_CAP_REFERENCE)), "lsa: caps 0x%x", p->caps);
+    int nvar = 0;
+    while (p->variants && p->variants[nvar])
+        nvar++;
+    tap_ok(nvar == 2 && !strcmp(p->variants[0], "variant=oneshot-pull") && !strcmp(p->variants[1], "variant=oneshot-push"),
+           "lsa: variants are oneshot-pull and oneshot-push (%d listed)", nvar);
+    tap_ok(p->mem_alloc && p->mem_free && p->describe && p->query_error, "lsa: mem_alloc, mem_free, describe, query_error");
+    expect_init(p, "", ARB_ERR_INVALID, "lack variant=");
+    expect_init(p, "variant=twoshot", ARB_ERR_INVALID, "variant='twoshot'");
+    expect_init(p, "variant=oneshot-pull,barrier=spin", ARB_ERR_INVALID, "barrier='spin'");
+    expect_init(p, "variant=oneshot-pull,ctas=0", ARB_ERR_INVALID, "ctas='0'");
+    expect_init(p, "ctas=65,variant=oneshot-push", ARB_ERR_INVALID, "ctas='65'");
+    expect_init(p, "variant=oneshot-push,timeout_ms=5s", ARB_ERR_INVALID, "timeout_ms='5s'");
+    expect_init(p, "variant=oneshot-push,colour=red", ARB_ERR_INVALID, "unknown parameter 'colour'");
+    expect_init(p, "variant=", ARB_ERR_INVALID, "'variant=' is not key=value");
+}
+
+int main(void)
+{
+    const char *mismatch = getenv("ARB_SYMM_EXPECT_MISMATCH");
+    arb_loaded_plugin_t symm, lsa;
+    char err[4096];
+    int ok_symm = arb_plugin_load("nccl-symm", &symm, err, sizeof err) == 0;
+    tap_ok(ok_symm, "arb_plugin_load(nccl-symm)%s%s", ok_symm ? "" : ": ", ok_symm ? "" : err);
+    int ok_lsa = arb_plugin_load("lsa", &lsa, err, sizeof err) == 0;
+    tap_ok(ok_lsa, "arb_plugin_load(lsa)%s%s", ok_lsa ? "" : ": ", ok_lsa ? "" : err);
+
+    if (mismatch) {
+        /* The check comes before any CUDA call, so even without a GPU the answer is
+         * the mismatch, not "no CUDA device visible". */
+        if (ok_lsa) {
+            char needle[64];
+            snprintf(needle, sizeof needle, "but NCCL %d.%d.%d is loaded", atoi(mismatch) / 10000,
+                     atoi(mismatch) / 100 % 100, atoi(mismatch) % 100);
+            expect_init(lsa.plugin, "variant=oneshot-pull", ARB_DECLINE, needle);
+            expect_init(lsa.plugin, "variant=oneshot-push", ARB_DECLINE, "NCCL header/library mismatch");
+        }
+    } else {
+        if (ok_symm)
+            check_nccl_symm(symm.plugin);
+        if (ok_lsa)
+            check_lsa(lsa.plugin);
+        if (has_gpu()) {
+            tap_skip("a GPU is visible: init with valid parameters is covered by the gpu suite (symm-sweep-*)");
+        } else {
+            if (ok_symm)
+                expect_init(symm.plugin, "", ARB_ERR_SYSTEM, "no CUDA device visible");
+            if (ok_lsa)
+                expect_init(lsa.plugin, "variant=oneshot-push,barrier=nccl,ctas=8,timeout_ms=100", ARB_ERR_SYSTEM,
+                            "no CUDA device visible");
+        }
+    }
+    if (ok_symm)
+        arb_plugin_unload(&symm);
+    if (ok_lsa)
+        arb_plugin_unload(&lsa);
+    return tap_done();
+}
