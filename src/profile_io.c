@@ -179,7 +179,7 @@ int arb_profile_write_json(const arb_profile_t *p, const char *path, char *err, 
 
 void arb_profile_print(const arb_profile_t *p, FILE *f)
 {
-    fprintf(f, "%-12s %5s %5s %-5s %-17s %-7s %12s %12s  %-10s %-40s %10s %8s  %s\n", "fabric", "ranks",
+    fprintf(f, "%-12s %5s %5s %-5s %-25s %-7s %12s %12s  %-10s %-40s %10s %8s  %s\n", "fabric", "ranks",
             "nodes", "dtype", "op", "mode", "min_bytes", "max_bytes", "impl", "params", "median_us",
             "speedup", "confidence");
     for (size_t i = 0; i < p->n; i++) {
@@ -189,8 +189,10 @@ void arb_profile_print(const arb_profile_t *p, FILE *f)
             snprintf(maxb, sizeof maxb, "max");
         else
             snprintf(maxb, sizeof maxb, "%zu", e->max_bytes);
-        fprintf(f, "%-12s %5d %5d %-5s %-17s %-7s %12zu %12s  %-10s %-40s %10.3f %8.3f  %s\n", e->fabric,
-                e->ranks, e->nodes, e->dtype, *e->fusion ? e->fusion : e->op, e->mode, e->min_bytes, maxb,
+        char op[96];
+        snprintf(op, sizeof op, "%s%s%s", e->op, *e->fusion ? "/" : "", e->fusion);
+        fprintf(f, "%-12s %5d %5d %-5s %-25s %-7s %12zu %12s  %-10s %-40s %10.3f %8.3f  %s\n", e->fabric,
+                e->ranks, e->nodes, e->dtype, op, e->mode, e->min_bytes, maxb,
                 e->impl, e->params, e->median_us, e->speedup, e->confidence);
     }
 }

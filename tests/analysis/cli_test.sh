@@ -1,0 +1,84 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# CLI tests of `arbench profile` and `arbench gate` on generated fixtures: exit codes,
+# messages for hostile inputs, written files. Usage: cli_test.sh GEN_FIXTURES ANALYSIS_CLI
+set -u
+abspath() { (cd "$(dirname "$1")" && echo "$(pwd)/$(basename "$1")"); }
+gen=$(abspath "$1")
+cli=$(abspath "$2")
+dir=$(mktemp -d /tmp/arb-cli-XXXXXX) || exit 1
+n=0
+failed=0
+tap() { # tap OK|FAIL description
+    n=$((n + 1))
+    if [ "$1" = OK ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi
+}
+expect() { # expect RC DESCRIPTION CMD...
+    want=$1; what=$2; shift 2
+    "$@" >"$dir/out" 2>"$dir/err"
+    rc=$?
+    if [ "$rc" -eq "$want" ]; then tap OK "$what (exit $rc)"; else tap FAIL "$what: exit $rc, expected $want"; sed 's/^/# /' "$dir/err" | head -5; fi
+}
+has() { # has FILE PATTERN DESCRIPTION
+    if grep -q -- "$2" "$1"; then tap OK "$3"; else tap FAIL "$3: '$2' not in $(basename "$1")"; sed 's/^/# /' "$1" | head -5; fi
+}
+
+"$gen" "$dir" || { echo "Bail out! gen_fixtures failed"; exit 1; }
+cd "$dir" || exit 1
+
+# ---- profile ----
+expect 0 "profile of base.csv + rmsnorm.csv" "$cli" profile --out p.csv --json p.json base.csv rmsnorm.csv
+has p.csv '^schema,fabric,ranks,nodes,dtype,op,mode,min_bytes,max_bytes,impl,params,median_us,baseline_impl,baseline_params,baseline_median_us,speedup,confidence,sources' "profile CSV header in the shared column order"
+has p.csv '^1,pcie-gen5,2,1,bf16,allreduce,graph,0,64512,p2p,' "graph 0..64512 goes to p2p"
+has p.csv ',allreduce_rmsnorm,graph,0,18446744073709551615,p2p,variant=oneshot-push,.*,fused,' "rmsnorm: fused p2p wins every size"
+has p.json '"schema": 1' "JSON has schema 1"
+has p.json '"run_ids"' "JSON records run_ids"
+if ls ./*.tmp.* >/dev/null 2>&1; then tap FAIL "no temporary files left"; else tap OK "no temporary files left"; fi
+expect 0 "profile --min-speedup 2: p2p's 1.36-1.67x leads no longer count" "$cli" profile --quiet --min-speedup 2 --out p2.csv base.csv
+if grep -q ',p2p,' p2.csv; then tap FAIL "no p2p rows at --min-speedup 2"; else tap OK "no p2p rows at --min-speedup 2"; fi
+expect 0 "profile --exclude '': the noop floor then wins" "$cli" profile --quiet --exclude , --out p3.csv base.csv
+has p3.csv ',noop,' "with nothing excluded the reference floor is (wrongly) chosen, so the default exclusion matters"
+
+# ---- hostile inputs: exit 2 with a message naming the file ----
+for f in empty nan_median inf_median neg_median text_bytes neg_bytes schema2 bad_samples zero_ranks \
+         huge_field missing_col foreign binary truncated wrong_count; do
+    expect 2 "profile rejects $f.csv" "$cli" profile "$f.csv"
+    has err "$f.csv" "the message names $f.csv"
+    expect 2 "gate rejects $f.csv as candidate" "$cli" gate --baseline base.csv --candidate "$f.csv"
+done
+has err "line 2 has 2 fields, the header has" "wrong field count: the message says which line and what is wrong"
+expect 2 "profile of a missing file" "$cli" profile no_such_file.csv
+has err "cannot open" "missing file: 'cannot open'"
+expect 2 "profile with no files" "$cli" profile
+expect 2 "profile --alpha 7 is refused" "$cli" profile --alpha 7 base.csv
+has err "alpha" "the message names --alpha"
+expect 1 "profile to an unwritable path" "$cli" profile --quiet --out /nonexistent/dir/p.csv base.csv
+
+# ---- gate ----
+expect 0 "gate: resampled-identical candidate passes" "$cli" gate --baseline base.csv --candidate cand_same.csv
+has out "result: PASS" "the report says PASS"
+expect 1 "gate: planted 20% regression fails" "$cli" gate --baseline base.csv --candidate cand_regress.csv --report-md r.md
+has out "^REGRESSION *p2p *variant=oneshot-push,blocks=8 *allreduce *bf16 *graph *43008" "the regression row names p2p 43008 graph"
+has out "1 regressions" "exactly one regression"
+has r.md "^## arbench gate: FAIL" "markdown report written"
+has r.md "| REGRESSION | p2p |" "markdown table row"
+expect 0 "gate: the 20% slowdown passes under --threshold 0.3" "$cli" gate --threshold 0.3 --baseline base.csv --candidate cand_regress.csv
+expect 1 "gate: failed check in the candidate" "$cli" gate --baseline base.csv --candidate cand_fail.csv
+has out "FAILED-CHECK" "the failed check is listed"
+expect 0 "gate: NCCL version change in params still matches" "$cli" gate --baseline base.csv --candidate cand_upgrade.csv
+has out "matched 32 points" "all 32 points matched"
+expect 0 "gate --volatile '': no params key ignored, NCCL rows no longer match" "$cli" gate --volatile , --baseline base.csv --candidate cand_upgrade.csv
+has out "only in the baseline (16" "16 NCCL points listed as only in the baseline"
+expect 1 "gate without samples_us: p10/p90 fallback still catches 20%" "$cli" gate --baseline base_nosamples.csv --candidate cand_regress_nosamples.csv
+has out "p10/p90 fallback" "the report says the fallback was used"
+expect 2 "gate: no common points" "$cli" gate --baseline base.csv --candidate other_fabric.csv
+has err "no point in common" "the message says why"
+expect 2 "gate without --candidate" "$cli" gate --baseline base.csv
+expect 2 "gate --threshold abc" "$cli" gate --threshold abc --baseline base.csv --candidate cand_same.csv
+"$cli" gate --baseline base.csv --candidate cand_regress.csv >g1.txt 2>&1
+"$cli" gate --baseline base.csv --candidate cand_regress.csv >g2.txt 2>&1
+if cmp -s g1.txt g2.txt; then tap OK "gate reports are reproducible"; else tap FAIL "gate reports are reproducible"; fi
+
+echo "1..$n"
+[ "$failed" -eq 0 ] && rm -rf "$dir"
+exit "$failed"

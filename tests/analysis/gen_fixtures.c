@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/* gen_fixtures DIR: writes the analysis test fixtures (good and hostile results files). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+
+static char dir[4096];
+
+static const char *at(const char *name)
+{
+    static char path[8192];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return path;
+}
+
+static int write_text(const char *name, const char *text, size_t len)
+{
+    FILE *f = fopen(at(name), "wb");
+    if (!f)
+        return -1;
+    int bad = fwrite(text, 1, len, f) != len;
+    return fclose(f) || bad ? -1 : 0;
+}
+
+/* A copy of base.csv's header and first data row with one field replaced. */
+static int write_hostile(const char *name, const char *col, const char *val)
+{
+    arb_results_writer_t *w = fx_create(at(name));
+    if (!w)
+        return -1;
+    fx_point_t p = {.fabric = "pcie-gen5", .impl = "p2p", .params = "variant=oneshot-push", .op = "allreduce",
+                    .fusion = "", .dtype = "bf16", .mode = "graph", .check = "pass", .run_id = "hostile",
+                    .ranks = 2, .bytes = 43008, .median_us = 7, .sigma = 0.03, .nsamples = 20, .seed = 5,
+                    .override_col = col, .override_val = val};
+    int rc = fx_append(w, &p);
+    return arb_results_close(w) || rc ? -1 : 0;
+}
+
+/* Rows for the fused-vs-unfused plot: allreduce_rmsnorm, fusion fused|unfused. */
+static int append_rmsnorm(const char *name)
+{
+    arb_results_writer_t *w = fx_create(at(name));
+    static const size_t sizes[] = {14336, 43008, 86016, 1048576};
+    int rc = w ? 0 : -1;
+    for (size_t i = 0; w && i < 4; i++) {
+        fx_point_t f = {.fabric = "pcie-gen5", .impl = "p2p", .params = "variant=oneshot-push", .op = "allreduce_rmsnorm",
+                        .fusion = "fused", .dtype = "bf16", .mode = "graph", .check = "pass", .run_id = "rms",
+                        .ranks = 2, .bytes = sizes[i], .median_us = 8.0 + (double)sizes[i] / 20000, .sigma = 0.03,
+                        .nsamples = 40, .seed = 700 + i};
+        fx_point_t u = f;
+        u.fusion = "unfused";
+        u.median_us *= 1.4;
+        u.seed += 100;
+        fx_point_t n = u;
+        n.impl = "nccl";
+        n.params = "algo=Ring,proto=LL,nccl=2.28.3";
+        n.median_us *= 1.5;
+        n.seed += 100;
+        rc |= fx_append(w, &f) | fx_append(w, &u) | fx_append(w, &n);
+    }
+    return w && arb_results_close(w) == 0 ? rc : -1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: gen_fixtures DIR\n");
+        return 2;
+    }
+    snprintf(dir, sizeof dir, "%s", argv[1]);
+    int rc = 0;
+    fx_sweep_t base = {.run_id = "base-run", .nccl_version = "2.28.3", .seed = 100, .nsamples = 200, .slow_factor = 1};
+    rc |= fx_write_sweep(at("base.csv"), &base);
+    fx_sweep_t s = base;
+    s.run_id = "cand-run", s.seed = 9000;
+    rc |= fx_write_sweep(at("cand_same.csv"), &s);
+    s.slow_bytes = 43008, s.slow_mode = "graph", s.slow_factor = 1.2;
+    rc |= fx_write_sweep(at("cand_regress.csv"), &s);
+    fx_sweep_t fl = base;
+    fl.run_id = "cand-fail", fl.seed = 9100, fl.fail_bytes = 43008, fl.fail_mode = "eager";
+    rc |= fx_write_sweep(at("cand_fail.csv"), &fl);
+    fx_sweep_t up = base;
+    up.run_id = "cand-upgrade", up.seed = 9200, up.nccl_version = "2.28.9";
+    rc |= fx_write_sweep(at("cand_upgrade.csv"), &up);
+    fx_sweep_t ns = base;
+    ns.run_id = "base-nosamples", ns.nsamples = 0;
+    rc |= fx_write_sweep(at("base_nosamples.csv"), &ns);
+    ns.run_id = "cand-nosamples", ns.seed = 9300, ns.slow_bytes = 43008, ns.slow_mode = "graph", ns.slow_factor = 1.2;
+    rc |= fx_write_sweep(at("cand_regress_nosamples.csv"), &ns);
+    fx_sweep_t nv = base;
+    nv.run_id = "nvlink", nv.fabric = "nvlink";
+    rc |= fx_write_sweep(at("other_fabric.csv"), &nv);
+    rc |= append_rmsnorm("rmsnorm.csv");
+
+    /* Hostile inputs: each must be refused with a message and exit 2, never crash. */
+    rc |= write_text("empty.csv", "", 0);
+    rc |= write_hostile("nan_median.csv", "median_us", "nan");
+    rc |= write_hostile("inf_median.csv", "median_us", "inf");
+    rc |= write_hostile("neg_median.csv", "median_us", "-3.5");
+    rc |= write_hostile("text_bytes.csv", "bytes", "42K");
+    rc |= write_hostile("neg_bytes.csv", "bytes", "-1");
+    rc |= write_hostile("schema2.csv", "schema", "2");
+    rc |= write_hostile("bad_samples.csv", "samples_us", "7.0 7.1 x 7.2");
+    rc |= write_hostile("zero_ranks.csv", "ranks", "0");
+    char *huge = malloc((2u << 20) + 1);
+    if (huge) {
+        memset(huge, 'A', 2u << 20);
+        huge[2u << 20] = '\0';
+        rc |= write_hostile("huge_field.csv", "params", huge);
+        free(huge);
+    } else {
+        rc = 1;
+    }
+    static const char missing[] = "schema,run_id,fabric,ranks,nodes,impl,params,op,fusion,dtype,bytes,mode,p10_us,p90_us,check,samples_us\n"
+                                  "1,r,pcie,2,1,p2p,,allreduce,,bf16,43008,graph,1,2,pass,\n";
+    rc |= write_text("missing_col.csv", missing, sizeof missing - 1);
+    static const char foreign[] = "size,time_us,algbw\n43008,12.5,3.4\n";
+    rc |= write_text("foreign.csv", foreign, sizeof foreign - 1);
+    static const char binary[] = "\x7f" "ELF\x02\x01\x01\0\0\0\0\0,\"\n\xff\xfe";
+    rc |= write_text("binary.csv", binary, sizeof binary - 1);
+    /* truncated.csv: base.csv cut in the middle of its last row's quoted argv field. */
+    FILE *f = fopen(at("base.csv"), "rb");
+    char *buf = malloc(1 << 20);
+    size_t len = f && buf ? fread(buf, 1, 1 << 20, f) : 0;
+    if (f)
+        fclose(f);
+    char *cut = NULL;
+    for (size_t i = 0; i + 1 < len; i++) /* the last row's argv field is quoted: find its quote */
+        if (buf[i] == '\n' && i + 1 < len)
+            cut = buf + i + 1;
+    if (cut && (cut = strchr(cut, '"')) != NULL) {
+        rc |= write_text("truncated.csv", buf, (size_t)(cut - buf) + 6);
+        /* wrong_count.csv: the header and a row with a field missing. */
+        char *eol = strchr(buf, '\n');
+        char row[] = "1,r\n";
+        size_t hl = (size_t)(eol - buf) + 1;
+        memcpy(buf + hl, row, sizeof row - 1);
+        rc |= write_text("wrong_count.csv", buf, hl + sizeof row - 1);
+    } else {
+        rc = 1;
+    }
+    free(buf);
+    if (rc)
+        fprintf(stderr, "gen_fixtures: failed to write some fixtures in %s\n", dir);
+    return rc ? 1 : 0;
+}
