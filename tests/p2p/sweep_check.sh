@@ -1,0 +1,47 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# GPU test through the harness: mpirun -np N arbench sweep --impl p2p (every default
+# variant) and --impl ping, bf16 and fp32, odd and unaligned sizes, eager, graph and
+# context; then the timeout path (test_hang_rank=1) must give failed rows naming
+# the timeout, not a hang. Exit 77 where fewer than N GPUs are visible.
+# usage: sweep_check.sh N MPIRUN ARBENCH
+set -u
+n=$1 mpirun=$2 arbench=$3
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU') || gpus=0
+if [ "$gpus" -lt "$n" ]; then
+    echo "skip: $n ranks need $n GPUs, $gpus visible"
+    exit 77
+fi
+dir=$(mktemp -d) || exit 1
+trap 'rm -rf "$dir"' EXIT
+run() { "$mpirun" --allow-run-as-root --oversubscribe -np "$n" "$arbench" sweep --quiet "$@"; }
+fail=0
+for dtype in bf16 fp32; do
+    csv="$dir/p2p-$dtype.csv"
+    if ! run --impl p2p,ping --dtype "$dtype" --sizes 2,6,1000,43008,1000002 --modes eager,graph,context \
+        --iters 20 --graph-replays 10 --out "$csv"; then
+        echo "FAIL: sweep --impl p2p,ping --dtype $dtype exited non-zero"
+        fail=1
+    fi
+    # Every p2p row passed its check; every ping row is a reference (check=skip).
+    bad=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+        $col["impl"] == "p2p" && $col["check"] != "pass" { n++ } END { print n + 0 }' "$csv" 2>/dev/null || echo 1)
+    rows=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next } $col["impl"] == "p2p" { n++ } END { print n + 0 }' "$csv" 2>/dev/null || echo 0)
+    echo "$dtype: $rows p2p rows, $bad not passed"
+    if [ "$rows" -eq 0 ] || [ "$bad" -ne 0 ]; then fail=1; fi
+done
+if [ "$n" -ge 2 ]; then
+    csv="$dir/hang.csv"
+    # Must finish (meson's timeout catches a hang), exit non-zero, and say why.
+    if run --impl p2p:variant=oneshot-push,timeout_ms=300,test_hang_rank=1 --sizes 43008 --modes eager \
+        --iters 5 --out "$csv" >"$dir/hang.log" 2>&1; then
+        echo "FAIL: the test_hang_rank=1 sweep passed"
+        fail=1
+    fi
+    if ! grep -q "spin-wait timed out waiting for rank" "$dir/hang.log" "$csv"; then
+        echo "FAIL: no 'spin-wait timed out waiting for rank' in the output or CSV of the hang sweep:"
+        cat "$dir/hang.log"
+        fail=1
+    fi
+fi
+exit $fail

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit test (no GPU, no MPI): loads arb-p2p.so and arb-ping.so through the loader and
+ * checks name, caps, variants, parameter validation before any CUDA call (bad
+ * params give ARB_ERR_INVALID naming the key, on a machine without a GPU too) and
+ * the single-node decline. TAP output.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arbench/plugin.h"
+#include "loader.h"
+
+static int n_test, n_fail;
+
+static void ok(int cond, const char *what, const char *detail)
+{
+    n_test++;
+    if (!cond)
+        n_fail++;
+    printf("%s %d - %s%s%s\n", cond ? "ok" : "not ok", n_test, what, detail && *detail ? ": " : "",
+           detail ? detail : "");
+}
+
+static int one_allgather(void *ctx, const void *send, void *recv, size_t bytes)
+{
+    (void)ctx;
+    memcpy(recv, send, bytes);
+    return 0;
+}
+static int one_bcast(void *ctx, void *buf, size_t bytes, int root)
+{
+    (void)ctx, (void)buf, (void)bytes, (void)root;
+    return 0;
+}
+static int one_barrier(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+static void one_log(void *ctx, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "plugin: %s\n", msg);
+}
+
+static const arb_host_ops_t ops = {.allgather = one_allgather, .bcast = one_bcast, .barrier = one_barrier,
+                                   .log = one_log};
+
+/* init must fail with `want` and a message containing `needle`, touching nothing. */
+static void expect_init(const arb_plugin_t *p, const arb_comm_info_t *info, const char *params, arb_status_t want,
+                        const char *needle)
+{
+    void *st = (void *)&ops; /* sentinel: must stay untouched */
+    char why[512] = "", what[700];
+    arb_status_t s = p->init(info, &ops, params, &st, why, sizeof why);
+    snprintf(what, sizeof what, "%s init '%s' -> %d (want %d), message names '%s'", p->name, params, (int)s,
+             (int)want, needle);
+    ok(s == want && strstr(why, needle) && st == (void *)&ops, what, why);
+    if (s == ARB_OK)
+        p->finalize(st);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: test_p2p_plugin PATH/arb-p2p.so PATH/arb-ping.so\n");
+        return 2;
+    }
+    arb_loaded_plugin_t lp, lq;
+    char err[4096];
+    int loaded = arb_plugin_load(argv[1], &lp, err, sizeof err) == 0;
+    ok(loaded, "load arb-p2p.so through the loader", loaded ? "" : err);
+    int loaded2 = arb_plugin_load(argv[2], &lq, err, sizeof err) == 0;
+    ok(loaded2, "load arb-ping.so through the loader", loaded2 ? "" : err);
+    if (!loaded || !loaded2) {
+        printf("1..%d\n", n_test);
+        return 1;
+    }
+    const arb_plugin_t *p = lp.plugin, *q = lq.plugin;
+    const uint32_t want = ARB_CAP_DEVICE_MEMORY | ARB_CAP_GRAPH_SAFE | ARB_CAP_NEEDS_P2P | ARB_CAP_SINGLE_NODE |
+                          ARB_CAP_BF16 | ARB_CAP_FP32;
+    ok(strcmp(p->name, "p2p") == 0 && p->caps == want, "p2p: name and caps (device, graph-safe, P2P, single node, bf16, fp32)", "");
+    ok(strcmp(q->name, "ping") == 0 && q->caps == (want | ARB_CAP_REFERENCE), "ping: name and caps include REFERENCE", "");
+    ok(!(p->caps & ARB_CAP_NEEDS_ALLOC) && p->query_error && p->describe && q->query_error,
+       "p2p uses the harness's buffers and reports device errors", "");
+
+    /* Every default variant names each of the four algorithms and parses: with ranks
+     * on two nodes, init gets past the parameters and declines single-node. */
+    arb_comm_info_t two_nodes = {.rank = 0, .nranks = 2, .local_rank = 0, .local_nranks = 1, .node = 0,
+                                 .nnodes = 2, .cuda_device = 0, .max_bytes = 43008};
+    const char *algos[] = {"variant=oneshot-pull", "variant=oneshot-push", "variant=twoshot",
+                           "variant=oneshot-flagfree"};
+    int nvar = 0, seen[4] = {0};
+    for (const char *const *v = p->variants; v && *v; v++, nvar++) {
+        for (int a = 0; a < 4; a++)
+            if (strncmp(*v, algos[a], strlen(algos[a])) == 0 && (*v)[strlen(algos[a])] == ',')
+                seen[a] = 1;
+        expect_init(p, &two_nodes, *v, ARB_DECLINE, "p2p is single-node");
+    }
+    ok(nvar >= 4 && seen[0] && seen[1] && seen[2] && seen[3], "variants cover oneshot-pull, oneshot-push, twoshot, oneshot-flagfree", "");
+    expect_init(q, &two_nodes, "", ARB_DECLINE, "p2p is single-node");
+
+    /* Bad parameters: ARB_ERR_INVALID naming the key, before any CUDA call (on a
+     * machine without a GPU a CUDA call would decline instead). */
+    arb_comm_info_t local = {.rank = 0, .nranks = 2, .local_rank = 0, .local_nranks = 2, .node = 0, .nnodes = 1,
+                             .cuda_device = 0, .max_bytes = 43008};
+    expect_init(p, &local, "variant=threeshot", ARB_ERR_INVALID, "variant='threeshot'");
+    expect_init(p, &local, "variant=oneshot-push,blocks=0", ARB_ERR_INVALID, "blocks='0'");
+    expect_init(p, &local, "blocks=129", ARB_ERR_INVALID, "blocks='129'");
+    expect_init(p, &local, "blocks=8x", ARB_ERR_INVALID, "blocks='8x'");
+    expect_init(p, &local, "threads=100", ARB_ERR_INVALID, "threads='100'");
+    expect_init(p, &local, "threads=2048", ARB_ERR_INVALID, "threads='2048'");
+    expect_init(p, &local, "timeout_ms=-5", ARB_ERR_INVALID, "timeout_ms='-5'");
+    expect_init(p, &local, "test_hang_rank=2", ARB_ERR_INVALID, "test_hang_rank='2'");
+    expect_init(p, &local, "colour=blue", ARB_ERR_INVALID, "unknown parameter 'colour'");
+    expect_init(p, &local, "blocks", ARB_ERR_INVALID, "'blocks' is not key=value");
+    expect_init(p, &local, "blocks=4,blocks=8", ARB_ERR_INVALID, "blocks given twice");
+    expect_init(q, &local, "variant=oneshot-push", ARB_ERR_INVALID, "unknown parameter 'variant'");
+    expect_init(q, &local, "timeout_ms=abc", ARB_ERR_INVALID, "timeout_ms='abc'");
+
+    /* Host-only runs (no device made current) decline. */
+    arb_comm_info_t host_only = local;
+    host_only.cuda_device = -1;
+    expect_init(p, &host_only, "", ARB_DECLINE, "needs a CUDA device");
+
+    printf("1..%d\n", n_test);
+    arb_plugin_unload(&lp);
+    arb_plugin_unload(&lq);
+    return n_fail ? 1 : 0;
+}
