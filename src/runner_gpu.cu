@@ -306,7 +306,8 @@ static arb_status_t prep_fused(arb_runner_t *r, const arb_point_t *pt, unsigned 
     CU(cudaMemcpy(r->weight, h, pt->hidden * 2, cudaMemcpyHostToDevice), out);
     for (unsigned k = 0; k < nslots; k++) {
         size_t off = slot_off(r, k);
-        arb_fill_bf16_random(h, n, seed_of(pt->salt, k, r->inst.info->rank), 1.0f);
+        /* partial sums whose sum over ranks is exact in bf16 in any order (rmsnorm.h) */
+        arb_fill_bf16_exact_partials(h, n, seed_of(pt->salt, k, r->inst.info->rank));
         CU(cudaMemcpy(r->x + off, h, n * 2, cudaMemcpyHostToDevice), out);
         arb_fill_bf16_random(h, n, seed_of(pt->salt, k, -1), 1.0f);
         CU(cudaMemcpy(r->res + off, h, n * 2, cudaMemcpyHostToDevice), out);
@@ -352,7 +353,7 @@ static arb_status_t verify_fused(arb_runner_t *r, const arb_point_t *pt, unsigne
     for (unsigned k = 0; k < nslots; k++) {
         size_t off = slot_off(r, k);
         for (int q = 0; q < nranks; q++)
-            arb_fill_bf16_random(xs[q], n, seed_of(pt->salt, k, q), 1.0f);
+            arb_fill_bf16_exact_partials(xs[q], n, seed_of(pt->salt, k, q));
         arb_fill_bf16_random(res_in, n, seed_of(pt->salt, k, -1), 1.0f);
         CU(cudaMemcpy(got_res, r->res + off, n * 2, cudaMemcpyDeviceToHost), out);
         CU(cudaMemcpy(got_out, r->out + off, n * 2, cudaMemcpyDeviceToHost), out);

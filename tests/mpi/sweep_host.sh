@@ -1,0 +1,96 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# MPI tests of `arbench sweep` on the host backend (mpirun -np 2 and 4, no GPU needed).
+# usage: sweep_host.sh ARBENCH CHECK_CSV TEST_NAME
+set -u
+arbench=$1 check=$2 name=$3
+tmp=$(mktemp -d /tmp/arbench-mpi-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+mpirun_args="--oversubscribe"
+[ "$(id -u)" = 0 ] && mpirun_args="$mpirun_args --allow-run-as-root"
+export OMPI_MCA_btl="^openib" OMPI_MCA_btl_vader_single_copy_mechanism=none
+run() { timeout 120 mpirun $mpirun_args "$@"; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+# expect_error NP PATTERN ARGS...: exit status 2 and PATTERN in the output, no hang.
+expect_error() {
+    np=$1 pattern=$2; shift 2
+    run -np "$np" "$arbench" sweep --host --quiet "$@" >"$tmp/out" 2>&1
+    rc=$?
+    [ $rc -eq 2 ] || { cat "$tmp/out"; fail "arbench sweep $* exited $rc, expected 2"; }
+    grep -q -- "$pattern" "$tmp/out" || { cat "$tmp/out"; fail "arbench sweep $*: no '$pattern' in the message"; }
+    echo "ok: '$*' -> exit 2: $(grep -m1 -- "$pattern" "$tmp/out")"
+}
+
+case $name in
+bf16|fp32)
+    small=2; [ "$name" = fp32 ] && small=4
+    run -np 2 "$arbench" sweep --host --impl mpi-host --sizes $small,1K,43008 --modes eager --dtype "$name" \
+        --iters 30 --warmup 3 --out "$tmp/r.csv" || fail "sweep exited $?"
+    "$check" "$tmp/r.csv" --rows 3 --all check=pass --all ranks=2 --all backend=host --all dtype="$name" \
+        --all wrong=0 --positive median_us --positive busbw_gbs --all iters=30 || fail "CSV check"
+    ;;
+np4)
+    run -np 4 "$arbench" sweep --host --impl mpi-host --tokens 1,3 --modes eager --iters 20 --out "$tmp/r.csv" \
+        || fail "sweep exited $?"
+    "$check" "$tmp/r.csv" --rows 2 --all check=pass --all ranks=4 --all hidden=7168 --positive median_us || fail "CSV check"
+    "$check" "$tmp/r.csv" --where tokens=3 --rows 1 --all bytes=43008 || fail "3 tokens must be 43008 bytes"
+    ;;
+modes)
+    # graph and context rows are present on the host backend, marked skip with the reason.
+    run -np 2 "$arbench" sweep --host --impl mpi-host --sizes 43008 --iters 10 --out "$tmp/r.csv" || fail "sweep exited $?"
+    "$check" "$tmp/r.csv" --rows 3 || fail "one row per mode"
+    "$check" "$tmp/r.csv" --where mode=graph --rows 1 --all check=skip || fail "graph row"
+    "$check" "$tmp/r.csv" --where mode=eager --rows 1 --all check=pass || fail "eager row"
+    ;;
+default)
+    # No --impl: every implementation that can run here (host backends on a GPU-less run).
+    run -np 2 "$arbench" sweep --host --sizes 43008 --modes eager --iters 10 --out "$tmp/r.csv" || fail "sweep exited $?"
+    "$check" "$tmp/r.csv" --min-rows 1 --all impl=mpi-host --all check=pass || fail "CSV check"
+    ;;
+append)
+    run -np 2 "$arbench" sweep --host --impl mpi-host --sizes 1K --modes eager --iters 5 --out "$tmp/r.csv" || fail "first"
+    run -np 2 "$arbench" sweep --host --impl mpi-host --sizes 2K --modes eager --iters 5 --out "$tmp/r.csv" || fail "second"
+    "$check" "$tmp/r.csv" --rows 2 --all check=pass || fail "a second sweep appends to the same file"
+    ;;
+bad_input)
+    expect_error 2 "nosuch" --impl nosuch --sizes 1K
+    expect_error 2 "abc" --impl mpi-host --sizes 1K,abc
+    expect_error 2 "warp" --impl mpi-host --modes eager,warp
+    expect_error 2 "fp16" --impl mpi-host --dtype fp16
+    expect_error 2 "/nonexistent-dir/r.csv" --impl mpi-host --sizes 1K --out /nonexistent-dir/r.csv
+    expect_error 2 "iters" --impl mpi-host --iters 0
+    expect_error 2 "unknown or incomplete option" --impl mpi-host --bogus
+    expect_error 2 "whole number" --impl mpi-host --sizes 3
+    # Ranks started with different arguments (MPMD): refused on every rank.
+    timeout 120 mpirun $mpirun_args -np 1 "$arbench" sweep --host --impl mpi-host --sizes 1K --iters 10 --out "$tmp/d.csv" : \
+        -np 1 "$arbench" sweep --host --impl mpi-host --sizes 1K --iters 20 --out "$tmp/d.csv" >"$tmp/out" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$tmp/out"; fail "different arguments: exit $rc"; }
+    grep -q "different arguments" "$tmp/out" || { cat "$tmp/out"; fail "different arguments: no message"; }
+    echo "ok: ranks with different arguments refused"
+    ;;
+interrupt)
+    # An interrupted sweep keeps the rows it finished, and the file stays readable.
+    mpirun $mpirun_args -np 2 "$arbench" sweep --host --impl mpi-host --sizes 1K:4M:+64K --modes eager --iters 400 \
+        --out "$tmp/r.csv" >"$tmp/out" 2>&1 &
+    pid=$!
+    i=0
+    while [ $i -lt 100 ]; do
+        lines=$(wc -l <"$tmp/r.csv" 2>/dev/null || echo 0)
+        [ "$lines" -ge 3 ] && break
+        sleep 0.2
+        i=$((i + 1))
+    done
+    kill -INT $pid
+    wait $pid
+    rc=$?
+    [ $rc -ne 0 ] || fail "an interrupted sweep exited 0"
+    "$check" "$tmp/r.csv" --min-rows 2 --all check=pass || { cat "$tmp/out"; fail "rows lost on interrupt"; }
+    echo "ok: interrupted sweep (exit $rc) kept $(($(wc -l <"$tmp/r.csv") - 1)) rows"
+    ;;
+*)
+    fail "unknown test $name"
+    ;;
+esac
+echo "PASS: $name"

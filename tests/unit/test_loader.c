@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/* The loader through real dlopen of built modules: good, wrong ABI, no symbol,
+ * missing callback, missing file, lookup by bare name. argv: paths of the modules. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader.h"
+#include "tap.h"
+
+static const char *good_path, *bad_abi_path, *no_symbol_path, *missing_cb_path;
+
+static void t_good(void)
+{
+    arb_loaded_plugin_t lp;
+    char err[4096] = "";
+    TAP_CHECK(arb_plugin_load(good_path, &lp, err, sizeof err) == 0);
+    if (!lp.plugin)
+        return;
+    TAP_CHECK(!strcmp(lp.plugin->name, "mpi-host"));
+    TAP_CHECK(lp.plugin->abi_version == ARB_PLUGIN_ABI_VERSION);
+    TAP_CHECK(lp.plugin->caps & ARB_CAP_HOST_MEMORY);
+    arb_plugin_unload(&lp);
+    TAP_CHECK(lp.handle == NULL);
+}
+
+static void t_by_name(void)
+{
+    arb_loaded_plugin_t lp;
+    char err[4096] = "";
+    TAP_CHECK(arb_plugin_load("mpi-host", &lp, err, sizeof err) == 0);
+    if (lp.plugin)
+        TAP_CHECK(strstr(lp.path, "arb-mpi-host.so") != NULL);
+    arb_plugin_unload(&lp);
+}
+
+static void t_bad_abi(void)
+{
+    arb_loaded_plugin_t lp;
+    char err[4096] = "";
+    TAP_CHECK(arb_plugin_load(bad_abi_path, &lp, err, sizeof err) != 0);
+    TAP_CHECK(strstr(err, "ABI version") != NULL);
+    TAP_CHECK(strstr(err, bad_abi_path) != NULL);
+}
+
+static void t_no_symbol(void)
+{
+    arb_loaded_plugin_t lp;
+    char err[4096] = "";
+    TAP_CHECK(arb_plugin_load(no_symbol_path, &lp, err, sizeof err) != 0);
+    TAP_CHECK(strstr(err, ARB_PLUGIN_SYMBOL) != NULL);
+}
+
+static void t_missing_callback(void)
+{
+    arb_loaded_plugin_t lp;
+    char err[4096] = "";
+    TAP_CHECK(arb_plugin_load(missing_cb_path, &lp, err, sizeof err) != 0);
+    TAP_CHECK(strstr(err, "mandatory callback") != NULL);
+}
+
+static void t_unknown_name(void)
+{
+    arb_loaded_plugin_t lp;
+    char err[8192] = "";
+    TAP_CHECK(arb_plugin_load("does-not-exist", &lp, err, sizeof err) != 0);
+    TAP_CHECK(strstr(err, "no plugin 'does-not-exist'") != NULL);
+    TAP_CHECK(strstr(err, "tried") != NULL); /* lists what it tried */
+    TAP_CHECK(arb_plugin_load("Bad Name!", &lp, err, sizeof err) != 0 && strstr(err, "lower-case"));
+    TAP_CHECK(arb_plugin_load("/nonexistent/arb-x.so", &lp, err, sizeof err) != 0 && strstr(err, "no such file"));
+}
+
+static void t_env_path(void)
+{
+    /* ARBENCH_PLUGIN_PATH is searched first: point it at the test modules' folder. */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", bad_abi_path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    setenv("ARBENCH_PLUGIN_PATH", dir, 1);
+    arb_loaded_plugin_t lp;
+    char err[8192] = "";
+    TAP_CHECK(arb_plugin_load("bad-abi", &lp, err, sizeof err) != 0 && strstr(err, "ABI version"));
+    unsetenv("ARBENCH_PLUGIN_PATH");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 5) {
+        fprintf(stderr, "usage: test_loader GOOD BAD_ABI NO_SYMBOL MISSING_CALLBACK [TEST]\n");
+        return 2;
+    }
+    good_path = argv[1];
+    bad_abi_path = argv[2];
+    no_symbol_path = argv[3];
+    missing_cb_path = argv[4];
+    static const tap_test_t tests[] = {
+        {"good", t_good},         {"by_name", t_by_name},
+        {"bad_abi", t_bad_abi},   {"no_symbol", t_no_symbol},
+        {"missing_callback", t_missing_callback}, {"unknown_name", t_unknown_name},
+        {"env_path", t_env_path},
+    };
+    return tap_main(tests, sizeof tests / sizeof tests[0], argc - 4, argv + 4);
+}
