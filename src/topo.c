@@ -62,7 +62,7 @@ static int agree_failure(MPI_Comm comm, int failed, char *err, size_t err_len)
     char msg[512];
     snprintf(msg, sizeof msg, "%s", rank == first ? err : "");
     MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, first, comm);
-    snprintf(err, err_len, "topology (rank %d): %s", first, msg);
+    snprintf(err, err_len, "rank %d: %s", first, msg);
     return 1;
 }
 
