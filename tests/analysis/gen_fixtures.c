@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fixture.h"
 
@@ -70,6 +71,7 @@ int main(int argc, char **argv)
         return 2;
     }
     snprintf(dir, sizeof dir, "%s", argv[1]);
+    mkdir(dir, 0777); /* may exist already; a failure shows when the first file is written */
     int rc = 0;
     fx_sweep_t base = {.run_id = "base-run", .nccl_version = "2.28.3", .seed = 100, .nsamples = 200, .slow_factor = 1};
     rc |= fx_write_sweep(at("base.csv"), &base);
