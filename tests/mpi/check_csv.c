@@ -45,6 +45,10 @@ int main(int argc, char **argv)
         n += sel[r];
     int bad = 0;
     for (int i = 2; i + 1 < argc && !bad; i += 2) {
+        if (!strcmp(argv[i], "--graph-below-eager")) {
+            i--;
+            continue;
+        }
         const char *opt = argv[i], *val = argv[i + 1];
         if (!strcmp(opt, "--rows") && n != strtoul(val, NULL, 10)) {
             fprintf(stderr, "check_csv: %s: %zu rows selected, expected %s\n", argv[1], n, val);
@@ -76,6 +80,26 @@ int main(int argc, char **argv)
                     bad = 1;
                 }
             }
+        }
+    }
+    /* --graph-below-eager: for every selected graph row, the eager row of the same impl,
+     * params and bytes has a larger median (replay removes launch gaps). */
+    for (int i = 2; i < argc && !bad; i++) {
+        if (strcmp(argv[i], "--graph-below-eager"))
+            continue;
+        int ci = arb_table_col(&t, "impl"), cp = arb_table_col(&t, "params"), cb = arb_table_col(&t, "bytes"),
+            cm = arb_table_col(&t, "mode"), cmed = arb_table_col(&t, "median_us");
+        for (size_t r = 0; r < t.nrows && !bad; r++) {
+            if (!sel[r] || strcmp(t.rows[r][cm], "graph"))
+                continue;
+            for (size_t q = 0; q < t.nrows; q++)
+                if (sel[q] && !strcmp(t.rows[q][cm], "eager") && !strcmp(t.rows[q][ci], t.rows[r][ci]) &&
+                    !strcmp(t.rows[q][cp], t.rows[r][cp]) && !strcmp(t.rows[q][cb], t.rows[r][cb]) &&
+                    !(strtod(t.rows[r][cmed], NULL) < strtod(t.rows[q][cmed], NULL))) {
+                    fprintf(stderr, "check_csv: %s %s %s B: graph median %s us is not below eager %s us\n",
+                            t.rows[r][ci], t.rows[r][cp], t.rows[r][cb], t.rows[r][cmed], t.rows[q][cmed]);
+                    bad = 1;
+                }
         }
     }
     if (!bad)
