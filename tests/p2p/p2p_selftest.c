@@ -171,6 +171,7 @@ static long run_point(rank_ctx_t *c, const arb_host_ops_t *ops, const arb_plugin
         cudaMemcpy(slot_ptr(b->send, b, k), b->host, bytes, cudaMemcpyHostToDevice);
         cudaMemset(slot_ptr(b->recv, b, k), 0xFF, bytes + 16);
     }
+    cudaDeviceSynchronize(); /* cudaMemset is asynchronous, and s does not wait for the legacy stream */
     arb_dtype_t dt = bf16 ? ARB_DTYPE_BF16 : ARB_DTYPE_FP32;
     if (!graph) {
         if (pl->allreduce(st, slot_ptr(b->send, b, 0), slot_ptr(b->recv, b, 0), count, dt, s) != ARB_OK)
@@ -367,7 +368,8 @@ static int run_rank(rank_ctx_t *c, const char *mode, const char *p2p_so, const c
     static const size_t check_sizes[] = {2, 6, 14, 1000, 1000002, 43008, (9u << 20) + 6};
     static const size_t stress_sizes[] = {43008, 1000002};
     size_t max_bytes = (9u << 20) + 6;
-    bufs_t b = {.block_bytes = max_bytes + 16 * NSLOT + SLOT_PAD};
+    /* Blocks 256-byte aligned: slot k then starts 16*k bytes in, aligned as the ABI says. */
+    bufs_t b = {.block_bytes = (max_bytes + 16 * NSLOT + SLOT_PAD + 255) / 256 * 256};
     if (cudaMalloc((void **)&b.send, NSLOT * b.block_bytes) || cudaMalloc((void **)&b.recv, NSLOT * b.block_bytes) ||
         !(b.host = malloc(b.block_bytes))) {
         fprintf(stderr, "p2p_selftest: cannot allocate test buffers\n");
@@ -393,6 +395,9 @@ static int run_rank(rank_ctx_t *c, const char *mode, const char *p2p_so, const c
             check_hang(c, &ops, p2p, *v, &b);
         check_hang(c, &ops, ping, "", &b);
     } else if (strcmp(mode, "bench") == 0) {
+        bench_variant(c, &ops, ping, "", &b);
+        bench_variant(c, &ops, p2p, "variant=oneshot-push,blocks=1,threads=32", &b);
+        bench_variant(c, &ops, p2p, "variant=oneshot-flagfree,blocks=1,threads=32", &b);
         for (const char *const *v = p2p->variants; *v; v++)
             bench_variant(c, &ops, p2p, *v, &b);
         bench_variant(c, &ops, ping, "", &b);
