@@ -254,6 +254,8 @@ static int add_table(arb_pointset_t *ps, arb_table_t *t, const char *name, char 
     return 0;
 err_free_table:
     arb_table_free(t);
+    if (!ps->n && !ps->nfiles)
+        arb_points_free(ps); /* the arrays grown for this file: nothing else owns them */
     return -1;
 }
 

@@ -41,7 +41,8 @@ extern const char *const arb_points_required[];
  * Rejects: missing columns, a schema other than ARB_RESULTS_SCHEMA, non-numeric or
  * out-of-range ranks/nodes/bytes, and on passing rows a median/p10/p90 that is not a
  * finite positive number, p10 > median > p90, or a malformed samples_us list. On error
- * ps is left as it was and err names the file, line and column. */
+ * ps keeps the files loaded before and err names the file, line and column; free ps with
+ * arb_points_free either way. */
 int arb_points_load(arb_pointset_t *ps, const char *path, char *err, size_t err_len);
 /* The same for CSV text in memory; `name` stands for the file in messages. */
 int arb_points_load_mem(arb_pointset_t *ps, const char *data, size_t len, const char *name,
