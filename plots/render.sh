@@ -5,6 +5,7 @@
 # as PNG and SVG: latency, speedup over the best NCCL variant, bus bandwidth, and for
 # op=allreduce_rmsnorm fused vs unfused. Needs gnuplot (gnuplot-nox) and the arb-plotdata
 # tool from the build (found in build*/plots/ next to this script, or --tool / $ARB_PLOTDATA).
+# Also accepted (the Makefile's form): plots/render.sh BUILD_DIR OUTDIR RESULTS...
 # docs/plots.md. Exit 0 ok, 2 bad usage or missing tool, 1 a figure failed.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -12,6 +13,11 @@ tool=${ARB_PLOTDATA:-}
 if [ "${1:-}" = --tool ]; then
     tool=${2:-}
     shift 2 || true
+elif [ $# -ge 3 ] && [ -f "$1/build.ninja" ]; then
+    tool=$1/plots/arb-plotdata
+    outdir_first=$2
+    shift 2
+    set -- "$@" "$outdir_first"
 fi
 if [ -z "$tool" ]; then
     for t in "$here"/../build*/plots/arb-plotdata; do

@@ -4,6 +4,7 @@
 # messages for hostile inputs, written files. Usage: cli_test.sh GEN_FIXTURES ANALYSIS_CLI
 set -u
 abspath() { (cd "$(dirname "$1")" && echo "$(pwd)/$(basename "$1")"); }
+gate_sh=$(abspath "$(dirname "$0")/../../ci/gate.sh")
 gen=$(abspath "$1")
 cli=$(abspath "$2")
 dir=$(mktemp -d /tmp/arb-cli-XXXXXX) || exit 1
@@ -78,6 +79,15 @@ expect 2 "gate --threshold abc" "$cli" gate --threshold abc --baseline base.csv 
 "$cli" gate --baseline base.csv --candidate cand_regress.csv >g1.txt 2>&1
 "$cli" gate --baseline base.csv --candidate cand_regress.csv >g2.txt 2>&1
 if cmp -s g1.txt g2.txt; then tap OK "gate reports are reproducible"; else tap FAIL "gate reports are reproducible"; fi
+
+
+# ---- ci/gate.sh (with this CLI standing in for arbench: same `gate` subcommand) ----
+expect 1 "ci/gate.sh: regression exits 1" env ARBENCH="$cli" GATE_REPORT=ci.md GITHUB_STEP_SUMMARY=summary.md "$gate_sh" base.csv cand_regress.csv
+has ci.md "^## arbench gate: FAIL" "ci/gate.sh writes the markdown report"
+has summary.md "REGRESSION" "ci/gate.sh appends the report to GITHUB_STEP_SUMMARY"
+expect 0 "ci/gate.sh: identical data exits 0" env ARBENCH="$cli" GATE_REPORT=ci.md "$gate_sh" base.csv cand_same.csv
+expect 2 "ci/gate.sh: invalid input exits 2" env ARBENCH="$cli" GATE_REPORT=ci.md "$gate_sh" base.csv empty.csv
+expect 2 "ci/gate.sh: one argument is a usage error" "$gate_sh" base.csv
 
 echo "1..$n"
 [ "$failed" -eq 0 ] && rm -rf "$dir"
