@@ -18,7 +18,10 @@ run() { "$mpirun" --allow-run-as-root --oversubscribe -np "$n" "$arbench" sweep 
 fail=0
 for dtype in bf16 fp32; do
     csv="$dir/p2p-$dtype.csv"
-    if ! run --impl p2p,ping --dtype "$dtype" --sizes 2,6,1000,43008,1000002 --modes eager,graph,context \
+    # odd element counts in both types: 1, 3, 500/250, 21504/10752, 500001/250001 elements
+    sizes=2,6,1000,43008,1000002
+    [ "$dtype" = fp32 ] && sizes=4,12,1000,43008,1000004
+    if ! run --impl p2p,ping --dtype "$dtype" --sizes "$sizes" --modes eager,graph,context \
         --iters 20 --graph-replays 10 --out "$csv"; then
         echo "FAIL: sweep --impl p2p,ping --dtype $dtype exited non-zero"
         fail=1
