@@ -44,7 +44,8 @@ typedef enum arb_status {
 } arb_status_t;
 
 typedef enum arb_dtype {
-    ARB_DTYPE_BF16 = 0, /* sums accumulate in fp32, rounded once to bf16 */
+    ARB_DTYPE_BF16 = 0, /* our kernels accumulate in fp32 and round once; NCCL rounds at each
+                         * step. The harness's check inputs are exact either way. */
     ARB_DTYPE_FP32 = 1,
 } arb_dtype_t;
 
