@@ -4,11 +4,15 @@
  * with send/recv in symmetric windows from this plugin's mem_alloc.
  *
  * Parameters (comma-separated key=value):
- *   variant=oneshot-pull|oneshot-push   (required)
- *   barrier=bounded|nccl                bounded (default): our flags, spins time out;
- *                                       nccl: ncclLsaBarrierSession (no timeout)
- *   ctas=N                              most CTAs per call, 1..64 (default 16)
- *   timeout_ms=N                        bounded barrier spin limit (default 5000)
+ *   variant=oneshot-pull|oneshot-push|oneshot-flagfree   (required)
+ *   barrier=bounded|nccl     pull, push. bounded (default): our flags, spins time out;
+ *                            nccl: ncclLsaBarrierSession (no timeout)
+ *   ctas=N                   1..64; pull: most CTAs per call (default 16); push and
+ *                            flag-free: CTAs of every call (default 16; flag-free 24)
+ *   threads=N                flag-free only: threads per CTA, a multiple of 32 from
+ *                            64 to 1024 (default 256); pull and push run 512
+ *   timeout_ms=N             spin limit (default 5000)
+ *   test_hang_rank=R         flag-free only: rank R sends no lines (tests timeouts)
  *
  * The device API's struct layouts (ncclDevComm, ncclWindow_vidmem) differ between
  * NCCL patch releases (2.28.3 vs 2.28.9), and the kernels read them directly: init
@@ -31,29 +35,34 @@ typedef struct lsa_buffer {
     char *base;
     size_t bytes;
     ncclWindow_t win;
+    char *peer[LSA_MAX_RANKS]; /* byte 0 of the buffer on each LSA rank (ncclGetLsaPointer) */
 } lsa_buffer_t;
 
 typedef struct lsa_params {
     lsa_variant_t variant;
-    int have_variant;
+    int have_variant, have_barrier, have_ctas, have_threads, have_hang;
     lsa_barrier_t barrier;
-    int max_ctas;
+    int ctas, threads;
     unsigned timeout_ms;
+    unsigned hang_rank;
 } lsa_params_t;
 
 typedef struct lsa_state {
     arb_comm_info_t info;
     const arb_host_ops_t *ops;
     lsa_params_t p;
+    lsa_config_t cfg; /* resolved: ctas clamped to the SM count */
     ncclComm_t comm;
     lsa_dev_t *dev;
     lsa_buffer_t bufs[LSA_MAX_BUFFERS];
-    char describe[160];
+    char describe[200];
 } lsa_state_t;
 
 static const char *const lsa_variants[] = {
     "variant=oneshot-pull",
     "variant=oneshot-push",
+    "variant=oneshot-flagfree",
+    "variant=oneshot-flagfree,ctas=12,threads=512",
     NULL,
 };
 
@@ -76,8 +85,10 @@ static int on_pair(void *ctx, const char *key, const char *value, char *why, siz
             p->variant = LSA_ONESHOT_PULL;
         else if (strcmp(value, "oneshot-push") == 0)
             p->variant = LSA_ONESHOT_PUSH;
+        else if (strcmp(value, "oneshot-flagfree") == 0)
+            p->variant = LSA_ONESHOT_FLAGFREE;
         else {
-            snprintf(why, why_len, "lsa: variant='%s', expected oneshot-pull or oneshot-push", value);
+            snprintf(why, why_len, "lsa: variant='%s', expected oneshot-pull, oneshot-push or oneshot-flagfree", value);
             return -1;
         }
         p->have_variant = 1;
@@ -90,12 +101,28 @@ static int on_pair(void *ctx, const char *key, const char *value, char *why, siz
             snprintf(why, why_len, "lsa: barrier='%s', expected bounded or nccl", value);
             return -1;
         }
+        p->have_barrier = 1;
     } else if (strcmp(key, "ctas") == 0) {
         if (parse_uint(value, 1, LSA_MAX_CTAS, &u)) {
             snprintf(why, why_len, "lsa: ctas='%s', expected an integer from 1 to %d", value, LSA_MAX_CTAS);
             return -1;
         }
-        p->max_ctas = (int)u;
+        p->ctas = (int)u;
+        p->have_ctas = 1;
+    } else if (strcmp(key, "threads") == 0) {
+        if (parse_uint(value, 64, 1024, &u) || u % 32) {
+            snprintf(why, why_len, "lsa: threads='%s', expected a multiple of 32 from 64 to 1024", value);
+            return -1;
+        }
+        p->threads = (int)u;
+        p->have_threads = 1;
+    } else if (strcmp(key, "test_hang_rank") == 0) {
+        if (parse_uint(value, 0, LSA_MAX_RANKS - 1, &u)) {
+            snprintf(why, why_len, "lsa: test_hang_rank='%s', expected a rank from 0 to %d", value, LSA_MAX_RANKS - 1);
+            return -1;
+        }
+        p->hang_rank = u;
+        p->have_hang = 1;
     } else if (strcmp(key, "timeout_ms") == 0) {
         if (parse_uint(value, 1, 3600000, &u)) {
             snprintf(why, why_len, "lsa: timeout_ms='%s', expected an integer from 1 to 3600000 (milliseconds)", value);
@@ -103,7 +130,7 @@ static int on_pair(void *ctx, const char *key, const char *value, char *why, siz
         }
         p->timeout_ms = u;
     } else {
-        snprintf(why, why_len, "lsa: unknown parameter '%s' (known: variant, barrier, ctas, timeout_ms)", key);
+        snprintf(why, why_len, "lsa: unknown parameter '%s' (known: variant, barrier, ctas, threads, timeout_ms, test_hang_rank)", key);
         return -1;
     }
     return 0;
@@ -112,13 +139,32 @@ static int on_pair(void *ctx, const char *key, const char *value, char *why, siz
 static arb_status_t lsa_init(const arb_comm_info_t *info, const arb_host_ops_t *ops, const char *params,
                              void **state, char *why, size_t why_len)
 {
-    lsa_params_t p = {.variant = LSA_ONESHOT_PULL, .barrier = LSA_BARRIER_BOUNDED, .max_ctas = 16, .timeout_ms = 5000};
+    lsa_params_t p = {.variant = LSA_ONESHOT_PULL, .barrier = LSA_BARRIER_BOUNDED, .timeout_ms = 5000};
     if (symm_parse_params(params, &p, on_pair, "lsa", why, why_len))
         return ARB_ERR_INVALID;
     if (!p.have_variant) {
-        snprintf(why, why_len, "lsa: parameters '%s' lack variant=oneshot-pull or variant=oneshot-push", params ? params : "");
+        snprintf(why, why_len, "lsa: parameters '%s' lack variant=oneshot-pull, variant=oneshot-push or variant=oneshot-flagfree",
+                 params ? params : "");
         return ARB_ERR_INVALID;
     }
+    const int flagfree = p.variant == LSA_ONESHOT_FLAGFREE;
+    if (!flagfree && (p.have_threads || p.have_hang)) {
+        snprintf(why, why_len, "lsa: %s applies to variant=oneshot-flagfree only (pull and push run 512 threads per CTA)",
+                 p.have_threads ? "threads" : "test_hang_rank");
+        return ARB_ERR_INVALID;
+    }
+    if (flagfree && p.have_barrier) {
+        snprintf(why, why_len, "lsa: barrier applies to oneshot-pull and oneshot-push only (oneshot-flagfree has no barrier)");
+        return ARB_ERR_INVALID;
+    }
+    if (p.have_hang && (int)p.hang_rank >= info->nranks) {
+        snprintf(why, why_len, "lsa: test_hang_rank=%u, expected a rank from 0 to %d", p.hang_rank, info->nranks - 1);
+        return ARB_ERR_INVALID;
+    }
+    if (!p.have_ctas)
+        p.ctas = flagfree ? 24 : 16;
+    if (!p.have_threads)
+        p.threads = flagfree ? 256 : 512;
 
     /* Before any CUDA call: the kernels read NCCL's device structs with the layout of
      * the headers they were compiled against. */
@@ -160,13 +206,23 @@ static arb_status_t lsa_init(const arb_comm_info_t *info, const arb_host_ops_t *
         goto err_destroy_comm;
     }
     size_t max_bytes = info->max_bytes ? info->max_bytes : 16;
-    st = lsa_dev_create(s->comm, ops, info->nranks, max_bytes, p.max_ctas, &s->dev, why, why_len);
+    s->cfg = (lsa_config_t){.variant = p.variant, .barrier = p.barrier, .ctas = p.ctas, .threads = p.threads,
+                            .timeout_ns = (uint64_t)p.timeout_ms * 1000000u,
+                            .hang_rank = p.have_hang ? (int)p.hang_rank : -1};
+    st = lsa_dev_create(s->comm, ops, info->nranks, max_bytes, &s->cfg, &s->dev, why, why_len);
     if (st != ARB_OK)
         goto err_destroy_comm;
 
-    snprintf(s->describe, sizeof s->describe, "variant=%s,barrier=%s,ctas=%d,timeout_ms=%u,nccl=%s",
-             p.variant == LSA_ONESHOT_PULL ? "oneshot-pull" : "oneshot-push",
-             p.barrier == LSA_BARRIER_NCCL ? "nccl" : "bounded", p.max_ctas, p.timeout_ms, lv);
+    static const char *const names[] = {"oneshot-pull", "oneshot-push", "oneshot-flagfree"};
+    char hang[32] = "";
+    if (p.have_hang)
+        snprintf(hang, sizeof hang, ",test_hang_rank=%u", p.hang_rank);
+    if (flagfree)
+        snprintf(s->describe, sizeof s->describe, "variant=%s,ctas=%d,threads=%d,timeout_ms=%u%s,nccl=%s",
+                 names[p.variant], s->cfg.ctas, s->cfg.threads, p.timeout_ms, hang, lv);
+    else
+        snprintf(s->describe, sizeof s->describe, "variant=%s,barrier=%s,ctas=%d,timeout_ms=%u,nccl=%s",
+                 names[p.variant], p.barrier == LSA_BARRIER_NCCL ? "nccl" : "bounded", s->cfg.ctas, p.timeout_ms, lv);
     *state = s;
     return ARB_OK;
 
@@ -201,7 +257,17 @@ static void *lsa_mem_alloc(void *state, size_t bytes)
         symm_window_free(s->comm, ptr, win);
         return NULL;
     }
-    s->bufs[slot] = (lsa_buffer_t){.base = ptr, .bytes = bytes, .win = win};
+    lsa_buffer_t *b = &s->bufs[slot];
+    *b = (lsa_buffer_t){.base = ptr, .bytes = bytes, .win = win};
+    /* Pull reads peers' send through these; a failure here is a broken CUDA context,
+     * which every rank's next CUDA call reports too. */
+    if (lsa_dev_resolve(s->dev, win, b->peer, why, sizeof why) != ARB_OK) {
+        snprintf(msg, sizeof msg, "mem_alloc(%zu bytes): %s", bytes, why);
+        s->ops->log(s->ops->ctx, msg);
+        symm_window_free(s->comm, ptr, win);
+        *b = (lsa_buffer_t){0};
+        return NULL;
+    }
     return ptr;
 }
 
@@ -217,19 +283,18 @@ static void lsa_mem_free(void *state, void *ptr)
     }
 }
 
-/* The window holding [ptr, ptr + bytes) and ptr's byte offset in it, or -1. */
-static int lsa_lookup(const lsa_state_t *s, const void *ptr, size_t bytes, ncclWindow_t *win, size_t *off)
+/* The buffer holding [ptr, ptr + bytes) and ptr's byte offset in it, or NULL. */
+static const lsa_buffer_t *lsa_lookup(const lsa_state_t *s, const void *ptr, size_t bytes, size_t *off)
 {
     const char *p = ptr;
     for (int i = 0; i < LSA_MAX_BUFFERS; i++) {
         const lsa_buffer_t *b = &s->bufs[i];
         if (b->base && p >= b->base && p + bytes <= b->base + b->bytes) {
-            *win = b->win;
             *off = (size_t)(p - b->base);
-            return 0;
+            return b;
         }
     }
-    return -1;
+    return NULL;
 }
 
 static arb_status_t lsa_allreduce(void *state, const void *send, void *recv, size_t count, arb_dtype_t dtype,
@@ -240,19 +305,25 @@ static arb_status_t lsa_allreduce(void *state, const void *send, void *recv, siz
     if (dtype != ARB_DTYPE_BF16 && dtype != ARB_DTYPE_FP32)
         return ARB_ERR_INVALID;
     size_t bytes = count * (dtype == ARB_DTYPE_BF16 ? 2 : 4);
-    ncclWindow_t win = NULL;
-    size_t off = 0;
+    const char *send_peer[LSA_MAX_RANKS];
+    const char *const *peers = NULL;
     /* Pull reads the peers' send through the window at the same offset: the harness
-     * passes the same buffer offsets on every rank. Push only touches send locally. */
-    if (s->p.variant == LSA_ONESHOT_PULL && lsa_lookup(s, send, bytes, &win, &off)) {
-        snprintf(why, sizeof why, "allreduce: send %p (+%zu bytes) is not inside a buffer from lsa's mem_alloc (oneshot-pull reads it through its symmetric window)",
-                 send, bytes);
-        s->ops->log(s->ops->ctx, why);
-        return ARB_ERR_INVALID;
+     * passes the same buffer offsets on every rank. Push and flag-free only touch send
+     * locally. */
+    if (s->cfg.variant == LSA_ONESHOT_PULL) {
+        size_t off = 0;
+        const lsa_buffer_t *b = lsa_lookup(s, send, bytes, &off);
+        if (!b) {
+            snprintf(why, sizeof why, "allreduce: send %p (+%zu bytes) is not inside a buffer from lsa's mem_alloc (oneshot-pull reads it through its symmetric window)",
+                     send, bytes);
+            s->ops->log(s->ops->ctx, why);
+            return ARB_ERR_INVALID;
+        }
+        for (int r = 0; r < lsa_dev_lsa_size(s->dev); r++)
+            send_peer[r] = b->peer[r] + off;
+        peers = send_peer;
     }
-    arb_status_t st = lsa_dev_allreduce(s->dev, s->p.variant, s->p.barrier, s->p.max_ctas,
-                                        (uint64_t)s->p.timeout_ms * 1000000u, send, win, off, recv, count, dtype,
-                                        stream, why, sizeof why);
+    arb_status_t st = lsa_dev_allreduce(s->dev, send, peers, recv, count, dtype, stream, why, sizeof why);
     if (st != ARB_OK)
         s->ops->log(s->ops->ctx, why);
     return st;
@@ -283,7 +354,7 @@ static void lsa_finalize(void *state)
 ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v1 = {
     .abi_version = ARB_PLUGIN_ABI_VERSION,
     .name = "lsa",
-    .description = "one-shot all-reduce kernels (pull or push) on NCCL's device API: LSA pointers into symmetric windows",
+    .description = "one-shot all-reduce kernels (pull, push, flag-free) on NCCL's device API: LSA pointers into symmetric windows",
     .caps = ARB_CAP_DEVICE_MEMORY | ARB_CAP_GRAPH_SAFE | ARB_CAP_NEEDS_ALLOC | ARB_CAP_NEEDS_P2P |
             ARB_CAP_SINGLE_NODE | ARB_CAP_BF16 | ARB_CAP_FP32,
     .variants = lsa_variants,

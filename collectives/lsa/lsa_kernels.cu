@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One-shot all-reduce kernels on NCCL's device API (LSA = load/store accessible
- * peers, reached through pointers into symmetric windows: ncclGetLsaPointer).
+ * peers, reached through pointers into symmetric windows: ncclGetLsaPointer), and the
+ * device communicator and scratch window they use. The flag-free variant is in
+ * lsa_flagfree.cu.
  *
  *   oneshot-pull: barrier ("my send is ready"), every rank reads every peer's send
  *                 (in its symmetric window) and sums in rank order 0..n-1, barrier
@@ -14,6 +16,11 @@
  * Sums: fp32 accumulation in rank order 0..n-1 starting from rank 0's value, rounded
  * once (bf16) -> bitwise identical on every rank.
  *
+ * Peer addresses: ncclGetLsaPointer(window, 0, r) is resolved once per window (at
+ * create for the scratch window, at mem_alloc for send buffers) by a one-thread-per-
+ * rank kernel; the kernels get plain pointers in their arguments, so no call pays a
+ * dependent load of the window descriptor before its first remote access.
+ *
  * Barriers pair CTA b of every rank (barrier slot b). Two implementations:
  *   bounded (default): our own flags in the scratch window; a spin gives up after
  *                      timeout_ns, records the failure and the kernel returns, so a
@@ -22,21 +29,11 @@
  * Both keep their epochs in device memory, never in kernel arguments, so a captured
  * CUDA graph replays correctly.
  */
-#include "lsa_kernels.h"
+#include "lsa_device.cuh"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <cuda/atomic>
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
-#include <nccl.h>
-/* NCCL's device headers trip -Wunused-parameter in host code; they are not ours. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include <nccl_device.h>
-#pragma GCC diagnostic pop
 
 #include "symm_boot.h"
 
@@ -47,41 +44,18 @@ struct lsa_dev {
     int have_dev;
     int lsa_rank, lsa_size;
     size_t max_bytes;
+    lsa_config_t cfg;
     /* Scratch window (bytes): [0, inbox_bytes) uint32 inbox[LSA_MAX_CTAS][lsa_size];
-     * inbox[b][src] on rank dst is written by rank src's CTA b. Then push staging at
-     * staging_off: slot s (0/1), source rank r at staging_off + (s*lsa_size + r)*slot_bytes. */
+     * inbox[b][src] on rank dst is written by rank src's CTA b. Push staging at
+     * staging_off, flag-free lines at lines_off (layouts at lsa_kargs). */
     void *scratch;
     ncclWindow_t scratch_win;
-    size_t staging_off, slot_bytes;
-    /* Device memory of this rank: words[0..LSA_MAX_CTAS) bounded-barrier epoch per CTA
-     * slot; words[LSA_MAX_CTAS] calls completed; [+1] CTAs done in the current call;
-     * [+2..+5] error: flag, CTA, peer, barrier index. */
-    uint32_t *words;
-    int dead; /* a barrier timed out: epochs are out of step, refuse further calls */
+    char *scratch_peer[LSA_MAX_RANKS];
+    size_t staging_off, slot_bytes, lines_off, lines_bytes;
+    uint32_t *words;     /* W_COUNT rank-local words (lsa_device.cuh) */
+    char **resolve_buf;  /* LSA_MAX_RANKS device pointers, lsa_dev_resolve's output */
+    int dead;            /* a spin timed out: epochs are out of step, refuse further calls */
 };
-
-enum { W_CALLS = LSA_MAX_CTAS, W_DONE, W_ERR_FLAG, W_ERR_CTA, W_ERR_PEER, W_ERR_BARRIER, W_COUNT };
-
-struct lsa_kargs {
-    ncclDevComm dev;
-    ncclWindow_t scratch;
-    ncclWindow_t send_win;
-    size_t send_off;
-    const void *send;
-    void *recv;
-    size_t count;          /* elements */
-    size_t staging_off, slot_bytes;
-    uint32_t *words;
-    unsigned long long timeout_ns;
-    int lsa_rank, lsa_size;
-};
-
-static __device__ __forceinline__ unsigned long long globaltimer_ns()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 
 /* Our barrier over the scratch window's inboxes. Memory ordering: __syncthreads()
  * orders every thread's earlier writes (local and remote stores into peers' staging)
@@ -89,54 +63,50 @@ static __device__ __forceinline__ unsigned long long globaltimer_ns()
  * system scope is cumulative, so a peer that acquires the flag sees them. The waiting
  * thread's acquire load, then __syncthreads(), orders the whole CTA's later reads
  * after the peer's writes. Epochs only grow (wrap-safe compare), never reset: nothing
- * per call lives in the kernel arguments. Returns false when a spin timed out. */
+ * per call lives in the kernel arguments. */
 struct bounded_barrier {
     const lsa_kargs &a;
     uint32_t epoch;
     __device__ bounded_barrier(const lsa_kargs &args) : a(args)
     {
-        epoch = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(a.words[blockIdx.x])
+        epoch = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(a.words[W_BAR_EPOCH + blockIdx.x])
                     .load(cuda::memory_order_relaxed);
     }
+    /* False when a spin timed out (recorded in the error words). */
     __device__ bool sync(int which)
     {
-        __shared__ int timed_out;
-        if (threadIdx.x == 0)
-            timed_out = 0;
-        __syncthreads();
         const uint32_t target = epoch + 1;
-        for (int i = threadIdx.x; i < a.lsa_size - 1; i += blockDim.x) {
-            int peer = i + (i >= a.lsa_rank);
-            size_t off = ((size_t)blockIdx.x * a.lsa_size + a.lsa_rank) * sizeof(uint32_t);
-            uint32_t *box = (uint32_t *)ncclGetLsaPointer(a.scratch, off, peer);
+        epoch = target;
+        __syncthreads();
+        const int i = threadIdx.x;
+        const int peer = i + (i >= a.lsa_rank);
+        if (i < a.lsa_size - 1) {
+            uint32_t *box = (uint32_t *)(a.scratch_peer[peer] + ((size_t)blockIdx.x * a.lsa_size + a.lsa_rank) * 4);
             cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(*box).store(target, cuda::memory_order_release);
         }
-        for (int i = threadIdx.x; i < a.lsa_size - 1; i += blockDim.x) {
-            int peer = i + (i >= a.lsa_rank);
-            size_t off = ((size_t)blockIdx.x * a.lsa_size + peer) * sizeof(uint32_t);
-            uint32_t *box = (uint32_t *)ncclGetLsaPointer(a.scratch, off, a.lsa_rank);
+        bool ok = true;
+        if (i < a.lsa_size - 1) {
+            uint32_t *box = (uint32_t *)(a.scratch_peer[a.lsa_rank] + ((size_t)blockIdx.x * a.lsa_size + peer) * 4);
             cuda::atomic_ref<uint32_t, cuda::thread_scope_system> ref(*box);
-            unsigned long long t0 = globaltimer_ns();
+            const unsigned long long t0 = lsa_globaltimer_ns();
             while ((int32_t)(ref.load(cuda::memory_order_acquire) - target) < 0) {
-                if (globaltimer_ns() - t0 > a.timeout_ns) {
-                    if (atomicCAS(&a.words[W_ERR_FLAG], 0u, 1u) == 0u) {
-                        a.words[W_ERR_CTA] = blockIdx.x;
-                        a.words[W_ERR_PEER] = (uint32_t)peer;
-                        a.words[W_ERR_BARRIER] = (uint32_t)which;
-                    }
-                    timed_out = 1;
+                if (lsa_globaltimer_ns() - t0 > a.timeout_ns) {
+                    lsa_record_timeout(a, peer, (uint32_t)which, target);
+                    ok = false;
                     break;
                 }
             }
         }
-        epoch = target;
-        __syncthreads();
-        return !timed_out;
+        return __syncthreads_and(ok);
     }
+    /* A CTA with no elements this call: every rank's CTA b skips the same calls, so
+     * advancing the epoch without signalling keeps the ranks in step. */
+    __device__ void skip() { epoch += 1; }
+    /* After a __syncthreads() that follows the constructor's load on every thread. */
     __device__ void finish()
     {
         if (threadIdx.x == 0)
-            a.words[blockIdx.x] = epoch;
+            a.words[W_BAR_EPOCH + blockIdx.x] = epoch;
     }
 };
 
@@ -151,34 +121,10 @@ struct nccl_barrier {
         session.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
         return true;
     }
+    /* NCCL keeps the epoch itself: an idle CTA still takes part. */
+    __device__ void skip() { session.sync(ncclCoopCta(), cuda::memory_order_acq_rel); }
     __device__ void finish() {}
 };
-
-template <typename T> struct vec_traits;
-template <> struct vec_traits<__nv_bfloat16> {
-    static constexpr int n = 8; /* elements per 16-byte vector */
-    static __device__ float get(const uint4 &v, int i)
-    {
-        const __nv_bfloat16 *e = reinterpret_cast<const __nv_bfloat16 *>(&v);
-        return __bfloat162float(e[i]);
-    }
-    static __device__ void put(uint4 &v, int i, float x)
-    {
-        reinterpret_cast<__nv_bfloat16 *>(&v)[i] = __float2bfloat16_rn(x);
-    }
-    static __device__ float load1(const void *p, size_t i) { return __bfloat162float(((const __nv_bfloat16 *)p)[i]); }
-    static __device__ void store1(void *p, size_t i, float x) { ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(x); }
-};
-template <> struct vec_traits<float> {
-    static constexpr int n = 4;
-    static __device__ float get(const uint4 &v, int i) { return reinterpret_cast<const float *>(&v)[i]; }
-    static __device__ void put(uint4 &v, int i, float x) { reinterpret_cast<float *>(&v)[i] = x; }
-    static __device__ float load1(const void *p, size_t i) { return ((const float *)p)[i]; }
-    static __device__ void store1(void *p, size_t i, float x) { ((float *)p)[i] = x; }
-};
-
-/* Peer data is read with ld.global.cg (L2, not L1): L1 is not coherent with peers' writes. */
-static __device__ __forceinline__ uint4 load_cg(const void *base, size_t v) { return __ldcg((const uint4 *)base + v); }
 
 /* Sums vector v (or, for the tail, element e) over ranks 0..n-1 from src(r). */
 template <typename T, typename Src>
@@ -212,76 +158,76 @@ static __device__ void reduce_range(const lsa_kargs &a, Src src)
     }
 }
 
-static __device__ __forceinline__ bool failed_before(const lsa_kargs &a)
-{
-    return cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(a.words[W_ERR_FLAG]).load(cuda::memory_order_relaxed) != 0;
-}
-
 template <typename T, typename Barrier>
 __global__ void __launch_bounds__(LSA_THREADS) pull_kernel(const lsa_kargs a)
 {
-    if (failed_before(a))
+    if (lsa_failed(a))
         return;
     Barrier bar(a);
     /* 1: every peer's send is ready (its kernel started, so the work before it on its
      * stream, which wrote send, is complete). */
-    if (!bar.sync(0))
+    if (!bar.sync(LSA_WAIT_BARRIER0))
         return;
-    reduce_range<T>(a, [&](int r) -> const void * { return ncclGetLsaPointer(a.send_win, a.send_off, r); });
+    reduce_range<T>(a, [&](int r) -> const void * { return a.send_peer[r]; });
     /* 2: nobody reads my send any more once this returns, so the work after this
      * kernel on my stream may overwrite it. CTA b reads the same elements on every
      * rank, and my kernel ends only when all my CTAs passed this barrier. */
-    bar.sync(1);
+    if (!bar.sync(LSA_WAIT_BARRIER1))
+        return;
     bar.finish();
 }
 
-/* Staging slot parity comes from the call counter (device memory, same on every rank
- * since every rank makes the same calls). Why one barrier is enough: a peer writes
- * slot k%2 again in call k+2 only after its call k+1 kernel ended, i.e. after its
- * CTAs passed barrier k+1 with mine, so my call k+1 kernel had started and my call k
- * kernel (the reader of slot k%2) had finished. */
+/* Every call launches all cfg.ctas CTAs (idle ones skip the data and the barrier),
+ * so every CTA's call counter W_CALLS[b] equals the number of calls made, on every
+ * rank, and the staging slot is its parity: no grid-wide counter, no atomics at the
+ * end of the kernel. Why one barrier is enough: a peer writes slot k%2 again in call
+ * k+2 only after its call k+1 kernel ended, i.e. after its CTA 0 (never idle) passed
+ * barrier k+1 with my CTA 0, so my call k+1 kernel had started and my call k kernel
+ * (the reader of slot k%2) had finished. */
 template <typename T, typename Barrier>
 __global__ void __launch_bounds__(LSA_THREADS) push_kernel(const lsa_kargs a)
 {
     using tr = vec_traits<T>;
-    if (failed_before(a))
+    if (lsa_failed(a))
         return;
-    const uint32_t slot = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(a.words[W_CALLS])
-                              .load(cuda::memory_order_relaxed) & 1u;
+    const uint32_t calls = a.words[W_CALLS + blockIdx.x];
     Barrier bar(a);
-    const size_t mine_off = a.staging_off + ((size_t)slot * a.lsa_size + a.lsa_rank) * a.slot_bytes;
     const size_t nvec = a.count / tr::n;
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (int i = 1; i < a.lsa_size; i++) {
-        /* Start with the next rank so that not every rank writes into rank 0 first. */
-        int peer = (a.lsa_rank + i) % a.lsa_size;
-        uint4 *dst = (uint4 *)ncclGetLsaPointer(a.scratch, mine_off, peer);
-        for (size_t v = first; v < nvec; v += stride)
-            dst[v] = ((const uint4 *)a.send)[v];
-        const size_t e = nvec * tr::n + first;
-        if (e < a.count)
-            ((T *)dst)[e] = ((const T *)a.send)[e];
-    }
-    if (bar.sync(0)) {
-        reduce_range<T>(a, [&](int r) -> const void * {
-            return r == a.lsa_rank ? a.send
-                                   : ncclGetLsaPointer(a.scratch, a.staging_off + ((size_t)slot * a.lsa_size + r) * a.slot_bytes,
-                                                       a.lsa_rank);
-        });
-    }
-    bar.finish();
-    /* The last CTA to finish advances the call counter: every CTA read it above,
-     * before its own increment of the done count. */
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        if (atomicAdd(&a.words[W_DONE], 1u) == gridDim.x - 1) {
-            a.words[W_DONE] = 0;
-            a.words[W_CALLS] += 1;
-            __threadfence();
+    /* The same on every rank: this CTA owns a vector (or, CTA 0, the tail). */
+    if (blockIdx.x == 0 || (size_t)blockIdx.x * blockDim.x < nvec) {
+        const size_t slot = calls & 1u;
+        const size_t mine_off = a.staging_off + (slot * a.lsa_size + a.lsa_rank) * a.slot_bytes;
+        for (int i = 1; i < a.lsa_size; i++) {
+            /* Start with the next rank so that not every rank writes into rank 0 first. */
+            const int peer = (a.lsa_rank + i) % a.lsa_size;
+            uint4 *dst = (uint4 *)(a.scratch_peer[peer] + mine_off);
+            for (size_t v = first; v < nvec; v += stride)
+                dst[v] = ((const uint4 *)a.send)[v];
+            const size_t e = nvec * tr::n + first;
+            if (e < a.count)
+                ((T *)dst)[e] = ((const T *)a.send)[e];
         }
+        if (!bar.sync(LSA_WAIT_BARRIER0))
+            return;
+        const char *mine = a.scratch_peer[a.lsa_rank] + a.staging_off + slot * a.lsa_size * a.slot_bytes;
+        reduce_range<T>(a, [&](int r) -> const void * {
+            return r == a.lsa_rank ? a.send : (const void *)(mine + (size_t)r * a.slot_bytes);
+        });
+    } else {
+        bar.skip();
     }
+    __syncthreads(); /* every thread read W_CALLS and the epoch before thread 0 rewrites them */
+    bar.finish();
+    if (threadIdx.x == 0)
+        a.words[W_CALLS + blockIdx.x] = calls + 1;
+}
+
+__global__ void resolve_kernel(ncclWindow_t win, int n, char **out)
+{
+    for (int r = threadIdx.x; r < n; r += blockDim.x)
+        out[r] = (char *)ncclGetLsaPointer(win, 0, r);
 }
 
 extern "C" int lsa_header_version(void)
@@ -289,8 +235,57 @@ extern "C" int lsa_header_version(void)
     return NCCL_VERSION_CODE;
 }
 
+extern "C" int lsa_dev_lsa_size(const lsa_dev_t *d)
+{
+    return d->lsa_size;
+}
+
+extern "C" arb_status_t lsa_dev_resolve(const lsa_dev_t *d, ncclWindow_t win, char **out, char *why, size_t why_len)
+{
+    resolve_kernel<<<1, 32>>>(win, d->lsa_size, d->resolve_buf);
+    cudaError_t ce = cudaGetLastError();
+    if (ce == cudaSuccess)
+        ce = cudaMemcpy(out, d->resolve_buf, (size_t)d->lsa_size * sizeof *out, cudaMemcpyDeviceToHost);
+    if (ce != cudaSuccess) {
+        snprintf(why, why_len, "lsa: resolving LSA pointers of a window: %s", cudaGetErrorString(ce));
+        return ARB_ERR_SYSTEM;
+    }
+    for (int r = 0; r < d->lsa_size; r++) {
+        if (!out[r]) {
+            snprintf(why, why_len, "lsa: ncclGetLsaPointer gave NULL for LSA rank %d of a symmetric window", r);
+            return ARB_ERR_SYSTEM;
+        }
+    }
+    return ARB_OK;
+}
+
+/* Collective: every rank's SM count, the smallest wins (all ranks agree on the grid). */
+static arb_status_t min_sm_count(const arb_host_ops_t *ops, int nranks, int *out, char *why, size_t why_len)
+{
+    int dev = 0, sm = 0, all[LSA_MAX_RANKS];
+    cudaError_t ce = cudaGetDevice(&dev);
+    if (ce == cudaSuccess)
+        ce = cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, dev);
+    if (ce != cudaSuccess)
+        sm = 0; /* still take part in the allgather, then fail on every rank */
+    if (ops->allgather(ops->ctx, &sm, all, sizeof sm) != 0) {
+        snprintf(why, why_len, "lsa: allgather of SM counts failed");
+        return ARB_ERR_SYSTEM;
+    }
+    *out = sm;
+    for (int r = 0; r < nranks; r++)
+        *out = all[r] < *out ? all[r] : *out;
+    if (*out <= 0) {
+        snprintf(why, why_len, "lsa: reading the SM count failed on some rank (%s here)", cudaGetErrorString(ce));
+        return ARB_ERR_SYSTEM;
+    }
+    return ARB_OK;
+}
+
+static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
+
 extern "C" arb_status_t lsa_dev_create(ncclComm_t comm, const arb_host_ops_t *ops, int nranks, size_t max_bytes,
-                                       int max_ctas, lsa_dev_t **out, char *why, size_t why_len)
+                                       lsa_config_t *cfg, lsa_dev_t **out, char *why, size_t why_len)
 {
     lsa_dev_t *d = (lsa_dev_t *)calloc(1, sizeof *d);
     if (!d) {
@@ -304,11 +299,11 @@ extern "C" arb_status_t lsa_dev_create(ncclComm_t comm, const arb_host_ops_t *op
 #else
     memset(&reqs, 0, sizeof reqs);
 #endif
-    reqs.lsaBarrierCount = max_ctas;
+    reqs.lsaBarrierCount = cfg->ctas;
     ncclResult_t nr = ncclDevCommCreate(comm, &reqs, &d->dev);
     if (nr != ncclSuccess) {
         snprintf(why, why_len, "ncclDevCommCreate(lsaBarrierCount=%d): %s (the device API needs symmetric memory support: CUDA VMM, P2P or NVLink between all ranks)",
-                 max_ctas, ncclGetErrorString(nr));
+                 cfg->ctas, ncclGetErrorString(nr));
         st = ARB_DECLINE;
         goto err_free_dev;
     }
@@ -321,12 +316,32 @@ extern "C" arb_status_t lsa_dev_create(ncclComm_t comm, const arb_host_ops_t *op
         st = ARB_DECLINE;
         goto err_destroy_devcomm;
     }
-
-    d->max_bytes = max_bytes;
-    d->slot_bytes = (max_bytes + 255) / 256 * 256;
-    d->staging_off = ((size_t)LSA_MAX_CTAS * d->lsa_size * sizeof(uint32_t) + 4095) / 4096 * 4096;
+    if (d->lsa_size > LSA_MAX_RANKS) {
+        snprintf(why, why_len, "the LSA team has %d ranks; lsa supports at most %d", d->lsa_size, LSA_MAX_RANKS);
+        st = ARB_DECLINE;
+        goto err_destroy_devcomm;
+    }
     {
-        size_t scratch_bytes = d->staging_off + 2 * (size_t)d->lsa_size * d->slot_bytes;
+        int min_sm = 0;
+        st = min_sm_count(ops, nranks, &min_sm, why, why_len);
+        if (st != ARB_OK)
+            goto err_destroy_devcomm;
+        /* Every CTA that waits for a peer CTA must be resident: at most one per SM. */
+        if (cfg->ctas > min_sm)
+            cfg->ctas = min_sm;
+    }
+
+    d->cfg = *cfg;
+    d->max_bytes = max_bytes;
+    d->staging_off = round_up((size_t)LSA_MAX_CTAS * d->lsa_size * sizeof(uint32_t), 4096);
+    d->slot_bytes = cfg->variant == LSA_ONESHOT_PUSH ? round_up(max_bytes, 256) : 0;
+    d->lines_off = d->staging_off + 2 * (size_t)d->lsa_size * d->slot_bytes;
+    /* A 16-byte line per 8 payload bytes. */
+    d->lines_bytes = cfg->variant == LSA_ONESHOT_FLAGFREE
+                         ? round_up(max_bytes < LSA_FF_CHUNK_BYTES ? max_bytes : LSA_FF_CHUNK_BYTES, 256) * 2
+                         : 0;
+    {
+        size_t scratch_bytes = d->lines_off + 2 * (size_t)d->lsa_size * d->lines_bytes;
         st = symm_window_alloc(comm, scratch_bytes, &d->scratch, &d->scratch_win, why, why_len);
         if (st != ARB_OK)
             goto err_destroy_devcomm;
@@ -335,11 +350,15 @@ extern "C" arb_status_t lsa_dev_create(ncclComm_t comm, const arb_host_ops_t *op
             st = ARB_ERR_SYSTEM;
             goto err_free_scratch;
         }
-        cudaError_t ce = cudaMemset(d->scratch, 0, d->staging_off);
+        /* Inboxes and lines start at epoch 0; the first call uses epoch 1. The memory
+         * may hold an earlier instance's epochs, so zero all of it. */
+        cudaError_t ce = cudaMemset(d->scratch, 0, scratch_bytes);
         if (ce == cudaSuccess)
             ce = cudaMalloc((void **)&d->words, W_COUNT * sizeof(uint32_t));
         if (ce == cudaSuccess)
             ce = cudaMemset(d->words, 0, W_COUNT * sizeof(uint32_t));
+        if (ce == cudaSuccess)
+            ce = cudaMalloc((void **)&d->resolve_buf, LSA_MAX_RANKS * sizeof(char *));
         if (ce == cudaSuccess)
             ce = cudaDeviceSynchronize();
         if (ce != cudaSuccess) {
@@ -348,7 +367,10 @@ extern "C" arb_status_t lsa_dev_create(ncclComm_t comm, const arb_host_ops_t *op
             goto err_free_words;
         }
     }
-    /* No peer may signal into my inboxes before they are zeroed. */
+    st = lsa_dev_resolve(d, d->scratch_win, d->scratch_peer, why, why_len);
+    if (st != ARB_OK)
+        goto err_free_words;
+    /* No peer may signal into my inboxes or write my lines before they are zeroed. */
     if (ops->barrier(ops->ctx) != 0) {
         snprintf(why, why_len, "lsa: host barrier after zeroing the inboxes failed");
         st = ARB_ERR_SYSTEM;
@@ -358,6 +380,7 @@ extern "C" arb_status_t lsa_dev_create(ncclComm_t comm, const arb_host_ops_t *op
     return ARB_OK;
 
 err_free_words:
+    cudaFree(d->resolve_buf);
     cudaFree(d->words);
 err_free_scratch:
     symm_window_free(comm, d->scratch, d->scratch_win);
@@ -372,6 +395,7 @@ extern "C" void lsa_dev_destroy(ncclComm_t comm, lsa_dev_t *d)
 {
     if (!d)
         return;
+    cudaFree(d->resolve_buf);
     cudaFree(d->words);
     symm_window_free(comm, d->scratch, d->scratch_win);
     if (d->have_dev)
@@ -380,15 +404,15 @@ extern "C" void lsa_dev_destroy(ncclComm_t comm, lsa_dev_t *d)
 }
 
 template <typename T>
-static cudaError_t launch(lsa_variant_t variant, lsa_barrier_t barrier, int ctas, const lsa_kargs &a, cudaStream_t s)
+static cudaError_t launch(const lsa_config_t &c, int ctas, const lsa_kargs &a, cudaStream_t s)
 {
-    if (variant == LSA_ONESHOT_PULL) {
-        if (barrier == LSA_BARRIER_NCCL)
+    if (c.variant == LSA_ONESHOT_PULL) {
+        if (c.barrier == LSA_BARRIER_NCCL)
             pull_kernel<T, nccl_barrier><<<ctas, LSA_THREADS, 0, s>>>(a);
         else
             pull_kernel<T, bounded_barrier><<<ctas, LSA_THREADS, 0, s>>>(a);
     } else {
-        if (barrier == LSA_BARRIER_NCCL)
+        if (c.barrier == LSA_BARRIER_NCCL)
             push_kernel<T, nccl_barrier><<<ctas, LSA_THREADS, 0, s>>>(a);
         else
             push_kernel<T, bounded_barrier><<<ctas, LSA_THREADS, 0, s>>>(a);
@@ -396,13 +420,11 @@ static cudaError_t launch(lsa_variant_t variant, lsa_barrier_t barrier, int ctas
     return cudaGetLastError();
 }
 
-extern "C" arb_status_t lsa_dev_allreduce(lsa_dev_t *d, lsa_variant_t variant, lsa_barrier_t barrier, int max_ctas,
-                                          uint64_t timeout_ns, const void *send, ncclWindow_t send_win,
-                                          size_t send_off, void *recv, size_t count, arb_dtype_t dtype, void *stream,
-                                          char *why, size_t why_len)
+extern "C" arb_status_t lsa_dev_allreduce(lsa_dev_t *d, const void *send, const char *const *send_peer, void *recv,
+                                          size_t count, arb_dtype_t dtype, void *stream, char *why, size_t why_len)
 {
     if (d->dead) {
-        snprintf(why, why_len, "lsa: an earlier barrier timed out, this variant's barrier epochs are out of step; re-init it");
+        snprintf(why, why_len, "lsa: an earlier spin timed out, this variant's epochs are out of step; re-init it");
         return ARB_ERR_SYSTEM;
     }
     const size_t elt = dtype == ARB_DTYPE_BF16 ? 2 : 4;
@@ -412,32 +434,47 @@ extern "C" arb_status_t lsa_dev_allreduce(lsa_dev_t *d, lsa_variant_t variant, l
     }
     if (count == 0)
         return ARB_OK;
-    /* One 16-byte vector per thread per pass; more CTAs only while each has a full pass. */
-    const size_t nvec = (count * elt + 15) / 16;
-    int ctas = (int)((nvec + LSA_THREADS - 1) / LSA_THREADS);
-    if (ctas > max_ctas)
-        ctas = max_ctas;
-    if (ctas < 1)
-        ctas = 1;
 
     lsa_kargs a;
     memset(&a, 0, sizeof a);
     a.dev = d->dev;
-    a.scratch = d->scratch_win;
-    a.send_win = send_win;
-    a.send_off = send_off;
+    memcpy(a.scratch_peer, d->scratch_peer, sizeof a.scratch_peer);
+    if (send_peer)
+        memcpy(a.send_peer, send_peer, (size_t)d->lsa_size * sizeof *send_peer);
     a.send = send;
     a.recv = recv;
     a.count = count;
     a.staging_off = d->staging_off;
     a.slot_bytes = d->slot_bytes;
+    a.lines_off = d->lines_off;
+    a.lines_bytes = d->lines_bytes;
     a.words = d->words;
-    a.timeout_ns = timeout_ns;
+    a.timeout_ns = d->cfg.timeout_ns;
     a.lsa_rank = d->lsa_rank;
     a.lsa_size = d->lsa_size;
-    cudaError_t ce = dtype == ARB_DTYPE_BF16
-                         ? launch<__nv_bfloat16>(variant, barrier, ctas, a, (cudaStream_t)stream)
-                         : launch<float>(variant, barrier, ctas, a, (cudaStream_t)stream);
+    a.hang = d->cfg.hang_rank == d->lsa_rank;
+    cudaStream_t s = (cudaStream_t)stream;
+    cudaError_t ce = cudaSuccess;
+    int ctas = d->cfg.ctas;
+    if (d->cfg.variant == LSA_ONESHOT_FLAGFREE) {
+        /* Slices of at most LSA_FF_CHUNK_BYTES, one launch each (a multiple of 16 B). */
+        const size_t chunk = LSA_FF_CHUNK_BYTES / elt;
+        for (size_t off = 0; off < count && ce == cudaSuccess; off += chunk) {
+            a.send = (const char *)send + off * elt;
+            a.recv = (char *)recv + off * elt;
+            a.count = count - off < chunk ? count - off : chunk;
+            ce = lsa_launch_flagfree(a, dtype == ARB_DTYPE_BF16, ctas, d->cfg.threads, s);
+        }
+    } else {
+        if (d->cfg.variant == LSA_ONESHOT_PULL) {
+            /* One 16-byte vector per thread per pass; more CTAs only while each has a full
+             * pass. (Push always launches all its CTAs: see push_kernel.) */
+            const size_t nvec = (count * elt + 15) / 16;
+            const size_t need = (nvec + LSA_THREADS - 1) / LSA_THREADS;
+            ctas = need < (size_t)ctas ? (int)need : ctas;
+        }
+        ce = dtype == ARB_DTYPE_BF16 ? launch<__nv_bfloat16>(d->cfg, ctas, a, s) : launch<float>(d->cfg, ctas, a, s);
+    }
     if (ce != cudaSuccess) {
         snprintf(why, why_len, "lsa: kernel launch (%d CTAs): %s", ctas, cudaGetErrorString(ce));
         return ARB_ERR_SYSTEM;
@@ -447,7 +484,7 @@ extern "C" arb_status_t lsa_dev_allreduce(lsa_dev_t *d, lsa_variant_t variant, l
 
 extern "C" arb_status_t lsa_dev_query_error(lsa_dev_t *d, char *why, size_t why_len)
 {
-    uint32_t err[4];
+    uint32_t err[W_COUNT - W_ERR_FLAG];
     cudaError_t ce = cudaMemcpy(err, d->words + W_ERR_FLAG, sizeof err, cudaMemcpyDeviceToHost);
     if (ce != cudaSuccess) {
         snprintf(why, why_len, "lsa: reading the error word: %s", cudaGetErrorString(ce));
@@ -457,8 +494,14 @@ extern "C" arb_status_t lsa_dev_query_error(lsa_dev_t *d, char *why, size_t why_
         /* Reported once. The device flag stays set so every later kernel returns at
          * once instead of waiting out another timeout; allreduce refuses from now on. */
         d->dead = 1;
-        snprintf(why, why_len, "lsa: barrier %u of CTA %u timed out waiting for LSA peer %u (peer not running the same call, or no P2P)",
-                 err[3], err[1], err[2]);
+        const uint32_t cta = err[W_ERR_CTA - W_ERR_FLAG], peer = err[W_ERR_PEER - W_ERR_FLAG],
+                       what = err[W_ERR_WHAT - W_ERR_FLAG], epoch = err[W_ERR_EPOCH - W_ERR_FLAG];
+        if (what == LSA_WAIT_LINES)
+            snprintf(why, why_len, "lsa: oneshot-flagfree CTA %u timed out waiting for LSA peer %u's lines of call %u (peer not running the same call, or no P2P); this instance stays disabled",
+                     cta, peer, epoch);
+        else
+            snprintf(why, why_len, "lsa: barrier %u of CTA %u timed out waiting for LSA peer %u (epoch %u; peer not running the same call, or no P2P); this instance stays disabled",
+                     what, cta, peer, epoch);
         return ARB_ERR_TIMEOUT;
     }
     return ARB_OK;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The device side of arb-lsa.so (lsa_kernels.cu, C++17): NCCL device communicator,
- * scratch window (barrier inboxes, push staging) and the one-shot kernels. The
- * NCCL device-API types stay inside the .cu; lsa.c sees an opaque handle.
+ * The device side of arb-lsa.so (lsa_kernels.cu, lsa_flagfree.cu; C++17): NCCL device
+ * communicator, scratch window (barrier inboxes, push staging, flag-free lines) and
+ * the one-shot kernels. The NCCL device-API types stay inside the .cu files; lsa.c
+ * sees an opaque handle.
  */
 #ifndef ARB_LSA_KERNELS_H
 #define ARB_LSA_KERNELS_H
@@ -18,35 +19,59 @@
 extern "C" {
 #endif
 
-/* Most CTAs one call uses; one barrier slot per CTA index. */
+/* Most CTAs one call uses; one barrier slot and one call counter per CTA index. */
 #define LSA_MAX_CTAS 64
+/* Largest LSA team: peer pointers travel in the kernel arguments. */
+#define LSA_MAX_RANKS 32
 
-typedef enum lsa_variant { LSA_ONESHOT_PULL = 0, LSA_ONESHOT_PUSH = 1 } lsa_variant_t;
+typedef enum lsa_variant {
+    LSA_ONESHOT_PULL = 0,
+    LSA_ONESHOT_PUSH = 1,
+    LSA_ONESHOT_FLAGFREE = 2,
+} lsa_variant_t;
 typedef enum lsa_barrier { LSA_BARRIER_BOUNDED = 0, LSA_BARRIER_NCCL = 1 } lsa_barrier_t;
+
+/* What one instance (one variant's init) runs; fixed for its lifetime. */
+typedef struct lsa_config {
+    lsa_variant_t variant;
+    lsa_barrier_t barrier; /* pull, push */
+    int ctas;              /* pull: most CTAs per call; push, flag-free: CTAs of every call */
+    int threads;           /* threads per CTA (pull and push: always 512) */
+    uint64_t timeout_ns;   /* bounded spin limit */
+    int hang_rank;         /* flag-free test hook: this rank sends no lines; -1: none */
+} lsa_config_t;
 
 typedef struct lsa_dev lsa_dev_t;
 
 /* NCCL_VERSION_CODE this file was compiled against (the device API's layouts). */
 int lsa_header_version(void);
 
-/* Collective. Creates the device communicator (lsaBarrierCount = max_ctas), a
- * symmetric scratch window (barrier inboxes, and 2 x lsa_size x max_bytes staging
- * for push), this rank's epoch and error words. Declines when the LSA team does not
- * hold every rank. */
+/* Collective. Creates the device communicator (lsaBarrierCount = cfg->ctas), a
+ * symmetric scratch window holding what cfg->variant needs (barrier inboxes; push:
+ * 2 x lsa_size x max_bytes staging; flag-free: 2 x lsa_size line sets of 2 x
+ * min(max_bytes, LSA_FF_CHUNK_BYTES)), this rank's epoch and error words. Clamps
+ * cfg->ctas to the smallest SM count over the ranks (every CTA that waits for a peer
+ * CTA must be resident). Declines when the LSA team does not hold every rank. */
 arb_status_t lsa_dev_create(ncclComm_t comm, const arb_host_ops_t *ops, int nranks, size_t max_bytes,
-                            int max_ctas, lsa_dev_t **out, char *why, size_t why_len);
+                            lsa_config_t *cfg, lsa_dev_t **out, char *why, size_t why_len);
 void lsa_dev_destroy(ncclComm_t comm, lsa_dev_t *d);
 
-/* Enqueues one all-reduce of `count` elements on stream. For pull, send lies at byte
- * offset send_off in window send_win (the same offset on every rank); push reads
- * send locally. Never synchronizes. */
-arb_status_t lsa_dev_allreduce(lsa_dev_t *d, lsa_variant_t variant, lsa_barrier_t barrier, int max_ctas,
-                               uint64_t timeout_ns, const void *send, ncclWindow_t send_win, size_t send_off,
-                               void *recv, size_t count, arb_dtype_t dtype, void *stream, char *why,
-                               size_t why_len);
+/* Local (not collective): the address of byte 0 of window `win` on every LSA rank,
+ * as ncclGetLsaPointer gives it, resolved once by a small kernel and synchronized.
+ * out holds lsa_size entries (lsa_dev_lsa_size). */
+arb_status_t lsa_dev_resolve(const lsa_dev_t *d, ncclWindow_t win, char **out, char *why, size_t why_len);
+int lsa_dev_lsa_size(const lsa_dev_t *d);
 
-/* After the stream was synchronized: a barrier spin that timed out since the last
- * call (ARB_ERR_TIMEOUT, which CTA and which peer), then cleared. */
+/* Enqueues one all-reduce of `count` elements on stream. For pull, send_peer[r] is
+ * the address of send on LSA rank r (send lies at the same offset of the same window
+ * on every rank); push and flag-free read send locally (send_peer may be NULL). Never
+ * synchronizes. */
+arb_status_t lsa_dev_allreduce(lsa_dev_t *d, const void *send, const char *const *send_peer, void *recv,
+                               size_t count, arb_dtype_t dtype, void *stream, char *why, size_t why_len);
+
+/* After the stream was synchronized: a spin that timed out since the last call
+ * (ARB_ERR_TIMEOUT: which CTA waited for which peer, and what for), then the instance
+ * refuses further calls. */
 arb_status_t lsa_dev_query_error(lsa_dev_t *d, char *why, size_t why_len);
 
 #ifdef __cplusplus

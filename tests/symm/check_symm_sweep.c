@@ -9,6 +9,9 @@
  * library mismatch). Passing nccl-symm rows say window=symmetric in params. Prints
  * the 43,008-byte medians for the report.
  *   check_symm_sweep --arbench PATH --mpirun PATH --np N --dtype bf16|fp32 --out CSV
+ * With --hang 1 (np >= 2) it checks the timeout path instead: lsa oneshot-flagfree
+ * with test_hang_rank=1,timeout_ms=200 (rank 1 sends no lines) must fail every point
+ * with a "timed out waiting for LSA peer" note and a non-zero exit, not hang.
  * Exit 77 (skipped) with fewer than N visible GPUs.
  */
 #include <fcntl.h>
@@ -26,8 +29,11 @@
 static const size_t sizes_bf16[] = {2, 1000, 43008, 1048576};
 static const size_t sizes_fp32[] = {4, 1000, 43008, 1048576};
 static const char *const modes[] = {"eager", "graph", "context"};
-static const char *const lsa_variants[] = {"variant=oneshot-pull", "variant=oneshot-push"};
-enum { NSIZES = 4, NMODES = 3 };
+/* lsa's default variants as describe() writes them (prefix up to a ',' or the end). */
+static const char *const lsa_variants[] = {"variant=oneshot-pull", "variant=oneshot-push",
+                                           "variant=oneshot-flagfree,ctas=24,threads=256",
+                                           "variant=oneshot-flagfree,ctas=12,threads=512"};
+enum { NSIZES = 4, NMODES = 3, NLSA = sizeof lsa_variants / sizeof *lsa_variants };
 
 /* Runs argv with stdout and stderr into log; the exit status, or -1. */
 static int run_logged(char *const *argv, const char *log)
@@ -71,19 +77,57 @@ static int prefix_param(const char *params, const char *v)
     return strncmp(params, v, n) == 0 && (params[n] == '\0' || params[n] == ',');
 }
 
+/* The timeout path: every lsa row fails, at least one names the timeout, and arbench
+ * exits non-zero (meson's timeout catches a hang). */
+static int check_hang(const char *mpirun, const char *arbench, const char *np_arg, const char *dtype, const char *out,
+                      const char *log)
+{
+    char *cmd[] = {(char *)mpirun, "--allow-run-as-root", "--oversubscribe", "-np", (char *)np_arg, (char *)arbench,
+                   "sweep", "--impl", "lsa:variant=oneshot-flagfree,test_hang_rank=1,timeout_ms=200", "--sizes",
+                   "43008", "--modes", "eager,graph", "--dtype", (char *)dtype, "--iters", "5", "--out", (char *)out,
+                   NULL};
+    int rc = run_logged(cmd, log);
+    arb_table_t t;
+    char err[1024];
+    if (arb_table_read(out, &t, err, sizeof err)) {
+        tap_ok(0, "results readable: %s (arbench exit %d)", err, rc);
+        print_log(log);
+        return tap_done();
+    }
+    int c_impl = arb_table_col(&t, "impl"), c_check = arb_table_col(&t, "check"), c_note = arb_table_col(&t, "note");
+    int rows = 0, passed = 0, named = 0;
+    for (size_t r = 0; c_impl >= 0 && c_check >= 0 && c_note >= 0 && r < t.nrows; r++) {
+        if (strcmp(t.rows[r][c_impl], "lsa"))
+            continue;
+        rows++;
+        passed += !strcmp(t.rows[r][c_check], "pass");
+        named += strstr(t.rows[r][c_note], "timed out waiting for LSA peer") != NULL;
+        printf("# %s: %s\n", t.rows[r][c_check], t.rows[r][c_note]);
+    }
+    tap_ok(rows == 2, "a row for each of 2 modes (%d)", rows);
+    tap_ok(passed == 0, "no row passed while rank 1 sent nothing (%d did)", passed);
+    tap_ok(named > 0, "a note names the timeout (\"timed out waiting for LSA peer\"): %d of %d", named, rows);
+    tap_ok(rc != 0 && rc != 77, "arbench exit status %d is a failure", rc);
+    if (tap_failed)
+        print_log(log);
+    arb_table_free(&t);
+    return tap_done();
+}
+
 int main(int argc, char **argv)
 {
     const char *arbench = NULL, *mpirun = NULL, *dtype = "bf16", *out = NULL;
-    int np = 1;
+    int np = 1, hang = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--arbench")) arbench = argv[i + 1];
         else if (!strcmp(argv[i], "--mpirun")) mpirun = argv[i + 1];
         else if (!strcmp(argv[i], "--np")) np = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--dtype")) dtype = argv[i + 1];
         else if (!strcmp(argv[i], "--out")) out = argv[i + 1];
+        else if (!strcmp(argv[i], "--hang")) hang = atoi(argv[i + 1]);
     }
-    if (!arbench || !mpirun || !out || np < 1 || (strcmp(dtype, "bf16") && strcmp(dtype, "fp32"))) {
-        fprintf(stderr, "usage: check_symm_sweep --arbench PATH --mpirun PATH --np N --dtype bf16|fp32 --out CSV\n");
+    if (!arbench || !mpirun || !out || np < 1 || (hang && np < 2) || (strcmp(dtype, "bf16") && strcmp(dtype, "fp32"))) {
+        fprintf(stderr, "usage: check_symm_sweep --arbench PATH --mpirun PATH --np N --dtype bf16|fp32 --out CSV [--hang 1 (N >= 2)]\n");
         return 2;
     }
     int ndev = 0;
@@ -100,6 +144,8 @@ int main(int argc, char **argv)
     snprintf(np_arg, sizeof np_arg, "%d", np);
     snprintf(log, sizeof log, "%s.log", out);
     unlink(out); /* the results writer appends to an existing file */
+    if (hang)
+        return check_hang(mpirun, arbench, np_arg, dtype, out, log);
     char *cmd[] = {(char *)mpirun, "--allow-run-as-root", "--oversubscribe", "-np", np_arg, (char *)arbench, "sweep",
                    "--impl", "nccl-symm,lsa", "--sizes", size_arg, "--modes", "eager,graph,context",
                    "--dtype", (char *)dtype, "--iters", "50", "--out", (char *)out, NULL};
@@ -151,7 +197,7 @@ int main(int argc, char **argv)
     tap_ok(bad_params == 0, "every passing nccl-symm row records window=symmetric in params (%d do not)", bad_params);
 
     /* Coverage: one row per (size, mode) for nccl-symm and for each lsa variant. */
-    for (int v = -1; v < 2; v++) {
+    for (int v = -1; v < NLSA; v++) {
         const char *impl = v < 0 ? "nccl-symm" : "lsa";
         int missing = 0;
         for (int si = 0; si < NSIZES; si++) {

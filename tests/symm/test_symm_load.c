@@ -95,8 +95,10 @@ static void check_lsa(const arb_plugin_t *p)
     int nvar = 0;
     while (p->variants && p->variants[nvar])
         nvar++;
-    tap_ok(nvar == 2 && !strcmp(p->variants[0], "variant=oneshot-pull") && !strcmp(p->variants[1], "variant=oneshot-push"),
-           "lsa: variants are oneshot-pull and oneshot-push (%d listed)", nvar);
+    tap_ok(nvar == 4 && !strcmp(p->variants[0], "variant=oneshot-pull") && !strcmp(p->variants[1], "variant=oneshot-push") &&
+               !strcmp(p->variants[2], "variant=oneshot-flagfree") &&
+               !strcmp(p->variants[3], "variant=oneshot-flagfree,ctas=12,threads=512"),
+           "lsa: variants are oneshot-pull, oneshot-push, oneshot-flagfree (24x256 and 12x512) (%d listed)", nvar);
     tap_ok(p->mem_alloc && p->mem_free && p->describe && p->query_error, "lsa: mem_alloc, mem_free, describe, query_error");
     expect_init(p, "", ARB_ERR_INVALID, "lack variant=");
     expect_init(p, "variant=twoshot", ARB_ERR_INVALID, "variant='twoshot'");
@@ -106,6 +108,15 @@ static void check_lsa(const arb_plugin_t *p)
     expect_init(p, "variant=oneshot-push,timeout_ms=5s", ARB_ERR_INVALID, "timeout_ms='5s'");
     expect_init(p, "variant=oneshot-push,colour=red", ARB_ERR_INVALID, "unknown parameter 'colour'");
     expect_init(p, "variant=", ARB_ERR_INVALID, "'variant=' is not key=value");
+    expect_init(p, "variant=oneshot-push,threads=256", ARB_ERR_INVALID, "threads applies to variant=oneshot-flagfree only");
+    expect_init(p, "variant=oneshot-pull,test_hang_rank=0", ARB_ERR_INVALID, "test_hang_rank applies to variant=oneshot-flagfree only");
+    expect_init(p, "variant=oneshot-flagfree,threads=100", ARB_ERR_INVALID, "threads='100'");
+    expect_init(p, "variant=oneshot-flagfree,threads=2048", ARB_ERR_INVALID, "threads='2048'");
+    expect_init(p, "variant=oneshot-flagfree,threads=32", ARB_ERR_INVALID, "threads='32'");
+    expect_init(p, "variant=oneshot-flagfree,barrier=nccl", ARB_ERR_INVALID, "barrier applies to oneshot-pull and oneshot-push only");
+    expect_init(p, "variant=oneshot-flagfree,test_hang_rank=x", ARB_ERR_INVALID, "test_hang_rank='x'");
+    /* info.nranks is 1: rank 1 does not exist. */
+    expect_init(p, "variant=oneshot-flagfree,test_hang_rank=1", ARB_ERR_INVALID, "test_hang_rank=1, expected a rank from 0 to 0");
 }
 
 int main(void)
@@ -127,6 +138,7 @@ int main(void)
                      atoi(mismatch) / 100 % 100, atoi(mismatch) % 100);
             expect_init(lsa.plugin, "variant=oneshot-pull", ARB_DECLINE, needle);
             expect_init(lsa.plugin, "variant=oneshot-push", ARB_DECLINE, "NCCL header/library mismatch");
+            expect_init(lsa.plugin, "variant=oneshot-flagfree", ARB_DECLINE, "NCCL header/library mismatch");
         }
     } else {
         if (ok_symm)
@@ -140,6 +152,9 @@ int main(void)
                 expect_init(symm.plugin, "", ARB_ERR_SYSTEM, "no CUDA device visible");
             if (ok_lsa)
                 expect_init(lsa.plugin, "variant=oneshot-push,barrier=nccl,ctas=8,timeout_ms=100", ARB_ERR_SYSTEM,
+                            "no CUDA device visible");
+            if (ok_lsa)
+                expect_init(lsa.plugin, "variant=oneshot-flagfree,ctas=12,threads=512,timeout_ms=100", ARB_ERR_SYSTEM,
                             "no CUDA device visible");
         }
     }
