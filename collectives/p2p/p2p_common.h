@@ -11,7 +11,8 @@
 
 #define P2P_MAX_RANKS 16   /* ranks of one node */
 #define P2P_MAX_BLOCKS 128 /* CTAs per kernel; also clamped to the smallest SM count */
-#define P2P_FLAG_PHASES 2  /* barrier flags: phase A and phase B (twoshot's second barrier) */
+#define P2P_FLAG_PHASES 3  /* barrier flags: phase A, phase B (twoshot's second barrier), fused */
+#define P2P_FLAG_FUSED 2   /* the phase of the fused all-reduce + RMSNorm kernels (own epochs) */
 
 /* Error codes written by kernels into p2p_dev_state.err_code. */
 #define P2P_ERR_NONE 0
@@ -48,6 +49,10 @@ typedef struct p2p_window_head {
  */
 typedef struct p2p_dev_state {
     uint32_t epoch[P2P_MAX_BLOCKS];
+    /* The same count for the fused all-reduce + RMSNorm kernels (p2p_fused.cu), which
+     * have their own grid, flag phase and payload area: the two sequences of calls
+     * may interleave without one's epochs meeting the other's flags or lines. */
+    uint32_t fused_epoch[P2P_MAX_BLOCKS];
     uint32_t aborted;  /* set after a timeout: later kernels return at once */
     int32_t err_code;  /* P2P_ERR_*; first error wins (atomicCAS) */
     int32_t err_peer;  /* the rank that was awaited */

@@ -72,6 +72,50 @@ __device__ __forceinline__ bool p2p_wait_flag(const uint32_t *flag, uint32_t epo
     }
 }
 
+// A 16-byte line carries 8 payload bytes and the epoch twice: {d0, epoch, d1, epoch}.
+// Each 8-byte half {data, epoch} is written by one single-copy-atomic 8-byte access
+// inside the 16-byte store, so a reader that sees the current epoch in both halves
+// has the data of this call: no fence, no flag, no barrier. Stale lines carry an
+// older epoch (lines are never reset; epochs only grow).
+__device__ __forceinline__ void p2p_st_line(uint4 *p, uint32_t d0, uint32_t d1, uint32_t epoch)
+{
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(d0), "r"(epoch), "r"(d1),
+                 "r"(epoch)
+                 : "memory");
+}
+
+__device__ __forceinline__ uint4 p2p_ld_line(const uint4 *p)
+{
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+
+// Waits until the line at p carries `epoch` in both halves; false after timeout_ns
+// (recorded, naming `peer`) or when this rank already aborted.
+__device__ __forceinline__ bool p2p_wait_line(const uint4 *p, uint32_t epoch, p2p_dev_state_t *st, int peer,
+                                              uint64_t timeout_ns, uint4 *line)
+{
+    uint4 l = p2p_ld_line(p);
+    if (l.y != epoch || l.w != epoch) {
+        const uint64_t t0 = p2p_globaltimer_ns();
+        for (unsigned spin = 1; l.y != epoch || l.w != epoch; spin++) {
+            if ((spin & 255) == 0 && p2p_aborted(st))
+                return false;
+            if (p2p_globaltimer_ns() - t0 > timeout_ns) {
+                p2p_record_timeout(st, peer, epoch);
+                return false;
+            }
+            l = p2p_ld_line(p);
+        }
+    }
+    *line = l;
+    return true;
+}
+
 // ---- element types: a 16-byte vector holds VEC elements, accumulated in fp32 ----
 template <typename T> struct p2p_elt;
 template <> struct p2p_elt<float> {

@@ -139,27 +139,7 @@ __global__ void twoshot(p2p_launch_t a)
 
 // ---- flag-free one-shot (LL lines) ----
 
-// A 16-byte line carries 8 payload bytes and the epoch twice: {d0, epoch, d1, epoch}.
-// Each 8-byte half {data, epoch} is written by one single-copy-atomic 8-byte access
-// inside the 16-byte store, so a reader that sees the current epoch in both halves
-// has the data of this call: no fence, no flag, no barrier. Stale lines carry an
-// older epoch (lines are never reset; epochs only grow).
-__device__ __forceinline__ void st_line(uint4 *p, uint32_t d0, uint32_t d1, uint32_t epoch)
-{
-    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(d0), "r"(epoch), "r"(d1),
-                 "r"(epoch)
-                 : "memory");
-}
-
-__device__ __forceinline__ uint4 ld_line(const uint4 *p)
-{
-    uint4 v;
-    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p)
-                 : "memory");
-    return v;
-}
+// Lines: p2p_st_line / p2p_ld_line (p2p_device.cuh).
 
 // 8-byte unit u of a count-element array, zero past the end.
 template <typename T> __device__ __forceinline__ uint2 load_unit(const T *base, size_t u, size_t count)
@@ -199,7 +179,7 @@ __global__ void oneshot_flagfree(p2p_launch_t a)
             const uint2 x = load_unit((const T *)a.send, u, a.count);
             for (int k = 1; k < a.nranks; k++) {
                 const int p = (a.rank + k) % a.nranks;
-                st_line((uint4 *)(a.payload[p] + (set_base + a.rank) * slot_bytes) + u, x.x, x.y, epoch);
+                p2p_st_line((uint4 *)(a.payload[p] + (set_base + a.rank) * slot_bytes) + u, x.x, x.y, epoch);
             }
         }
     bool failed = false; // a wait gave up: leave recv as it is, keep the epoch
@@ -214,7 +194,7 @@ __global__ void oneshot_flagfree(p2p_launch_t a)
                 x.u2 = load_unit((const T *)a.send, u, a.count);
             } else {
                 const uint4 *line = (const uint4 *)(a.payload[a.rank] + (set_base + r) * slot_bytes) + u;
-                uint4 l = ld_line(line);
+                uint4 l = p2p_ld_line(line);
                 if (l.y != epoch || l.w != epoch) {
                     const uint64_t t0 = p2p_globaltimer_ns();
                     for (unsigned spin = 1; l.y != epoch || l.w != epoch; spin++) {
@@ -227,7 +207,7 @@ __global__ void oneshot_flagfree(p2p_launch_t a)
                             failed = true;
                             break;
                         }
-                        l = ld_line(line);
+                        l = p2p_ld_line(line);
                     }
                 }
                 x.u2 = make_uint2(l.x, l.z);

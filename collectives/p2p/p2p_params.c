@@ -37,13 +37,14 @@ arb_status_t p2p_params_parse(const char *params, int ping, int nranks, p2p_para
                               char *why, size_t why_len)
 {
     const char *keys = ping ? "timeout_ms, test_hang_rank"
-                            : "variant, blocks, threads, timeout_ms, test_hang_rank";
+                            : "variant, blocks, threads, row_blocks, timeout_ms, test_hang_rank";
     p2p_params_t p = {
         .variant = ping ? P2P_PING : P2P_ONESHOT_PUSH,
         .blocks = ping ? 1 : 8,
         .threads = ping ? 32 : 512,
         .timeout_ms = P2P_DEFAULT_TIMEOUT_MS,
         .test_hang_rank = -1,
+        .row_blocks = 0,
     };
     unsigned seen = 0; /* one bit per key: a key given twice is an error */
     char buf[512];
@@ -87,6 +88,14 @@ arb_status_t p2p_params_parse(const char *params, int ping, int nranks, p2p_para
             bit = 1u << 2;
             if (parse_int(val, 32, 1024, &p.threads) || p.threads % 32) {
                 snprintf(why, why_len, "parameter threads='%s': expected a multiple of 32 in 32..1024", val);
+                return ARB_ERR_INVALID;
+            }
+        } else if (!ping && strcmp(key, "row_blocks") == 0) {
+            bit = 1u << 5;
+            /* a thread-block cluster: 8 CTAs is the portable maximum; powers of two
+             * so that any grid rounds down to whole clusters predictably */
+            if (parse_int(val, 1, 8, &p.row_blocks) || (p.row_blocks & (p.row_blocks - 1))) {
+                snprintf(why, why_len, "parameter row_blocks='%s': expected 1, 2, 4 or 8", val);
                 return ARB_ERR_INVALID;
             }
         } else if (strcmp(key, "timeout_ms") == 0) {
@@ -133,7 +142,9 @@ void p2p_params_describe(const p2p_params_t *p, char *buf, size_t len)
                      p->threads);
     if (n < 0 || (size_t)n >= len)
         return;
-    if (p->variant != P2P_PING && p->timeout_ms != P2P_DEFAULT_TIMEOUT_MS)
+    if (p->variant != P2P_PING && p->row_blocks > 0)
+        n += snprintf(buf + n, len - (size_t)n, ",row_blocks=%d", p->row_blocks);
+    if (n >= 0 && (size_t)n < len && p->variant != P2P_PING && p->timeout_ms != P2P_DEFAULT_TIMEOUT_MS)
         n += snprintf(buf + n, len - (size_t)n, ",timeout_ms=%d", p->timeout_ms);
     if (n >= 0 && (size_t)n < len && p->test_hang_rank >= 0)
         snprintf(buf + n, len - (size_t)n, ",test_hang_rank=%d", p->test_hang_rank);

@@ -4,6 +4,7 @@
 // written only locally; what peers must see travels through this plugin's IPC
 // window (see README.md for what each variant stages and what that costs).
 #include <cuda_runtime.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include "arbench/plugin.h"
 #include "p2p_cuda.h"
+#include "p2p_fused.h"
 #include "p2p_kernels.h"
 #include "p2p_params.h"
 #include "p2p_team.h"
@@ -21,14 +23,26 @@ namespace {
 // a complete all-reduce of its chunk), which bounds the window at any max_bytes.
 constexpr size_t AREA_CAP_BYTES = 8u << 20;
 constexpr size_t AREA_CAP_FLAGFREE_BYTES = 2u << 20; // LL lines double it
+// Fused op: bytes of one rank's slot (rows x units per row x 16); larger calls are
+// split into launches of whole rows.
+constexpr size_t FUSED_SLOT_CAP_BYTES = 4u << 20;
 
 struct p2p_state {
     p2p_params_t params;
     p2p_team_t team;
+    const arb_host_ops_t *ops;
     int blocks;        // params.blocks clamped to the smallest SM count (co-residency)
     size_t area_bytes; // payload bytes per launch, multiple of 16
     p2p_launch_t base; // every launch argument except send, recv, count
-    char desc[160];
+    // Fused all-reduce + RMSNorm (p2p_fused.h); fused_blocks == 0: not set up, and
+    // fused_why says why.
+    int fused_blocks;      // the fixed grid: whole clusters of row_blocks CTAs
+    int row_blocks;        // CTAs per cluster (per token row)
+    int fused_threads;     // params.threads, at most P2P_FUSED_MAX_THREADS
+    size_t fused_slot;     // bytes of one rank's slot, multiple of 16
+    p2p_launch_t fused_net; // base, with payload[] = the fused areas
+    char fused_why[200];
+    char desc[200];
 };
 
 const char *const p2p_variants[] = {
@@ -40,6 +54,54 @@ const char *const p2p_variants[] = {
     "variant=oneshot-flagfree,blocks=24,threads=256",
     NULL,
 };
+
+// The fused grid, the same on every rank: row_blocks (auto: enough CTAs of `threads`
+// for one unit per thread of an info->hidden row, a power of two up to 8), then as
+// many whole clusters as params.blocks holds and every rank can keep resident at
+// once (CTAs of different ranks wait for each other). A rank that cannot run
+// clusters leaves the fused op off on every rank (fused_why), not the all-reduce.
+arb_status_t fused_setup(p2p_state *s, const arb_comm_info_t *info, int elems, char *why, size_t why_len)
+{
+    const int threads = s->params.threads < P2P_FUSED_MAX_THREADS ? s->params.threads : P2P_FUSED_MAX_THREADS;
+    int rb = s->params.row_blocks;
+    if (rb == 0) {
+        const unsigned upr = (info->hidden + (unsigned)elems - 1) / (unsigned)elems;
+        const unsigned need = (upr + (unsigned)threads - 1) / (unsigned)threads;
+        for (rb = 1; rb < 8 && (unsigned)rb < need; rb *= 2)
+            ;
+    }
+    while (rb > s->blocks)
+        rb /= 2;
+    int clusters = 0;
+    cudaError_t ce = p2p_fused_max_clusters(s->params.variant, rb, threads, &clusters);
+    if (ce != cudaSuccess) {
+        snprintf(s->fused_why, sizeof s->fused_why, "rank %d: cudaOccupancyMaxActiveClusters(%d CTAs of %d threads): %s",
+                 info->rank, rb, threads, cudaGetErrorString(ce));
+        cudaGetLastError();
+        clusters = 0;
+    }
+    int all[P2P_MAX_RANKS];
+    if (s->ops->allgather(s->ops->ctx, &clusters, all, sizeof clusters) != 0) {
+        snprintf(why, why_len, "p2p: host allgather of the resident cluster counts failed");
+        return ARB_ERR_SYSTEM;
+    }
+    int nc = s->blocks / rb;
+    for (int r = 0; r < info->nranks; r++)
+        if (all[r] < nc)
+            nc = all[r];
+    if (nc < 1) {
+        if (!s->fused_why[0])
+            snprintf(s->fused_why, sizeof s->fused_why, "a rank cannot keep one cluster of %d CTAs of %d threads resident", rb,
+                     threads);
+        s->fused_slot = 0;
+        return ARB_OK;
+    }
+    s->row_blocks = rb;
+    s->params.row_blocks = rb;
+    s->fused_blocks = nc * rb;
+    s->fused_threads = threads;
+    return ARB_OK;
+}
 
 arb_status_t p2p_init(const arb_comm_info_t *info, const arb_host_ops_t *ops, const char *params,
                       void **state, char *why, size_t why_len)
@@ -60,9 +122,23 @@ arb_status_t p2p_init(const arb_comm_info_t *info, const arb_host_ops_t *ops, co
     const size_t cap = p.variant == P2P_ONESHOT_FLAGFREE ? AREA_CAP_FLAGFREE_BYTES : AREA_CAP_BYTES;
     size_t want = (info->max_bytes + 15) / 16 * 16;
     s->area_bytes = want < 4096 ? 4096 : want > cap ? cap : want;
-    P2P_CHECK_GOTO(p2p_team_open(info, ops, p2p_payload_bytes(p.variant, info->nranks, s->area_bytes), &s->team,
-                                 why, why_len),
-                   st, err_free_state);
+    s->ops = ops;
+    // The fused area follows the all-reduce payload, 4 KiB-aligned.
+    const size_t ar_bytes = (p2p_payload_bytes(p.variant, info->nranks, s->area_bytes) + 4095) / 4096 * 4096;
+    const int fused_elems = p2p_fused_unit_elems(p.variant);
+    if (info->max_tokens > 0 && info->hidden > 0 && fused_elems > 0) {
+        const size_t row_bytes = (size_t)(info->hidden + fused_elems - 1) / fused_elems * 16;
+        const size_t fused_want = (size_t)info->max_tokens * row_bytes;
+        s->fused_slot = fused_want > FUSED_SLOT_CAP_BYTES ? FUSED_SLOT_CAP_BYTES : fused_want;
+        if (s->fused_slot < row_bytes)
+            s->fused_slot = row_bytes;
+    } else {
+        snprintf(s->fused_why, sizeof s->fused_why, "%s",
+                 fused_elems == 0 ? "p2p has no fused kernel for this variant (pull, push and flag-free have one)"
+                                  : "this instance was set up without max_tokens and hidden (not a fused sweep)");
+    }
+    const size_t fused_bytes = s->fused_slot ? p2p_fused_area_bytes(p.variant, info->nranks, s->fused_slot) : 0;
+    P2P_CHECK_GOTO(p2p_team_open(info, ops, ar_bytes + fused_bytes, &s->team, why, why_len), st, err_free_state);
     s->blocks = p.blocks < s->team.max_blocks ? p.blocks : s->team.max_blocks;
     s->params.blocks = s->blocks;
     s->base.rank = info->rank;
@@ -75,9 +151,27 @@ arb_status_t p2p_init(const arb_comm_info_t *info, const arb_host_ops_t *ops, co
     s->base.area_bytes = s->area_bytes;
     s->base.timeout_ns = (uint64_t)p.timeout_ms * 1000000u;
     s->base.hang = p.test_hang_rank == info->rank;
+    if (s->fused_slot) {
+        s->fused_net = s->base;
+        for (int r = 0; r < info->nranks; r++)
+            s->fused_net.payload[r] = s->base.payload[r] + ar_bytes;
+        s->fused_net.area_bytes = s->fused_slot;
+        P2P_CHECK_GOTO(fused_setup(s, info, fused_elems, why, why_len), st, err_close_team);
+    }
     p2p_params_describe(&s->params, s->desc, sizeof s->desc);
+    if (s->fused_blocks && s->fused_blocks != s->blocks) {
+        const size_t n = strlen(s->desc);
+        snprintf(s->desc + n, sizeof s->desc - n, ",fused_blocks=%d", s->fused_blocks);
+    }
+    if (s->fused_blocks && s->fused_threads != s->params.threads) {
+        const size_t n = strlen(s->desc);
+        snprintf(s->desc + n, sizeof s->desc - n, ",fused_threads=%d", s->fused_threads);
+    }
     *state = s;
     return ARB_OK;
+
+err_close_team:
+    p2p_team_close(&s->team);
 
 err_free_state:
     free(s);
@@ -114,6 +208,72 @@ arb_status_t p2p_allreduce(void *state, const void *send, void *recv, size_t cou
     return ARB_OK;
 }
 
+void p2p_log(const p2p_state *s, const char *msg)
+{
+    if (s->ops->log)
+        s->ops->log(s->ops->ctx, msg);
+}
+
+bool aligned_to(const void *p, size_t bytes) { return (uintptr_t)p % bytes == 0; }
+
+arb_status_t p2p_allreduce_rmsnorm(void *state, const arb_rmsnorm_args_t *args, void *stream)
+{
+    p2p_state *s = (p2p_state *)state;
+    char msg[320];
+    if (!args || !args->x || !args->residual || !args->weight || !args->out || args->hidden == 0 ||
+        !(args->eps >= 0.0f) || isinf(args->eps)) {
+        snprintf(msg, sizeof msg, "allreduce_rmsnorm: bad arguments (NULL buffer, hidden 0 or eps not a finite number >= 0)");
+        p2p_log(s, msg);
+        return ARB_ERR_INVALID;
+    }
+    if (args->tokens == 0)
+        return ARB_OK;
+    if (!s->fused_blocks) {
+        snprintf(msg, sizeof msg, "allreduce_rmsnorm declined: %s", s->fused_why);
+        p2p_log(s, msg);
+        return ARB_DECLINE;
+    }
+    const int elems = p2p_fused_unit_elems(s->params.variant);
+    const size_t row_bytes = (size_t)(args->hidden + elems - 1) / elems * 16;
+    size_t rows_per_launch = s->fused_slot / row_bytes;
+    const size_t rows_cap = (size_t)(s->fused_blocks / s->row_blocks) * P2P_FUSED_MAX_ROWS_PER_CLUSTER;
+    if (rows_per_launch > rows_cap)
+        rows_per_launch = rows_cap;
+    if (rows_per_launch == 0) {
+        snprintf(msg, sizeof msg, "allreduce_rmsnorm: hidden %u needs %zu bytes per row; this instance was set up for %zu (hidden at init)",
+                 args->hidden, row_bytes, s->fused_slot);
+        p2p_log(s, msg);
+        return ARB_ERR_INVALID;
+    }
+    p2p_fused_launch_t a = {};
+    a.net = s->fused_net;
+    a.hidden = args->hidden;
+    a.eps = args->eps;
+    // Whole-unit accesses where every row starts on a unit boundary; otherwise per
+    // element (any hidden works). Row offsets keep the alignment: hidden % elems == 0.
+    const size_t ub = 2 * (size_t)elems;
+    a.whole_units = args->hidden % (unsigned)elems == 0 && aligned_to(args->x, ub) && aligned_to(args->residual, ub) &&
+                    aligned_to(args->weight, ub) && aligned_to(args->out, ub);
+    cudaStream_t cs = (cudaStream_t)stream;
+    for (size_t t0 = 0; t0 < args->tokens; t0 += rows_per_launch) {
+        const size_t off = t0 * args->hidden * 2; // bytes
+        a.x = (const char *)args->x + off;
+        a.residual = (char *)args->residual + off;
+        a.weight = args->weight;
+        a.out = (char *)args->out + off;
+        a.rows = (unsigned)(args->tokens - t0 < rows_per_launch ? args->tokens - t0 : rows_per_launch);
+        const cudaError_t ce =
+            p2p_fused_launch(s->params.variant, &a, s->fused_blocks, s->row_blocks, s->fused_threads, cs);
+        if (ce != cudaSuccess) {
+            snprintf(msg, sizeof msg, "allreduce_rmsnorm: fused kernel launch (%u rows x %u hidden, %d CTAs in clusters of %d) failed: %s",
+                     a.rows, a.hidden, s->fused_blocks, s->row_blocks, cudaGetErrorString(ce));
+            p2p_log(s, msg);
+            return ARB_ERR_SYSTEM;
+        }
+    }
+    return ARB_OK;
+}
+
 arb_status_t p2p_query_error(void *state, char *why, size_t why_len)
 {
     return p2p_team_query_error(&((p2p_state *)state)->team, why, why_len);
@@ -133,7 +293,7 @@ void p2p_finalize(void *state)
 extern "C" ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v1 = {
     .abi_version = ARB_PLUGIN_ABI_VERSION,
     .name = "p2p",
-    .description = "custom all-reduce kernels over CUDA IPC peer memory (one-shot pull/push, two-shot, flag-free one-shot), single node",
+    .description = "custom all-reduce kernels over CUDA IPC peer memory (one-shot pull/push, two-shot, flag-free one-shot), single node; fused all-reduce + residual + RMSNorm for the one-shot variants",
     .caps = ARB_CAP_DEVICE_MEMORY | ARB_CAP_GRAPH_SAFE | ARB_CAP_NEEDS_P2P | ARB_CAP_SINGLE_NODE | ARB_CAP_BF16 |
             ARB_CAP_FP32,
     .variants = p2p_variants,
@@ -141,7 +301,7 @@ extern "C" ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v1 = {
     .mem_alloc = NULL,
     .mem_free = NULL,
     .allreduce = p2p_allreduce,
-    .allreduce_rmsnorm = NULL,
+    .allreduce_rmsnorm = p2p_allreduce_rmsnorm,
     .query_error = p2p_query_error,
     .describe = p2p_describe,
     .finalize = p2p_finalize,

@@ -85,6 +85,7 @@ int main(int argc, char **argv)
     ok(strcmp(q->name, "ping") == 0 && q->caps == (want | ARB_CAP_REFERENCE), "ping: name and caps include REFERENCE", "");
     ok(!(p->caps & ARB_CAP_NEEDS_ALLOC) && p->query_error && p->describe && q->query_error,
        "p2p uses the harness's buffers and reports device errors", "");
+    ok(p->allreduce_rmsnorm != NULL && q->allreduce_rmsnorm == NULL, "p2p has the fused allreduce_rmsnorm, ping has none", "");
 
     /* Every default variant names each of the four algorithms and parses: with ranks
      * on two nodes, init gets past the parameters and declines single-node. */
@@ -115,6 +116,14 @@ int main(int argc, char **argv)
     expect_init(p, &local, "timeout_ms=-5", ARB_ERR_INVALID, "timeout_ms='-5'");
     expect_init(p, &local, "test_hang_rank=2", ARB_ERR_INVALID, "test_hang_rank='2'");
     expect_init(p, &local, "colour=blue", ARB_ERR_INVALID, "unknown parameter 'colour'");
+    expect_init(p, &local, "row_blocks=3", ARB_ERR_INVALID, "row_blocks='3'");
+    expect_init(p, &local, "row_blocks=16", ARB_ERR_INVALID, "row_blocks='16'");
+    expect_init(q, &local, "row_blocks=2", ARB_ERR_INVALID, "unknown parameter 'row_blocks'");
+    /* A valid row_blocks gets past the parameters (and declines single-node). */
+    arb_comm_info_t fused_two_nodes = two_nodes;
+    fused_two_nodes.max_tokens = 64;
+    fused_two_nodes.hidden = 7168;
+    expect_init(p, &fused_two_nodes, "variant=oneshot-flagfree,row_blocks=8", ARB_DECLINE, "p2p is single-node");
     expect_init(p, &local, "blocks", ARB_ERR_INVALID, "'blocks' is not key=value");
     expect_init(p, &local, "blocks=4,blocks=8", ARB_ERR_INVALID, "blocks given twice");
     expect_init(q, &local, "variant=oneshot-push", ARB_ERR_INVALID, "unknown parameter 'variant'");

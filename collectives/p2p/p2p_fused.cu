@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: MIT
+// Fused all-reduce + residual add + RMSNorm kernels over the p2p transports (pull,
+// push, flag-free); p2p_fused.h gives the work split and the area layout, README.md
+// the memory ordering. One launch: send my x, receive the peers' x, sum in rank order
+// 0..n-1 in fp32, add into residual (stored as bf16), sum the squares of the stored
+// row across the CTAs of the row's cluster, write out = residual / rms * weight.
+#include "p2p_fused.h"
+
+#include <cooperative_groups.h>
+#include <math.h>
+
+#include "p2p_device.cuh"
+
+namespace cg = cooperative_groups;
+
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kMaxWarps = P2P_FUSED_MAX_THREADS / kWarp;
+constexpr int kRowsMax = P2P_FUSED_MAX_ROWS_PER_CLUSTER;
+// Units of the first kKeptRows rows of a CTA that each thread keeps in registers from
+// pass 1 (residual add) to pass 2 (norm), kKeptUnits per row; the rest is read back
+// from residual (the thread's own stores, so program order makes them visible).
+constexpr int kKeptRows = 2;
+constexpr int kKeptUnits = 2;
+
+template <int E> struct unit_bits;
+template <> struct unit_bits<4> {
+    using type = uint2;
+};
+template <> struct unit_bits<8> {
+    using type = uint4;
+};
+
+// E bf16 values moved as one access (8 or 16 bytes).
+template <int E> union unit_t {
+    typename unit_bits<E>::type u;
+    __nv_bfloat16 e[E];
+};
+
+template <p2p_variant_t V> struct fused_traits {
+    static constexpr int E = V == P2P_ONESHOT_FLAGFREE ? 4 : 8;
+};
+
+// Unit j (elements [jE, jE+E)) of a row of `hidden` elements; elements past the row
+// read as zero. whole: hidden % E == 0 and the row is aligned to 2E bytes.
+template <int E>
+__device__ __forceinline__ unit_t<E> load_unit(const __nv_bfloat16 *row, unsigned j, unsigned hidden, bool whole)
+{
+    unit_t<E> x;
+    const unsigned first = j * E;
+    if (whole) {
+        x.u = *(const typename unit_bits<E>::type *)(row + first);
+    } else {
+#pragma unroll
+        for (int k = 0; k < E; k++)
+            x.e[k] = first + k < hidden ? row[first + k] : __ushort_as_bfloat16(0);
+    }
+    return x;
+}
+
+template <int E>
+__device__ __forceinline__ void store_unit(__nv_bfloat16 *row, unsigned j, unsigned hidden, bool whole,
+                                           const unit_t<E> &x)
+{
+    const unsigned first = j * E;
+    if (whole) {
+        *(typename unit_bits<E>::type *)(row + first) = x.u;
+    } else {
+#pragma unroll
+        for (int k = 0; k < E; k++)
+            if (first + k < hidden)
+                row[first + k] = x.e[k];
+    }
+}
+
+// Rank `owner`'s slot for rank `src` in the current set (push, flag-free), or rank
+// `owner`'s staging (pull); 16 bytes per unit.
+template <p2p_variant_t V>
+__device__ __forceinline__ uint4 *slot(const p2p_fused_launch_t &a, int owner, int src, unsigned set)
+{
+    const size_t s = a.net.area_bytes;
+    if (V == P2P_ONESHOT_PULL)
+        return (uint4 *)(a.net.payload[owner] + set * s);
+    return (uint4 *)(a.net.payload[owner] + ((size_t)set * a.net.nranks + src) * s);
+}
+
+// Makes unit idx of my x visible to the peers: posted writes into every peer's slot
+// (push), a line into every peer's slot (flag-free), or my own staging (pull).
+template <p2p_variant_t V>
+__device__ __forceinline__ void send_unit(const p2p_fused_launch_t &a, size_t idx, const unit_t<fused_traits<V>::E> &x,
+                                          uint32_t epoch, unsigned set)
+{
+    const int n = a.net.nranks, me = a.net.rank;
+    if constexpr (V == P2P_ONESHOT_PULL) {
+        slot<V>(a, me, me, set)[idx] = x.u;
+    } else {
+        for (int k = 1; k < n; k++) { // start at the next rank: spread the links
+            const int p = (me + k) % n;
+            if constexpr (V == P2P_ONESHOT_FLAGFREE)
+                p2p_st_line(slot<V>(a, p, me, set) + idx, x.u.x, x.u.y, epoch);
+            else
+                slot<V>(a, p, me, set)[idx] = x.u;
+        }
+    }
+}
+
+// Unit idx of rank r's x (r != me); false when a flag-free wait gave up. Push and
+// pull read after the block barrier, with .cg (L1 is not coherent with peer writes).
+template <p2p_variant_t V>
+__device__ __forceinline__ bool fetch_unit(const p2p_fused_launch_t &a, int r, size_t idx, uint32_t epoch, unsigned set,
+                                           unit_t<fused_traits<V>::E> *x)
+{
+    if constexpr (V == P2P_ONESHOT_FLAGFREE) {
+        uint4 l;
+        if (!p2p_wait_line(slot<V>(a, a.net.rank, r, set) + idx, epoch, a.net.state, r, a.net.timeout_ns, &l))
+            return false;
+        x->u = make_uint2(l.x, l.z);
+    } else if constexpr (V == P2P_ONESHOT_PULL) {
+        x->u = p2p_ld_cg(slot<V>(a, r, r, set) + idx);
+    } else {
+        x->u = p2p_ld_cg(slot<V>(a, a.net.rank, r, set) + idx);
+    }
+    return true;
+}
+
+// Per-call values every helper needs, the same in every thread of a CTA.
+struct row_ctx {
+    unsigned upr;    // units per row
+    unsigned u0;     // this thread's first unit of a row
+    unsigned ustride; // units between this thread's units: P * T
+    uint32_t epoch;
+    unsigned set;
+};
+
+// Pass 1 for unit j of launch row t: sum the ranks' x in rank order (fp32), add into
+// residual, store it rounded, add the squares of the stored values into sq.
+template <p2p_variant_t V>
+__device__ __forceinline__ bool unit_pass1(const p2p_fused_launch_t &a, const row_ctx &c, unsigned t, unsigned j,
+                                           unit_t<fused_traits<V>::E> *stored, float &sq)
+{
+    constexpr int E = fused_traits<V>::E;
+    const size_t row = (size_t)t * a.hidden, idx = (size_t)t * c.upr + j;
+    // Local loads first: their latency overlaps the wait for the peers' data.
+    __nv_bfloat16 *res_row = (__nv_bfloat16 *)a.residual + row;
+    unit_t<E> res = load_unit<E>(res_row, j, a.hidden, a.whole_units);
+    const unit_t<E> mine = load_unit<E>((const __nv_bfloat16 *)a.x + row, j, a.hidden, a.whole_units);
+    float acc[E] = {};
+    for (int r = 0; r < a.net.nranks; r++) {
+        unit_t<E> v = mine;
+        if (r != a.net.rank && !fetch_unit<V>(a, r, idx, c.epoch, c.set, &v))
+            return false;
+#pragma unroll
+        for (int k = 0; k < E; k++)
+            acc[k] += __bfloat162float(v.e[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < E; k++) {
+        res.e[k] = __float2bfloat16_rn(__bfloat162float(res.e[k]) + acc[k]);
+        const float f = __bfloat162float(res.e[k]); // the norm uses the value as stored
+        sq += f * f;
+    }
+    store_unit<E>(res_row, j, a.hidden, a.whole_units, res);
+    *stored = res;
+    return true;
+}
+
+// Pass 1 over this thread's units of launch row t; the warp's sum of squares goes to
+// warp_sums[warp]. Every thread of the CTA calls it (the shuffle needs the whole warp).
+template <p2p_variant_t V>
+__device__ __forceinline__ void row_pass1(const p2p_fused_launch_t &a, const row_ctx &c, unsigned t,
+                                          unit_t<fused_traits<V>::E> (&kept)[kKeptUnits], bool &failed,
+                                          float *warp_sums)
+{
+    float sq = 0.0f;
+#pragma unroll
+    for (int m = 0; m < kKeptUnits; m++) {
+        const unsigned j = c.u0 + m * c.ustride;
+        if (j < c.upr && !failed)
+            failed = !unit_pass1<V>(a, c, t, j, &kept[m], sq);
+    }
+    for (unsigned j = c.u0 + kKeptUnits * c.ustride; j < c.upr && !failed; j += c.ustride) {
+        unit_t<fused_traits<V>::E> dropped;
+        failed = !unit_pass1<V>(a, c, t, j, &dropped, sq);
+    }
+    for (int o = kWarp / 2; o > 0; o >>= 1)
+        sq += __shfl_xor_sync(0xffffffffu, sq, o);
+    if (threadIdx.x % kWarp == 0)
+        warp_sums[threadIdx.x / kWarp] = sq;
+}
+
+// out = residual * inv_rms * weight for unit j of a row (the same formula and order
+// as the unfused kernel in src/rmsnorm.cu).
+template <int E>
+__device__ __forceinline__ void out_unit(const p2p_fused_launch_t &a, __nv_bfloat16 *out_row, unsigned j,
+                                         const unit_t<E> &r, const unit_t<E> &w, float inv_rms)
+{
+    unit_t<E> o;
+#pragma unroll
+    for (int k = 0; k < E; k++)
+        o.e[k] = __float2bfloat16_rn(__bfloat162float(r.e[k]) * inv_rms * __bfloat162float(w.e[k]));
+    store_unit<E>(out_row, j, a.hidden, a.whole_units, o);
+}
+
+// Pass 2 over this thread's units of launch row t. KEPT: the first kKeptUnits units
+// come from registers; every other unit is read back from residual. w_kept: the
+// weight of the first kKeptUnits units (the same for every row), loaded early.
+template <int E, bool KEPT>
+__device__ __forceinline__ void row_pass2(const p2p_fused_launch_t &a, const row_ctx &c, unsigned t,
+                                          const unit_t<E> (&kept)[kKeptUnits], const unit_t<E> (&w_kept)[kKeptUnits],
+                                          float inv_rms)
+{
+    const __nv_bfloat16 *w_row = (const __nv_bfloat16 *)a.weight;
+    const size_t row = (size_t)t * a.hidden;
+    const __nv_bfloat16 *res_row = (const __nv_bfloat16 *)a.residual + row;
+    __nv_bfloat16 *out_row = (__nv_bfloat16 *)a.out + row;
+#pragma unroll
+    for (int m = 0; m < kKeptUnits; m++) {
+        const unsigned j = c.u0 + m * c.ustride;
+        if (j < c.upr)
+            out_unit<E>(a, out_row, j, KEPT ? kept[m] : load_unit<E>(res_row, j, a.hidden, a.whole_units), w_kept[m],
+                        inv_rms);
+    }
+    for (unsigned j = c.u0 + kKeptUnits * c.ustride; j < c.upr; j += c.ustride)
+        out_unit<E>(a, out_row, j, load_unit<E>(res_row, j, a.hidden, a.whole_units),
+                    load_unit<E>(w_row, j, a.hidden, a.whole_units), inv_rms);
+}
+
+template <p2p_variant_t V>
+__global__ void __launch_bounds__(P2P_FUSED_MAX_THREADS, 1) fused_rmsnorm(p2p_fused_launch_t a)
+{
+    constexpr int E = fused_traits<V>::E;
+    __shared__ float s_warp[kRowsMax][kMaxWarps]; // per row: each warp's sum of squares
+    __shared__ float s_part[kRowsMax];            // per row: this CTA's sum, read by the cluster
+    __shared__ float s_inv[kRowsMax];             // per row: 1 / rms
+    __shared__ uint32_t s_epoch;
+    __shared__ int s_aborted;
+    cg::cluster_group cluster = cg::this_cluster();
+    const unsigned P = cluster.num_blocks(), q = cluster.block_rank();
+    const unsigned cl = blockIdx.x / P, NC = gridDim.x / P;
+
+    if (threadIdx.x == 0) {
+        s_aborted = p2p_aborted(a.net.state);
+        s_epoch = a.net.state->fused_epoch[blockIdx.x] + 1;
+    }
+    __syncthreads();
+    row_ctx c;
+    c.epoch = s_epoch;
+    c.set = c.epoch & 1;
+    c.upr = (a.hidden + E - 1) / E;
+    c.ustride = P * blockDim.x;
+    c.u0 = q * blockDim.x + threadIdx.x;
+    // This cluster's rows: cl, cl + NC, ... (the same count in all its CTAs, on all ranks).
+    const unsigned rows_mine = a.rows > cl ? (a.rows - cl + NC - 1) / NC : 0;
+    // An aborted rank still goes through every cluster barrier: a CTA that left early
+    // would leave the rest of its cluster waiting.
+    bool failed = s_aborted != 0;
+    unit_t<E> w_kept[kKeptUnits]; // weights of my first units, off the critical path
+#pragma unroll
+    for (int m = 0; m < kKeptUnits; m++) {
+        const unsigned j = c.u0 + m * c.ustride;
+        if (j < c.upr)
+            w_kept[m] = load_unit<E>((const __nv_bfloat16 *)a.weight, j, a.hidden, a.whole_units);
+    }
+
+    if (!failed && !a.net.hang)
+        for (unsigned i = 0; i < rows_mine; i++) {
+            const unsigned t = cl + i * NC;
+            const __nv_bfloat16 *x_row = (const __nv_bfloat16 *)a.x + (size_t)t * a.hidden;
+            for (unsigned j = c.u0; j < c.upr; j += c.ustride)
+                send_unit<V>(a, (size_t)t * c.upr + j, load_unit<E>(x_row, j, a.hidden, a.whole_units), c.epoch,
+                             c.set);
+        }
+    // Push and pull: block b waits for block b of every rank (same rows, same units).
+    if constexpr (V != P2P_ONESHOT_FLAGFREE)
+        if (!failed && rows_mine > 0)
+            failed = !p2p_block_barrier(a.net, P2P_FLAG_FUSED, c.epoch);
+
+    unit_t<E> kept[kKeptRows][kKeptUnits];
+#pragma unroll
+    for (int i = 0; i < kKeptRows; i++)
+        if ((unsigned)i < rows_mine)
+            row_pass1<V>(a, c, cl + i * NC, kept[i], failed, s_warp[i]);
+    for (unsigned i = kKeptRows; i < rows_mine; i++) {
+        unit_t<E> dropped[kKeptUnits];
+        row_pass1<V>(a, c, cl + i * NC, dropped, failed, s_warp[i]);
+    }
+
+    // This CTA's partial of each row, warps in order; NaN after a failed wait, so the
+    // whole row's output is NaN on this rank rather than plausibly wrong.
+    const bool block_failed = __syncthreads_or(failed);
+    const unsigned nwarps = blockDim.x / kWarp;
+    if (threadIdx.x < rows_mine) {
+        float p = 0.0f;
+        for (unsigned w = 0; w < nwarps; w++)
+            p += s_warp[threadIdx.x][w];
+        s_part[threadIdx.x] = block_failed ? NAN : p;
+    }
+    // Cluster barrier (release/acquire at cluster scope): every CTA's s_part is
+    // written before any CTA of the cluster reads it through distributed shared memory.
+    cluster.sync();
+    if (threadIdx.x < rows_mine) {
+        float total = 0.0f;
+        for (unsigned b = 0; b < P; b++) // the same order in every CTA and on every rank
+            total += *cluster.map_shared_rank(&s_part[threadIdx.x], b);
+        s_inv[threadIdx.x] = rsqrtf(total / (float)a.hidden + a.eps);
+    }
+    // My reads of the other CTAs' s_part are done; wait for theirs before exiting.
+    cg::cluster_group::arrival_token token = cluster.barrier_arrive();
+    __syncthreads();
+
+    if (!block_failed) {
+#pragma unroll
+        for (int i = 0; i < kKeptRows; i++)
+            if ((unsigned)i < rows_mine)
+                row_pass2<E, true>(a, c, cl + i * NC, kept[i], w_kept, s_inv[i]);
+        for (unsigned i = kKeptRows; i < rows_mine; i++)
+            row_pass2<E, false>(a, c, cl + i * NC, kept[0], w_kept, s_inv[i]);
+    }
+    cluster.barrier_wait(std::move(token)); // no CTA exits while another reads its s_part
+    // A failed CTA keeps its epoch (the instance is disabled anyway, see query_error).
+    if (!block_failed && threadIdx.x == 0)
+        a.net.state->fused_epoch[blockIdx.x] = c.epoch;
+}
+
+template <p2p_variant_t V> cudaLaunchConfig_t launch_config(int blocks, int row_blocks, int threads,
+                                                           cudaStream_t stream, cudaLaunchAttribute *attr)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)blocks);
+    cfg.blockDim = dim3((unsigned)threads);
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = stream;
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = (unsigned)row_blocks;
+    attr->val.clusterDim.y = 1;
+    attr->val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cfg;
+}
+
+template <p2p_variant_t V> cudaError_t launch_v(const p2p_fused_launch_t *a, int blocks, int row_blocks, int threads,
+                                                cudaStream_t stream)
+{
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = launch_config<V>(blocks, row_blocks, threads, stream, &attr);
+    return cudaLaunchKernelEx(&cfg, fused_rmsnorm<V>, *a);
+}
+
+template <p2p_variant_t V> cudaError_t max_clusters_v(int row_blocks, int threads, int *clusters)
+{
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = launch_config<V>(row_blocks, row_blocks, threads, 0, &attr);
+    return cudaOccupancyMaxActiveClusters(clusters, fused_rmsnorm<V>, &cfg);
+}
+
+} // namespace
+
+int p2p_fused_unit_elems(p2p_variant_t v)
+{
+    switch (v) {
+    case P2P_ONESHOT_PULL:
+    case P2P_ONESHOT_PUSH: return 8;
+    case P2P_ONESHOT_FLAGFREE: return 4;
+    default: return 0;
+    }
+}
+
+size_t p2p_fused_area_bytes(p2p_variant_t v, int nranks, size_t slot_bytes)
+{
+    switch (v) {
+    case P2P_ONESHOT_PULL: return 2 * slot_bytes;
+    case P2P_ONESHOT_PUSH:
+    case P2P_ONESHOT_FLAGFREE: return 2 * (size_t)nranks * slot_bytes;
+    default: return 0;
+    }
+}
+
+cudaError_t p2p_fused_max_clusters(p2p_variant_t v, int row_blocks, int threads, int *clusters)
+{
+    switch (v) {
+    case P2P_ONESHOT_PULL: return max_clusters_v<P2P_ONESHOT_PULL>(row_blocks, threads, clusters);
+    case P2P_ONESHOT_PUSH: return max_clusters_v<P2P_ONESHOT_PUSH>(row_blocks, threads, clusters);
+    case P2P_ONESHOT_FLAGFREE: return max_clusters_v<P2P_ONESHOT_FLAGFREE>(row_blocks, threads, clusters);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+cudaError_t p2p_fused_launch(p2p_variant_t v, const p2p_fused_launch_t *a, int blocks, int row_blocks, int threads,
+                             cudaStream_t stream)
+{
+    switch (v) {
+    case P2P_ONESHOT_PULL: return launch_v<P2P_ONESHOT_PULL>(a, blocks, row_blocks, threads, stream);
+    case P2P_ONESHOT_PUSH: return launch_v<P2P_ONESHOT_PUSH>(a, blocks, row_blocks, threads, stream);
+    case P2P_ONESHOT_FLAGFREE: return launch_v<P2P_ONESHOT_FLAGFREE>(a, blocks, row_blocks, threads, stream);
+    default: return cudaErrorInvalidValue;
+    }
+}
