@@ -16,13 +16,14 @@ namespace cg = cooperative_groups;
 namespace {
 
 constexpr int kWarp = 32;
-constexpr int kMaxWarps = P2P_FUSED_MAX_THREADS / kWarp;
 constexpr int kRowsMax = P2P_FUSED_MAX_ROWS_PER_CLUSTER;
-// Units of the first kKeptRows rows of a CTA that each thread keeps in registers from
-// pass 1 (residual add) to pass 2 (norm), kKeptUnits per row; the rest is read back
-// from residual (the thread's own stores, so program order makes them visible).
-constexpr int kKeptRows = 2;
+constexpr int kMaxRowBlocks = 8; // the portable cluster size limit (p2p_params.c checks row_blocks)
+// Units of the first kept_rows(MAXT) rows of a CTA that each thread keeps in registers
+// from pass 1 (residual add) to pass 2 (norm), kKeptUnits per row; the rest is read
+// back from residual (the thread's own stores, so program order makes them visible).
+// 1024-thread CTAs have 64 registers per thread: one kept row.
 constexpr int kKeptUnits = 2;
+__host__ __device__ constexpr int kept_rows(int max_threads) { return max_threads > 512 ? 1 : 2; }
 
 template <int E> struct unit_bits;
 template <> struct unit_bits<4> {
@@ -226,17 +227,24 @@ __device__ __forceinline__ void row_pass2(const p2p_fused_launch_t &a, const row
                     load_unit<E>(w_row, j, a.hidden, a.whole_units), inv_rms);
 }
 
-template <p2p_variant_t V>
-__global__ void __launch_bounds__(P2P_FUSED_MAX_THREADS, 1) fused_rmsnorm(p2p_fused_launch_t a)
+// MAXT: the launch bound (512: 128 registers per thread; 1024). CLUSTER: row_blocks > 1,
+// launched as thread-block clusters of row_blocks CTAs; without it each CTA owns whole
+// rows and the row's sum needs no other CTA.
+template <p2p_variant_t V, int MAXT, bool CLUSTER>
+__global__ void __launch_bounds__(MAXT, 1) fused_rmsnorm(p2p_fused_launch_t a)
 {
     constexpr int E = fused_traits<V>::E;
-    __shared__ float s_warp[kRowsMax][kMaxWarps]; // per row: each warp's sum of squares
-    __shared__ float s_part[kRowsMax];            // per row: this CTA's sum, read by the cluster
-    __shared__ float s_inv[kRowsMax];             // per row: 1 / rms
+    constexpr int KR = kept_rows(MAXT);
+    __shared__ float s_warp[kRowsMax][MAXT / kWarp]; // per row: each warp's sum of squares
+    __shared__ float s_part[kRowsMax];               // per row: this CTA's sum, read by the cluster
+    __shared__ float s_inv[kRowsMax];                // per row: 1 / rms
     __shared__ uint32_t s_epoch;
     __shared__ int s_aborted;
-    cg::cluster_group cluster = cg::this_cluster();
-    const unsigned P = cluster.num_blocks(), q = cluster.block_rank();
+    unsigned P = 1, q = 0;
+    if constexpr (CLUSTER) {
+        P = cg::this_cluster().num_blocks();
+        q = cg::this_cluster().block_rank();
+    }
     const unsigned cl = blockIdx.x / P, NC = gridDim.x / P;
 
     if (threadIdx.x == 0) {
@@ -276,12 +284,12 @@ __global__ void __launch_bounds__(P2P_FUSED_MAX_THREADS, 1) fused_rmsnorm(p2p_fu
         if (!failed && rows_mine > 0)
             failed = !p2p_block_barrier(a.net, P2P_FLAG_FUSED, c.epoch);
 
-    unit_t<E> kept[kKeptRows][kKeptUnits];
+    unit_t<E> kept[KR][kKeptUnits];
 #pragma unroll
-    for (int i = 0; i < kKeptRows; i++)
+    for (int i = 0; i < KR; i++)
         if ((unsigned)i < rows_mine)
             row_pass1<V>(a, c, cl + i * NC, kept[i], failed, s_warp[i]);
-    for (unsigned i = kKeptRows; i < rows_mine; i++) {
+    for (unsigned i = KR; i < rows_mine; i++) {
         unit_t<E> dropped[kKeptUnits];
         row_pass1<V>(a, c, cl + i * NC, dropped, failed, s_warp[i]);
     }
@@ -295,36 +303,49 @@ __global__ void __launch_bounds__(P2P_FUSED_MAX_THREADS, 1) fused_rmsnorm(p2p_fu
         for (unsigned w = 0; w < nwarps; w++)
             p += s_warp[threadIdx.x][w];
         s_part[threadIdx.x] = block_failed ? NAN : p;
+        if (!CLUSTER)
+            s_inv[threadIdx.x] = rsqrtf(s_part[threadIdx.x] / (float)a.hidden + a.eps);
     }
-    // Cluster barrier (release/acquire at cluster scope): every CTA's s_part is
-    // written before any CTA of the cluster reads it through distributed shared memory.
-    cluster.sync();
-    if (threadIdx.x < rows_mine) {
-        float total = 0.0f;
-        for (unsigned b = 0; b < P; b++) // the same order in every CTA and on every rank
-            total += *cluster.map_shared_rank(&s_part[threadIdx.x], b);
-        s_inv[threadIdx.x] = rsqrtf(total / (float)a.hidden + a.eps);
+    if constexpr (CLUSTER) {
+        // Cluster barrier (release/acquire at cluster scope): every CTA's s_part is
+        // written before any CTA of the cluster reads it through distributed shared memory.
+        cg::this_cluster().sync();
+        if (threadIdx.x < rows_mine) {
+            // All loads first (independent remote shared-memory reads in flight
+            // together), then the sum in CTA order, the same in every CTA and on every rank.
+            float part[kMaxRowBlocks];
+#pragma unroll
+            for (int b = 0; b < kMaxRowBlocks; b++)
+                part[b] = (unsigned)b < P ? *cg::this_cluster().map_shared_rank(&s_part[threadIdx.x], b) : 0.0f;
+            float total = 0.0f;
+#pragma unroll
+            for (int b = 0; b < kMaxRowBlocks; b++)
+                if ((unsigned)b < P)
+                    total += part[b];
+            s_inv[threadIdx.x] = rsqrtf(total / (float)a.hidden + a.eps);
+        }
+        // My reads of the other CTAs' s_part are done (waited for before exiting).
+        cg::this_cluster().barrier_arrive();
     }
-    // My reads of the other CTAs' s_part are done; wait for theirs before exiting.
-    cg::cluster_group::arrival_token token = cluster.barrier_arrive();
     __syncthreads();
 
     if (!block_failed) {
 #pragma unroll
-        for (int i = 0; i < kKeptRows; i++)
+        for (int i = 0; i < KR; i++)
             if ((unsigned)i < rows_mine)
                 row_pass2<E, true>(a, c, cl + i * NC, kept[i], w_kept, s_inv[i]);
-        for (unsigned i = kKeptRows; i < rows_mine; i++)
+        for (unsigned i = KR; i < rows_mine; i++)
             row_pass2<E, false>(a, c, cl + i * NC, kept[0], w_kept, s_inv[i]);
     }
-    cluster.barrier_wait(std::move(token)); // no CTA exits while another reads its s_part
+    if constexpr (CLUSTER)
+        cg::this_cluster().barrier_wait(); // no CTA exits while another reads its s_part
     // A failed CTA keeps its epoch (the instance is disabled anyway, see query_error).
     if (!block_failed && threadIdx.x == 0)
         a.net.state->fused_epoch[blockIdx.x] = c.epoch;
 }
 
-template <p2p_variant_t V> cudaLaunchConfig_t launch_config(int blocks, int row_blocks, int threads,
-                                                           cudaStream_t stream, cudaLaunchAttribute *attr)
+cudaLaunchConfig_t cluster_config(int blocks, int row_blocks, int threads, cudaStream_t stream,
+                                  cudaLaunchAttribute *attr)
 {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)blocks);
@@ -340,19 +361,46 @@ template <p2p_variant_t V> cudaLaunchConfig_t launch_config(int blocks, int row_
     return cfg;
 }
 
-template <p2p_variant_t V> cudaError_t launch_v(const p2p_fused_launch_t *a, int blocks, int row_blocks, int threads,
-                                                cudaStream_t stream)
+template <p2p_variant_t V, int MAXT>
+cudaError_t launch_t(const p2p_fused_launch_t *a, int blocks, int row_blocks, int threads, cudaStream_t stream)
 {
+    if (row_blocks == 1) {
+        fused_rmsnorm<V, MAXT, false><<<blocks, threads, 0, stream>>>(*a);
+        return cudaGetLastError();
+    }
     cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = launch_config<V>(blocks, row_blocks, threads, stream, &attr);
-    return cudaLaunchKernelEx(&cfg, fused_rmsnorm<V>, *a);
+    const cudaLaunchConfig_t cfg = cluster_config(blocks, row_blocks, threads, stream, &attr);
+    return cudaLaunchKernelEx(&cfg, fused_rmsnorm<V, MAXT, true>, *a);
+}
+
+template <p2p_variant_t V>
+cudaError_t launch_v(const p2p_fused_launch_t *a, int blocks, int row_blocks, int threads, cudaStream_t stream)
+{
+    return threads > 512 ? launch_t<V, 1024>(a, blocks, row_blocks, threads, stream)
+                         : launch_t<V, 512>(a, blocks, row_blocks, threads, stream);
+}
+
+template <p2p_variant_t V, int MAXT> cudaError_t max_clusters_t(int row_blocks, int threads, int *clusters)
+{
+    if (row_blocks == 1) { // plain CTAs: per SM times SMs
+        int dev = 0, sms = 0, per_sm = 0;
+        cudaError_t e = cudaGetDevice(&dev);
+        if (e == cudaSuccess)
+            e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        if (e == cudaSuccess)
+            e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_rmsnorm<V, MAXT, false>, threads, 0);
+        *clusters = per_sm * sms;
+        return e;
+    }
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = cluster_config(row_blocks, row_blocks, threads, 0, &attr);
+    return cudaOccupancyMaxActiveClusters(clusters, fused_rmsnorm<V, MAXT, true>, &cfg);
 }
 
 template <p2p_variant_t V> cudaError_t max_clusters_v(int row_blocks, int threads, int *clusters)
 {
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = launch_config<V>(row_blocks, row_blocks, threads, 0, &attr);
-    return cudaOccupancyMaxActiveClusters(clusters, fused_rmsnorm<V>, &cfg);
+    return threads > 512 ? max_clusters_t<V, 1024>(row_blocks, threads, clusters)
+                         : max_clusters_t<V, 512>(row_blocks, threads, clusters);
 }
 
 } // namespace

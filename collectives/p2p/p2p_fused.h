@@ -31,9 +31,6 @@
 /* Rows one cluster handles per launch (its squares' partials live in shared memory);
  * the plugin splits larger calls into launches. */
 #define P2P_FUSED_MAX_ROWS_PER_CLUSTER 32
-/* Threads per CTA of the fused kernels (params.threads is clamped to it): 128
- * registers per thread keep the kept units and weights out of local memory. */
-#define P2P_FUSED_MAX_THREADS 512
 
 typedef struct p2p_fused_launch {
     p2p_launch_t net;     /* payload[] = every rank's fused area, area_bytes = slot bytes;
@@ -59,10 +56,14 @@ size_t p2p_fused_area_bytes(p2p_variant_t v, int nranks, size_t slot_bytes);
 #ifdef __cplusplus
 #include <cuda_runtime.h>
 /* Most clusters of row_blocks CTAs of `threads` that can be resident at once on the
- * current device (cudaOccupancyMaxActiveClusters), into *clusters. */
+ * current device (cudaOccupancyMaxActiveClusters; for row_blocks 1, CTAs per SM
+ * times SMs), into *clusters. */
 cudaError_t p2p_fused_max_clusters(p2p_variant_t v, int row_blocks, int threads, int *clusters);
 
-/* Enqueues one fused launch of blocks CTAs (a multiple of row_blocks) on stream. */
+/* Enqueues one fused launch of blocks CTAs (a multiple of row_blocks) on stream:
+ * clusters of row_blocks CTAs, or plain CTAs for row_blocks 1. Every launch of one
+ * instance must use the same blocks (the per-CTA epochs count launches); row_blocks
+ * may differ between launches. */
 cudaError_t p2p_fused_launch(p2p_variant_t v, const p2p_fused_launch_t *a, int blocks, int row_blocks,
                              int threads, cudaStream_t stream);
 #endif

@@ -36,9 +36,9 @@ struct p2p_state {
     p2p_launch_t base; // every launch argument except send, recv, count
     // Fused all-reduce + RMSNorm (p2p_fused.h); fused_blocks == 0: not set up, and
     // fused_why says why.
-    int fused_blocks;      // the fixed grid: whole clusters of row_blocks CTAs
-    int row_blocks;        // CTAs per cluster (per token row)
-    int fused_threads;     // params.threads, at most P2P_FUSED_MAX_THREADS
+    int fused_blocks;      // the fixed grid of every fused launch, a multiple of row_blocks_max
+    int row_blocks_max;    // params.row_blocks, or (auto) the most CTAs a row may use
+    unsigned row_blocks_ok; // bit P: clusters of P CTAs fill the grid co-resident on every rank
     size_t fused_slot;     // bytes of one rank's slot, multiple of 16
     p2p_launch_t fused_net; // base, with payload[] = the fused areas
     char fused_why[200];
@@ -55,14 +55,15 @@ const char *const p2p_variants[] = {
     NULL,
 };
 
-// The fused grid, the same on every rank: row_blocks (auto: enough CTAs of `threads`
-// for one unit per thread of an info->hidden row, a power of two up to 8), then as
-// many whole clusters as params.blocks holds and every rank can keep resident at
-// once (CTAs of different ranks wait for each other). A rank that cannot run
-// clusters leaves the fused op off on every rank (fused_why), not the all-reduce.
+// The fused grid, the same on every rank. row_blocks_max: params.row_blocks, or (auto)
+// enough CTAs of `threads` for one unit per thread of an info->hidden row, a power of
+// two up to 8. The grid: params.blocks rounded down to whole clusters of that size.
+// Every cluster size a launch may use must keep the whole grid resident on every rank
+// at once (CTAs of different ranks wait for each other); a rank that cannot leaves
+// the fused op off on every rank (fused_why), not the all-reduce.
 arb_status_t fused_setup(p2p_state *s, const arb_comm_info_t *info, int elems, char *why, size_t why_len)
 {
-    const int threads = s->params.threads < P2P_FUSED_MAX_THREADS ? s->params.threads : P2P_FUSED_MAX_THREADS;
+    const int threads = s->params.threads;
     int rb = s->params.row_blocks;
     if (rb == 0) {
         const unsigned upr = (info->hidden + (unsigned)elems - 1) / (unsigned)elems;
@@ -72,35 +73,63 @@ arb_status_t fused_setup(p2p_state *s, const arb_comm_info_t *info, int elems, c
     }
     while (rb > s->blocks)
         rb /= 2;
-    int clusters = 0;
-    cudaError_t ce = p2p_fused_max_clusters(s->params.variant, rb, threads, &clusters);
-    if (ce != cudaSuccess) {
-        snprintf(s->fused_why, sizeof s->fused_why, "rank %d: cudaOccupancyMaxActiveClusters(%d CTAs of %d threads): %s",
-                 info->rank, rb, threads, cudaGetErrorString(ce));
-        cudaGetLastError();
-        clusters = 0;
+    if (s->params.row_blocks)
+        s->params.row_blocks = rb; // describe() shows the size launched
+    const int grid = s->blocks / rb * rb;
+    // clusters[k]: resident clusters of 2^k CTAs on this rank (0 where the query fails).
+    int clusters[4] = {0, 0, 0, 0};
+    for (int k = 0; (1 << k) <= rb; k++) {
+        if (s->params.row_blocks && (1 << k) != rb)
+            continue; // a fixed row_blocks launches one size only
+        cudaError_t ce = p2p_fused_max_clusters(s->params.variant, 1 << k, threads, &clusters[k]);
+        if (ce != cudaSuccess) {
+            snprintf(s->fused_why, sizeof s->fused_why, "rank %d: resident clusters of %d CTAs of %d threads: %s",
+                     info->rank, 1 << k, threads, cudaGetErrorString(ce));
+            cudaGetLastError();
+            clusters[k] = 0;
+        }
     }
-    int all[P2P_MAX_RANKS];
-    if (s->ops->allgather(s->ops->ctx, &clusters, all, sizeof clusters) != 0) {
+    int all[P2P_MAX_RANKS][4];
+    if (s->ops->allgather(s->ops->ctx, clusters, all, sizeof clusters) != 0) {
         snprintf(why, why_len, "p2p: host allgather of the resident cluster counts failed");
         return ARB_ERR_SYSTEM;
     }
-    int nc = s->blocks / rb;
-    for (int r = 0; r < info->nranks; r++)
-        if (all[r] < nc)
-            nc = all[r];
-    if (nc < 1) {
+    unsigned ok = 0;
+    for (int k = 0; (1 << k) <= rb; k++) {
+        int fits = 1;
+        for (int r = 0; r < info->nranks; r++)
+            fits &= all[r][k] * (1 << k) >= grid;
+        if (fits)
+            ok |= 1u << (1 << k);
+    }
+    // A fixed size must fit; auto needs single CTAs (many rows) and uses what else fits.
+    const unsigned need_bit = 1u << (s->params.row_blocks ? rb : 1);
+    if (!(ok & need_bit)) {
         if (!s->fused_why[0])
-            snprintf(s->fused_why, sizeof s->fused_why, "a rank cannot keep one cluster of %d CTAs of %d threads resident", rb,
-                     threads);
+            snprintf(s->fused_why, sizeof s->fused_why, "a rank cannot keep %d CTAs of %d threads resident in clusters of %d", grid,
+                     threads, s->params.row_blocks ? rb : 1);
         s->fused_slot = 0;
         return ARB_OK;
     }
-    s->row_blocks = rb;
-    s->params.row_blocks = rb;
-    s->fused_blocks = nc * rb;
-    s->fused_threads = threads;
+    s->row_blocks_max = rb;
+    s->row_blocks_ok = ok;
+    s->fused_blocks = grid;
     return ARB_OK;
+}
+
+// CTAs per row for a launch of `rows` rows: the fixed row_blocks, or (auto) the most
+// that keep one cluster per row inside the grid. Few rows: a row spread over up to
+// row_blocks_max CTAs (a cluster, its sum of squares through distributed shared
+// memory); as many rows as CTAs or more: whole rows per CTA, no cluster.
+int launch_row_blocks(const p2p_state *s, unsigned rows)
+{
+    if (s->params.row_blocks)
+        return s->params.row_blocks;
+    int rb = 1;
+    while (rb * 2 <= s->row_blocks_max && (s->row_blocks_ok & (1u << (rb * 2))) &&
+           (size_t)rows * (size_t)(rb * 2) <= (size_t)s->fused_blocks)
+        rb *= 2;
+    return rb;
 }
 
 arb_status_t p2p_init(const arb_comm_info_t *info, const arb_host_ops_t *ops, const char *params,
@@ -163,9 +192,9 @@ arb_status_t p2p_init(const arb_comm_info_t *info, const arb_host_ops_t *ops, co
         const size_t n = strlen(s->desc);
         snprintf(s->desc + n, sizeof s->desc - n, ",fused_blocks=%d", s->fused_blocks);
     }
-    if (s->fused_blocks && s->fused_threads != s->params.threads) {
+    if (s->fused_blocks && !s->params.row_blocks) {
         const size_t n = strlen(s->desc);
-        snprintf(s->desc + n, sizeof s->desc - n, ",fused_threads=%d", s->fused_threads);
+        snprintf(s->desc + n, sizeof s->desc - n, ",row_blocks=auto");
     }
     *state = s;
     return ARB_OK;
@@ -236,7 +265,8 @@ arb_status_t p2p_allreduce_rmsnorm(void *state, const arb_rmsnorm_args_t *args, 
     const int elems = p2p_fused_unit_elems(s->params.variant);
     const size_t row_bytes = (size_t)(args->hidden + elems - 1) / elems * 16;
     size_t rows_per_launch = s->fused_slot / row_bytes;
-    const size_t rows_cap = (size_t)(s->fused_blocks / s->row_blocks) * P2P_FUSED_MAX_ROWS_PER_CLUSTER;
+    // rows per cluster <= the cap at the largest cluster, hence at every size
+    const size_t rows_cap = (size_t)(s->fused_blocks / s->row_blocks_max) * P2P_FUSED_MAX_ROWS_PER_CLUSTER;
     if (rows_per_launch > rows_cap)
         rows_per_launch = rows_cap;
     if (rows_per_launch == 0) {
@@ -262,11 +292,11 @@ arb_status_t p2p_allreduce_rmsnorm(void *state, const arb_rmsnorm_args_t *args, 
         a.weight = args->weight;
         a.out = (char *)args->out + off;
         a.rows = (unsigned)(args->tokens - t0 < rows_per_launch ? args->tokens - t0 : rows_per_launch);
-        const cudaError_t ce =
-            p2p_fused_launch(s->params.variant, &a, s->fused_blocks, s->row_blocks, s->fused_threads, cs);
+        const int rb = launch_row_blocks(s, a.rows);
+        const cudaError_t ce = p2p_fused_launch(s->params.variant, &a, s->fused_blocks, rb, s->params.threads, cs);
         if (ce != cudaSuccess) {
             snprintf(msg, sizeof msg, "allreduce_rmsnorm: fused kernel launch (%u rows x %u hidden, %d CTAs in clusters of %d) failed: %s",
-                     a.rows, a.hidden, s->fused_blocks, s->row_blocks, cudaGetErrorString(ce));
+                     a.rows, a.hidden, s->fused_blocks, rb, cudaGetErrorString(ce));
             p2p_log(s, msg);
             return ARB_ERR_SYSTEM;
         }
