@@ -430,7 +430,15 @@ cudaError_t p2p_fused_max_clusters(p2p_variant_t v, int row_blocks, int threads,
     switch (v) {
     case P2P_ONESHOT_PULL: return max_clusters_v<P2P_ONESHOT_PULL>(row_blocks, threads, clusters);
     case P2P_ONESHOT_PUSH: return max_clusters_v<P2P_ONESHOT_PUSH>(row_blocks, threads, clusters);
-    case P2P_ONESHOT_FLAGFREE: return max_clusters_v<P2P_ONESHOT_FLAGFREE>(row_blocks, threads, clusters);
+    case P2P_ONESHOT_FLAGFREE: {
+        // Either kernel may run in any launch: the grid must fit for both.
+        int general = 0, regs = 0;
+        cudaError_t e = max_clusters_v<P2P_ONESHOT_FLAGFREE>(row_blocks, threads, &general);
+        if (e == cudaSuccess)
+            e = p2p_fused_ff_max_clusters(row_blocks, threads, &regs);
+        *clusters = general < regs ? general : regs;
+        return e;
+    }
     default: return cudaErrorInvalidValue;
     }
 }
@@ -441,7 +449,12 @@ cudaError_t p2p_fused_launch(p2p_variant_t v, const p2p_fused_launch_t *a, int b
     switch (v) {
     case P2P_ONESHOT_PULL: return launch_v<P2P_ONESHOT_PULL>(a, blocks, row_blocks, threads, stream);
     case P2P_ONESHOT_PUSH: return launch_v<P2P_ONESHOT_PUSH>(a, blocks, row_blocks, threads, stream);
-    case P2P_ONESHOT_FLAGFREE: return launch_v<P2P_ONESHOT_FLAGFREE>(a, blocks, row_blocks, threads, stream);
+    case P2P_ONESHOT_FLAGFREE: {
+        unsigned upt = 0;
+        if (p2p_fused_ff_fits(a, blocks, row_blocks, threads, &upt))
+            return p2p_fused_ff_launch(a, upt, blocks, row_blocks, threads, stream);
+        return launch_v<P2P_ONESHOT_FLAGFREE>(a, blocks, row_blocks, threads, stream);
+    }
     default: return cudaErrorInvalidValue;
     }
 }
