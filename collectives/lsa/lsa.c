@@ -61,7 +61,7 @@ typedef struct lsa_state {
 static const char *const lsa_variants[] = {
     "variant=oneshot-pull",
     "variant=oneshot-push",
-    "variant=oneshot-flagfree",
+    "variant=oneshot-flagfree,ctas=24,threads=256",
     "variant=oneshot-flagfree,ctas=12,threads=512",
     NULL,
 };
