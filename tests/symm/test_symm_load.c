@@ -96,7 +96,7 @@ static void check_lsa(const arb_plugin_t *p)
     while (p->variants && p->variants[nvar])
         nvar++;
     tap_ok(nvar == 4 && !strcmp(p->variants[0], "variant=oneshot-pull") && !strcmp(p->variants[1], "variant=oneshot-push") &&
-               !strcmp(p->variants[2], "variant=oneshot-flagfree") &&
+               !strcmp(p->variants[2], "variant=oneshot-flagfree,ctas=24,threads=256") &&
                !strcmp(p->variants[3], "variant=oneshot-flagfree,ctas=12,threads=512"),
            "lsa: variants are oneshot-pull, oneshot-push, oneshot-flagfree (24x256 and 12x512) (%d listed)", nvar);
     tap_ok(p->mem_alloc && p->mem_free && p->describe && p->query_error, "lsa: mem_alloc, mem_free, describe, query_error");
