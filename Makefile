@@ -2,12 +2,16 @@
 # A thin front for meson. `make sweep` and `make test` install what is missing first.
 #   make sweep            default sweep on every local GPU under mpirun (host backends without a GPU)
 #   make test             build and run the test suite (unit, mpi; gpu tests skip without a GPU)
-#   make plots            render the committed results into plots/
+#   make plots            render the committed results into plots/figures/
 #   make deps             install dependencies only (DEBS=DIR installs from a folder of .debs)
 BUILD ?= build
 MESON_OPTS ?=
 SWEEP_ARGS ?=
 DEBS ?=
+# The committed results that `make plots` renders (repeat and tuner runs are left out).
+PLOT_RESULTS ?= results/h200x2-default.csv results/h200x2-rmsnorm.csv
+# Runs under NCCL_P2P_DISABLE=1 share the hardware's fabric label: drawn apart.
+PLOT_RESULTS_P2POFF ?= results/h200x2-p2poff.csv
 
 .PHONY: all deps build test sweep plots clean
 
@@ -29,7 +33,8 @@ sweep: build
 	@ci/sweep.sh $(BUILD) $(SWEEP_ARGS)
 
 plots: build
-	@plots/render.sh $(BUILD) plots results/*.csv
+	@plots/render.sh $(BUILD) plots/figures $(PLOT_RESULTS)
+	@plots/render.sh $(BUILD) plots/figures/nccl-p2p-disabled $(PLOT_RESULTS_P2POFF)
 
 clean:
 	rm -rf $(BUILD)
