@@ -412,7 +412,9 @@ static arb_status_t capture(arb_runner_t *r, const arb_point_t *pt, unsigned nca
     {
         cudaError_t e = cudaStreamEndCapture(r->stream, &g);
         if (cs != ARB_OK) {
-            arb_snprintf(why, why_len, "the collective failed while being captured into a CUDA graph: %s", arb_status_str(cs));
+            arb_snprintf(why, why_len, cs == ARB_DECLINE ? "the plugin declined this call (see its log line)"
+                                                         : "the collective failed while being captured into a CUDA graph: %s",
+                         arb_status_str(cs));
             st = cs;
             goto out;
         }
@@ -496,7 +498,8 @@ static arb_status_t run_eager(arb_runner_t *r, const arb_point_t *pt, arb_point_
     return ARB_OK;
 call_failed:
     if (!why[0])
-        arb_snprintf(why, why_len, "the collective call failed: %s", arb_status_str(st));
+        arb_snprintf(why, why_len, st == ARB_DECLINE ? "the plugin declined this call (see its log line)"
+                                                     : "the collective call failed: %s", arb_status_str(st));
 out:
     return st;
 }

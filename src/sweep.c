@@ -18,6 +18,9 @@
 #include "stats.h"
 #include "topo.h"
 
+/* Samples written per row: 4096 x ~8 characters stays far below the readers' 1 MiB field limit. */
+#define ARB_MAX_STORED_SAMPLES 4096
+
 static volatile sig_atomic_t interrupted;
 static void on_signal(int sig) { interrupted = sig; }
 
@@ -86,11 +89,13 @@ static void write_row(sweep_t *s, const char *impl, const char *params, const ar
         fmt_d(b.mx, sizeof b.mx, st->max);
         fmt_d(b.alg, sizeof b.alg, arb_algbw_gbs(pt->bytes, st->median));
         fmt_d(b.bus, sizeof b.bus, arb_busbw_gbs(pt->bytes, st->median, s->m->nranks));
-        b.samples = malloc(nsamples * 16 + 1);
+        /* At most ARB_MAX_STORED_SAMPLES, evenly strided, keep rows readable (docs/results.md). */
+        size_t stride = (nsamples + ARB_MAX_STORED_SAMPLES - 1) / ARB_MAX_STORED_SAMPLES;
+        b.samples = malloc((nsamples / stride + 1) * 16 + 1);
         if (b.samples) {
             size_t used = 0;
             b.samples[0] = '\0';
-            for (size_t i = 0; i < nsamples; i++)
+            for (size_t i = 0; i < nsamples; i += stride)
                 used += (size_t)snprintf(b.samples + used, 16, "%s%.3f", i ? " " : "", samples[i]);
         }
     }
@@ -617,6 +622,9 @@ int arb_sweep(arb_plan_t *plan, arb_mpi_t *m, int argc, char **argv)
                s->meta.git_rev, m->nranks, m->nnodes, s->runner->backend, s->meta.gpu, s->meta.fabric,
                arb_op_name(plan->op), arb_dtype_name(plan->dtype));
         printf("# nccl %s (headers %s), %s; results -> %s\n", s->meta.nccl, s->meta.nccl_header, s->meta.mpi, plan->out);
+        if (strcmp(s->meta.nccl, s->meta.nccl_header) && strcmp(s->meta.nccl, "none"))
+            printf("# warning: NCCL library %s differs from the headers %s this arbench was built with: plugins on NCCL's device API will decline; rebuild against the library in use (-Dnccl_home)\n",
+                   s->meta.nccl, s->meta.nccl_header);
         fflush(stdout);
     }
     struct sigaction sa = {.sa_handler = on_signal};
