@@ -39,24 +39,6 @@
 
 #define LSA_THREADS 512
 
-struct lsa_dev {
-    ncclDevComm dev;
-    int have_dev;
-    int lsa_rank, lsa_size;
-    size_t max_bytes;
-    lsa_config_t cfg;
-    /* Scratch window (bytes): [0, inbox_bytes) uint32 inbox[LSA_MAX_CTAS][lsa_size];
-     * inbox[b][src] on rank dst is written by rank src's CTA b. Push staging at
-     * staging_off, flag-free lines at lines_off (layouts at lsa_kargs). */
-    void *scratch;
-    ncclWindow_t scratch_win;
-    char *scratch_peer[LSA_MAX_RANKS];
-    size_t staging_off, slot_bytes, lines_off, lines_bytes;
-    uint32_t *words;     /* W_COUNT rank-local words (lsa_device.cuh) */
-    char **resolve_buf;  /* LSA_MAX_RANKS device pointers, lsa_dev_resolve's output */
-    int dead;            /* a spin timed out: epochs are out of step, refuse further calls */
-};
-
 /* Our barrier over the scratch window's inboxes. Memory ordering: __syncthreads()
  * orders every thread's earlier writes (local and remote stores into peers' staging)
  * before the release store below by CTA-scope synchronization, and a release at
@@ -330,6 +312,10 @@ extern "C" arb_status_t lsa_dev_create(ncclComm_t comm, const arb_host_ops_t *op
         if (cfg->ctas > min_sm)
             cfg->ctas = min_sm;
     }
+    /* Collective: every rank takes part (the fused grid is off where it resolves none). */
+    st = lsa_fused_resolve_grid(d, cfg, ops, nranks, why, why_len);
+    if (st != ARB_OK)
+        goto err_destroy_devcomm;
 
     d->cfg = *cfg;
     d->max_bytes = max_bytes;
@@ -340,8 +326,10 @@ extern "C" arb_status_t lsa_dev_create(ncclComm_t comm, const arb_host_ops_t *op
     d->lines_bytes = cfg->variant == LSA_ONESHOT_FLAGFREE
                          ? round_up(max_bytes < LSA_FF_CHUNK_BYTES ? max_bytes : LSA_FF_CHUNK_BYTES, 256) * 2
                          : 0;
+    d->fused_off = d->lines_off + 2 * (size_t)d->lsa_size * d->lines_bytes;
+    d->fused_bytes = lsa_fused_set_bytes(cfg);
     {
-        size_t scratch_bytes = d->lines_off + 2 * (size_t)d->lsa_size * d->lines_bytes;
+        size_t scratch_bytes = d->fused_off + 2 * (size_t)d->lsa_size * d->fused_bytes;
         st = symm_window_alloc(comm, scratch_bytes, &d->scratch, &d->scratch_win, why, why_len);
         if (st != ARB_OK)
             goto err_destroy_devcomm;
@@ -496,7 +484,10 @@ extern "C" arb_status_t lsa_dev_query_error(lsa_dev_t *d, char *why, size_t why_
         d->dead = 1;
         const uint32_t cta = err[W_ERR_CTA - W_ERR_FLAG], peer = err[W_ERR_PEER - W_ERR_FLAG],
                        what = err[W_ERR_WHAT - W_ERR_FLAG], epoch = err[W_ERR_EPOCH - W_ERR_FLAG];
-        if (what == LSA_WAIT_LINES)
+        if (what == LSA_WAIT_FUSED_LINES)
+            snprintf(why, why_len, "lsa: oneshot-flagfree fused allreduce_rmsnorm CTA %u timed out waiting for LSA peer %u's lines of fused launch %u (peer not running the same call, or no P2P); this instance stays disabled",
+                     cta, peer, epoch);
+        else if (what == LSA_WAIT_LINES)
             snprintf(why, why_len, "lsa: oneshot-flagfree CTA %u timed out waiting for LSA peer %u's lines of call %u (peer not running the same call, or no P2P); this instance stays disabled",
                      cta, peer, epoch);
         else

@@ -39,6 +39,12 @@ typedef struct lsa_config {
     int threads;           /* threads per CTA (pull and push: always 512) */
     uint64_t timeout_ns;   /* bounded spin limit */
     int hang_rank;         /* flag-free test hook: this rank sends no lines; -1: none */
+    unsigned max_tokens, hidden; /* largest fused call (info); 0: no fused area */
+    /* Resolved by lsa_dev_create (flag-free with a fused area): the fused grid (a
+     * multiple of fused_pmax CTAs, every launch runs all of them) and the cluster sizes
+     * (bit log2(P)) that every rank can keep resident; 0 when the fused op is off. */
+    int fused_ctas, fused_pmax;
+    unsigned fused_pmask;
 } lsa_config_t;
 
 typedef struct lsa_dev lsa_dev_t;
@@ -49,7 +55,9 @@ int lsa_header_version(void);
 /* Collective. Creates the device communicator (lsaBarrierCount = cfg->ctas), a
  * symmetric scratch window holding what cfg->variant needs (barrier inboxes; push:
  * 2 x lsa_size x max_bytes staging; flag-free: 2 x lsa_size line sets of 2 x
- * min(max_bytes, LSA_FF_CHUNK_BYTES)), this rank's epoch and error words. Clamps
+ * min(max_bytes, LSA_FF_CHUNK_BYTES), and with cfg->max_tokens x cfg->hidden > 0 the
+ * fused op's 2 x lsa_size line sets of max_tokens x ceil(hidden / 4) 16-byte lines,
+ * at most 8 MiB each), this rank's epoch and error words. Clamps
  * cfg->ctas to the smallest SM count over the ranks (every CTA that waits for a peer
  * CTA must be resident). Declines when the LSA team does not hold every rank. */
 arb_status_t lsa_dev_create(ncclComm_t comm, const arb_host_ops_t *ops, int nranks, size_t max_bytes,
@@ -68,6 +76,14 @@ int lsa_dev_lsa_size(const lsa_dev_t *d);
  * synchronizes. */
 arb_status_t lsa_dev_allreduce(lsa_dev_t *d, const void *send, const char *const *send_peer, void *recv,
                                size_t count, arb_dtype_t dtype, void *stream, char *why, size_t why_len);
+
+/* Enqueues the fused all-reduce + residual add + RMSNorm (arb_rmsnorm_args_t, already
+ * validated by lsa.c) on stream, split into launches of whole rows when the rows do
+ * not fit one launch's registers or the fused area. ARB_DECLINE (reason in why) for
+ * variants other than oneshot-flagfree, an instance without a fused area, or a hidden
+ * size too large for the grid; never synchronizes. */
+arb_status_t lsa_dev_allreduce_rmsnorm(lsa_dev_t *d, const arb_rmsnorm_args_t *args, void *stream, char *why,
+                                       size_t why_len);
 
 /* After the stream was synchronized: a spin that timed out since the last call
  * (ARB_ERR_TIMEOUT: which CTA waited for which peer, and what for), then the instance

@@ -1,0 +1,580 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fused all-reduce + residual add + RMSNorm for oneshot-flagfree on the LSA path
+ * (arb_rmsnorm_args_t): one kernel per launch, the ranks' x travel as flag-free lines
+ * pushed into the peers' symmetric scratch windows (the lines of lsa_flagfree.cu).
+ *
+ * Work split. The grid is fixed per instance (cfg.fused_ctas = G CTAs, every CTA runs
+ * in every launch, so the per-CTA epochs W_FUSED + b count launches and agree on every
+ * CTA and rank). A launch groups the G CTAs into NC = G/P clusters of P CTAs (P a
+ * power of two <= 8, chosen per call by lsa_kernels.cu; P = 1: plain CTAs). Row t of
+ * the launch belongs to cluster t % NC; unit j of a row (4 bf16 elements, the 8
+ * payload bytes of one line) to thread j % (P*T) of CTA (j / T) % P of that cluster.
+ * A thread keeps all its units (at most lsa_fused_kmax: upt per row x its rows) in
+ * registers from the first load to the last store; the host splits calls with more
+ * rows into launches of whole rows.
+ *
+ * Lines and their memory ordering: unit u of row t (index t*upr + u) goes to every
+ * peer as the 16-byte line {d0, epoch, d1, epoch} with ONE st.volatile.v4 into the
+ * peer's fused area (set epoch&1, source slot = my rank). No flag, no fence: each
+ * naturally aligned 8-byte half {d, epoch} lands single-copy atomically over NVLink
+ * and PCIe P2P (the property NCCL's LL protocol relies on), so a reader that sees
+ * this launch's epoch in both halves has this launch's payload. The reader polls its
+ * own window with ld.volatile (system scope, served from L2, not the SM's incoherent
+ * L1) and needs no acquire: it reads nothing else the writer published. The line
+ * store and poll carry no "memory" clobber, so the compiler keeps the thread's
+ * independent loads (x, residual, weight of all its units) ahead of them; nothing
+ * else has to be ordered against a line, it validates itself.
+ *
+ * Epochs: CTA b reads W_FUSED + b at its start (every thread reads it itself, so no
+ * barrier stands before the sends), epoch = count + 1, and thread 0 writes it back
+ * after the CTA's (or cluster's) barrier, which every thread reaches after its read.
+ * Never a kernel argument, so a captured graph replays correctly. The window starts
+ * zeroed, the first epoch is 1, epochs only grow: a stale line carries an older epoch.
+ * Two sets by epoch parity suffice: rank r writes set k%2 again in launch k+2 only
+ * after its launch k+1 kernel finished (stream order), and that kernel received a
+ * line of launch k+1 from every peer, which the peer wrote after its launch k kernel
+ * (the last reader of set k%2 in its window) had finished. Whichever CTA or cluster
+ * size handles a unit in a launch does not matter: the argument is at kernel level.
+ *
+ * Sums: fp32, ranks in order 0..n-1 (my own unit from x), residual = bf16(residual +
+ * sum) stored, the squares of the stored values summed per thread in unit order, per
+ * warp by an xor butterfly (every lane ends with the same bits: fp addition commutes),
+ * per row: after ONE barrier (the CTA's, or the cluster's at cluster scope with
+ * release/acquire, which orders the distributed shared memory reads after the writes)
+ * every warp adds the row's P x nwarps warp partials itself in the same order. So
+ * every warp, CTA and rank computes the same 1/rms, and residual and out are bitwise
+ * identical on every rank. out = bf16(residual * rsqrt(sumsq/hidden + eps) * weight),
+ * the formula of src/rmsnorm.cu.
+ *
+ * Spins are bounded: a thread that waited timeout_ns for a rank's lines records (CTA,
+ * peer, epoch) in the error words and stops; it stores nothing, and its rows' sums
+ * become NaN (so their outputs are NaN or unwritten, never plausibly wrong). It still
+ * passes the cluster barrier (a CTA missing there would hang its cluster). Later
+ * kernels on this rank see the error flag and send and wait for nothing, so the peers
+ * time out too instead of hanging.
+ */
+#include "lsa_device.cuh"
+
+#include <cooperative_groups.h>
+#include <math.h>
+
+namespace cg = cooperative_groups;
+
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kE = 4; /* bf16 elements per unit */
+
+__host__ __device__ constexpr int kmax_for(int maxt) { return maxt <= 256 ? 8 : maxt <= 512 ? 4 : 2; }
+
+union unit4 {
+    uint2 u;
+    __nv_bfloat16 e[kE];
+};
+
+/* One 16-byte store {d0, epoch, d1, epoch}; no "memory" clobber (see the top). */
+__device__ __forceinline__ void st_line_free(uint4 *p, uint2 d, uint32_t epoch)
+{
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(d.x), "r"(epoch), "r"(d.y),
+                 "r"(epoch));
+}
+
+/* volatile: every poll re-reads memory; no "memory" clobber. */
+__device__ __forceinline__ uint4 ld_line_free(const uint4 *p)
+{
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+    for (int o = kWarp / 2; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* Unit j of a row of `hidden` elements; elements past the row read as zero. WHOLE:
+ * 8-byte aligned units, one load. */
+template <bool WHOLE> __device__ __forceinline__ unit4 load_unit(const __nv_bfloat16 *row, unsigned j, unsigned hidden)
+{
+    unit4 x;
+    if constexpr (WHOLE) {
+        x.u = *(const uint2 *)(row + (size_t)j * kE);
+    } else {
+#pragma unroll
+        for (int e = 0; e < kE; e++)
+            x.e[e] = j * kE + e < hidden ? row[(size_t)j * kE + e] : __ushort_as_bfloat16(0);
+    }
+    return x;
+}
+
+template <bool WHOLE> __device__ __forceinline__ void store_unit(__nv_bfloat16 *row, unsigned j, unsigned hidden, unit4 x)
+{
+    if constexpr (WHOLE) {
+        *(uint2 *)(row + (size_t)j * kE) = x.u;
+    } else {
+#pragma unroll
+        for (int e = 0; e < kE; e++)
+            if (j * kE + e < hidden)
+                row[(size_t)j * kE + e] = x.e[e];
+    }
+}
+
+template <int MAXT, bool CLUSTER, bool WHOLE>
+__global__ void __launch_bounds__(MAXT, 1) fused_kernel(const lsa_fargs a)
+{
+    constexpr int KMAX = kmax_for(MAXT);
+    __shared__ float s_warp[KMAX][MAXT / kWarp]; /* [row of this CTA][warp]: sum of squares */
+    unsigned P = 1, q = 0;
+    if constexpr (CLUSTER) {
+        P = cg::this_cluster().num_blocks();
+        q = cg::this_cluster().block_rank();
+    }
+    const unsigned cl = blockIdx.x / P, NC = gridDim.x / P;
+    const unsigned upr = (a.hidden + kE - 1) / kE, ustride = P * blockDim.x, u0 = q * blockDim.x + threadIdx.x;
+    const unsigned rows_mine = a.rows > cl ? (a.rows - cl + NC - 1) / NC : 0;
+    const int n = a.lsa_size, me = a.lsa_rank;
+    const unsigned upt = a.upt;
+
+    /* 1. Every load first. Slot k: unit u0 + (k % upt) * ustride of my row k / upt. */
+    const uint32_t epoch = a.words[W_FUSED + blockIdx.x] + 1;
+    bool failed = lsa_failed(a.words);
+    const size_t set = epoch & 1u;
+    unsigned valid = 0, row_of[KMAX];
+    size_t idx[KMAX]; /* line index in a source's area: row * upr + unit */
+    size_t off[KMAX]; /* the row's first element in x, residual and out */
+    unsigned unit[KMAX];
+    unit4 xv[KMAX], rv[KMAX], wv[KMAX];
+#pragma unroll
+    for (int k = 0; k < KMAX; k++) {
+        const unsigned i = (unsigned)k / upt, j = u0 + ((unsigned)k % upt) * ustride;
+        row_of[k] = i;
+        idx[k] = 0;
+        off[k] = 0;
+        unit[k] = j;
+        xv[k].u = rv[k].u = wv[k].u = make_uint2(0, 0);
+        if (i < rows_mine && j < upr) {
+            const size_t t = cl + (size_t)i * NC;
+            valid |= 1u << k;
+            idx[k] = t * upr + j;
+            off[k] = t * a.hidden;
+            xv[k] = load_unit<WHOLE>((const __nv_bfloat16 *)a.x + off[k], j, a.hidden);
+            rv[k] = load_unit<WHOLE>((const __nv_bfloat16 *)a.residual + off[k], j, a.hidden);
+            wv[k] = load_unit<WHOLE>((const __nv_bfloat16 *)a.weight, j, a.hidden);
+        }
+    }
+
+    /* 2. My lines into every peer's source slot `me` of this set, next rank first so
+     * that not every rank writes into rank 0 first. */
+    if (!failed && !a.hang)
+        for (int s = 1; s < n; s++) {
+            const int p = me + s < n ? me + s : me + s - n;
+            uint4 *dst = (uint4 *)(a.scratch_peer[p] + a.area_off + (set * n + me) * a.area_bytes);
+#pragma unroll
+            for (int k = 0; k < KMAX; k++)
+                if (valid >> k & 1)
+                    st_line_free(dst + idx[k], xv[k].u, epoch);
+        }
+
+    /* 3. Sum in rank order 0..n-1 (fp32). A rank's lines are polled together: each pass
+     * re-reads only the ones still stale. */
+    float acc[KMAX][kE];
+#pragma unroll
+    for (int k = 0; k < KMAX; k++)
+#pragma unroll
+        for (int e = 0; e < kE; e++)
+            acc[k][e] = 0.0f;
+    for (int r = 0; r < n && !failed; r++) {
+        unit4 d[KMAX];
+        if (r == me) {
+#pragma unroll
+            for (int k = 0; k < KMAX; k++)
+                d[k] = xv[k];
+        } else {
+            const uint4 *src = (const uint4 *)(a.scratch_peer[me] + a.area_off + (set * n + r) * a.area_bytes);
+            unsigned pending = valid, spin = 0;
+            bool timing = false;
+            unsigned long long t0 = 0;
+            while (pending) {
+                uint4 l[KMAX];
+#pragma unroll
+                for (int k = 0; k < KMAX; k++)
+                    if (pending >> k & 1)
+                        l[k] = ld_line_free(src + idx[k]);
+#pragma unroll
+                for (int k = 0; k < KMAX; k++)
+                    if ((pending >> k & 1) && l[k].y == epoch && l[k].w == epoch) {
+                        d[k].u = make_uint2(l[k].x, l[k].z);
+                        pending &= ~(1u << k);
+                    }
+                if (!pending)
+                    break;
+                if (!timing) {
+                    t0 = lsa_globaltimer_ns();
+                    timing = true;
+                } else if ((++spin & 255u) == 0 && lsa_failed(a.words)) {
+                    failed = true;
+                } else if (lsa_globaltimer_ns() - t0 > a.timeout_ns) {
+                    lsa_record_timeout(a.words, r, LSA_WAIT_FUSED_LINES, epoch);
+                    failed = true;
+                }
+                if (failed)
+                    break;
+            }
+            if (failed)
+                break;
+        }
+#pragma unroll
+        for (int k = 0; k < KMAX; k++)
+            if (valid >> k & 1)
+#pragma unroll
+                for (int e = 0; e < kE; e++)
+                    acc[k][e] += __bfloat162float(d[k].e[e]);
+    }
+
+    /* 4. residual = bf16(residual + sum), stored; squares of the stored values per row
+     * (elements past the row are zero in every term). */
+    float sq[KMAX];
+#pragma unroll
+    for (int i = 0; i < KMAX; i++)
+        sq[i] = 0.0f;
+#pragma unroll
+    for (int k = 0; k < KMAX; k++) {
+        if (!(valid >> k & 1))
+            continue;
+        float s = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kE; e++) {
+            rv[k].e[e] = __float2bfloat16_rn(__bfloat162float(rv[k].e[e]) + acc[k][e]);
+            const float f = __bfloat162float(rv[k].e[e]);
+            s += f * f;
+        }
+        if (!failed)
+            store_unit<WHOLE>((__nv_bfloat16 *)a.residual + off[k], unit[k], a.hidden, rv[k]);
+        /* A select, not sq[row_of[k]]: a computed index would put sq in local memory. */
+#pragma unroll
+        for (int i = 0; i < KMAX; i++)
+            sq[i] += row_of[k] == (unsigned)i ? s : 0.0f;
+    }
+    if (failed)
+#pragma unroll
+        for (int i = 0; i < KMAX; i++)
+            sq[i] = NAN;
+    const unsigned warp = threadIdx.x / kWarp, nwarps = blockDim.x / kWarp, lane = threadIdx.x % kWarp;
+#pragma unroll
+    for (int i = 0; i < KMAX; i++)
+        if ((unsigned)i < rows_mine) {
+            const float w = warp_sum(sq[i]);
+            if (lane == 0)
+                s_warp[i][warp] = w;
+        }
+    /* The one barrier: every CTA's s_warp is written before any warp reads it. */
+    if constexpr (CLUSTER)
+        cg::this_cluster().sync();
+    else
+        __syncthreads();
+
+    /* Every warp adds the row's P * nwarps partials itself (CTA-major, lane l takes
+     * l, l + 32, ... in order, then the butterfly): the same bits everywhere. */
+    float inv[KMAX];
+#pragma unroll
+    for (int i = 0; i < KMAX; i++) {
+        inv[i] = 0.0f;
+        if ((unsigned)i < rows_mine) {
+            float v = 0.0f;
+            for (unsigned x = lane; x < P * nwarps; x += kWarp) {
+                const unsigned b = x / nwarps, w = x % nwarps;
+                if constexpr (CLUSTER)
+                    v += *cg::this_cluster().map_shared_rank(&s_warp[i][w], b);
+                else
+                    v += s_warp[i][w];
+            }
+            inv[i] = rsqrtf(warp_sum(v) / (float)a.hidden + a.eps);
+        }
+    }
+    if constexpr (CLUSTER)
+        cg::this_cluster().barrier_arrive(); /* my reads of the other CTAs' s_warp are done */
+    /* Every thread of this CTA read the epoch before the barrier above. */
+    if (threadIdx.x == 0)
+        a.words[W_FUSED + blockIdx.x] = epoch;
+
+#pragma unroll
+    for (int k = 0; k < KMAX; k++) {
+        if (!(valid >> k & 1) || failed)
+            continue;
+        float r_inv = 0.0f;
+#pragma unroll
+        for (int i = 0; i < KMAX; i++)
+            r_inv = row_of[k] == (unsigned)i ? inv[i] : r_inv;
+        unit4 o;
+#pragma unroll
+        for (int e = 0; e < kE; e++)
+            o.e[e] = __float2bfloat16_rn(__bfloat162float(rv[k].e[e]) * r_inv * __bfloat162float(wv[k].e[e]));
+        store_unit<WHOLE>((__nv_bfloat16 *)a.out + off[k], unit[k], a.hidden, o);
+    }
+    if constexpr (CLUSTER)
+        cg::this_cluster().barrier_wait(); /* no CTA exits while another reads its s_warp */
+}
+
+cudaLaunchConfig_t cluster_config(int ctas, int p, int threads, cudaStream_t s, cudaLaunchAttribute *attr)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)ctas);
+    cfg.blockDim = dim3((unsigned)threads);
+    cfg.stream = s;
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = (unsigned)p;
+    attr->val.clusterDim.y = 1;
+    attr->val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cfg;
+}
+
+template <int MAXT, bool WHOLE>
+cudaError_t launch_t(const lsa_fargs &a, int ctas, int p, int threads, cudaStream_t s)
+{
+    if (p == 1) {
+        fused_kernel<MAXT, false, WHOLE><<<ctas, threads, 0, s>>>(a);
+        return cudaGetLastError();
+    }
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = cluster_config(ctas, p, threads, s, &attr);
+    return cudaLaunchKernelEx(&cfg, fused_kernel<MAXT, true, WHOLE>, a);
+}
+
+template <int MAXT, bool WHOLE> cudaError_t max_clusters_t(int p, int threads, int *clusters)
+{
+    if (p == 1) {
+        int dev = 0, sms = 0, per_sm = 0;
+        cudaError_t e = cudaGetDevice(&dev);
+        if (e == cudaSuccess)
+            e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        if (e == cudaSuccess)
+            e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_kernel<MAXT, false, WHOLE>, threads, 0);
+        *clusters = per_sm * sms;
+        return e;
+    }
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = cluster_config(p, p, threads, 0, &attr);
+    return cudaOccupancyMaxActiveClusters(clusters, fused_kernel<MAXT, true, WHOLE>, &cfg);
+}
+
+template <int MAXT> cudaError_t max_clusters_m(int p, int threads, int *clusters)
+{
+    int whole = 0, split = 0;
+    cudaError_t e = max_clusters_t<MAXT, true>(p, threads, &whole);
+    if (e == cudaSuccess)
+        e = max_clusters_t<MAXT, false>(p, threads, &split);
+    *clusters = whole < split ? whole : split;
+    return e;
+}
+
+} // namespace
+
+int lsa_fused_kmax(int threads)
+{
+    return kmax_for(threads <= 256 ? 256 : threads <= 512 ? 512 : 1024);
+}
+
+cudaError_t lsa_fused_max_clusters(int p, int threads, int *clusters)
+{
+    *clusters = 0;
+    if (threads <= 256)
+        return max_clusters_m<256>(p, threads, clusters);
+    if (threads <= 512)
+        return max_clusters_m<512>(p, threads, clusters);
+    return max_clusters_m<1024>(p, threads, clusters);
+}
+
+cudaError_t lsa_fused_launch(const lsa_fargs &a, bool whole, int ctas, int p, int threads, cudaStream_t s)
+{
+    if (threads <= 256)
+        return whole ? launch_t<256, true>(a, ctas, p, threads, s) : launch_t<256, false>(a, ctas, p, threads, s);
+    if (threads <= 512)
+        return whole ? launch_t<512, true>(a, ctas, p, threads, s) : launch_t<512, false>(a, ctas, p, threads, s);
+    return whole ? launch_t<1024, true>(a, ctas, p, threads, s) : launch_t<1024, false>(a, ctas, p, threads, s);
+}
+
+/* ------------------------------------------------------------------ host side */
+
+#include <stdio.h>
+#include <string.h>
+
+/* Bytes of one fused line set of one source: a 16-byte line per 4 elements of every
+ * row of the largest call, at most 8 MiB (larger calls run in several launches), at
+ * least one row. */
+size_t lsa_fused_set_bytes(const lsa_config_t *cfg)
+{
+    if (cfg->variant != LSA_ONESHOT_FLAGFREE || !cfg->max_tokens || !cfg->hidden)
+        return 0;
+    const size_t row = ((size_t)cfg->hidden + kE - 1) / kE * 16, cap = 2 * LSA_FF_CHUNK_BYTES;
+    size_t bytes = (size_t)cfg->max_tokens * row;
+    if (bytes > cap)
+        bytes = row > cap ? row : cap / row * row;
+    return (bytes + 255) / 256 * 256;
+}
+
+arb_status_t lsa_fused_resolve_grid(lsa_dev_t *d, lsa_config_t *cfg, const arb_host_ops_t *ops, int nranks, char *why,
+                                    size_t why_len)
+{
+    enum { NP = 4 }; /* P = 1, 2, 4, 8 */
+    int mine[NP] = {0}, all[LSA_MAX_RANKS * NP], fewest[NP];
+    cfg->fused_ctas = cfg->fused_pmax = 0;
+    cfg->fused_pmask = 0;
+    const int wanted = lsa_fused_set_bytes(cfg) > 0;
+    /* A size the device cannot launch (an error here) counts as 0 resident clusters. */
+    cudaError_t ce = cudaSuccess;
+    for (int i = 0; i < NP && wanted; i++) {
+        const cudaError_t e = lsa_fused_max_clusters(1 << i, cfg->threads, &mine[i]);
+        if (e != cudaSuccess) {
+            ce = e;
+            mine[i] = 0;
+            cudaGetLastError();
+        }
+    }
+    /* Every rank takes part, also those that want no fused op (all ranks run the same
+     * variant with the same info, so they agree on `wanted`). */
+    if (ops->allgather(ops->ctx, mine, all, sizeof mine) != 0) {
+        snprintf(why, why_len, "lsa: allgather of resident-cluster counts failed");
+        return ARB_ERR_SYSTEM;
+    }
+    if (!wanted) {
+        snprintf(d->fused_why, sizeof d->fused_why,
+                 cfg->variant == LSA_ONESHOT_FLAGFREE
+                     ? "lsa: this instance was set up without a fused op (info->max_tokens x hidden is 0)"
+                     : "lsa: the fused allreduce_rmsnorm runs on variant=oneshot-flagfree only");
+        return ARB_OK;
+    }
+    for (int i = 0; i < NP; i++) {
+        fewest[i] = all[i];
+        for (int r = 1; r < nranks; r++)
+            fewest[i] = all[r * NP + i] < fewest[i] ? all[r * NP + i] : fewest[i];
+    }
+    /* The grid: the most CTAs (<= ctas) in whole clusters of some resident size P,
+     * ties to the larger P; then every P' <= P whose G/P' clusters are resident. */
+    int best_g = 0, best_i = -1;
+    for (int i = 0; i < NP; i++) {
+        const int p = 1 << i, g = cfg->ctas / p * p;
+        if (g > 0 && fewest[i] >= g / p && g >= best_g) {
+            best_g = g;
+            best_i = i;
+        }
+    }
+    if (best_i < 0) {
+        snprintf(d->fused_why, sizeof d->fused_why,
+                 "lsa: no fused grid of %d CTAs x %d threads can be resident on every rank (%s)", cfg->ctas,
+                 cfg->threads, ce == cudaSuccess ? "occupancy query" : cudaGetErrorString(ce));
+        return ARB_OK;
+    }
+    for (int i = 0; i <= best_i; i++)
+        if (fewest[i] >= best_g >> i)
+            cfg->fused_pmask |= 1u << i;
+    cfg->fused_ctas = best_g;
+    cfg->fused_pmax = 1 << best_i;
+    return ARB_OK;
+}
+
+namespace {
+
+/* One launch shape for a call: cluster size, units per thread per row, rows per launch. */
+struct fused_shape {
+    int p;
+    unsigned upt, rows_per_launch;
+};
+
+/* Fewest launches, then fewest units per thread (each costs memory latency in
+ * series), then the smaller cluster. False when no shape fits the registers. */
+bool pick_shape(const lsa_config_t &c, unsigned tokens, unsigned hidden, size_t set_bytes, fused_shape *out)
+{
+    const unsigned upr = (hidden + kE - 1) / kE, kmax = (unsigned)lsa_fused_kmax(c.threads);
+    const size_t rows_fit = set_bytes / ((size_t)upr * 16);
+    bool found = false;
+    unsigned best_launches = 0, best_units = 0;
+    for (int i = 0; (1 << i) <= c.fused_pmax; i++) {
+        if (!(c.fused_pmask >> i & 1))
+            continue;
+        const unsigned p = 1u << i, nc = (unsigned)c.fused_ctas / p;
+        const unsigned upt = (upr + p * (unsigned)c.threads - 1) / (p * (unsigned)c.threads);
+        if (upt > kmax)
+            continue;
+        size_t rpl = (size_t)nc * (kmax / upt);
+        rpl = rpl < rows_fit ? rpl : rows_fit;
+        if (rpl == 0)
+            continue;
+        const unsigned launches = (unsigned)((tokens + rpl - 1) / rpl);
+        const unsigned first = tokens < rpl ? tokens : (unsigned)rpl;
+        const unsigned units = upt * ((first + nc - 1) / nc);
+        if (!found || launches < best_launches || (launches == best_launches && units < best_units)) {
+            found = true;
+            best_launches = launches;
+            best_units = units;
+            *out = fused_shape{(int)p, upt, (unsigned)rpl};
+        }
+    }
+    return found;
+}
+
+bool aligned8(const void *p) { return ((uintptr_t)p & 7u) == 0; }
+
+} // namespace
+
+extern "C" arb_status_t lsa_dev_allreduce_rmsnorm(lsa_dev_t *d, const arb_rmsnorm_args_t *args, void *stream,
+                                                  char *why, size_t why_len)
+{
+    if (d->dead) {
+        snprintf(why, why_len, "lsa: an earlier spin timed out, this variant's epochs are out of step; re-init it");
+        return ARB_ERR_SYSTEM;
+    }
+    const lsa_config_t &c = d->cfg;
+    if (!c.fused_ctas) {
+        snprintf(why, why_len, "%s", d->fused_why);
+        return ARB_DECLINE;
+    }
+    if (args->tokens == 0)
+        return ARB_OK;
+    fused_shape sh;
+    if (!pick_shape(c, args->tokens, args->hidden, d->fused_bytes, &sh)) {
+        const size_t most = (size_t)lsa_fused_kmax(c.threads) * kE * (size_t)c.fused_pmax * (size_t)c.threads;
+        const size_t by_area = d->fused_bytes / 16 * kE;
+        snprintf(why, why_len, "lsa: fused hidden=%u is more than this instance's grid holds (%zu elements per row with %d CTAs x %d threads, %zu by its fused area)",
+                 args->hidden, most, c.fused_ctas, c.threads, by_area);
+        return ARB_DECLINE;
+    }
+    const bool whole = args->hidden % kE == 0 && aligned8(args->x) && aligned8(args->residual) &&
+                       aligned8(args->weight) && aligned8(args->out);
+    lsa_fargs a;
+    memset(&a, 0, sizeof a);
+    memcpy(a.scratch_peer, d->scratch_peer, sizeof a.scratch_peer);
+    a.area_off = d->fused_off;
+    a.area_bytes = d->fused_bytes;
+    a.words = d->words;
+    a.timeout_ns = c.timeout_ns;
+    a.lsa_rank = d->lsa_rank;
+    a.lsa_size = d->lsa_size;
+    a.hang = c.hang_rank == d->lsa_rank;
+    a.weight = args->weight;
+    a.hidden = args->hidden;
+    a.upt = sh.upt;
+    a.eps = args->eps;
+    cudaError_t ce = cudaSuccess;
+    /* Launches of whole rows, each a complete fused op of its rows (elements). */
+    for (unsigned row0 = 0; row0 < args->tokens && ce == cudaSuccess; row0 += sh.rows_per_launch) {
+        const size_t e0 = (size_t)row0 * args->hidden;
+        a.x = (const __nv_bfloat16 *)args->x + e0;
+        a.residual = (__nv_bfloat16 *)args->residual + e0;
+        a.out = (__nv_bfloat16 *)args->out + e0;
+        a.rows = args->tokens - row0 < sh.rows_per_launch ? args->tokens - row0 : sh.rows_per_launch;
+        ce = lsa_fused_launch(a, whole, c.fused_ctas, sh.p, c.threads, (cudaStream_t)stream);
+    }
+    if (ce != cudaSuccess) {
+        snprintf(why, why_len, "lsa: fused kernel launch (%d CTAs in clusters of %d): %s", c.fused_ctas, sh.p,
+                 cudaGetErrorString(ce));
+        return ARB_ERR_SYSTEM;
+    }
+    return ARB_OK;
+}
