@@ -12,7 +12,8 @@
 
 static void usage(FILE *f)
 {
-    fputs("usage: arbench gate --baseline B.csv --candidate C.csv [--threshold 0.05] [--alpha 0.01] [--reps 2000] [--seed 1] [--min-samples 10] [--volatile nccl] [--report-md FILE]\n", f);
+    fputs("usage: arbench gate --baseline B.csv [--baseline B2.csv ...] --candidate C.csv [--threshold 0.05] [--alpha 0.01] [--reps 2000] [--seed 1] [--min-samples 10] [--volatile nccl] [--noise-k 4] [--default-noise eager=1.25,graph=1.05,context=1.05] [--report-md FILE]\n", f);
+    fputs("  Each baseline run (a file, or a run_id within one) is one sample of run-to-run noise; with one run the per-mode --default-noise allowances apply.\n", f);
     fputs("  Exit 0 pass, 1 regression or failed check, 2 invalid input (unreadable file, missing columns, no common points).\n", f);
 }
 
@@ -28,6 +29,32 @@ static int parse_double_opt(const char *name, const char *s, double lo, double h
     return 0;
 }
 
+/* --default-noise MODE=RATIO[,MODE=RATIO...]: modes eager, graph, context; ratios >= 1. */
+static int parse_default_noise(const char *s, double *out)
+{
+    char *buf = strdup(s);
+    int rc = buf ? 0 : -1;
+    for (char *save = NULL, *t = buf ? strtok_r(buf, ",", &save) : NULL; t && !rc; t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '=');
+        int m = ARB_GATE_NMODES;
+        if (eq) {
+            *eq = '\0';
+            for (m = 0; m < ARB_GATE_NMODES && strcmp(t, arb_gate_mode_names[m]) != 0; m++)
+                ;
+        }
+        char *end = NULL;
+        double v = eq ? strtod(eq + 1, &end) : NAN;
+        if (m == ARB_GATE_NMODES || end == eq + 1 || *end || !(v >= 1 && v <= 100))
+            rc = -1;
+        else
+            out[m] = v;
+    }
+    if (rc)
+        fprintf(stderr, "arbench gate: --default-noise '%s': expected MODE=RATIO items separated by commas, MODE one of eager, graph, context, RATIO a number in [1, 100]\n", s);
+    free(buf);
+    return rc;
+}
+
 int cmd_gate(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -36,11 +63,14 @@ int cmd_gate(int argc, char **argv)
         {"reps", required_argument, NULL, 'r'},     {"seed", required_argument, NULL, 's'},
         {"min-samples", required_argument, NULL, 'n'}, {"volatile", required_argument, NULL, 'v'},
         {"report-md", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
+        {"noise-k", required_argument, NULL, 'k'}, {"default-noise", required_argument, NULL, 'd'},
         {NULL, 0, NULL, 0},
     };
     arb_gate_opts_t o;
     arb_gate_opts_default(&o);
-    const char *base_path = NULL, *cand_path = NULL, *md = NULL;
+    enum { MAX_BASELINES = 64 };
+    const char *base_paths[MAX_BASELINES], *cand_path = NULL, *md = NULL;
+    size_t nbase = 0;
     const char *vol[64];
     char *vol_buf = NULL;
     int c, rc = 2;
@@ -48,7 +78,21 @@ int cmd_gate(int argc, char **argv)
     optind = 0; /* glibc: restart option parsing for this argv */
     while ((c = getopt_long(argc, argv, "b:c:", opts, NULL)) != -1) {
         switch (c) {
-        case 'b': base_path = optarg; break;
+        case 'b':
+            if (nbase == MAX_BASELINES) {
+                fprintf(stderr, "arbench gate: --baseline '%s': expected at most %d baseline files\n", optarg, MAX_BASELINES);
+                goto err_usage;
+            }
+            base_paths[nbase++] = optarg;
+            break;
+        case 'k':
+            if (parse_double_opt("--noise-k", optarg, 0, 100, &o.noise_k))
+                goto err_usage;
+            break;
+        case 'd':
+            if (parse_default_noise(optarg, o.default_noise))
+                goto err_usage;
+            break;
         case 'c': cand_path = optarg; break;
         case 'm': md = optarg; break;
         case 't':
@@ -95,14 +139,20 @@ int cmd_gate(int argc, char **argv)
         default: goto err_usage;
         }
     }
-    if (!base_path || !cand_path || optind != argc) {
-        fprintf(stderr, "arbench gate: expected --baseline B.csv and --candidate C.csv and no other arguments\n");
+    if (!nbase || !cand_path || optind != argc) {
+        fprintf(stderr, "arbench gate: expected --baseline B.csv (one or more) and --candidate C.csv and no other arguments\n");
         goto err_usage;
     }
     arb_pointset_t base = {0}, cand = {0};
     arb_gate_result_t r;
     char err[1024];
-    if (arb_points_load(&base, base_path, err, sizeof err) || arb_points_load(&cand, cand_path, err, sizeof err)) {
+    /* All baseline files into one set: each file, or each run_id in one, is a run. */
+    for (size_t i = 0; i < nbase; i++)
+        if (arb_points_load(&base, base_paths[i], err, sizeof err)) {
+            fprintf(stderr, "arbench gate: %s\n", err);
+            goto err_free_points;
+        }
+    if (arb_points_load(&cand, cand_path, err, sizeof err)) {
         fprintf(stderr, "arbench gate: %s\n", err);
         goto err_free_points;
     }

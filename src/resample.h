@@ -35,5 +35,11 @@ double arb_median_inplace(double *v, size_t n);
  * those ratios. Returns 0, or -1 when a set is empty, a median is 0 or out of memory. */
 int arb_bootstrap_ratio_ci(const double *num, size_t nnum, const double *den, size_t nden,
                            double alpha, unsigned reps, uint64_t seed, double *lo, double *hi);
+/* The same with several baseline runs: the denominator is the geometric mean of the
+ * resampled medians of den[0..nsets) (each run resampled on its own, in order, after
+ * num). With nsets = 1 it draws exactly what arb_bootstrap_ratio_ci draws. */
+int arb_bootstrap_ratio_ci_runs(const double *num, size_t nnum, const double *const *den,
+                                const size_t *nden, size_t nsets, double alpha, unsigned reps,
+                                uint64_t seed, double *lo, double *hi);
 
 #endif

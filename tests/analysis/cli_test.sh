@@ -1,12 +1,15 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # CLI tests of `arbench profile` and `arbench gate` on generated fixtures: exit codes,
-# messages for hostile inputs, written files. Usage: cli_test.sh GEN_FIXTURES ANALYSIS_CLI
+# messages for hostile inputs, written files; the gate on the committed repeat runs.
+# Usage: cli_test.sh GEN_FIXTURES ANALYSIS_CLI REPEAT_A.csv REPEAT_B.csv
 set -u
 abspath() { (cd "$(dirname "$1")" && echo "$(pwd)/$(basename "$1")"); }
 gate_sh=$(abspath "$(dirname "$0")/../../ci/gate.sh")
 gen=$(abspath "$1")
 cli=$(abspath "$2")
+repeat_a=$(abspath "$3")
+repeat_b=$(abspath "$4")
 dir=$(mktemp -d /tmp/arb-cli-XXXXXX) || exit 1
 n=0
 failed=0
@@ -24,7 +27,7 @@ has() { # has FILE PATTERN DESCRIPTION
     if grep -q -- "$2" "$1"; then tap OK "$3"; else tap FAIL "$3: '$2' not in $(basename "$1")"; sed 's/^/# /' "$1" | head -5; fi
 }
 
-"$gen" "$dir" || { echo "Bail out! gen_fixtures failed"; exit 1; }
+"$gen" "$dir" "$repeat_b" || { echo "Bail out! gen_fixtures failed"; exit 1; }
 cd "$dir" || exit 1
 
 # ---- profile ----
@@ -80,6 +83,40 @@ expect 2 "gate --threshold abc" "$cli" gate --threshold abc --baseline base.csv 
 "$cli" gate --baseline base.csv --candidate cand_regress.csv >g2.txt 2>&1
 if cmp -s g1.txt g2.txt; then tap OK "gate reports are reproducible"; else tap FAIL "gate reports are reproducible"; fi
 
+# ---- run-to-run noise: the committed 2 x H200 repeat sweeps (identical code, two runs) ----
+expect 0 "gate: repeat run b against repeat run a passes (eager medians moved up to 1.20x)" "$cli" gate --baseline "$repeat_a" --candidate "$repeat_b"
+has out "run-to-run noise cannot be estimated" "one baseline run: the report says noise cannot be estimated"
+has out "^ok *nccl *algo=auto,proto=auto,nccl=2.28.3 *allreduce *bf16 *eager *86016 .* 1.201 *1.250 *default" "the 1.201x eager point is within the eager default 1.25"
+expect 1 "gate: same files with an eager allowance of 1.05 fail (the default is what passes them)" "$cli" gate --default-noise eager=1.05 --baseline "$repeat_a" --candidate "$repeat_b"
+expect 1 "gate: a planted 30% graph slowdown in a copy of repeat b fails" "$cli" gate --baseline "$repeat_a" --candidate repeat_b_slow30.csv
+has out "^REGRESSION *p2p *variant=oneshot-flagfree,blocks=24,threads=256 *allreduce *bf16 *graph *43008" "the regression row names p2p flag-free 43008 graph"
+has out "1 regressions" "exactly one regression"
+expect 1 "gate: baselines a and b (2 runs) still catch the 30% graph slowdown" "$cli" gate --baseline "$repeat_a" --baseline "$repeat_b" --candidate repeat_b_slow30.csv
+has out "2 baseline runs" "the report counts 2 baseline runs"
+has out "pooled between-run sd of log medians, eager" "the report gives the pooled eager spread"
+has out "^ok *nccl *algo=auto,proto=auto,nccl=2.28.3 *allreduce *bf16 *eager *86016 .*2 runs, spread 1.201" "the noisy eager point shows its spread"
+expect 0 "gate: baselines a and b, candidate a: pass" "$cli" gate --baseline "$repeat_a" --baseline "$repeat_b" --candidate "$repeat_a"
+
+# ---- several baseline runs on fixtures (eager sd 6%, graph 1% between runs) ----
+runs="--baseline base_run1.csv --baseline base_run2.csv --baseline base_run3.csv"
+# shellcheck disable=SC2086
+expect 0 "gate: 3 baseline runs, a fourth run of the same code passes" "$cli" gate $runs --candidate cand_runs_same.csv
+has out "3 baseline runs" "the report counts 3 baseline runs"
+# shellcheck disable=SC2086
+expect 0 "gate: 12% eager slowdown is within the measured eager run-to-run noise" "$cli" gate $runs --candidate cand_runs_eager12.csv
+# shellcheck disable=SC2086
+expect 1 "gate: 12% graph slowdown is beyond the measured graph noise" "$cli" gate $runs --candidate cand_runs_graph12.csv
+has out "^REGRESSION *p2p *variant=oneshot-push,blocks=8 *allreduce *bf16 *graph *43008 .*3 runs" "the regression row names p2p 43008 graph and its 3 runs"
+cp out runs3.txt
+expect 1 "gate: one file holding 3 run_ids is 3 runs" "$cli" gate --baseline base_runs_all.csv --candidate cand_runs_graph12.csv
+has out "3 baseline runs" "3 run_ids in one file: 3 baseline runs"
+grep -v '^baseline:' out >runs1.txt
+if grep -v '^baseline:' runs3.txt | cmp -s - runs1.txt; then tap OK "3 files and 1 file with 3 run_ids give the same verdicts"; else tap FAIL "3 files and 1 file with 3 run_ids give the same verdicts"; fi
+expect 2 "gate --default-noise graph=0.9 is refused" "$cli" gate --default-noise graph=0.9 --baseline base.csv --candidate cand_same.csv
+has err "default-noise" "the message names --default-noise"
+expect 2 "gate --default-noise warm=1.1 is refused" "$cli" gate --default-noise warm=1.1 --baseline base.csv --candidate cand_same.csv
+expect 2 "gate: a bad second baseline file" "$cli" gate --baseline base.csv --baseline nan_median.csv --candidate cand_same.csv
+has err "nan_median.csv" "the message names the bad baseline"
 
 # ---- ci/gate.sh (with this CLI standing in for arbench: same `gate` subcommand) ----
 expect 1 "ci/gate.sh: regression exits 1" env ARBENCH="$cli" GATE_REPORT=ci.md GITHUB_STEP_SUMMARY=summary.md "$gate_sh" base.csv cand_regress.csv

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "points.h"
 #include "resample.h"
 #include "stats.h"
 
@@ -108,17 +109,20 @@ int fx_write_sweep(const char *path, const fx_sweep_t *s)
         return -1;
     int rc = 0;
     uint64_t seed = s->seed;
+    arb_rng_t run_rng;
+    arb_rng_seed(&run_rng, s->run_seed);
     for (size_t m = 0; m < 2; m++)
         for (size_t i = 0; i < 4; i++) {
             for (size_t k = 0; k < 3; k++) {
                 int is_p2p = k == 2;
                 int slow = is_p2p && sizes[i] == s->slow_bytes && s->slow_mode && strcmp(modes[m], s->slow_mode) == 0;
                 int fail = is_p2p && sizes[i] == s->fail_bytes && s->fail_mode && strcmp(modes[m], s->fail_mode) == 0;
+                double run_effect = exp(s->run_sigma[m] * normal(&run_rng)); /* drawn even if 0 */
                 fx_point_t p = {
                     .fabric = s->fabric ? s->fabric : "pcie-gen5", .impl = impls[k][0], .params = impls[k][1],
                     .op = "allreduce", .fusion = "", .dtype = "bf16", .mode = modes[m],
                     .check = fail ? "fail" : "pass", .run_id = s->run_id, .ranks = 2, .bytes = sizes[i],
-                    .median_us = (med[i][k] + (m == 0 ? 5.0 : 0.0)) * (slow ? s->slow_factor : 1.0),
+                    .median_us = (med[i][k] + (m == 0 ? 5.0 : 0.0)) * (slow ? s->slow_factor : 1.0) * run_effect,
                     .sigma = 0.03, .nsamples = s->nsamples, .seed = seed++,
                 };
                 rc |= fx_append(w, &p);
@@ -130,5 +134,75 @@ int fx_write_sweep(const char *path, const fx_sweep_t *s)
             rc |= fx_append(w, &ref);
         }
     rc |= arb_results_close(w);
+    return rc;
+}
+
+/* Writes v * factor into buf with the precision of the harness (3 decimals). */
+static const char *scaled(char *buf, size_t n, const char *v, double factor)
+{
+    double x;
+    if (arb_parse_double_field(v, &x))
+        return v; /* empty on rows that did not pass */
+    snprintf(buf, n, "%.3f", x * factor);
+    return buf;
+}
+
+int fx_copy_scaled(const char *src, const char *dst, const char *impl, const char *params, const char *mode,
+                   size_t bytes, double factor, const char *run_id)
+{
+    static const char *const times[] = {"median_us", "p10_us", "p90_us", "p99_us", "mean_us",
+                                        "stdev_us", "min_us", "max_us"};
+    char err[512], num[ARB_COL_COUNT][32], bstr[32];
+    arb_table_t t;
+    if (arb_table_read(src, &t, err, sizeof err)) {
+        fprintf(stderr, "fixture: %s\n", err);
+        return -1;
+    }
+    arb_results_writer_t *w = fx_create(dst);
+    int rc = w ? 0 : -1, hits = 0;
+    snprintf(bstr, sizeof bstr, "%zu", bytes);
+    int ci = arb_table_col(&t, "impl"), cp = arb_table_col(&t, "params"), cm = arb_table_col(&t, "mode");
+    int cb = arb_table_col(&t, "bytes");
+    for (size_t r = 0; w && r < t.nrows && ci >= 0 && cp >= 0 && cm >= 0 && cb >= 0; r++) {
+        char **f = t.rows[r];
+        int hit = strcmp(f[ci], impl) == 0 && strcmp(f[cp], params) == 0 && strcmp(f[cm], mode) == 0 &&
+                  strcmp(f[cb], bstr) == 0;
+        hits += hit;
+        char *samples = NULL;
+        arb_row_t row = {0};
+        for (int c = 0; c < ARB_COL_COUNT; c++) {
+            int tc = arb_table_col(&t, arb_result_col_names[c]);
+            row.f[c] = tc >= 0 ? f[tc] : NULL;
+            if (!hit || tc < 0)
+                continue;
+            for (size_t k = 0; k < sizeof times / sizeof times[0]; k++)
+                if (strcmp(arb_result_col_names[c], times[k]) == 0)
+                    row.f[c] = scaled(num[c], sizeof num[c], f[tc], factor);
+            if (c == ARB_COL_algbw_gbs || c == ARB_COL_busbw_gbs)
+                row.f[c] = scaled(num[c], sizeof num[c], f[tc], 1.0 / factor);
+            if (c == ARB_COL_samples_us && *f[tc]) {
+                samples = malloc(strlen(f[tc]) * 2 + 64);
+                size_t len = 0;
+                for (char *s = f[tc], *end; samples && *s; s = end) {
+                    double x = strtod(s, &end);
+                    if (end == s)
+                        break;
+                    len += (size_t)sprintf(samples + len, "%s%.3f", len ? " " : "", x * factor);
+                }
+                row.f[c] = samples;
+            }
+        }
+        if (run_id)
+            row.f[ARB_COL_run_id] = run_id;
+        rc |= arb_results_append(w, &row);
+        free(samples);
+    }
+    if (w)
+        rc |= arb_results_close(w);
+    arb_table_free(&t);
+    if (hits != 1) {
+        fprintf(stderr, "fixture: %s: %d rows match %s %s %s %zu, expected 1\n", src, hits, impl, params, mode, bytes);
+        rc = -1;
+    }
     return rc;
 }

@@ -28,7 +28,8 @@ arb_results_writer_t *fx_create(const char *path);
  * 14336, 43008, 86016, 1048576; nccl Ring/LL and Ring/Simple (nccl=VERSION in params),
  * p2p oneshot-push (clearly faster at the two small sizes, 1.3% faster at 86016,
  * slower at 1M), a noop reference row. slow_bytes/slow_mode/slow_factor plant a
- * slowdown of p2p at one point (factor 1 = none); fail_* plants check=fail. */
+ * slowdown of p2p at one point (factor 1 = none); fail_* plants check=fail; run_sigma
+ * gives each run its own shift of every median (one run of a random-effects model). */
 typedef struct fx_sweep {
     const char *run_id, *nccl_version;
     uint64_t seed;
@@ -39,8 +40,18 @@ typedef struct fx_sweep {
     size_t fail_bytes;
     const char *fail_mode;
     const char *fabric;
+    /* Run-to-run noise: every point's median is multiplied by exp(run_sigma[mode] * z),
+     * z standard normal drawn from run_seed and the point (eager 0, graph 1); 0: none. */
+    double run_sigma[2];
+    uint64_t run_seed;
 } fx_sweep_t;
 
 int fx_write_sweep(const char *path, const fx_sweep_t *s);
+
+/* Copies the results file src to dst with the one row (impl, params, mode, bytes)
+ * slowed by factor (times, samples_us; bandwidths divided), every run_id replaced by
+ * run_id unless NULL. Fails unless exactly one row matches. */
+int fx_copy_scaled(const char *src, const char *dst, const char *impl, const char *params, const char *mode,
+                   size_t bytes, double factor, const char *run_id);
 
 #endif

@@ -64,10 +64,55 @@ static int append_rmsnorm(const char *name)
     return w && arb_results_close(w) == 0 ? rc : -1;
 }
 
+/* Appends the data rows of file `from` (its header line skipped) to file `to`. */
+static int append_rows(const char *to, const char *from)
+{
+    char src[8192];
+    snprintf(src, sizeof src, "%s", at(from));
+    FILE *in = fopen(src, "rb"), *out = fopen(at(to), "ab");
+    int rc = in && out ? 0 : -1, c, header = 1;
+    while (!rc && (c = fgetc(in)) != EOF) {
+        if (!header)
+            rc = fputc(c, out) == EOF ? -1 : 0;
+        else if (c == '\n')
+            header = 0;
+    }
+    if (in)
+        fclose(in);
+    if (out && fclose(out))
+        rc = -1;
+    return rc;
+}
+
+/* Baselines of 3 runs with run-to-run noise (eager medians move with sd 6% between
+ * runs, graph with 1%), as 3 files and as one file with 3 run_ids, and candidates drawn
+ * from the same model: unchanged, p2p 43008 slowed 12% in eager, and in graph. */
+static int write_runs(void)
+{
+    fx_sweep_t r = {.nccl_version = "2.28.3", .nsamples = 100, .slow_factor = 1, .run_sigma = {0.06, 0.01}};
+    static const char *const names[] = {"base_run1.csv", "base_run2.csv", "base_run3.csv"};
+    static const char *const ids[] = {"run1", "run2", "run3"};
+    int rc = 0;
+    for (int i = 0; i < 3; i++) {
+        r.run_id = ids[i], r.seed = 20000 + 1000 * (uint64_t)i, r.run_seed = 77 + (uint64_t)i;
+        rc |= fx_write_sweep(at(names[i]), &r);
+    }
+    rc |= fx_write_sweep(at("base_runs_all.csv"), &(fx_sweep_t){.run_id = "run1", .nccl_version = "2.28.3",
+        .nsamples = 100, .slow_factor = 1, .run_sigma = {0.06, 0.01}, .seed = 20000, .run_seed = 77});
+    rc |= append_rows("base_runs_all.csv", "base_run2.csv") | append_rows("base_runs_all.csv", "base_run3.csv");
+    r.run_id = "cand-runs", r.seed = 30000, r.run_seed = 90;
+    rc |= fx_write_sweep(at("cand_runs_same.csv"), &r);
+    r.slow_bytes = 43008, r.slow_factor = 1.12, r.slow_mode = "eager";
+    rc |= fx_write_sweep(at("cand_runs_eager12.csv"), &r);
+    r.slow_mode = "graph";
+    rc |= fx_write_sweep(at("cand_runs_graph12.csv"), &r);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: gen_fixtures DIR\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: gen_fixtures DIR [REPEAT_B.csv] (REPEAT_B: a real results file to plant a 30%% slowdown in)\n");
         return 2;
     }
     snprintf(dir, sizeof dir, "%s", argv[1]);
@@ -95,6 +140,12 @@ int main(int argc, char **argv)
     nv.run_id = "nvlink", nv.fabric = "nvlink";
     rc |= fx_write_sweep(at("other_fabric.csv"), &nv);
     rc |= append_rmsnorm("rmsnorm.csv");
+    rc |= write_runs();
+    /* The committed repeat run b with one graph point 30% slower (a real regression on
+     * real noise): p2p flag-free at 43008 B, the 3-token verify message. */
+    if (argc == 3)
+        rc |= fx_copy_scaled(argv[2], at("repeat_b_slow30.csv"), "p2p", "variant=oneshot-flagfree,blocks=24,threads=256",
+                             "graph", 43008, 1.3, "repeat-b-slow30");
 
     /* Hostile inputs: each must be refused with a message and exit 2, never crash. */
     rc |= write_text("empty.csv", "", 0);

@@ -305,8 +305,160 @@ static void test_gate(void)
     }
 }
 
-int main(void)
+/* Writes rows of one point (p2p graph 43008) with exact medians: one per run. */
+static int write_runs_exact(const char *name, const char *mode, const double *med, const char *const *runs, size_t n)
 {
+    arb_results_writer_t *w = fx_create(at(name));
+    int rc = w ? 0 : -1;
+    for (size_t i = 0; w && i < n; i++) {
+        fx_point_t p = {.fabric = "pcie-gen5", .impl = "p2p", .params = "variant=oneshot-push", .op = "allreduce",
+                        .fusion = "", .dtype = "bf16", .mode = mode, .check = "pass", .run_id = runs[i],
+                        .ranks = 2, .bytes = 43008, .median_us = med[i], .sigma = 0, .nsamples = 20, .seed = 1};
+        rc |= fx_append(w, &p);
+    }
+    return w && arb_results_close(w) == 0 ? rc : -1;
+}
+
+static const arb_gate_point_t *find_cand(const arb_gate_result_t *r, const arb_point_t *cand)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (r->pts[i].cand == cand)
+            return &r->pts[i];
+    return NULL;
+}
+
+static const arb_gate_point_t *find_point(const arb_gate_result_t *r, const char *impl, const char *mode, size_t bytes)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (strcmp(r->pts[i].cand->impl, impl) == 0 && strcmp(r->pts[i].cand->mode, mode) == 0 &&
+            r->pts[i].cand->bytes == bytes)
+            return &r->pts[i];
+    return NULL;
+}
+
+/* The noise estimate on exact numbers: runs at 10, 11, 12 us. */
+static void test_gate_noise_estimate(void)
+{
+    static const double med3[] = {10, 11, 12}, cand[] = {11.5};
+    static const char *const runs[] = {"r1", "r2", "r3"}, *const cr[] = {"c"};
+    if (write_runs_exact("est_base.csv", "graph", med3, runs, 3) || write_runs_exact("est_cand.csv", "graph", cand, cr, 1)) {
+        ok(0, "write the estimation fixtures");
+        return;
+    }
+    arb_gate_result_t r;
+    arb_pointset_t b, c;
+    if (gate("est_base.csv", "est_cand.csv", &r, &b, &c)) {
+        ok(0, "gate est_base vs est_cand");
+        return;
+    }
+    const arb_gate_point_t *g = find_point(&r, "p2p", "graph", 43008);
+    double l[3] = {log(10), log(11), log(12)}, mean = (l[0] + l[1] + l[2]) / 3, ss = 0;
+    for (int i = 0; i < 3; i++)
+        ss += (l[i] - mean) * (l[i] - mean);
+    double sd = sqrt(ss / 2), allow = exp(4.0 * sd * sqrt(1 + 1.0 / 3));
+    ok(g && r.nruns_base == 3 && g->nruns == 3 && fabs(g->spread - 1.2) < 1e-12 && fabs(g->base_us - exp(mean)) < 1e-9 &&
+           fabs(g->noise_sd - sd) < 1e-12 && fabs(g->allow - allow) < 1e-9 && fabs(g->bar - allow) < 1e-9 &&
+           g->noise_src == ARB_GATE_NOISE_RUNS && g->verdict == ARB_GATE_OK,
+       "3 runs at 10/11/12 us: centre %.4f (geo mean), spread %.3f, sd %.5f (expected %.5f), allowance %.4f (expected %.4f)",
+       g ? g->base_us : 0, g ? g->spread : 0, g ? g->noise_sd : 0, sd, g ? g->allow : 0, allow);
+    ok(r.nmodes == 1 && r.modes[0].dof == 2 && fabs(r.modes[0].sd - sd) < 1e-12, "pooled graph sd over 1 point, 2 dof");
+    gate_done(&r, &b, &c);
+
+    /* One run: the mode default; the same run twice (one run_id) is still one run. */
+    static const double one[] = {10, 10}, slow[] = {11.5};
+    static const char *const same[] = {"r1", "r1"};
+    if (write_runs_exact("one_base.csv", "eager", one, same, 2) == 0 && write_runs_exact("one_cand.csv", "eager", slow, cr, 1) == 0 &&
+        gate("one_base.csv", "one_cand.csv", &r, &b, &c) == 0) {
+        g = find_point(&r, "p2p", "eager", 43008);
+        ok(g && r.nruns_base == 1 && r.ndup_base == 1 && g->noise_src == ARB_GATE_NOISE_DEFAULT && g->allow == 1.25 &&
+               g->verdict == ARB_GATE_OK,
+           "one baseline run: eager default allowance 1.25 keeps a 15%% eager difference ok");
+        gate_done(&r, &b, &c);
+    } else {
+        ok(0, "gate one_base vs one_cand");
+    }
+}
+
+/* The committed 2 x H200 repeat sweeps: real run-to-run noise. */
+static void test_gate_repeats(const char *path_a, const char *path_b)
+{
+    arb_gate_opts_t o;
+    arb_gate_result_t r;
+    arb_pointset_t a = {0}, b = {0}, ab = {0};
+    char err[512];
+    arb_gate_opts_default(&o);
+    if (arb_points_load(&a, path_a, err, sizeof err) || arb_points_load(&b, path_b, err, sizeof err) ||
+        arb_points_load(&ab, path_a, err, sizeof err) || arb_points_load(&ab, path_b, err, sizeof err)) {
+        ok(0, "load the repeat runs: %s", err);
+        goto done;
+    }
+    if (arb_gate_compare(&a, &b, &o, &r, err, sizeof err) == 0) {
+        const arb_gate_point_t *g = NULL;
+        double worst = 0;
+        for (size_t i = 0; i < r.n; i++)
+            if (r.pts[i].ratio > worst)
+                worst = r.pts[i].ratio, g = &r.pts[i];
+        ok(r.n == 104 && arb_gate_exit_status(&r) == 0 && r.nnoise[ARB_GATE_NOISE_DEFAULT] == 104 && g &&
+               strcmp(g->cand->mode, "eager") == 0 && worst > 1.15,
+           "repeat b vs a: 104 points pass on the mode defaults (worst ratio %.3f, %s %s)", worst, g ? g->cand->impl : "?",
+           g ? g->cand->mode : "?");
+        arb_gate_free(&r);
+    } else {
+        ok(0, "gate repeat a vs b: %s", err);
+    }
+    /* Plant a 30% slowdown of one graph point of b (median, spread and samples). */
+    arb_point_t *slow = NULL;
+    for (size_t i = 0; i < b.n; i++)
+        if (strcmp(b.p[i].impl, "p2p") == 0 && strcmp(b.p[i].params, "variant=oneshot-flagfree,blocks=24,threads=256") == 0 &&
+            strcmp(b.p[i].mode, "graph") == 0 && b.p[i].bytes == 43008)
+            slow = &b.p[i];
+    if (!slow) {
+        ok(0, "repeat b has a p2p graph 43008 point");
+        goto done;
+    }
+    slow->median_us *= 1.3, slow->p10_us *= 1.3, slow->p90_us *= 1.3;
+    for (size_t k = 0; k < slow->nsamples; k++)
+        slow->samples_us[k] *= 1.3;
+    if (arb_gate_compare(&a, &b, &o, &r, err, sizeof err) == 0) {
+        const arb_gate_point_t *g = find_cand(&r, slow);
+        ok(r.count[ARB_GATE_REGRESSION] == 1 && g && g->cand == slow && g->verdict == ARB_GATE_REGRESSION,
+           "30%% slowdown of one graph point in b: the one regression (ratio %.3f, bar %.3f)", g ? g->ratio : 0, g ? g->bar : 0);
+        arb_gate_free(&r);
+    } else {
+        ok(0, "gate repeat a vs slowed b: %s", err);
+    }
+    if (arb_gate_compare(&ab, &b, &o, &r, err, sizeof err) == 0) {
+        const arb_gate_point_t *g = find_cand(&r, slow);
+        ok(r.nruns_base == 2 && r.nnoise[ARB_GATE_NOISE_RUNS] == r.n && r.count[ARB_GATE_REGRESSION] == 1 && g &&
+               g->verdict == ARB_GATE_REGRESSION && r.nmodes == 2,
+           "baseline a+b (2 runs) vs slowed b: the slowdown is a regression (bar %.3f; %zu regressions in all)",
+           g ? g->bar : 0, r.count[ARB_GATE_REGRESSION]);
+        for (size_t i = 0; i < r.n; i++)
+            if (r.pts[i].verdict == ARB_GATE_REGRESSION && &r.pts[i] != g)
+                printf("# also: %s %s %s %zu ratio %.3f bar %.3f\n", r.pts[i].cand->impl, r.pts[i].cand->params,
+                       r.pts[i].cand->mode, r.pts[i].cand->bytes, r.pts[i].ratio, r.pts[i].bar);
+        arb_gate_free(&r);
+    } else {
+        ok(0, "gate repeat a+b vs slowed b: %s", err);
+    }
+    if (arb_gate_compare(&ab, &a, &o, &r, err, sizeof err) == 0) {
+        ok(arb_gate_exit_status(&r) == 0 && r.nruns_base == 2, "baseline a+b vs candidate a: pass");
+        arb_gate_free(&r);
+    } else {
+        ok(0, "gate repeat a+b vs a: %s", err);
+    }
+done:
+    arb_points_free(&a);
+    arb_points_free(&b);
+    arb_points_free(&ab);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        printf("Bail out! usage: test_analysis REPEAT_A.csv REPEAT_B.csv (the committed repeat sweeps)\n");
+        return 1;
+    }
     if (!mkdtemp(dir)) {
         printf("Bail out! cannot create a temporary directory\n");
         return 1;
@@ -333,6 +485,8 @@ int main(void)
     test_profile_noise();
     test_profile_reader();
     test_gate();
+    test_gate_noise_estimate();
+    test_gate_repeats(argv[1], argv[2]);
     printf("1..%d\n", ntest);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
