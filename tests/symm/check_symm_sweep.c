@@ -24,6 +24,7 @@
 #include <cuda_runtime_api.h>
 
 #include "results.h"
+#include "symm_run.h"
 #include "symm_tap.h"
 
 static const size_t sizes_bf16[] = {2, 1000, 43008, 1048576};
@@ -35,47 +36,6 @@ static const char *const lsa_variants[] = {"variant=oneshot-pull", "variant=ones
                                            "variant=oneshot-flagfree,ctas=12,threads=512"};
 enum { NSIZES = 4, NMODES = 3, NLSA = sizeof lsa_variants / sizeof *lsa_variants };
 
-/* Runs argv with stdout and stderr into log; the exit status, or -1. */
-static int run_logged(char *const *argv, const char *log)
-{
-    printf("# running:");
-    for (char *const *a = argv; *a; a++)
-        printf(" %s", *a);
-    printf("\n");
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    int status = 0;
-    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
-        return -1;
-    return WEXITSTATUS(status);
-}
-
-static void print_log(const char *log)
-{
-    FILE *f = fopen(log, "r");
-    char line[2048];
-    while (f && fgets(line, sizeof line, f))
-        printf("#   %s", line);
-    if (f)
-        fclose(f);
-}
-
-static int prefix_param(const char *params, const char *v)
-{
-    size_t n = strlen(v);
-    return strncmp(params, v, n) == 0 && (params[n] == '\0' || params[n] == ',');
-}
 
 /* The timeout path: every lsa row fails, at least one names the timeout, and arbench
  * exits non-zero (meson's timeout catches a hang). */

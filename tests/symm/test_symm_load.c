@@ -3,7 +3,9 @@
  * Unit test (no GPU, no MPI launcher): loads arb-nccl-symm.so and arb-lsa.so through
  * the real loader (arb_plugin_load by name) and checks names, caps, variants and
  * that bad parameters are refused with a message naming them, before any CUDA call
- * (on a machine without a GPU a CUDA call would answer "no CUDA device visible").
+ * (on a machine without a GPU a CUDA call would answer "no CUDA device visible");
+ * lsa's fused allreduce_rmsnorm is present and refuses bad arguments (and a missing
+ * instance) with one line naming the input.
  *
  *   test_symm_load                 normal run
  *   ARB_SYMM_EXPECT_MISMATCH=CODE  run under LD_PRELOAD of a fake ncclGetVersion
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cuda_runtime_api.h>
 
@@ -66,6 +69,66 @@ static void expect_init(const arb_plugin_t *p, const char *params, arb_status_t 
            arb_status_str(want), needle, why);
     if (st == ARB_OK && state != &sentinel)
         p->finalize(state);
+}
+
+/* Calls lsa's allreduce_rmsnorm with a NULL state (no GPU needed) and args; it must
+ * return `want` and write one line on stderr containing `needle`. */
+static void expect_rmsnorm(const arb_plugin_t *p, const arb_rmsnorm_args_t *args, arb_status_t want, const char *needle,
+                           const char *what)
+{
+    char path[] = "/tmp/test_symm_load_XXXXXX", msg[1024] = "";
+    int fd = mkstemp(path), saved = dup(2);
+    if (fd < 0 || saved < 0) {
+        tap_ok(0, "lsa allreduce_rmsnorm(%s): cannot capture stderr", what);
+        return;
+    }
+    fflush(stderr);
+    dup2(fd, 2);
+    arb_status_t st = p->allreduce_rmsnorm(NULL, args, NULL);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ssize_t n = pread(fd, msg, sizeof msg - 1, 0);
+    msg[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(path);
+    char *nl = strchr(msg, '\n');
+    int one_line = nl && nl[1] == '\0';
+    if (nl)
+        *nl = '\0';
+    tap_ok(st == want && strstr(msg, needle) && one_line, "lsa allreduce_rmsnorm(%s) -> %s (want %s), one line naming '%s': %s",
+           what, arb_status_str(st), arb_status_str(want), needle, msg);
+}
+
+/* Bad arguments are refused before the instance is touched, each with a message
+ * naming the input; valid arguments with no instance are refused too. */
+static void check_lsa_rmsnorm(const arb_plugin_t *p)
+{
+    tap_ok(p->allreduce_rmsnorm != NULL, "lsa: allreduce_rmsnorm (the fused op) is provided");
+    if (!p->allreduce_rmsnorm)
+        return;
+    static uint16_t buf[64]; /* host memory: never dereferenced, only checked */
+    const arb_rmsnorm_args_t good = {.x = buf, .residual = buf + 8, .weight = buf + 16, .out = buf + 24,
+                                     .tokens = 3, .hidden = 7, .eps = 1e-6f};
+    arb_rmsnorm_args_t a;
+    expect_rmsnorm(p, NULL, ARB_ERR_INVALID, "args is NULL", "args NULL");
+    a = good, a.x = NULL;
+    expect_rmsnorm(p, &a, ARB_ERR_INVALID, "x is NULL, expected a device pointer", "x NULL");
+    a = good, a.weight = NULL;
+    expect_rmsnorm(p, &a, ARB_ERR_INVALID, "weight is NULL", "weight NULL");
+    a = good, a.out = (char *)buf + 1;
+    expect_rmsnorm(p, &a, ARB_ERR_INVALID, "expected 2-byte aligned bf16 pointers", "odd out");
+    a = good, a.hidden = 0;
+    expect_rmsnorm(p, &a, ARB_ERR_INVALID, "hidden=0, expected at least 1", "hidden 0");
+    a = good, a.eps = -1.0f;
+    expect_rmsnorm(p, &a, ARB_ERR_INVALID, "eps=-1, expected a finite value >= 0", "eps -1");
+    a = good, a.eps = 1.0f / 0.0f;
+    expect_rmsnorm(p, &a, ARB_ERR_INVALID, "eps=inf", "eps inf");
+    a = good, a.eps = 0.0f / 0.0f;
+    expect_rmsnorm(p, &a, ARB_ERR_INVALID, "expected a finite value >= 0", "eps nan");
+    a = good, a.tokens = 4000000000u, a.hidden = 4000000000u;
+    expect_rmsnorm(p, &a, ARB_ERR_INVALID, "expected at most 2^40 elements", "tokens x hidden too large");
+    expect_rmsnorm(p, &good, ARB_ERR_INVALID, "state is NULL, expected the instance from init", "valid args, no instance");
 }
 
 static int has_gpu(void)
@@ -145,6 +208,8 @@ int main(void)
             check_nccl_symm(symm.plugin);
         if (ok_lsa)
             check_lsa(lsa.plugin);
+        if (ok_lsa)
+            check_lsa_rmsnorm(lsa.plugin);
         if (has_gpu()) {
             tap_skip("a GPU is visible: init with valid parameters is covered by the gpu suite (symm-sweep-*)");
         } else {

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers of the symm GPU checks: run a command with its output in a log, print the
+ * log as TAP comments, match lsa's params by their variant prefix. */
+#ifndef ARB_SYMM_RUN_H
+#define ARB_SYMM_RUN_H
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Runs argv with stdout and stderr into log; the exit status, or -1. */
+static int run_logged(char *const *argv, const char *log) __attribute__((unused));
+static int run_logged(char *const *argv, const char *log)
+{
+    printf("# running:");
+    for (char *const *a = argv; *a; a++)
+        printf(" %s", *a);
+    printf("\n");
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+        return -1;
+    return WEXITSTATUS(status);
+}
+
+static void print_log(const char *log) __attribute__((unused));
+static void print_log(const char *log)
+{
+    FILE *f = fopen(log, "r");
+    char line[2048];
+    while (f && fgets(line, sizeof line, f))
+        printf("#   %s", line);
+    if (f)
+        fclose(f);
+}
+
+/* params starts with v, followed by ',' or its end. */
+static int prefix_param(const char *params, const char *v) __attribute__((unused));
+static int prefix_param(const char *params, const char *v)
+{
+    size_t n = strlen(v);
+    return strncmp(params, v, n) == 0 && (params[n] == '\0' || params[n] == ',');
+}
+
+#endif
