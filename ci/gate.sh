@@ -1,6 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # CI regression gate: ci/gate.sh BASELINE.csv CANDIDATE.csv [arbench gate options...]
+# More baseline runs go among the options (--baseline B2.csv ...): run-to-run noise is
+# then measured per point instead of the per-mode defaults (docs/gate.md).
 # Runs `arbench gate`, prints the text report, writes the markdown report to
 # $GATE_REPORT (default gate-report.md) and appends it to $GITHUB_STEP_SUMMARY when set.
 # Exit status is arbench gate's: 0 pass, 1 regression or failed check, 2 invalid input.

@@ -125,6 +125,8 @@ has summary.md "REGRESSION" "ci/gate.sh appends the report to GITHUB_STEP_SUMMAR
 expect 0 "ci/gate.sh: identical data exits 0" env ARBENCH="$cli" GATE_REPORT=ci.md "$gate_sh" base.csv cand_same.csv
 expect 2 "ci/gate.sh: invalid input exits 2" env ARBENCH="$cli" GATE_REPORT=ci.md "$gate_sh" base.csv empty.csv
 expect 2 "ci/gate.sh: one argument is a usage error" "$gate_sh" base.csv
+expect 1 "ci/gate.sh: more baselines among the options (3 runs, 12% graph slowdown)" env ARBENCH="$cli" GATE_REPORT=ci.md "$gate_sh" base_run1.csv cand_runs_graph12.csv --baseline base_run2.csv --baseline base_run3.csv
+has ci.md "3 baseline runs" "ci/gate.sh passes the extra baselines on"
 
 echo "1..$n"
 [ "$failed" -eq 0 ] && rm -rf "$dir"
