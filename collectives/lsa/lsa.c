@@ -13,6 +13,11 @@
  *                            64 to 1024 (default 256); pull and push run 512
  *   timeout_ms=N             spin limit (default 5000)
  *   test_hang_rank=R         flag-free only: rank R sends no lines (tests timeouts)
+ *   row_ctas=auto|1|2|4|8    flag-free fused op: CTAs per token row (a thread-block
+ *                            cluster); auto (default) picks per call
+ *   pdl=0|1                  flag-free fused op: 1 launches with programmatic
+ *                            dependent launch (the kernel waits for the previous one
+ *                            in griddepcontrol.wait, its launch overlaps it); default 0
  *
  * The device API's struct layouts (ncclDevComm, ncclWindow_vidmem) differ between
  * NCCL patch releases (2.28.3 vs 2.28.9), and the kernels read them directly: init
@@ -41,11 +46,13 @@ typedef struct lsa_buffer {
 
 typedef struct lsa_params {
     lsa_variant_t variant;
-    int have_variant, have_barrier, have_ctas, have_threads, have_hang;
+    int have_variant, have_barrier, have_ctas, have_threads, have_hang, have_fused;
     lsa_barrier_t barrier;
     int ctas, threads;
     unsigned timeout_ms;
     unsigned hang_rank;
+    unsigned row_ctas; /* 0: auto */
+    unsigned pdl;
 } lsa_params_t;
 
 typedef struct lsa_state {
@@ -124,6 +131,22 @@ static int on_pair(void *ctx, const char *key, const char *value, char *why, siz
         }
         p->hang_rank = u;
         p->have_hang = 1;
+    } else if (strcmp(key, "row_ctas") == 0) {
+        if (strcmp(value, "auto") == 0)
+            p->row_ctas = 0;
+        else if (parse_uint(value, 1, 8, &u) || (u & (u - 1))) {
+            snprintf(why, why_len, "lsa: row_ctas='%s', expected auto, 1, 2, 4 or 8", value);
+            return -1;
+        } else
+            p->row_ctas = u;
+        p->have_fused = 1;
+    } else if (strcmp(key, "pdl") == 0) {
+        if (parse_uint(value, 0, 1, &u)) {
+            snprintf(why, why_len, "lsa: pdl='%s', expected 0 or 1", value);
+            return -1;
+        }
+        p->pdl = u;
+        p->have_fused = 1;
     } else if (strcmp(key, "timeout_ms") == 0) {
         if (parse_uint(value, 1, 3600000, &u)) {
             snprintf(why, why_len, "lsa: timeout_ms='%s', expected an integer from 1 to 3600000 (milliseconds)", value);
@@ -131,7 +154,7 @@ static int on_pair(void *ctx, const char *key, const char *value, char *why, siz
         }
         p->timeout_ms = u;
     } else {
-        snprintf(why, why_len, "lsa: unknown parameter '%s' (known: variant, barrier, ctas, threads, timeout_ms, test_hang_rank)", key);
+        snprintf(why, why_len, "lsa: unknown parameter '%s' (known: variant, barrier, ctas, threads, timeout_ms, test_hang_rank, row_ctas, pdl)", key);
         return -1;
     }
     return 0;
@@ -152,6 +175,10 @@ static arb_status_t lsa_init(const arb_comm_info_t *info, const arb_host_ops_t *
     if (!flagfree && (p.have_threads || p.have_hang)) {
         snprintf(why, why_len, "lsa: %s applies to variant=oneshot-flagfree only (pull and push run 512 threads per CTA)",
                  p.have_threads ? "threads" : "test_hang_rank");
+        return ARB_ERR_INVALID;
+    }
+    if (!flagfree && p.have_fused) {
+        snprintf(why, why_len, "lsa: row_ctas and pdl apply to variant=oneshot-flagfree only (its fused allreduce_rmsnorm)");
         return ARB_ERR_INVALID;
     }
     if (flagfree && p.have_barrier) {
@@ -210,15 +237,22 @@ static arb_status_t lsa_init(const arb_comm_info_t *info, const arb_host_ops_t *
     s->cfg = (lsa_config_t){.variant = p.variant, .barrier = p.barrier, .ctas = p.ctas, .threads = p.threads,
                             .timeout_ns = (uint64_t)p.timeout_ms * 1000000u,
                             .hang_rank = p.have_hang ? (int)p.hang_rank : -1,
-                            .max_tokens = info->max_tokens, .hidden = info->hidden};
+                            .max_tokens = info->max_tokens, .hidden = info->hidden,
+                            .fused_row_ctas = (int)p.row_ctas, .fused_pdl = (int)p.pdl};
     st = lsa_dev_create(s->comm, ops, info->nranks, max_bytes, &s->cfg, &s->dev, why, why_len);
     if (st != ARB_OK)
         goto err_destroy_comm;
 
     static const char *const names[] = {"oneshot-pull", "oneshot-push", "oneshot-flagfree"};
-    char hang[32] = "";
+    /* Optional keys only when given, so the default variants describe as before. */
+    char hang[80] = "";
+    size_t used = 0;
     if (p.have_hang)
-        snprintf(hang, sizeof hang, ",test_hang_rank=%u", p.hang_rank);
+        used += (size_t)snprintf(hang + used, sizeof hang - used, ",test_hang_rank=%u", p.hang_rank);
+    if (p.row_ctas)
+        used += (size_t)snprintf(hang + used, sizeof hang - used, ",row_ctas=%u", p.row_ctas);
+    if (p.pdl)
+        snprintf(hang + used, sizeof hang - used, ",pdl=1");
     if (flagfree)
         snprintf(s->describe, sizeof s->describe, "variant=%s,ctas=%d,threads=%d,timeout_ms=%u%s,nccl=%s",
                  names[p.variant], s->cfg.ctas, s->cfg.threads, p.timeout_ms, hang, lv);

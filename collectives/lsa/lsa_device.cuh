@@ -172,8 +172,9 @@ int lsa_fused_kmax(int threads);
  * the fewer of the two kernels (whole units, element-wise). */
 cudaError_t lsa_fused_max_clusters(int p, int threads, int *clusters);
 /* Enqueues one launch of `ctas` CTAs in clusters of p (plain CTAs for p = 1). whole:
- * hidden % 4 == 0 and x, residual, weight, out 8-byte aligned. */
-cudaError_t lsa_fused_launch(const lsa_fargs &a, bool whole, int ctas, int p, int threads, cudaStream_t s);
+ * hidden % 4 == 0 and x, residual, weight, out 8-byte aligned. pdl: programmatic
+ * dependent launch (the kernel waits in griddepcontrol.wait before any load). */
+cudaError_t lsa_fused_launch(const lsa_fargs &a, bool whole, int ctas, int p, int threads, bool pdl, cudaStream_t s);
 /* Bytes of one fused line set of one source (0: no fused op for this config). */
 size_t lsa_fused_set_bytes(const lsa_config_t *cfg);
 /* Collective (every rank, after cfg->ctas was clamped): resolves cfg->fused_ctas,

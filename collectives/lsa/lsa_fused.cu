@@ -140,6 +140,14 @@ __global__ void __launch_bounds__(MAXT, 1) fused_kernel(const lsa_fargs a)
     const int n = a.lsa_size, me = a.lsa_rank;
     const unsigned upt = a.upt;
 
+    /* Programmatic dependent launch (pdl=1): this kernel may start while the previous
+     * one on the stream runs; wait here until it completed and its memory is visible
+     * (the epoch words, x, residual), before any load. Let the next launch start its
+     * own preamble now: it waits the same way for this kernel to complete. Without
+     * PDL both are no-ops. */
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+
     /* 1. Every load first. Slot k: unit u0 + (k % upt) * ustride of my row k / upt. */
     const uint32_t epoch = a.words[W_FUSED + blockIdx.x] + 1;
     bool failed = lsa_failed(a.words);
@@ -320,30 +328,37 @@ __global__ void __launch_bounds__(MAXT, 1) fused_kernel(const lsa_fargs a)
         cg::this_cluster().barrier_wait(); /* no CTA exits while another reads its s_warp */
 }
 
-cudaLaunchConfig_t cluster_config(int ctas, int p, int threads, cudaStream_t s, cudaLaunchAttribute *attr)
+/* attr holds 2 entries: the cluster size (p > 1), programmatic serialization (pdl). */
+cudaLaunchConfig_t launch_config(int ctas, int p, int threads, bool pdl, cudaStream_t s, cudaLaunchAttribute *attr)
 {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)ctas);
     cfg.blockDim = dim3((unsigned)threads);
     cfg.stream = s;
-    attr->id = cudaLaunchAttributeClusterDimension;
-    attr->val.clusterDim.x = (unsigned)p;
-    attr->val.clusterDim.y = 1;
-    attr->val.clusterDim.z = 1;
     cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = 0;
+    if (p > 1) {
+        attr[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
+        attr[cfg.numAttrs].val.clusterDim.x = (unsigned)p;
+        attr[cfg.numAttrs].val.clusterDim.y = 1;
+        attr[cfg.numAttrs].val.clusterDim.z = 1;
+        cfg.numAttrs++;
+    }
+    if (pdl) {
+        attr[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[cfg.numAttrs].val.programmaticStreamSerializationAllowed = 1;
+        cfg.numAttrs++;
+    }
     return cfg;
 }
 
 template <int MAXT, bool WHOLE>
-cudaError_t launch_t(const lsa_fargs &a, int ctas, int p, int threads, cudaStream_t s)
+cudaError_t launch_t(const lsa_fargs &a, int ctas, int p, int threads, bool pdl, cudaStream_t s)
 {
-    if (p == 1) {
-        fused_kernel<MAXT, false, WHOLE><<<ctas, threads, 0, s>>>(a);
-        return cudaGetLastError();
-    }
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = cluster_config(ctas, p, threads, s, &attr);
+    cudaLaunchAttribute attr[2];
+    const cudaLaunchConfig_t cfg = launch_config(ctas, p, threads, pdl, s, attr);
+    if (p == 1)
+        return cudaLaunchKernelEx(&cfg, fused_kernel<MAXT, false, WHOLE>, a);
     return cudaLaunchKernelEx(&cfg, fused_kernel<MAXT, true, WHOLE>, a);
 }
 
@@ -359,8 +374,8 @@ template <int MAXT, bool WHOLE> cudaError_t max_clusters_t(int p, int threads, i
         *clusters = per_sm * sms;
         return e;
     }
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = cluster_config(p, p, threads, 0, &attr);
+    cudaLaunchAttribute attr[2];
+    const cudaLaunchConfig_t cfg = launch_config(p, p, threads, false, 0, attr);
     return cudaOccupancyMaxActiveClusters(clusters, fused_kernel<MAXT, true, WHOLE>, &cfg);
 }
 
@@ -391,13 +406,14 @@ cudaError_t lsa_fused_max_clusters(int p, int threads, int *clusters)
     return max_clusters_m<1024>(p, threads, clusters);
 }
 
-cudaError_t lsa_fused_launch(const lsa_fargs &a, bool whole, int ctas, int p, int threads, cudaStream_t s)
+cudaError_t lsa_fused_launch(const lsa_fargs &a, bool whole, int ctas, int p, int threads, bool pdl, cudaStream_t s)
 {
     if (threads <= 256)
-        return whole ? launch_t<256, true>(a, ctas, p, threads, s) : launch_t<256, false>(a, ctas, p, threads, s);
+        return whole ? launch_t<256, true>(a, ctas, p, threads, pdl, s) : launch_t<256, false>(a, ctas, p, threads, pdl, s);
     if (threads <= 512)
-        return whole ? launch_t<512, true>(a, ctas, p, threads, s) : launch_t<512, false>(a, ctas, p, threads, s);
-    return whole ? launch_t<1024, true>(a, ctas, p, threads, s) : launch_t<1024, false>(a, ctas, p, threads, s);
+        return whole ? launch_t<512, true>(a, ctas, p, threads, pdl, s) : launch_t<512, false>(a, ctas, p, threads, pdl, s);
+    return whole ? launch_t<1024, true>(a, ctas, p, threads, pdl, s)
+                 : launch_t<1024, false>(a, ctas, p, threads, pdl, s);
 }
 
 /* ------------------------------------------------------------------ host side */
@@ -496,7 +512,7 @@ bool pick_shape(const lsa_config_t &c, unsigned tokens, unsigned hidden, size_t 
     bool found = false;
     unsigned best_launches = 0, best_units = 0;
     for (int i = 0; (1 << i) <= c.fused_pmax; i++) {
-        if (!(c.fused_pmask >> i & 1))
+        if (!(c.fused_pmask >> i & 1) || (c.fused_row_ctas && c.fused_row_ctas != 1 << i))
             continue;
         const unsigned p = 1u << i, nc = (unsigned)c.fused_ctas / p;
         const unsigned upt = (upr + p * (unsigned)c.threads - 1) / (p * (unsigned)c.threads);
@@ -538,6 +554,12 @@ extern "C" arb_status_t lsa_dev_allreduce_rmsnorm(lsa_dev_t *d, const arb_rmsnor
     if (args->tokens == 0)
         return ARB_OK;
     fused_shape sh;
+    /* pmask bit i: clusters of 2^i CTAs are usable. */
+    if (c.fused_row_ctas && (c.fused_row_ctas > c.fused_pmax || !(c.fused_pmask >> __builtin_ctz((unsigned)c.fused_row_ctas) & 1))) {
+        snprintf(why, why_len, "lsa: row_ctas=%d is not usable with the fused grid of %d CTAs (largest resident cluster size on every rank: %d)",
+                 c.fused_row_ctas, c.fused_ctas, c.fused_pmax);
+        return ARB_DECLINE;
+    }
     if (!pick_shape(c, args->tokens, args->hidden, d->fused_bytes, &sh)) {
         const size_t most = (size_t)lsa_fused_kmax(c.threads) * kE * (size_t)c.fused_pmax * (size_t)c.threads;
         const size_t by_area = d->fused_bytes / 16 * kE;
@@ -569,7 +591,7 @@ extern "C" arb_status_t lsa_dev_allreduce_rmsnorm(lsa_dev_t *d, const arb_rmsnor
         a.residual = (__nv_bfloat16 *)args->residual + e0;
         a.out = (__nv_bfloat16 *)args->out + e0;
         a.rows = args->tokens - row0 < sh.rows_per_launch ? args->tokens - row0 : sh.rows_per_launch;
-        ce = lsa_fused_launch(a, whole, c.fused_ctas, sh.p, c.threads, (cudaStream_t)stream);
+        ce = lsa_fused_launch(a, whole, c.fused_ctas, sh.p, c.threads, c.fused_pdl != 0, (cudaStream_t)stream);
     }
     if (ce != cudaSuccess) {
         snprintf(why, why_len, "lsa: fused kernel launch (%d CTAs in clusters of %d): %s", c.fused_ctas, sh.p,

@@ -178,6 +178,11 @@ static void check_lsa(const arb_plugin_t *p)
     expect_init(p, "variant=oneshot-flagfree,threads=32", ARB_ERR_INVALID, "threads='32'");
     expect_init(p, "variant=oneshot-flagfree,barrier=nccl", ARB_ERR_INVALID, "barrier applies to oneshot-pull and oneshot-push only");
     expect_init(p, "variant=oneshot-flagfree,test_hang_rank=x", ARB_ERR_INVALID, "test_hang_rank='x'");
+    expect_init(p, "variant=oneshot-flagfree,row_ctas=3", ARB_ERR_INVALID, "row_ctas='3', expected auto, 1, 2, 4 or 8");
+    expect_init(p, "variant=oneshot-flagfree,row_ctas=16", ARB_ERR_INVALID, "row_ctas='16'");
+    expect_init(p, "variant=oneshot-flagfree,pdl=2", ARB_ERR_INVALID, "pdl='2', expected 0 or 1");
+    expect_init(p, "variant=oneshot-push,row_ctas=2", ARB_ERR_INVALID, "row_ctas and pdl apply to variant=oneshot-flagfree only");
+    expect_init(p, "variant=oneshot-pull,pdl=1", ARB_ERR_INVALID, "row_ctas and pdl apply to variant=oneshot-flagfree only");
     /* info.nranks is 1: rank 1 does not exist. */
     expect_init(p, "variant=oneshot-flagfree,test_hang_rank=1", ARB_ERR_INVALID, "test_hang_rank=1, expected a rank from 0 to 0");
 }
@@ -220,6 +225,12 @@ int main(void)
                             "no CUDA device visible");
             if (ok_lsa)
                 expect_init(lsa.plugin, "variant=oneshot-flagfree,ctas=12,threads=512,timeout_ms=100", ARB_ERR_SYSTEM,
+                            "no CUDA device visible");
+            if (ok_lsa)
+                expect_init(lsa.plugin, "variant=oneshot-flagfree,row_ctas=auto,pdl=1", ARB_ERR_SYSTEM,
+                            "no CUDA device visible");
+            if (ok_lsa)
+                expect_init(lsa.plugin, "variant=oneshot-flagfree,row_ctas=8,pdl=0", ARB_ERR_SYSTEM,
                             "no CUDA device visible");
         }
     }
