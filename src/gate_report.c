@@ -74,7 +74,7 @@ static void emit_point(FILE *f, int md, const arb_gate_point_t *g)
     emit(f, md, cells);
 }
 
-static void describe_file(FILE *f, int md, const char *role, const arb_pointset_t *ps)
+static void describe_file(FILE *f, int md, const char *role, const arb_pointset_t *ps, size_t nruns)
 {
     const char *run = "", *rev = "", *gpu = "";
     if (ps->n)
@@ -82,7 +82,8 @@ static void describe_file(FILE *f, int md, const char *role, const arb_pointset_
     fprintf(f, "%s%s: %s", md ? "- " : "", role, ps->nfiles ? ps->paths[0] : "?");
     for (size_t i = 1; i < ps->nfiles; i++)
         fprintf(f, ", %s", ps->paths[i]);
-    fprintf(f, " (%zu rows; run %s, git %s, gpu %s)\n", ps->n, *run ? run : "?", *rev ? rev : "?", *gpu ? gpu : "?");
+    fprintf(f, " (%zu rows; %s%s, git %s, gpu %s)\n", ps->n, nruns > 1 ? "runs: several, the first " : "run ",
+            *run ? run : "?", *rev ? rev : "?", *gpu ? gpu : "?");
 }
 
 /* How run-to-run noise was handled: measured from several baseline runs, or not
@@ -100,8 +101,8 @@ static void describe_noise(FILE *f, int md, const arb_gate_result_t *r, const ar
     for (size_t i = 0; i < r->nmodes; i++) {
         const arb_gate_mode_noise_t *m = &r->modes[i];
         if (m->dof)
-            fprintf(f, "%s  pooled between-run sd of log medians, %s: %.4f (%zu points with 2+ runs, %zu dof; allowance from it alone: x%.3f with 2 runs, x%.3f for a point with 1 run)\n",
-                    li, m->mode, m->sd, m->points, m->dof, exp(o->noise_k * m->sd * sqrt(1.5)), exp(o->noise_k * m->sd * sqrt(2.0)));
+            fprintf(f, "%spooled between-run sd of log medians, %s: %.4f (%zu points with 2+ runs, %zu dof; allowance from it alone: x%.3f with 2 runs, x%.3f for a point with 1 run)\n",
+                    md ? "  - " : "  ", m->mode, m->sd, m->points, m->dof, exp(o->noise_k * m->sd * sqrt(1.5)), exp(o->noise_k * m->sd * sqrt(2.0)));
     }
 }
 
@@ -122,9 +123,9 @@ static void report(FILE *f, int md, const arb_gate_result_t *r, const arb_gate_o
     int failed = arb_gate_exit_status(r);
     if (md)
         fprintf(f, "## arbench gate: %s\n\n", failed ? "FAIL" : "PASS");
-    describe_file(f, md, "baseline", base);
-    describe_file(f, md, "candidate", cand);
-    fprintf(f, "%srule: bar = max(%.4g, run-to-run noise allowance); regression when candidate median / baseline median (geometric mean over baseline runs) > bar and the %g%% bootstrap interval of that ratio (%u resamples, seed %llu) lies above bar; without %zu+ samples_us on both sides, when additionally candidate p10 > baseline p90\n",
+    describe_file(f, md, "baseline", base, r->nruns_base);
+    describe_file(f, md, "candidate", cand, r->nruns_cand);
+    fprintf(f, "%srule: bar = max(%.4g, run-to-run noise allowance); regression when candidate median / baseline median (geometric mean over baseline runs) > bar and the %g%% bootstrap interval of that ratio (%u resamples, seed %llu) lies above bar; without %zu+ samples_us on both sides, when additionally candidate p10 > the largest baseline p90\n",
             md ? "- " : "", 1 + o->threshold, (1 - o->alpha) * 100, o->reps, (unsigned long long)o->seed, o->min_samples);
     describe_noise(f, md, r, o);
     fprintf(f, "%smatched %zu points: %zu regressions, %zu failed checks, %zu improved, %zu ok, %zu not compared; %zu compared with the p10/p90 fallback (samples_us missing or too few)\n",
