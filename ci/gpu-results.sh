@@ -3,7 +3,8 @@
 # The committed results of a GPU machine, in one go (after ci/gpu.sh built BUILD):
 #   ci/gpu-results.sh BUILD OUTDIR TAG      e.g. ci/gpu-results.sh build-gpu $OUT h200x2
 # Writes OUTDIR/TAG-*.csv (default plan; fused op; NCCL with P2P disabled vs hoststaged),
-# OUTDIR/topo-TAG.{txt,xml}, OUTDIR/tuner-TAG.log and OUTDIR/gate-TAG.md, and prints a summary.
+# OUTDIR/topo-TAG.{txt,xml}, OUTDIR/tuner-TAG.log, three repeat sweeps and their gate reports,
+# and prints a summary.
 set -uo pipefail
 build=${1:?BUILD dir}; out=${2:?OUTDIR}; tag=${3:?TAG}
 arbench=$build/harness/arbench
@@ -41,12 +42,17 @@ ARBENCH_TUNER_DEBUG=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING \
     >"$out/tuner-$tag.log" 2>&1 && step tuner ok || step tuner FAILED
 grep -E "TUNER/Plugin|ARBENCH-TUNER|Bytes -> Algo" "$out/tuner-$tag.log" | sort | uniq -c | head -20
 
-# Gate self-check: two identical sweeps must not be called a regression.
-for r in a b; do
+# Gate self-check on real noise: three identical sweeps back to back; the third, gated
+# against the first two (measured run-to-run noise) and against the first alone (the
+# per-mode defaults), must not be called a regression.
+for r in a b c; do
     timeout 300 $mpi "$arbench" sweep --impl nccl,p2p --sizes 14336,43008,86016,1M --modes eager,graph \
-        --out "$out/gate-$tag-$r.csv" >/dev/null 2>&1 || step "gate sweep $r" FAILED
+        --out "$out/$tag-repeat-$r.csv" >/dev/null 2>&1 || step "repeat sweep $r" FAILED
 done
-"$arbench" gate --baseline "$out/gate-$tag-a.csv" --candidate "$out/gate-$tag-b.csv" --report-md "$out/gate-$tag.md" \
-    >"$out/gate-$tag.txt" 2>&1
-echo "== gate a vs b: exit $? ($(grep -m1 -i "result" "$out/gate-$tag.txt"))"
+"$arbench" gate --baseline "$out/$tag-repeat-a.csv" --baseline "$out/$tag-repeat-b.csv" \
+    --candidate "$out/$tag-repeat-c.csv" >"$out/gate-$tag-repeat-ab-vs-c.txt" 2>&1
+echo "== gate a+b vs c: exit $? ($(grep -m1 -i "^result" "$out/gate-$tag-repeat-ab-vs-c.txt"))"
+"$arbench" gate --baseline "$out/$tag-repeat-a.csv" --candidate "$out/$tag-repeat-c.csv" \
+    >"$out/gate-$tag-repeat-a-vs-c.txt" 2>&1
+echo "== gate a vs c: exit $? ($(grep -m1 -i "^result" "$out/gate-$tag-repeat-a-vs-c.txt"))"
 exit $status
