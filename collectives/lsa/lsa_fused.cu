@@ -124,10 +124,11 @@ template <bool WHOLE> __device__ __forceinline__ void store_unit(__nv_bfloat16 *
     }
 }
 
-template <int MAXT, bool CLUSTER, bool WHOLE>
+/* KMAX: the units a thread may hold (kmax_for(MAXT), or 1 for launches where no
+ * thread has more than one: less code on the latency path). */
+template <int MAXT, int KMAX, bool CLUSTER, bool WHOLE>
 __global__ void __launch_bounds__(MAXT, 1) fused_kernel(const lsa_fargs a)
 {
-    constexpr int KMAX = kmax_for(MAXT);
     __shared__ float s_warp[KMAX][MAXT / kWarp]; /* [row of this CTA][warp]: sum of squares */
     unsigned P = 1, q = 0;
     if constexpr (CLUSTER) {
@@ -352,17 +353,25 @@ cudaLaunchConfig_t launch_config(int ctas, int p, int threads, bool pdl, cudaStr
     return cfg;
 }
 
-template <int MAXT, bool WHOLE>
-cudaError_t launch_t(const lsa_fargs &a, int ctas, int p, int threads, bool pdl, cudaStream_t s)
+template <int MAXT, int KMAX, bool WHOLE>
+cudaError_t launch_k(const lsa_fargs &a, int ctas, int p, int threads, bool pdl, cudaStream_t s)
 {
     cudaLaunchAttribute attr[2];
     const cudaLaunchConfig_t cfg = launch_config(ctas, p, threads, pdl, s, attr);
     if (p == 1)
-        return cudaLaunchKernelEx(&cfg, fused_kernel<MAXT, false, WHOLE>, a);
-    return cudaLaunchKernelEx(&cfg, fused_kernel<MAXT, true, WHOLE>, a);
+        return cudaLaunchKernelEx(&cfg, fused_kernel<MAXT, KMAX, false, WHOLE>, a);
+    return cudaLaunchKernelEx(&cfg, fused_kernel<MAXT, KMAX, true, WHOLE>, a);
 }
 
-template <int MAXT, bool WHOLE> cudaError_t max_clusters_t(int p, int threads, int *clusters)
+/* single: no thread holds more than one unit in this launch. */
+template <int MAXT, bool WHOLE>
+cudaError_t launch_t(const lsa_fargs &a, int ctas, int p, int threads, bool pdl, bool single, cudaStream_t s)
+{
+    return single ? launch_k<MAXT, 1, WHOLE>(a, ctas, p, threads, pdl, s)
+                  : launch_k<MAXT, kmax_for(MAXT), WHOLE>(a, ctas, p, threads, pdl, s);
+}
+
+template <int MAXT, int KMAX, bool WHOLE> cudaError_t max_clusters_t(int p, int threads, int *clusters)
 {
     if (p == 1) {
         int dev = 0, sms = 0, per_sm = 0;
@@ -370,22 +379,30 @@ template <int MAXT, bool WHOLE> cudaError_t max_clusters_t(int p, int threads, i
         if (e == cudaSuccess)
             e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
         if (e == cudaSuccess)
-            e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_kernel<MAXT, false, WHOLE>, threads, 0);
+            e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_kernel<MAXT, KMAX, false, WHOLE>, threads, 0);
         *clusters = per_sm * sms;
         return e;
     }
     cudaLaunchAttribute attr[2];
     const cudaLaunchConfig_t cfg = launch_config(p, p, threads, false, 0, attr);
-    return cudaOccupancyMaxActiveClusters(clusters, fused_kernel<MAXT, true, WHOLE>, &cfg);
+    return cudaOccupancyMaxActiveClusters(clusters, fused_kernel<MAXT, KMAX, true, WHOLE>, &cfg);
 }
 
+/* The fewest over the four kernels a launch of this size may run. */
 template <int MAXT> cudaError_t max_clusters_m(int p, int threads, int *clusters)
 {
-    int whole = 0, split = 0;
-    cudaError_t e = max_clusters_t<MAXT, true>(p, threads, &whole);
+    constexpr int K = kmax_for(MAXT);
+    int n[4] = {0, 0, 0, 0};
+    cudaError_t e = max_clusters_t<MAXT, K, true>(p, threads, &n[0]);
     if (e == cudaSuccess)
-        e = max_clusters_t<MAXT, false>(p, threads, &split);
-    *clusters = whole < split ? whole : split;
+        e = max_clusters_t<MAXT, K, false>(p, threads, &n[1]);
+    if (e == cudaSuccess)
+        e = max_clusters_t<MAXT, 1, true>(p, threads, &n[2]);
+    if (e == cudaSuccess)
+        e = max_clusters_t<MAXT, 1, false>(p, threads, &n[3]);
+    *clusters = n[0];
+    for (int i = 1; i < 4; i++)
+        *clusters = n[i] < *clusters ? n[i] : *clusters;
     return e;
 }
 
@@ -408,12 +425,17 @@ cudaError_t lsa_fused_max_clusters(int p, int threads, int *clusters)
 
 cudaError_t lsa_fused_launch(const lsa_fargs &a, bool whole, int ctas, int p, int threads, bool pdl, cudaStream_t s)
 {
+    /* Every thread holds at most one unit: one unit per row (upt 1) and at most one row
+     * per cluster. */
+    const bool single = a.upt == 1 && a.rows <= (unsigned)(ctas / p);
     if (threads <= 256)
-        return whole ? launch_t<256, true>(a, ctas, p, threads, pdl, s) : launch_t<256, false>(a, ctas, p, threads, pdl, s);
+        return whole ? launch_t<256, true>(a, ctas, p, threads, pdl, single, s)
+                     : launch_t<256, false>(a, ctas, p, threads, pdl, single, s);
     if (threads <= 512)
-        return whole ? launch_t<512, true>(a, ctas, p, threads, pdl, s) : launch_t<512, false>(a, ctas, p, threads, pdl, s);
-    return whole ? launch_t<1024, true>(a, ctas, p, threads, pdl, s)
-                 : launch_t<1024, false>(a, ctas, p, threads, pdl, s);
+        return whole ? launch_t<512, true>(a, ctas, p, threads, pdl, single, s)
+                     : launch_t<512, false>(a, ctas, p, threads, pdl, single, s);
+    return whole ? launch_t<1024, true>(a, ctas, p, threads, pdl, single, s)
+                 : launch_t<1024, false>(a, ctas, p, threads, pdl, single, s);
 }
 
 /* ------------------------------------------------------------------ host side */
