@@ -165,6 +165,7 @@ struct lsa_dev {
 
 /* Host side, defined in lsa_fused.cu. */
 #define LSA_FUSED_MAX_P 8 /* largest cluster (CTAs per row): the portable limit */
+#define LSA_FUSED_UNIT_ELEMS 4 /* bf16 elements per unit: the 8 payload bytes of a line */
 /* Units a thread holds in registers in one launch (over all its rows), by launch
  * bound: the register budget of 255 (256 threads), 128 (512) or 64 (1024) per thread. */
 int lsa_fused_kmax(int threads);
@@ -175,7 +176,8 @@ cudaError_t lsa_fused_max_clusters(int p, int threads, int *clusters);
  * hidden % 4 == 0 and x, residual, weight, out 8-byte aligned. pdl: programmatic
  * dependent launch (the kernel waits in griddepcontrol.wait before any load). */
 cudaError_t lsa_fused_launch(const lsa_fargs &a, bool whole, int ctas, int p, int threads, bool pdl, cudaStream_t s);
-/* Bytes of one fused line set of one source (0: no fused op for this config). */
+/* lsa_fused_host.cu. Bytes of one fused line set of one source (0: no fused op for
+ * this config). */
 size_t lsa_fused_set_bytes(const lsa_config_t *cfg);
 /* Collective (every rank, after cfg->ctas was clamped): resolves cfg->fused_ctas,
  * fused_pmax and fused_pmask from every rank's resident-cluster counts; leaves them 0
