@@ -245,17 +245,17 @@ static arb_status_t lsa_init(const arb_comm_info_t *info, const arb_host_ops_t *
 
     static const char *const names[] = {"oneshot-pull", "oneshot-push", "oneshot-flagfree"};
     /* Optional keys only when given, so the default variants describe as before. */
-    char hang[80] = "";
+    char extra[80] = "";
     size_t used = 0;
     if (p.have_hang)
-        used += (size_t)snprintf(hang + used, sizeof hang - used, ",test_hang_rank=%u", p.hang_rank);
+        used += (size_t)snprintf(extra + used, sizeof extra - used, ",test_hang_rank=%u", p.hang_rank);
     if (p.row_ctas)
-        used += (size_t)snprintf(hang + used, sizeof hang - used, ",row_ctas=%u", p.row_ctas);
+        used += (size_t)snprintf(extra + used, sizeof extra - used, ",row_ctas=%u", p.row_ctas);
     if (p.pdl)
-        snprintf(hang + used, sizeof hang - used, ",pdl=1");
+        snprintf(extra + used, sizeof extra - used, ",pdl=1");
     if (flagfree)
         snprintf(s->describe, sizeof s->describe, "variant=%s,ctas=%d,threads=%d,timeout_ms=%u%s,nccl=%s",
-                 names[p.variant], s->cfg.ctas, s->cfg.threads, p.timeout_ms, hang, lv);
+                 names[p.variant], s->cfg.ctas, s->cfg.threads, p.timeout_ms, extra, lv);
     else
         snprintf(s->describe, sizeof s->describe, "variant=%s,barrier=%s,ctas=%d,timeout_ms=%u,nccl=%s",
                  names[p.variant], p.barrier == LSA_BARRIER_NCCL ? "nccl" : "bounded", s->cfg.ctas, p.timeout_ms, lv);
