@@ -127,7 +127,10 @@ typedef struct arb_plugin {
                               arb_dtype_t dtype, void *stream);
 
     /* Optional: the fused operation above. NULL means the harness composes it
-     * (allreduce, then its own residual + RMSNorm kernel). */
+     * (allreduce, then its own residual + RMSNorm kernel).
+     * Both call callbacks may return ARB_DECLINE for one call (a shape or variant the
+     * plugin does not handle): the harness records that point as skipped, with the
+     * plugin's last ops->log line as the reason, so log it just before returning. */
     arb_status_t (*allreduce_rmsnorm)(void *state, const arb_rmsnorm_args_t *args, void *stream);
 
     /* Optional. Called after the stream was synchronized: reports device-side
