@@ -431,12 +431,12 @@ cudaError_t p2p_fused_max_clusters(p2p_variant_t v, int row_blocks, int threads,
     case P2P_ONESHOT_PULL: return max_clusters_v<P2P_ONESHOT_PULL>(row_blocks, threads, clusters);
     case P2P_ONESHOT_PUSH: return max_clusters_v<P2P_ONESHOT_PUSH>(row_blocks, threads, clusters);
     case P2P_ONESHOT_FLAGFREE: {
-        // Either kernel may run in any launch: the grid must fit for both.
-        int general = 0, regs = 0;
-        cudaError_t e = max_clusters_v<P2P_ONESHOT_FLAGFREE>(row_blocks, threads, &general);
-        if (e == cudaSuccess)
-            e = p2p_fused_ff_max_clusters(row_blocks, threads, &regs);
-        *clusters = general < regs ? general : regs;
+        // Single CTAs may run either kernel in any launch: the grid must fit for both.
+        cudaError_t e = max_clusters_v<P2P_ONESHOT_FLAGFREE>(row_blocks, threads, clusters);
+        int regs = 0;
+        if (e == cudaSuccess && row_blocks == 1 && (e = p2p_fused_ff_max_blocks(threads, &regs)) == cudaSuccess &&
+            regs < *clusters)
+            *clusters = regs;
         return e;
     }
     default: return cudaErrorInvalidValue;
@@ -452,7 +452,7 @@ cudaError_t p2p_fused_launch(p2p_variant_t v, const p2p_fused_launch_t *a, int b
     case P2P_ONESHOT_FLAGFREE: {
         unsigned upt = 0;
         if (p2p_fused_ff_fits(a, blocks, row_blocks, threads, &upt))
-            return p2p_fused_ff_launch(a, upt, blocks, row_blocks, threads, stream);
+            return p2p_fused_ff_launch(a, upt, blocks, threads, stream);
         return launch_v<P2P_ONESHOT_FLAGFREE>(a, blocks, row_blocks, threads, stream);
     }
     default: return cudaErrorInvalidValue;

@@ -53,27 +53,29 @@ int p2p_fused_unit_elems(p2p_variant_t v);
 /* Fused area bytes per rank for slots of slot_bytes (a multiple of 16). */
 size_t p2p_fused_area_bytes(p2p_variant_t v, int nranks, size_t slot_bytes);
 
-/* Flag-free register kernel (p2p_fused_ff.cu): usable for a launch when its units are
- * whole and every thread holds all its units of all its rows at once (at most 8 for
- * up to 256 threads, 4 for 512, 2 for 1024). Returns 1 and the units per thread per
- * row in *upt when it fits, else 0 (the general kernel runs). */
+/* Flag-free register kernel (p2p_fused_ff.cu): used for a launch of whole rows per
+ * CTA (row_blocks 1) whose units are whole and where every thread holds all its units
+ * of all its rows at once (at most 8 for up to 256 threads, 4 for 512, 2 for 1024).
+ * Returns 1 and the units per thread per row in *upt when it fits, else 0 (the
+ * general kernel runs). */
 int p2p_fused_ff_fits(const p2p_fused_launch_t *a, int blocks, int row_blocks, int threads, unsigned *upt);
 
 #ifdef __cplusplus
 #include <cuda_runtime.h>
-/* The register kernel's launch and resident-cluster count (as the two below). */
-cudaError_t p2p_fused_ff_launch(const p2p_fused_launch_t *a, unsigned upt, int blocks, int row_blocks, int threads,
+/* The register kernel's launch (blocks CTAs, no clusters) and its most resident CTAs. */
+cudaError_t p2p_fused_ff_launch(const p2p_fused_launch_t *a, unsigned upt, int blocks, int threads,
                                 cudaStream_t stream);
-cudaError_t p2p_fused_ff_max_clusters(int row_blocks, int threads, int *clusters);
+cudaError_t p2p_fused_ff_max_blocks(int threads, int *blocks);
 
 /* Most clusters of row_blocks CTAs of `threads` that can be resident at once on the
  * current device (cudaOccupancyMaxActiveClusters; for row_blocks 1, CTAs per SM
- * times SMs), into *clusters; for flag-free, the fewer of its two kernels. */
+ * times SMs), into *clusters; for flag-free single CTAs, the fewer of its two kernels. */
 cudaError_t p2p_fused_max_clusters(p2p_variant_t v, int row_blocks, int threads, int *clusters);
 
 /* Enqueues one fused launch of blocks CTAs (a multiple of row_blocks) on stream:
  * clusters of row_blocks CTAs, or plain CTAs for row_blocks 1. Flag-free launches
- * that fit (p2p_fused_ff_fits) run the register kernel, the others the general one. Every launch of one
+ * that fit (p2p_fused_ff_fits: single CTAs) run the register kernel, the others the
+ * general one. Every launch of one
  * instance must use the same blocks (the per-CTA epochs count launches); row_blocks
  * may differ between launches. */
 cudaError_t p2p_fused_launch(p2p_variant_t v, const p2p_fused_launch_t *a, int blocks, int row_blocks,

@@ -1,26 +1,26 @@
 // SPDX-License-Identifier: MIT
 // Fused all-reduce + residual add + RMSNorm, flag-free, everything in registers
-// (p2p_fused.h: "register kernel"). The same lines, epochs, work split and sums as
-// fused_rmsnorm<P2P_ONESHOT_FLAGFREE> in p2p_fused.cu, so launches of either kernel
-// may follow each other on one instance; this one keeps each thread's units (at most
-// KMAX per launch, over all its rows) in registers from the first load to the last
-// store, so no memory latency is paid once per unit:
+// (p2p_fused.h: "register kernel"), for launches of whole rows per CTA (row_blocks
+// 1). The same lines, epochs, work split and sums as fused_rmsnorm<P2P_ONESHOT_FLAGFREE>
+// in p2p_fused.cu, so launches of either kernel may follow each other on one
+// instance; this one keeps each thread's units (at most KMAX per launch, over all its
+// rows) in registers from the first load to the last store, so no memory latency is
+// paid once per unit:
 //   1. every load the thread will need (x, residual, weight of all its units) and the
 //      CTA's epoch are issued together, before anything waits;
 //   2. all its lines go to every peer;
 //   3. per source rank in order 0..n-1, all its lines from that rank are polled in one
 //      loop (each pass re-reads only the lines still stale), then added in fp32;
 //   4. residual is stored, the squares are reduced per row: warp shuffles, one CTA
-//      (or cluster) barrier, then every warp adds the row's warp partials itself in
-//      a fixed order (no second barrier), and the outputs are stored.
+//      barrier, then every warp adds the row's warp partials itself in a fixed order
+//      (no second barrier), and the outputs are stored.
+// Measured on 2 x H200 (README.md): faster than the general kernel for whole rows per
+// CTA, slower in thread-block clusters (a cluster version, measured, was removed).
 #include "p2p_fused.h"
 
-#include <cooperative_groups.h>
 #include <math.h>
 
 #include "p2p_device.cuh"
-
-namespace cg = cooperative_groups;
 
 namespace {
 
@@ -64,21 +64,18 @@ __device__ __forceinline__ float warp_sum(float v)
 }
 
 // Launched only with whole units (hidden % 4 == 0, rows 8-byte aligned) and
-// rows_mine * upt <= KMAX in every CTA (p2p_fused_ff_launch checks). upt: units per
-// thread per row, ceil(units per row / (P * T)).
-template <int MAXT, bool CLUSTER>
+// rows_mine * upt <= KMAX in every CTA (p2p_fused_ff_fits checks). upt: units per
+// thread per row, ceil(units per row / T).
+template <int MAXT>
 __global__ void __launch_bounds__(MAXT, 1) ff_rmsnorm(p2p_fused_launch_t a, unsigned upt)
 {
     constexpr int KMAX = kmax_for(MAXT);
     __shared__ float s_warp[KMAX][MAXT / kWarp]; // [row of this CTA][warp]: sum of squares
     __shared__ float s_inv[MAXT / kWarp][KMAX];  // [warp][row]: 1 / rms, each warp its own copy
-    unsigned P = 1, q = 0;
-    if constexpr (CLUSTER) {
-        P = cg::this_cluster().num_blocks();
-        q = cg::this_cluster().block_rank();
-    }
-    const unsigned cl = blockIdx.x / P, NC = gridDim.x / P;
-    const unsigned upr = a.hidden / kE, ustride = P * blockDim.x, u0 = q * blockDim.x + threadIdx.x;
+    // Row t of the launch belongs to CTA t % G (G = gridDim.x, the general kernel's
+    // clusters of one CTA), unit j of a row to thread j % T.
+    const unsigned cl = blockIdx.x, NC = gridDim.x;
+    const unsigned upr = a.hidden / kE, ustride = blockDim.x, u0 = threadIdx.x;
     const unsigned rows_mine = a.rows > cl ? (a.rows - cl + NC - 1) / NC : 0;
     const int n = a.net.nranks, me = a.net.rank;
 
@@ -214,30 +211,18 @@ __global__ void __launch_bounds__(MAXT, 1) ff_rmsnorm(p2p_fused_launch_t a, unsi
             if (lane == 0)
                 s_warp[i][warp] = w;
         }
-    // One barrier: the CTA's, or the cluster's (release/acquire at cluster scope: every
-    // CTA's s_warp is written before any CTA reads it through distributed shared memory).
-    if constexpr (CLUSTER)
-        cg::this_cluster().sync();
-    else
-        __syncthreads();
+    // The one barrier: every warp's s_warp is written before any warp reads it.
+    __syncthreads();
 
-    // Every warp adds the row's P * nwarps partials itself: lane l takes partials l,
-    // l + 32, ... (CTA-major) in order, then the butterfly. The same values in the same
-    // order in every warp, every CTA of the cluster and every rank.
-    const unsigned parts = P * nwarps;
+    // Every warp adds the row's nwarps partials itself: lane l takes partial l (none
+    // past nwarps), then the butterfly. The same values in the same order in every
+    // warp and on every rank.
 #pragma unroll
     for (int i = 0; i < KMAX; i++) {
         if ((unsigned)i < rows_mine) {
             float v = 0.0f;
-            for (unsigned x = lane; x < parts; x += kWarp) {
-                const unsigned b = x / nwarps, w = x % nwarps;
-                float part;
-                if constexpr (CLUSTER)
-                    part = *cg::this_cluster().map_shared_rank(&s_warp[i][w], b);
-                else
-                    part = s_warp[i][w];
-                v += part;
-            }
+            for (unsigned w = lane; w < nwarps; w += kWarp)
+                v += s_warp[i][w];
             const float inv = rsqrtf(warp_sum(v) / (float)a.hidden + a.eps);
             if (lane == 0)
                 s_inv[warp][i] = inv;
@@ -246,8 +231,6 @@ __global__ void __launch_bounds__(MAXT, 1) ff_rmsnorm(p2p_fused_launch_t a, unsi
     // A slot's row is known only at run time: it reads its 1/rms from shared memory
     // (a computed index into a register array would go to local memory).
     __syncwarp();
-    if constexpr (CLUSTER)
-        cg::this_cluster().barrier_arrive(); // my reads of the other CTAs' s_warp are done
     // Every thread of this CTA read the epoch before the barrier above.
     if (threadIdx.x == 0)
         a.net.state->fused_epoch[blockIdx.x] = epoch;
@@ -264,83 +247,49 @@ __global__ void __launch_bounds__(MAXT, 1) ff_rmsnorm(p2p_fused_launch_t a, unsi
             o.e[e] = __float2bfloat16_rn(__bfloat162float(rv[k].e[e]) * r_inv * __bfloat162float(wv[k].e[e]));
         *(uint2 *)((__nv_bfloat16 *)a.out + off[k]) = o.u;
     }
-    if constexpr (CLUSTER)
-        cg::this_cluster().barrier_wait(); // no CTA exits while another reads its s_warp
 }
 
-cudaLaunchConfig_t ff_config(int blocks, int row_blocks, int threads, cudaStream_t stream, cudaLaunchAttribute *attr)
+template <int MAXT> cudaError_t ff_max_blocks_t(int threads, int *blocks)
 {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)blocks);
-    cfg.blockDim = dim3((unsigned)threads);
-    cfg.stream = stream;
-    attr->id = cudaLaunchAttributeClusterDimension;
-    attr->val.clusterDim.x = (unsigned)row_blocks;
-    attr->val.clusterDim.y = 1;
-    attr->val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    return cfg;
-}
-
-template <int MAXT>
-cudaError_t ff_launch_t(const p2p_fused_launch_t *a, unsigned upt, int blocks, int row_blocks, int threads,
-                        cudaStream_t stream)
-{
-    if (row_blocks == 1) {
-        ff_rmsnorm<MAXT, false><<<blocks, threads, 0, stream>>>(*a, upt);
-        return cudaGetLastError();
-    }
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = ff_config(blocks, row_blocks, threads, stream, &attr);
-    return cudaLaunchKernelEx(&cfg, ff_rmsnorm<MAXT, true>, *a, upt);
-}
-
-template <int MAXT> cudaError_t ff_max_clusters_t(int row_blocks, int threads, int *clusters)
-{
-    if (row_blocks == 1) {
-        int dev = 0, sms = 0, per_sm = 0;
-        cudaError_t e = cudaGetDevice(&dev);
-        if (e == cudaSuccess)
-            e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-        if (e == cudaSuccess)
-            e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ff_rmsnorm<MAXT, false>, threads, 0);
-        *clusters = per_sm * sms;
-        return e;
-    }
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = ff_config(row_blocks, row_blocks, threads, 0, &attr);
-    return cudaOccupancyMaxActiveClusters(clusters, ff_rmsnorm<MAXT, true>, &cfg);
+    int dev = 0, sms = 0, per_sm = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ff_rmsnorm<MAXT>, threads, 0);
+    *blocks = per_sm * sms;
+    return e;
 }
 
 } // namespace
 
 int p2p_fused_ff_fits(const p2p_fused_launch_t *a, int blocks, int row_blocks, int threads, unsigned *upt)
 {
-    if (!a->whole_units || a->hidden % kE != 0 || threads > 1024)
+    if (row_blocks != 1 || !a->whole_units || a->hidden % kE != 0 || threads > 1024)
         return 0;
-    const unsigned upr = a->hidden / kE, per_row = (unsigned)(row_blocks * threads);
-    const unsigned nc = (unsigned)(blocks / row_blocks);
-    const unsigned u = (upr + per_row - 1) / per_row, rows = (a->rows + nc - 1) / nc;
+    const unsigned upr = a->hidden / kE, per_row = (unsigned)threads;
+    const unsigned u = (upr + per_row - 1) / per_row, rows = (a->rows + (unsigned)blocks - 1) / (unsigned)blocks;
     *upt = u;
     return (size_t)u * rows <= (size_t)kmax_for(threads <= 256 ? 256 : threads <= 512 ? 512 : 1024);
 }
 
-cudaError_t p2p_fused_ff_launch(const p2p_fused_launch_t *a, unsigned upt, int blocks, int row_blocks, int threads,
+cudaError_t p2p_fused_ff_launch(const p2p_fused_launch_t *a, unsigned upt, int blocks, int threads,
                                 cudaStream_t stream)
 {
     if (threads <= 256)
-        return ff_launch_t<256>(a, upt, blocks, row_blocks, threads, stream);
-    if (threads <= 512)
-        return ff_launch_t<512>(a, upt, blocks, row_blocks, threads, stream);
-    return ff_launch_t<1024>(a, upt, blocks, row_blocks, threads, stream);
+        ff_rmsnorm<256><<<blocks, threads, 0, stream>>>(*a, upt);
+    else if (threads <= 512)
+        ff_rmsnorm<512><<<blocks, threads, 0, stream>>>(*a, upt);
+    else
+        ff_rmsnorm<1024><<<blocks, threads, 0, stream>>>(*a, upt);
+    return cudaGetLastError();
 }
 
-cudaError_t p2p_fused_ff_max_clusters(int row_blocks, int threads, int *clusters)
+cudaError_t p2p_fused_ff_max_blocks(int threads, int *blocks)
 {
     if (threads <= 256)
-        return ff_max_clusters_t<256>(row_blocks, threads, clusters);
+        return ff_max_blocks_t<256>(threads, blocks);
     if (threads <= 512)
-        return ff_max_clusters_t<512>(row_blocks, threads, clusters);
-    return ff_max_clusters_t<1024>(row_blocks, threads, clusters);
+        return ff_max_blocks_t<512>(threads, blocks);
+    return ff_max_blocks_t<1024>(threads, blocks);
 }

@@ -3,8 +3,8 @@
 # GPU test of the fused all-reduce + residual + RMSNorm of arb-p2p.so through the
 # harness: mpirun -np N arbench sweep --op allreduce_rmsnorm for the fused variants
 # (flag-free, push, pull; auto and forced row_blocks; a grid of one cluster, so 64
-# tokens take two launches; flag-free launches that fit run its register kernel,
-# the others its general kernel, and both kinds are in the list), tokens 1,3,64, hidden 7168, 1000 and 1001 (rows not
+# tokens take two launches; flag-free single-CTA launches that fit run its register
+# kernel, the others its general kernel, and both kinds are in the list), tokens 1,3,64, hidden 7168, 1000 and 1001 (rows not
 # 16-byte aligned: the per-element path), eager and graph (and context at 7168).
 # Every p2p row, fused and unfused, must pass its check, and the fused rows must
 # exist; twoshot has no fused kernel, so its fused rows must be skipped, not failed.
@@ -29,9 +29,9 @@ fused="$fused,p2p:variant=oneshot-push,blocks=24,threads=256"
 fused="$fused,p2p:variant=oneshot-pull,blocks=8,threads=512"
 fused="$fused,p2p:variant=oneshot-flagfree,blocks=12,threads=512,row_blocks=1"
 fused="$fused,p2p:variant=oneshot-push,blocks=8,threads=128,row_blocks=8"
-# flag-free register kernel with several rows per CTA (hidden 1000: 2 rows of 250
-# units at 3 tokens) and with two units per thread in clusters (64x1024: P=2 at 3
-# tokens, P=1 and 2 units per thread at 64)
+# flag-free register kernel (single CTAs) with several rows per CTA (hidden 1000: 2
+# rows of 250 units at 3 tokens) and with 2 units per thread (64x1024 at 64 tokens;
+# its 1-3 token launches are clusters of 2, the general kernel; 12x512 above: 4 units)
 fused="$fused,p2p:variant=oneshot-flagfree,blocks=2,threads=256,row_blocks=1"
 fused="$fused,p2p:variant=oneshot-flagfree,blocks=64,threads=1024"
 fail=0
