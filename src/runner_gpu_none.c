@@ -5,7 +5,7 @@
 
 int arb_gpu_count(char *why, size_t why_len)
 {
-    arb_snprintf(why, why_len, "arbench was built without CUDA (nvcc not found at configure time)");
+    arb_snprintf(why, why_len, "arbench was built without CUDA (no nvcc at configure time, or -Dcuda=disabled)");
     return 0;
 }
 
