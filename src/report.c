@@ -12,22 +12,23 @@ void arb_report_init(arb_report_t *r, size_t total)
 {
     memset(r, 0, sizeof *r);
     const char *ci = getenv("CI");
-    r->progress = isatty(STDERR_FILENO) && !(ci && *ci);
+    /* stdout, not stderr: under mpirun only stdout reaches the terminal as a tty. */
+    r->progress = isatty(STDOUT_FILENO) && !(ci && *ci);
     r->total = total;
 }
 
 static void clear_progress(arb_report_t *r)
 {
     if (r->progress)
-        fprintf(stderr, "\r\033[K");
+        fputs("\r\033[K", stdout);
 }
 
 void arb_report_progress(arb_report_t *r, const char *what)
 {
     if (!r->progress)
         return;
-    fprintf(stderr, "\r\033[K[%zu/%zu] %s", r->done, r->total, what);
-    fflush(stderr);
+    printf("\r\033[K[%zu/%zu] %s", r->done, r->total, what);
+    fflush(stdout);
 }
 
 void arb_report_line(arb_report_t *r, const arb_report_line_t *l)

@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 typedef struct arb_report {
-    int progress;     /* stderr is a terminal and not CI */
+    int progress;     /* stdout is a terminal and not CI */
     size_t done, total;
     int header_printed;
 } arb_report_t;
