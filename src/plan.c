@@ -106,6 +106,53 @@ int arb_plan_parse_op(const char *s, arb_op_t *op, char *err, size_t err_len)
     return 0;
 }
 
+/* Appends spec, expanded over every '|'-separated value of its parameters, in the order
+ * the values are given (the first key varies slowest). */
+static int expand_grid(arb_plan_t *p, const arb_impl_spec_t *spec, char *err, size_t err_len)
+{
+    const char *bar = strchr(spec->params, '|');
+    if (!bar) {
+        if (p->nimpls >= ARB_MAX_IMPLS) {
+            snprintf(err, err_len, "--impl: more than %d implementations (a parameter grid counts each combination)", ARB_MAX_IMPLS);
+            return -1;
+        }
+        p->impls[p->nimpls++] = *spec;
+        return 0;
+    }
+    /* The item holding the first '|': from the ',' (or ':'-less start) before it to the ',' after. */
+    size_t start = (size_t)(bar - spec->params);
+    while (start > 0 && spec->params[start - 1] != ',')
+        start--;
+    const char *eq = memchr(spec->params + start, '=', (size_t)(bar - spec->params) - start);
+    if (!eq) {
+        snprintf(err, err_len, "--impl %s: '|' alternatives go in a value, as in blocks=8|16 (got '%s')", spec->name, spec->params);
+        return -1;
+    }
+    size_t vstart = (size_t)(eq + 1 - spec->params);
+    size_t vend = vstart + strcspn(spec->params + vstart, ",");
+    const char *alt = spec->params + vstart;
+    while (alt < spec->params + vend) {
+        size_t alen = strcspn(alt, "|,");
+        if (alen == 0) {
+            snprintf(err, err_len, "--impl %s: empty alternative in '%s'", spec->name, spec->params);
+            return -1;
+        }
+        arb_impl_spec_t one = *spec;
+        int n = snprintf(one.params, sizeof one.params, "%.*s%.*s%s", (int)vstart, spec->params, (int)alen, alt,
+                         spec->params + vend);
+        if (n < 0 || (size_t)n >= sizeof one.params) {
+            snprintf(err, err_len, "--impl %s: parameters too long", spec->name);
+            return -1;
+        }
+        if (expand_grid(p, &one, err, err_len))
+            return -1;
+        alt += alen;
+        if (*alt == '|')
+            alt++;
+    }
+    return 0;
+}
+
 /* "nccl,p2p:variant=oneshot-push,blocks=8" cannot be split on ',' naively: a new
  * item starts at a ',' followed by a name that has no '=' before the next ',' or ':'. */
 int arb_plan_parse_impls(const char *list, arb_plan_t *p, char *err, size_t err_len)
@@ -135,25 +182,27 @@ int arb_plan_parse_impls(const char *list, arb_plan_t *p, char *err, size_t err_
             snprintf(err, err_len, "--impl: more than %d implementations", ARB_MAX_IMPLS);
             return -1;
         }
-        arb_impl_spec_t *spec = &p->impls[p->nimpls];
+        arb_impl_spec_t spec;
+        memset(&spec, 0, sizeof spec);
         size_t nlen = (size_t)((colon ? colon : end) - s);
-        if (nlen == 0 || nlen >= sizeof spec->name) {
+        if (nlen == 0 || nlen >= sizeof spec.name) {
             snprintf(err, err_len, "--impl: bad implementation name in '%s' (expected NAME[:PARAMS][,NAME...])", list);
             return -1;
         }
-        memcpy(spec->name, s, nlen);
-        spec->name[nlen] = '\0';
-        spec->has_params = colon != NULL;
+        memcpy(spec.name, s, nlen);
+        spec.name[nlen] = '\0';
+        spec.has_params = colon != NULL;
         if (colon) {
             size_t plen = (size_t)(end - colon - 1);
-            if (plen >= sizeof spec->params) {
-                snprintf(err, err_len, "--impl: parameters of '%s' too long", spec->name);
+            if (plen >= sizeof spec.params) {
+                snprintf(err, err_len, "--impl: parameters of '%s' too long", spec.name);
                 return -1;
             }
-            memcpy(spec->params, colon + 1, plen);
-            spec->params[plen] = '\0';
+            memcpy(spec.params, colon + 1, plen);
+            spec.params[plen] = '\0';
         }
-        p->nimpls++;
+        if (expand_grid(p, &spec, err, err_len))
+            return -1;
         s = *end ? end + 1 : end;
     }
     return 0;

@@ -20,7 +20,7 @@ typedef enum arb_op {
     ARB_OP_ALLREDUCE_RMSNORM = 1,
 } arb_op_t;
 
-#define ARB_MAX_IMPLS 64
+#define ARB_MAX_IMPLS 128
 
 typedef struct arb_impl_spec {
     char name[64];    /* plugin name or path */
@@ -62,6 +62,8 @@ void arb_plan_defaults(arb_plan_t *p);
 int arb_plan_parse_modes(const char *list, unsigned *modes, char *err, size_t err_len);
 int arb_plan_parse_dtype(const char *s, arb_dtype_t *d, char *err, size_t err_len);
 int arb_plan_parse_op(const char *s, arb_op_t *op, char *err, size_t err_len);
+/* "nccl,p2p:variant=oneshot-push,blocks=8|16|24" -> one spec per implementation and per
+ * combination of '|'-separated parameter values (a tuning grid). */
 int arb_plan_parse_impls(const char *list, arb_plan_t *p, char *err, size_t err_len);
 /* Sets sizes from a size list (tokens 0) or from tokens x hidden x element size. */
 int arb_plan_set_sizes(arb_plan_t *p, const char *list, char *err, size_t err_len);

@@ -579,7 +579,7 @@ int arb_sweep(arb_plan_t *plan, arb_mpi_t *m, int argc, char **argv)
         struct tm tm;
         gmtime_r(&now, &tm);
         strftime(t, sizeof t, "%Y%m%dT%H%M%SZ", &tm);
-        snprintf(s->meta.run_id, sizeof s->meta.run_id, "%s-%.20s-%ld", t, s->meta.host, (long)getpid());
+        snprintf(s->meta.run_id, sizeof s->meta.run_id, "%.20s-%.20s-%ld", t, s->meta.host, (long)getpid());
         MPI_Bcast(s->meta.run_id, sizeof s->meta.run_id, MPI_CHAR, 0, m->world);
     }
 

@@ -79,6 +79,16 @@ static void t_plan_parse(void)
     TAP_CHECK(!strcmp(p->impls[2].name, "noop") && !p->impls[2].has_params);
     TAP_CHECK(arb_plan_parse_impls("nccl:algo=Ring,proto=LL,nccl:algo=Tree,proto=LL", p, err, sizeof err) == 0 && p->nimpls == 2);
     TAP_CHECK(!strcmp(p->impls[1].params, "algo=Tree,proto=LL"));
+    /* A tuning grid: every combination of the '|' alternatives, first key slowest. */
+    TAP_CHECK(arb_plan_parse_impls("noop,p2p:variant=oneshot-push|oneshot-pull,blocks=8|16,threads=256", p, err, sizeof err) == 0);
+    TAP_CHECK(p->nimpls == 5);
+    TAP_CHECK(!strcmp(p->impls[1].params, "variant=oneshot-push,blocks=8,threads=256"));
+    TAP_CHECK(!strcmp(p->impls[2].params, "variant=oneshot-push,blocks=16,threads=256"));
+    TAP_CHECK(!strcmp(p->impls[4].params, "variant=oneshot-pull,blocks=16,threads=256"));
+    TAP_CHECK(arb_plan_parse_impls("p2p:blocks=8||16", p, err, sizeof err) != 0 && strstr(err, "empty alternative"));
+    TAP_CHECK(arb_plan_parse_impls("p2p:a|b=1", p, err, sizeof err) != 0 && strstr(err, "alternatives go in a value"));
+    TAP_CHECK(arb_plan_parse_impls("p2p:a=1|2|3|4|5|6|7|8,b=1|2|3|4|5|6|7|8,c=1|2|3", p, err, sizeof err) != 0 &&
+              strstr(err, "more than"));
     unsigned modes;
     TAP_CHECK(arb_plan_parse_modes("eager,graph", &modes, err, sizeof err) == 0 && modes == 3);
     TAP_CHECK(arb_plan_parse_modes("eager,warp", &modes, err, sizeof err) != 0 && strstr(err, "warp"));
