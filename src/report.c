@@ -8,6 +8,19 @@
 
 #include "sizes.h"
 
+static void remember(arb_report_t *r, const arb_report_line_t *l);
+
+struct arb_report_best {
+    char fusion[16], mode[16];
+    size_t bytes;
+    unsigned tokens;
+    char impl[64], params[160];
+    double median;      /* fastest passing non-reference point, 0 if none */
+    char nccl[160];
+    double nccl_median; /* fastest passing NCCL variant, 0 if none */
+    double ping;        /* the ping floor, 0 if not measured */
+};
+
 void arb_report_init(arb_report_t *r, size_t total)
 {
     memset(r, 0, sizeof *r);
@@ -58,6 +71,85 @@ void arb_report_line(arb_report_t *r, const arb_report_line_t *l)
     }
     fflush(stdout);
     r->done++;
+    remember(r, l);
 }
 
-void arb_report_done(arb_report_t *r) { clear_progress(r); }
+static arb_report_best_t *best_slot(arb_report_t *r, const arb_report_line_t *l)
+{
+    const char *fz = l->fusion ? l->fusion : "";
+    for (size_t i = 0; i < r->nbest; i++)
+        if (r->best[i].bytes == l->bytes && !strcmp(r->best[i].mode, l->mode) && !strcmp(r->best[i].fusion, fz))
+            return &r->best[i];
+    if (r->nbest == r->capbest) {
+        size_t nc = r->capbest ? 2 * r->capbest : 64;
+        arb_report_best_t *p = realloc(r->best, nc * sizeof *p);
+        if (!p)
+            return NULL;
+        r->best = p;
+        r->capbest = nc;
+    }
+    arb_report_best_t *b = &r->best[r->nbest++];
+    memset(b, 0, sizeof *b);
+    snprintf(b->fusion, sizeof b->fusion, "%s", fz);
+    snprintf(b->mode, sizeof b->mode, "%s", l->mode);
+    b->bytes = l->bytes;
+    b->tokens = l->tokens;
+    return b;
+}
+
+static void remember(arb_report_t *r, const arb_report_line_t *l)
+{
+    if (!(l->median > 0))
+        return;
+    int pass = !strcmp(l->check, "pass");
+    if (!pass && !(l->reference && !strcmp(l->impl, "ping")))
+        return;
+    arb_report_best_t *b = best_slot(r, l);
+    if (!b)
+        return;
+    if (l->reference) {
+        if (!strcmp(l->impl, "ping"))
+            b->ping = l->median;
+        return;
+    }
+    if (!b->median || l->median < b->median) {
+        b->median = l->median;
+        snprintf(b->impl, sizeof b->impl, "%s", l->impl);
+        snprintf(b->params, sizeof b->params, "%s", l->params ? l->params : "");
+    }
+    if (!strcmp(l->impl, "nccl") && (!b->nccl_median || l->median < b->nccl_median)) {
+        b->nccl_median = l->median;
+        snprintf(b->nccl, sizeof b->nccl, "%s", l->params ? l->params : "");
+    }
+}
+
+void arb_report_done(arb_report_t *r)
+{
+    clear_progress(r);
+    size_t shown = 0;
+    for (size_t i = 0; i < r->nbest; i++) {
+        const arb_report_best_t *b = &r->best[i];
+        if (!b->median)
+            continue;
+        if (!shown++)
+            printf("# summary: fastest passing implementation per point; x nccl = its median / the fastest NCCL variant's, x ping = / the flag floor\n"
+                   "# %-8s %-7s %9s %4s  %-10s %-44s %10s %8s %8s\n", "fusion", "mode", "bytes", "tok", "best", "params",
+                   "median_us", "x nccl", "x ping");
+        char tok[16] = "", xn[16] = "-", xp[16] = "-", params[45];
+        if (b->tokens)
+            snprintf(tok, sizeof tok, "%u", b->tokens);
+        if (b->nccl_median > 0)
+            snprintf(xn, sizeof xn, "%.2f", b->median / b->nccl_median);
+        if (b->ping > 0)
+            snprintf(xp, sizeof xp, "%.2f", b->median / b->ping);
+        snprintf(params, sizeof params, "%.44s", b->params[0] ? b->params : "-");
+        if (strlen(b->params) > 44)
+            memcpy(params + 41, "...", 4);
+        printf("# %-8s %-7s %9zu %4s  %-10s %-44s %10.2f %8s %8s\n", b->fusion[0] ? b->fusion : "-", b->mode,
+               b->bytes, tok, b->impl, params, b->median, xn, xp);
+    }
+    fflush(stdout);
+    free(r->best);
+    r->best = NULL;
+    r->nbest = r->capbest = 0;
+}

@@ -5,14 +5,20 @@
 
 #include <stddef.h>
 
+typedef struct arb_report_best arb_report_best_t;
+
 typedef struct arb_report {
     int progress;     /* stdout is a terminal and not CI */
     size_t done, total;
     int header_printed;
+    arb_report_best_t *best; /* per (fusion, mode, bytes): for the closing summary */
+    size_t nbest, capbest;
 } arb_report_t;
 
 typedef struct arb_report_line {
     const char *impl, *params, *mode, *check, *note;
+    const char *fusion;  /* "" for allreduce */
+    int reference;       /* a floor (noop, ping) */
     size_t bytes;
     unsigned tokens;
     double median, p10, p90, busbw;
@@ -23,6 +29,8 @@ typedef struct arb_report_line {
 void arb_report_init(arb_report_t *r, size_t total);
 void arb_report_progress(arb_report_t *r, const char *what);
 void arb_report_line(arb_report_t *r, const arb_report_line_t *l);
+/* Clears the progress line; prints, per (fusion, mode, size), the fastest passing
+ * implementation, the fastest NCCL variant and the ping floor, with their ratios. */
 void arb_report_done(arb_report_t *r);
 
 #endif

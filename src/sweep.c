@@ -40,6 +40,7 @@ typedef struct sweep {
     size_t maxcap;
     size_t npass, nfail, nskip;
     unsigned salt;
+    int cur_reference; /* the variant being run is a floor (noop, ping) */
 } sweep_t;
 
 /* ------------------------------------------------------------------ rows */
@@ -160,7 +161,8 @@ static void write_row(sweep_t *s, const char *impl, const char *params, const ar
     else
         s->nskip++;
     arb_report_line_t l = {.impl = impl, .params = params, .mode = arb_mode_names[pt->mode], .check = check,
-                           .note = note, .bytes = pt->bytes, .tokens = pt->tokens};
+                           .note = note, .bytes = pt->bytes, .tokens = pt->tokens, .fusion = fusion,
+                           .reference = s->cur_reference};
     if (st && st->n) {
         l.median = st->median;
         l.p10 = st->p10;
@@ -302,6 +304,7 @@ static int run_variant(sweep_t *s, arb_loaded_plugin_t *lp, const char *params)
     const arb_plugin_t *p = lp->plugin;
     const arb_plan_t *plan = s->plan;
     char why[1024] = "";
+    s->cur_reference = (p->caps & ARB_CAP_REFERENCE) != 0;
     uint32_t need = plan->dtype == ARB_DTYPE_BF16 ? ARB_CAP_BF16 : ARB_CAP_FP32;
     if (!(p->caps & need)) {
         snprintf(why, sizeof why, "%s does not support %s", p->name, arb_dtype_name(plan->dtype));

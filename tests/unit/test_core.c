@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "plan.h"
+#include "report.h"
 #include "results.h"
 #include "sizes.h"
 #include "stats.h"
@@ -193,12 +194,62 @@ static void t_csv_rejects(void)
     TAP_CHECK(arb_results_open("/nonexistent-dir/x.csv", err2, sizeof err2) == NULL && strstr(err2, "/nonexistent-dir/x.csv"));
 }
 
+/* The closing summary: fastest passing point per (mode, size), ratios to NCCL and ping. */
+static void t_report_summary(void)
+{
+    char path[] = "/tmp/arbench-report-XXXXXX";
+    int fd = mkstemp(path);
+    TAP_CHECK(fd >= 0);
+    fflush(stdout);
+    int saved = dup(1);
+    dup2(fd, 1);
+    arb_report_t r;
+    arb_report_init(&r, 5);
+    r.progress = 0;
+    arb_report_line_t ping = {.impl = "ping", .params = "", .mode = "graph", .check = "skip", .note = "",
+                              .bytes = 43008, .tokens = 3, .median = 3.0, .fusion = "", .reference = 1};
+    arb_report_line_t ring = {.impl = "nccl", .params = "algo=Ring", .mode = "graph", .check = "pass", .note = "",
+                              .bytes = 43008, .tokens = 3, .median = 8.0, .fusion = ""};
+    arb_report_line_t tree = ring, fast = ring, bad = ring;
+    tree.params = "algo=Tree";
+    tree.median = 7.0;
+    fast.impl = "p2p";
+    fast.params = "variant=oneshot-flagfree";
+    fast.median = 4.0;
+    bad.impl = "p2p";
+    bad.params = "variant=broken";
+    bad.check = "fail";
+    bad.median = 1.0; /* a failed point never wins */
+    arb_report_line(&r, &ping);
+    arb_report_line(&r, &ring);
+    arb_report_line(&r, &tree);
+    arb_report_line(&r, &fast);
+    arb_report_line(&r, &bad);
+    arb_report_done(&r);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    FILE *f = fopen(path, "r");
+    char line[512];
+    int found = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "# -", 3) && strstr(line, "variant=oneshot-flagfree") && strstr(line, " 0.57 ") &&
+            strstr(line, " 1.33"))
+            found = 1;
+    if (f)
+        fclose(f);
+    close(fd);
+    unlink(path);
+    TAP_CHECK(found);
+}
+
 int main(int argc, char **argv)
 {
     static const tap_test_t tests[] = {
         {"size_single", t_size_single}, {"size_lists", t_size_lists}, {"plan_defaults", t_plan_defaults},
         {"plan_parse", t_plan_parse},   {"plan_hash", t_plan_hash},   {"stats", t_stats},
         {"csv_roundtrip", t_csv_roundtrip}, {"csv_rejects", t_csv_rejects},
+        {"report_summary", t_report_summary},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
