@@ -71,6 +71,10 @@ static const char *const lsa_variants[] = {
     "variant=oneshot-push",
     "variant=oneshot-flagfree,ctas=24,threads=256",
     "variant=oneshot-flagfree,ctas=12,threads=512",
+    /* Programmatic dependent launch for the fused op: on 2 x H200 (2026-11-30) 4.19 us vs
+     * 4.93 us at 3 tokens in graph replay, nothing gained after a compute kernel (context
+     * mode 4.99 vs 4.85): its own variant, so a profile chooses per mode. */
+    "variant=oneshot-flagfree,ctas=24,threads=256,pdl=1",
     NULL,
 };
 

@@ -37,8 +37,9 @@ static const char *const modes[] = {"eager", "graph"};
 static const char *const fusions[] = {"unfused", "fused"};
 static const char *const variants[] = {"variant=oneshot-pull", "variant=oneshot-push",
                                        "variant=oneshot-flagfree,ctas=24,threads=256",
-                                       "variant=oneshot-flagfree,ctas=12,threads=512"};
-enum { NTOK = 3, NMODES = 2, NVAR = 4, FIRST_FLAGFREE = 2 };
+                                       "variant=oneshot-flagfree,ctas=12,threads=512",
+                                       "variant=oneshot-flagfree,ctas=24,threads=256,pdl=1"};
+enum { NTOK = 3, NMODES = 2, NVAR = sizeof variants / sizeof *variants, FIRST_FLAGFREE = 2 };
 
 typedef struct cols {
     int impl, params, fusion, tokens, hidden, mode, check, note, median;

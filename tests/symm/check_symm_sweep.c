@@ -33,7 +33,8 @@ static const char *const modes[] = {"eager", "graph", "context"};
 /* lsa's default variants as describe() writes them (prefix up to a ',' or the end). */
 static const char *const lsa_variants[] = {"variant=oneshot-pull", "variant=oneshot-push",
                                            "variant=oneshot-flagfree,ctas=24,threads=256",
-                                           "variant=oneshot-flagfree,ctas=12,threads=512"};
+                                           "variant=oneshot-flagfree,ctas=12,threads=512",
+                                           "variant=oneshot-flagfree,ctas=24,threads=256,pdl=1"};
 enum { NSIZES = 4, NMODES = 3, NLSA = sizeof lsa_variants / sizeof *lsa_variants };
 
 

@@ -48,12 +48,28 @@ static void print_log(const char *log)
         fclose(f);
 }
 
-/* params starts with v, followed by ',' or its end. */
+/* Every comma-separated item of v (e.g. "variant=oneshot-flagfree,ctas=24,threads=256")
+ * is an item of params (describe() inserts defaults such as timeout_ms between them). */
 static int prefix_param(const char *params, const char *v) __attribute__((unused));
 static int prefix_param(const char *params, const char *v)
 {
-    size_t n = strlen(v);
-    return strncmp(params, v, n) == 0 && (params[n] == '\0' || params[n] == ',');
+    while (*v) {
+        size_t n = strcspn(v, ",");
+        int found = 0;
+        for (const char *p = params; *p && !found;) {
+            size_t m = strcspn(p, ",");
+            found = m == n && strncmp(p, v, n) == 0;
+            p += m;
+            if (*p == ',')
+                p++;
+        }
+        if (!found)
+            return 0;
+        v += n;
+        if (*v == ',')
+            v++;
+    }
+    return 1;
 }
 
 #endif

@@ -158,10 +158,11 @@ static void check_lsa(const arb_plugin_t *p)
     int nvar = 0;
     while (p->variants && p->variants[nvar])
         nvar++;
-    tap_ok(nvar == 4 && !strcmp(p->variants[0], "variant=oneshot-pull") && !strcmp(p->variants[1], "variant=oneshot-push") &&
+    tap_ok(nvar == 5 && !strcmp(p->variants[0], "variant=oneshot-pull") && !strcmp(p->variants[1], "variant=oneshot-push") &&
                !strcmp(p->variants[2], "variant=oneshot-flagfree,ctas=24,threads=256") &&
-               !strcmp(p->variants[3], "variant=oneshot-flagfree,ctas=12,threads=512"),
-           "lsa: variants are oneshot-pull, oneshot-push, oneshot-flagfree (24x256 and 12x512) (%d listed)", nvar);
+               !strcmp(p->variants[3], "variant=oneshot-flagfree,ctas=12,threads=512") &&
+               !strcmp(p->variants[4], "variant=oneshot-flagfree,ctas=24,threads=256,pdl=1"),
+           "lsa: variants are oneshot-pull, oneshot-push, oneshot-flagfree (24x256, 12x512, 24x256 with pdl) (%d listed)", nvar);
     tap_ok(p->mem_alloc && p->mem_free && p->describe && p->query_error, "lsa: mem_alloc, mem_free, describe, query_error");
     expect_init(p, "", ARB_ERR_INVALID, "lack variant=");
     expect_init(p, "variant=twoshot", ARB_ERR_INVALID, "variant='twoshot'");
