@@ -211,9 +211,6 @@ static arb_status_t lsa_init(const arb_comm_info_t *info, const arb_host_ops_t *
         return ARB_DECLINE;
     }
 
-    arb_status_t st = symm_check_device(info, "lsa", why, why_len);
-    if (st != ARB_OK)
-        return st;
     lsa_state_t *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(why, why_len, "lsa: out of host memory");
@@ -222,21 +219,9 @@ static arb_status_t lsa_init(const arb_comm_info_t *info, const arb_host_ops_t *
     s->info = *info;
     s->ops = ops;
     s->p = p;
-    st = symm_comm_init(info, ops, &s->comm, why, why_len);
+    arb_status_t st = symm_comm_open(info, ops, "lsa", &s->comm, why, why_len);
     if (st != ARB_OK)
         goto err_free_state;
-
-    int all_have = 0;
-    st = symm_probe_window(s->comm, ops, &all_have, why, why_len);
-    if (st != ARB_OK)
-        goto err_destroy_comm;
-    if (!all_have) {
-        char reason[768];
-        symm_no_window_reason(info, ops, reason, sizeof reason);
-        snprintf(why, why_len, "NCCL created no symmetric window: %s", reason);
-        st = ARB_DECLINE;
-        goto err_destroy_comm;
-    }
     size_t max_bytes = info->max_bytes ? info->max_bytes : 16;
     s->cfg = (lsa_config_t){.variant = p.variant, .barrier = p.barrier, .ctas = p.ctas, .threads = p.threads,
                             .timeout_ns = (uint64_t)p.timeout_ms * 1000000u,

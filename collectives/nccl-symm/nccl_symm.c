@@ -45,10 +45,6 @@ static arb_status_t symm_init(const arb_comm_info_t *info, const arb_host_ops_t 
 {
     if (symm_parse_params(params, NULL, no_params, "nccl-symm", why, why_len))
         return ARB_ERR_INVALID;
-    arb_status_t st = symm_check_device(info, "nccl-symm", why, why_len);
-    if (st != ARB_OK)
-        return st;
-
     symm_state_t *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(why, why_len, "nccl-symm: out of host memory");
@@ -56,20 +52,10 @@ static arb_status_t symm_init(const arb_comm_info_t *info, const arb_host_ops_t 
     }
     s->info = *info;
     s->ops = ops;
-    st = symm_comm_init(info, ops, &s->comm, why, why_len);
-    if (st != ARB_OK)
-        goto err_free_state;
-
-    int all_have = 0;
-    st = symm_probe_window(s->comm, ops, &all_have, why, why_len);
-    if (st != ARB_OK)
-        goto err_destroy_comm;
-    if (!all_have) {
-        char reason[768];
-        symm_no_window_reason(info, ops, reason, sizeof reason);
-        snprintf(why, why_len, "NCCL created no symmetric window: %s", reason);
-        st = ARB_DECLINE;
-        goto err_destroy_comm;
+    arb_status_t st = symm_comm_open(info, ops, "nccl-symm", &s->comm, why, why_len);
+    if (st != ARB_OK) {
+        free(s);
+        return st;
     }
 
     int version = 0;
@@ -79,12 +65,6 @@ static arb_status_t symm_init(const arb_comm_info_t *info, const arb_host_ops_t 
     snprintf(s->describe, sizeof s->describe, "window=symmetric,nccl=%s", vs);
     *state = s;
     return ARB_OK;
-
-err_destroy_comm:
-    ncclCommDestroy(s->comm);
-err_free_state:
-    free(s);
-    return st;
 }
 
 static void *symm_mem_alloc(void *state, size_t bytes)

@@ -214,3 +214,27 @@ void symm_no_window_reason(const arb_comm_info_t *info, const arb_host_ops_t *op
     if (!buf[0])
         append(buf, len, "NCCL gave no reason through its API; rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,REG to see it");
 }
+
+arb_status_t symm_comm_open(const arb_comm_info_t *info, const arb_host_ops_t *ops, const char *plugin,
+                            ncclComm_t *comm, char *why, size_t why_len)
+{
+    arb_status_t st = symm_check_device(info, plugin, why, why_len);
+    if (st != ARB_OK)
+        return st;
+    st = symm_comm_init(info, ops, comm, why, why_len);
+    if (st != ARB_OK)
+        return st;
+    int all_have = 0;
+    st = symm_probe_window(*comm, ops, &all_have, why, why_len);
+    if (st == ARB_OK && !all_have) {
+        char reason[768];
+        symm_no_window_reason(info, ops, reason, sizeof reason);
+        snprintf(why, why_len, "NCCL created no symmetric window: %s", reason);
+        st = ARB_DECLINE;
+    }
+    if (st != ARB_OK) {
+        ncclCommDestroy(*comm);
+        *comm = NULL;
+    }
+    return st;
+}

@@ -54,6 +54,12 @@ arb_status_t symm_probe_window(ncclComm_t comm, const arb_host_ops_t *ops, int *
  * no symmetric window ("NCCL_P2P_DISABLE=1; no CUDA P2P between ..."). */
 void symm_no_window_reason(const arb_comm_info_t *info, const arb_host_ops_t *ops, char *buf, size_t len);
 
+/* Collective: the device check, the communicator, and the probe that NCCL really makes
+ * symmetric windows; ARB_DECLINE with the reason when it makes none. On any failure
+ * the communicator is destroyed again and why says what happened. */
+arb_status_t symm_comm_open(const arb_comm_info_t *info, const arb_host_ops_t *ops, const char *plugin,
+                            ncclComm_t *comm, char *why, size_t why_len);
+
 #ifdef __cplusplus
 }
 #endif
