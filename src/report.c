@@ -56,9 +56,9 @@ void arb_report_line(arb_report_t *r, const arb_report_line_t *l)
     snprintf(params, sizeof params, "%s", l->params && *l->params ? l->params : "-");
     if (l->params && strlen(l->params) > 44)
         memcpy(params + 41, "...", 4);
-    if (!strcmp(l->check, "skip") && l->median <= 0) {
-        printf("%-10s %-44s %-7s %9zu %4s %10s %10s %10s %8s %10s  skip: %s\n", l->impl, params, l->mode, l->bytes,
-               "", "-", "-", "-", "-", "-", l->note ? l->note : "");
+    if (!(l->median > 0)) { /* skipped, or failed with its statistics withheld */
+        printf("%-10s %-44s %-7s %9zu %4s %10s %10s %10s %8s %10s  %s: %s\n", l->impl, params, l->mode, l->bytes,
+               "", "-", "-", "-", "-", "-", l->check, l->note ? l->note : "");
     } else {
         char tok[16] = "", ratio[24] = "-";
         if (l->tokens)
