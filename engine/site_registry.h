@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine's call sites and the instances that serve them: each site (or group of
+ * sites of one shape) is added with its choice (site_choice.h); opening then opens each
+ * distinct (impl, params, mode) once, for the union of its sites' uses (the largest
+ * payload, the fused op if any site is fused), so one run can hold lsa for 3-token
+ * sites and NCCL for 64-token ones at the same time. A choice whose open declines here
+ * (lsa without P2P, say) falls back to NCCL's own choice for its sites, with a note.
+ *
+ * Opening goes through an arb_inst_backend_t: site_registry_inst.c binds it to
+ * src/instance.h (arb_inst_open/close); tests bind it to a recorder. Collective
+ * where the backend is: every rank adds the same sites in the same order.
+ */
+#ifndef ARB_ENGINE_SITE_REGISTRY_H
+#define ARB_ENGINE_SITE_REGISTRY_H
+
+#include <stdio.h>
+
+#include "site_choice.h"
+
+#define ARB_REG_MAX_SITES 64
+#define ARB_REG_MAX_INSTS 16
+
+typedef struct arb_inst_backend {
+    /* Collective: open `impl` with `params` for `use`; ARB_DECLINE when it cannot serve it here. */
+    arb_status_t (*open)(void *ctx, const char *impl, const char *params, const arb_use_t *use, arb_inst_t **out,
+                         char *why, size_t why_len);
+    int (*has_fused)(void *ctx, const arb_inst_t *in); /* the plugin has its own fused kernel */
+    void (*close)(void *ctx, arb_inst_t *in);
+    void *ctx;
+} arb_inst_backend_t;
+
+typedef struct arb_reg_site {
+    arb_site_t site;     /* strings copied into name/fabric below */
+    char name[64], fabric[64];
+    arb_choice_t choice; /* after open: what actually serves the site */
+    size_t inst;         /* index into insts, valid after open */
+} arb_reg_site_t;
+
+typedef struct arb_reg_inst {
+    char impl[64], params[256];
+    arb_mode_t mode;
+    arb_use_t use;
+    arb_inst_t *inst;
+} arb_reg_inst_t;
+
+typedef struct arb_site_registry {
+    arb_reg_site_t sites[ARB_REG_MAX_SITES];
+    size_t nsites;
+    arb_reg_inst_t insts[ARB_REG_MAX_INSTS];
+    size_t ninsts;
+    arb_inst_backend_t backend;
+    int opened;
+} arb_site_registry_t;
+
+void arb_site_registry_init(arb_site_registry_t *r);
+/* Adds a site with its choice; *slot is its handle. ARB_ERR_INVALID when full or after open. */
+arb_status_t arb_site_registry_add(arb_site_registry_t *r, const arb_site_t *site, const arb_choice_t *choice,
+                                   size_t *slot, char *why, size_t why_len);
+/* Collective. Opens every distinct (impl, params, mode). Sites whose choice declines
+ * move to nccl (its own choice) and their note says why; a fused choice whose plugin
+ * has no fused kernel runs composed. ARB_DECLINE or an error only when the NCCL
+ * fallback itself cannot open (what is open stays open: call close). */
+arb_status_t arb_site_registry_open(arb_site_registry_t *r, const arb_inst_backend_t *b, int cuda_device,
+                                    char *why, size_t why_len);
+/* The instance and fusion path of a slot (after open). */
+arb_inst_t *arb_site_registry_instance(const arb_site_registry_t *r, size_t slot, arb_fusion_t *fusion);
+const arb_choice_t *arb_site_registry_choice(const arb_site_registry_t *r, size_t slot);
+/* One line per site: name, bytes, what serves it, the note. */
+void arb_site_registry_print(const arb_site_registry_t *r, FILE *f);
+/* Collective. Closes every open instance. */
+void arb_site_registry_close(arb_site_registry_t *r);
+
+#endif
