@@ -278,9 +278,9 @@ static void site_text(const arb_site_t *s, char *buf, size_t len)
              arb_op_name(s->op), arb_site_bytes(s), s->tokens, s->hidden, arb_mode_names[s->mode], s->ranks, s->fabric);
 }
 
-static void set_fallback(arb_choice_t *out, const arb_site_t *s)
+static void set_fallback(arb_choice_t *out, const arb_site_t *s, const char *fallback)
 {
-    snprintf(out->impl, sizeof out->impl, "nccl");
+    snprintf(out->impl, sizeof out->impl, "%s", fallback);
     out->params[0] = '\0';
     out->fusion = s->op == ARB_OP_ALLREDUCE_RMSNORM ? ARB_FUSION_COMPOSED : ARB_FUSION_AUTO;
     out->from_profile = 0;
@@ -288,7 +288,7 @@ static void set_fallback(arb_choice_t *out, const arb_site_t *s)
 }
 
 arb_status_t arb_site_choose(const arb_profile_t *p, const char *profile_name, const arb_site_t *site,
-                             arb_choice_t *out, char *why, size_t why_len)
+                             const char *fallback, arb_choice_t *out, char *why, size_t why_len)
 {
     memset(out, 0, sizeof *out);
     if (!site->tokens || !site->hidden || !site->fabric || !*site->fabric || site->ranks < 1 ||
@@ -297,10 +297,13 @@ arb_status_t arb_site_choose(const arb_profile_t *p, const char *profile_name, c
     char st[256];
     site_text(site, st, sizeof st);
     const char *pname = profile_name ? profile_name : "the profile";
+    const char *fb = fallback && *fallback ? fallback : ARB_SITE_FALLBACK;
+    if (strlen(fb) >= sizeof out->impl)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "fallback implementation '%s': longer than %zu bytes", fb, sizeof out->impl - 1);
     if (!p || p->n == 0) {
-        set_fallback(out, site);
-        snprintf(out->note, sizeof out->note, "%s: no profile entries%s%s -> nccl (its own choice)%s", st,
-                 p ? " in " : "", p ? pname : "", out->fusion == ARB_FUSION_COMPOSED ? ", composed" : "");
+        set_fallback(out, site, fb);
+        snprintf(out->note, sizeof out->note, "%s: no profile entries%s%s -> %s (its own choice)%s", st,
+                 p ? " in " : "", p ? pname : "", fb, out->fusion == ARB_FUSION_COMPOSED ? ", composed" : "");
         return ARB_OK;
     }
     const arb_profile_entry_t *best = NULL;
@@ -332,9 +335,9 @@ arb_status_t arb_site_choose(const arb_profile_t *p, const char *profile_name, c
         }
         char have[256];
         list_values(p, site, stage, have, sizeof have);
-        set_fallback(out, site);
-        snprintf(out->note, sizeof out->note, "%s: no entry in %s for its %s (%s has: %s) -> nccl (its own choice)%s", st,
-                 pname, stage_missing[stage], pname, *have ? have : "nothing", out->fusion == ARB_FUSION_COMPOSED ? ", composed" : "");
+        set_fallback(out, site, fb);
+        snprintf(out->note, sizeof out->note, "%s: no entry in %s for its %s (%s has: %s) -> %s (its own choice)%s", st,
+                 pname, stage_missing[stage], pname, *have ? have : "nothing", fb, out->fusion == ARB_FUSION_COMPOSED ? ", composed" : "");
         return ARB_OK;
     }
     if (strlen(best->impl) >= sizeof out->impl)

@@ -17,7 +17,8 @@
  *   over one with nodes 0; the profile reader refuses overlapping ranges within one
  *   key, so no tie remains (a site with nodes 0, unknown, takes the first such entry
  *   in file order). No match: NCCL with its own choice (no params), composed
- *   for a fused site, and one line that names the site and what was missing.
+ *   for a fused site, and one line that names the site and what was missing (the CPU
+ *   reference engine falls back to its mpi-host backend instead).
  */
 #ifndef ARB_ENGINE_SITE_CHOICE_H
 #define ARB_ENGINE_SITE_CHOICE_H
@@ -64,11 +65,16 @@ arb_status_t arb_site_profile_load(const char *path, arb_profile_t *p, char *why
 arb_status_t arb_site_profile_from_json(const char *data, size_t len, const char *name, arb_profile_t *p,
                                         char *why, size_t why_len);
 
+/* The fallback of a site without a matching entry: NCCL on the GPU engine. The CPU
+ * reference engine, which has no NCCL, passes its own backend (mpi-host). */
+#define ARB_SITE_FALLBACK "nccl"
+
 /* The choice for one site. `p` may be NULL (no profile: every site falls back).
- * `profile_name` names the profile in notes. ARB_ERR_INVALID for a site that is not
- * one (tokens or hidden 0, no fabric). */
+ * `profile_name` names the profile in notes; `fallback` is the implementation used,
+ * with its own choice (no params), where nothing matches (NULL: ARB_SITE_FALLBACK).
+ * ARB_ERR_INVALID for a site that is not one (tokens or hidden 0, no fabric). */
 arb_status_t arb_site_choose(const arb_profile_t *p, const char *profile_name, const arb_site_t *site,
-                             arb_choice_t *out, char *why, size_t why_len);
+                             const char *fallback, arb_choice_t *out, char *why, size_t why_len);
 
 /* "IMPL[:params]" (the --baseline and --impl form) as a choice, fusion AUTO. ARB_ERR_INVALID
  * for an empty name, a name over 63 bytes or params over 255. */

@@ -6,7 +6,11 @@
 
 #include "arbench/status.h"
 
-void arb_site_registry_init(arb_site_registry_t *r) { memset(r, 0, sizeof *r); }
+void arb_site_registry_init(arb_site_registry_t *r, const char *fallback)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->fallback, sizeof r->fallback, "%s", fallback && *fallback ? fallback : ARB_SITE_FALLBACK);
+}
 
 arb_status_t arb_site_registry_add(arb_site_registry_t *r, const arb_site_t *site, const arb_choice_t *choice,
                                    size_t *slot, char *why, size_t why_len)
@@ -34,7 +38,10 @@ static int same_key(const arb_reg_inst_t *k, const char *impl, const char *param
     return strcmp(k->impl, impl) == 0 && strcmp(k->params, params) == 0 && k->mode == mode;
 }
 
-static int is_fallback(const char *impl, const char *params) { return strcmp(impl, "nccl") == 0 && !*params; }
+static int is_fallback(const arb_site_registry_t *r, const arb_choice_t *c)
+{
+    return strcmp(c->impl, r->fallback) == 0 && !*c->params;
+}
 
 /* The instance key of a site, added when new; every site of a key widens its use. */
 static arb_status_t key_for(arb_site_registry_t *r, arb_reg_site_t *s, int cuda_device, char *why, size_t why_len)
@@ -68,16 +75,16 @@ static arb_status_t key_for(arb_site_registry_t *r, arb_reg_site_t *s, int cuda_
     return ARB_OK;
 }
 
-static void to_fallback(arb_reg_site_t *s, const char *declined, const char *reason)
+static void to_fallback(const arb_site_registry_t *r, arb_reg_site_t *s, const char *declined, const char *reason)
 {
     int fused = s->site.op == ARB_OP_ALLREDUCE_RMSNORM;
-    snprintf(s->choice.impl, sizeof s->choice.impl, "nccl");
+    snprintf(s->choice.impl, sizeof s->choice.impl, "%s", r->fallback);
     s->choice.params[0] = '\0';
     s->choice.fusion = fused ? ARB_FUSION_COMPOSED : ARB_FUSION_AUTO;
     s->choice.from_profile = 0;
     s->choice.entry = NULL;
-    snprintf(s->choice.note, sizeof s->choice.note, "site %s: %s declined (%s) -> nccl (its own choice)%s", s->name, declined,
-             reason, fused ? ", composed" : "");
+    snprintf(s->choice.note, sizeof s->choice.note, "site %s: %s declined (%s) -> %s (its own choice)%s", s->name, declined,
+             reason, r->fallback, fused ? ", composed" : "");
 }
 
 arb_status_t arb_site_registry_open(arb_site_registry_t *r, const arb_inst_backend_t *b, int cuda_device,
@@ -88,9 +95,9 @@ arb_status_t arb_site_registry_open(arb_site_registry_t *r, const arb_inst_backe
     r->backend = *b;
     r->opened = 1;
     r->ninsts = 0;
-    /* Pass 1: every chosen (impl, params, mode) but the NCCL fallback, in order of first use. */
+    /* Pass 1: every chosen (impl, params, mode) but the fallback, in order of first use. */
     for (size_t i = 0; i < r->nsites; i++)
-        if (!is_fallback(r->sites[i].choice.impl, r->sites[i].choice.params))
+        if (!is_fallback(r, &r->sites[i].choice))
             ARB_TRY(key_for(r, &r->sites[i], cuda_device, why, why_len));
     size_t chosen = r->ninsts;
     for (size_t k = 0; k < chosen; k++) {
@@ -101,9 +108,9 @@ arb_status_t arb_site_registry_open(arb_site_registry_t *r, const arb_inst_backe
             in->inst = NULL;
             char label[340];
             for (size_t i = 0; i < r->nsites; i++)
-                if (!is_fallback(r->sites[i].choice.impl, r->sites[i].choice.params) && r->sites[i].inst == k) {
+                if (!is_fallback(r, &r->sites[i].choice) && r->sites[i].inst == k) {
                     arb_choice_label(&r->sites[i].choice, label, sizeof label);
-                    to_fallback(&r->sites[i], label, reason);
+                    to_fallback(r, &r->sites[i], label, reason);
                 }
         } else if (st != ARB_OK) {
             in->inst = NULL;
@@ -112,7 +119,7 @@ arb_status_t arb_site_registry_open(arb_site_registry_t *r, const arb_inst_backe
     }
     /* Pass 2: the fallback, with the union of every site that ended up on it. */
     for (size_t i = 0; i < r->nsites; i++)
-        if (is_fallback(r->sites[i].choice.impl, r->sites[i].choice.params))
+        if (is_fallback(r, &r->sites[i].choice))
             ARB_TRY(key_for(r, &r->sites[i], cuda_device, why, why_len));
     for (size_t k = chosen; k < r->ninsts; k++) {
         arb_reg_inst_t *in = &r->insts[k];
@@ -120,7 +127,7 @@ arb_status_t arb_site_registry_open(arb_site_registry_t *r, const arb_inst_backe
         arb_status_t st = b->open(b->ctx, in->impl, in->params, &in->use, &in->inst, reason, sizeof reason);
         if (st != ARB_OK) {
             in->inst = NULL;
-            ARB_RAISE(st, why, why_len, "opening the fallback nccl (%s mode) for the engine's call sites: %s", arb_mode_names[in->mode], reason);
+            ARB_RAISE(st, why, why_len, "opening the fallback %s (%s mode) for the engine's call sites: %s", r->fallback, arb_mode_names[in->mode], reason);
         }
     }
     /* A fused choice on a plugin without a fused kernel runs composed. */

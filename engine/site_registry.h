@@ -5,7 +5,8 @@
  * distinct (impl, params, mode) once, for the union of its sites' uses (the largest
  * payload, the fused op if any site is fused), so one run can hold lsa for 3-token
  * sites and NCCL for 64-token ones at the same time. A choice whose open declines here
- * (lsa without P2P, say) falls back to NCCL's own choice for its sites, with a note.
+ * (lsa without P2P, say) falls back to the fallback implementation's own choice (NCCL on
+ * the GPU engine, mpi-host on the CPU reference) for its sites, with a note.
  *
  * Opening goes through an arb_inst_backend_t: site_registry_inst.c binds it to
  * src/instance.h (arb_inst_open/close); tests bind it to a recorder. Collective
@@ -50,17 +51,19 @@ typedef struct arb_site_registry {
     arb_reg_inst_t insts[ARB_REG_MAX_INSTS];
     size_t ninsts;
     arb_inst_backend_t backend;
+    char fallback[64]; /* the implementation sites fall back to, opened with no params */
     int opened;
 } arb_site_registry_t;
 
-void arb_site_registry_init(arb_site_registry_t *r);
+/* `fallback`: NULL for ARB_SITE_FALLBACK (nccl). */
+void arb_site_registry_init(arb_site_registry_t *r, const char *fallback);
 /* Adds a site with its choice; *slot is its handle. ARB_ERR_INVALID when full or after open. */
 arb_status_t arb_site_registry_add(arb_site_registry_t *r, const arb_site_t *site, const arb_choice_t *choice,
                                    size_t *slot, char *why, size_t why_len);
-/* Collective. Opens every distinct (impl, params, mode). Sites whose choice declines
- * move to nccl (its own choice) and their note says why; a fused choice whose plugin
- * has no fused kernel runs composed. ARB_DECLINE or an error only when the NCCL
- * fallback itself cannot open (what is open stays open: call close). */
+/* Collective. Opens every distinct (impl, params, mode), the fallback last. Sites whose
+ * choice declines move to the fallback (its own choice) and their note says why; a
+ * fused choice whose plugin has no fused kernel runs composed. ARB_DECLINE or an error
+ * only when the fallback itself cannot open (what is open stays open: call close). */
 arb_status_t arb_site_registry_open(arb_site_registry_t *r, const arb_inst_backend_t *b, int cuda_device,
                                     char *why, size_t why_len);
 /* The instance and fusion path of a slot (after open). */

@@ -28,6 +28,7 @@ static arb_status_t inst_open(void *ctx, const char *impl, const char *params, c
             snprintf(pl->names[pl->n++], sizeof pl->names[0], "%s", impl);
     }
     char msg[2048];
+    snprintf(msg, sizeof msg, "%s", err); /* in: this rank's reason; out: the first failing rank's */
     if (arb_agree_failure(pl->mpi, failed, msg, sizeof msg) >= 0) /* stays loaded where it did load */
         ARB_RAISE(ARB_DECLINE, why, why_len, "plugin %s not loadable: %s", impl, msg);
     return arb_inst_open(pl->mpi, &pl->lp[i], params, use, out, why, why_len);

@@ -38,7 +38,7 @@ static arb_choice_t choose(const arb_site_t *s)
 {
     arb_choice_t c;
     char why[512];
-    TAP_CHECK(arb_site_choose(&prof, "hand.csv", s, &c, why, sizeof why) == ARB_OK);
+    TAP_CHECK(arb_site_choose(&prof, "hand.csv", s, NULL, &c, why, sizeof why) == ARB_OK);
     return c;
 }
 
@@ -115,13 +115,17 @@ static void test_fallback(void)
     s.ranks = 8;
     c = choose(&s);
     TAP_CHECK(!c.from_profile && strstr(c.note, "its mode (hand.csv has: eager)"));
+    /* the CPU reference engine falls back to its own backend */
+    char why0[256];
+    TAP_CHECK(arb_site_choose(&prof, "hand.csv", &s, "mpi-host", &c, why0, sizeof why0) == ARB_OK);
+    TAP_CHECK(!c.from_profile && strcmp(c.impl, "mpi-host") == 0 && strstr(c.note, "-> mpi-host (its own choice)"));
     /* no profile at all */
     char why[256];
-    TAP_CHECK(arb_site_choose(NULL, NULL, &s, &c, why, sizeof why) == ARB_OK && !c.from_profile &&
+    TAP_CHECK(arb_site_choose(NULL, NULL, &s, NULL, &c, why, sizeof why) == ARB_OK && !c.from_profile &&
               strcmp(c.impl, "nccl") == 0 && strstr(c.note, "no profile"));
     /* not a site */
     s.tokens = 0;
-    TAP_CHECK(arb_site_choose(&prof, "hand.csv", &s, &c, why, sizeof why) == ARB_ERR_INVALID && strstr(why, "tokens"));
+    TAP_CHECK(arb_site_choose(&prof, "hand.csv", &s, NULL, &c, why, sizeof why) == ARB_ERR_INVALID && strstr(why, "tokens"));
 }
 
 static void test_mode_mismatch(void)
@@ -173,10 +177,10 @@ static void test_json(void)
     TAP_CHECK(pj.e[1].max_bytes == SIZE_MAX && pj.e[0].max_bytes == 50000);
     arb_site_t s = site("verify.attn", ARB_OP_ALLREDUCE_RMSNORM, 3, 7168, ARB_MODE_GRAPH, 8, "pcie-switch");
     arb_choice_t c;
-    TAP_CHECK(arb_site_choose(&pj, "p.json", &s, &c, why, sizeof why) == ARB_OK);
+    TAP_CHECK(arb_site_choose(&pj, "p.json", &s, NULL, &c, why, sizeof why) == ARB_OK);
     TAP_CHECK(strcmp(c.impl, "lsa") == 0 && c.fusion == ARB_FUSION_PLUGIN && strcmp(c.params, "variant=oneshot,pdl=1") == 0);
     s.tokens = 1024; /* far into the open-ended range */
-    TAP_CHECK(arb_site_choose(&pj, "p.json", &s, &c, why, sizeof why) == ARB_OK);
+    TAP_CHECK(arb_site_choose(&pj, "p.json", &s, NULL, &c, why, sizeof why) == ARB_OK);
     TAP_CHECK(strcmp(c.impl, "nccl") == 0 && strcmp(c.params, "algo=Ring,proto=LL") == 0 && c.fusion == ARB_FUSION_COMPOSED);
     arb_profile_free(&pj);
 }
@@ -302,7 +306,7 @@ static void registry_sites(arb_site_registry_t *reg, size_t slot[5])
         int ranks;
     } sites[] = {{"decode.attn", 1, 8}, {"decode.ffn", 1, 8}, {"verify.attn", 3, 8}, {"prefill.attn", 64, 8}, {"odd.x16", 1, 16}};
     char why[256];
-    arb_site_registry_init(reg);
+    arb_site_registry_init(reg, NULL);
     for (size_t i = 0; i < 5; i++) {
         arb_site_t s = site(sites[i].name, ARB_OP_ALLREDUCE_RMSNORM, sites[i].tokens, 7168, ARB_MODE_GRAPH, sites[i].ranks, "pcie-switch");
         arb_choice_t c = choose(&s);
