@@ -61,6 +61,7 @@ static arb_status_t key_for(arb_site_registry_t *r, arb_reg_site_t *s, int cuda_
                              .hidden = s->site.hidden, .cuda_device = cuda_device};
     }
     arb_reg_inst_t *k = &r->insts[i];
+    k->from_profile |= s->choice.from_profile;
     if (k->use.hidden != s->site.hidden)
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "site %s: hidden %u differs from another site's %u on %s", s->name, s->site.hidden, k->use.hidden, k->impl);
     size_t bytes = arb_site_bytes(&s->site);
@@ -75,7 +76,8 @@ static arb_status_t key_for(arb_site_registry_t *r, arb_reg_site_t *s, int cuda_
     return ARB_OK;
 }
 
-static void to_fallback(const arb_site_registry_t *r, arb_reg_site_t *s, const char *declined, const char *reason)
+static void to_fallback(const arb_site_registry_t *r, arb_reg_site_t *s, const char *declined, const char *verb,
+                        const char *reason)
 {
     int fused = s->site.op == ARB_OP_ALLREDUCE_RMSNORM;
     snprintf(s->choice.impl, sizeof s->choice.impl, "%s", r->fallback);
@@ -83,7 +85,7 @@ static void to_fallback(const arb_site_registry_t *r, arb_reg_site_t *s, const c
     s->choice.fusion = fused ? ARB_FUSION_COMPOSED : ARB_FUSION_AUTO;
     s->choice.from_profile = 0;
     s->choice.entry = NULL;
-    snprintf(s->choice.note, sizeof s->choice.note, "site %s: %s declined (%s) -> %s (its own choice)%s", s->name, declined,
+    snprintf(s->choice.note, sizeof s->choice.note, "site %s: %s %s (%s) -> %s (its own choice)%s", s->name, declined, verb,
              reason, r->fallback, fused ? ", composed" : "");
 }
 
@@ -104,13 +106,13 @@ arb_status_t arb_site_registry_open(arb_site_registry_t *r, const arb_inst_backe
         arb_reg_inst_t *in = &r->insts[k];
         char reason[512] = "";
         arb_status_t st = b->open(b->ctx, in->impl, in->params, &in->use, &in->inst, reason, sizeof reason);
-        if (st == ARB_DECLINE) {
+        if (st == ARB_DECLINE || (st == ARB_ERR_INVALID && in->from_profile)) {
             in->inst = NULL;
             char label[340];
             for (size_t i = 0; i < r->nsites; i++)
                 if (!is_fallback(r, &r->sites[i].choice) && r->sites[i].inst == k) {
                     arb_choice_label(&r->sites[i].choice, label, sizeof label);
-                    to_fallback(r, &r->sites[i], label, reason);
+                    to_fallback(r, &r->sites[i], label, st == ARB_DECLINE ? "declined" : "refused its params", reason);
                 }
         } else if (st != ARB_OK) {
             in->inst = NULL;

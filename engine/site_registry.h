@@ -43,6 +43,7 @@ typedef struct arb_reg_inst {
     arb_mode_t mode;
     arb_use_t use;
     arb_inst_t *inst;
+    int from_profile; /* the choice came from a profile (not the command line) */
 } arb_reg_inst_t;
 
 typedef struct arb_site_registry {
@@ -62,8 +63,11 @@ arb_status_t arb_site_registry_add(arb_site_registry_t *r, const arb_site_t *sit
                                    size_t *slot, char *why, size_t why_len);
 /* Collective. Opens every distinct (impl, params, mode), the fallback last. Sites whose
  * choice declines move to the fallback (its own choice) and their note says why; a
- * fused choice whose plugin has no fused kernel runs composed. ARB_DECLINE or an error
- * only when the fallback itself cannot open (what is open stays open: call close). */
+ * fused choice whose plugin has no fused kernel runs composed. A profile's params that
+ * the plugin refuses (ARB_ERR_INVALID: a describe string its init does not take) fall
+ * back the same way, with the reason; params given on the command line are an error.
+ * ARB_DECLINE or an error otherwise only when the fallback itself cannot open (what is
+ * open stays open: call close). */
 arb_status_t arb_site_registry_open(arb_site_registry_t *r, const arb_inst_backend_t *b, int cuda_device,
                                     char *why, size_t why_len);
 /* The instance and fusion path of a slot (after open). */

@@ -260,7 +260,7 @@ static void test_choice_parse(void)
 /* ---- the registry, on a recording backend ---- */
 
 typedef struct rec {
-    int opens, closes, decline_lsa, fused_lsa;
+    int opens, closes, decline_lsa, fused_lsa, invalid_lsa;
     char opened[8][300];
     arb_use_t uses[8];
     int objs[8];
@@ -273,6 +273,10 @@ static arb_status_t rec_open(void *ctx, const char *impl, const char *params, co
     if (r->decline_lsa && strcmp(impl, "lsa") == 0) {
         snprintf(why, why_len, "lsa: no P2P between the GPUs");
         return ARB_DECLINE;
+    }
+    if (r->invalid_lsa && strcmp(impl, "lsa") == 0) {
+        snprintf(why, why_len, "lsa params '%s': unknown key", params);
+        return ARB_ERR_INVALID;
     }
     if (r->opens == 8)
         return ARB_ERR_SYSTEM;
@@ -380,6 +384,30 @@ static void test_registry_decline_falls_back(void)
     arb_site_registry_close(&reg);
 }
 
+static void test_registry_refused_params(void)
+{
+    /* params from a profile that the plugin refuses: the sites fall back, saying so */
+    static arb_site_registry_t reg;
+    size_t slot[5];
+    registry_sites(&reg, slot);
+    rec_t r = {.invalid_lsa = 1};
+    arb_inst_backend_t b = {.open = rec_open, .has_fused = rec_has_fused, .close = rec_close, .ctx = &r};
+    char why[512];
+    TAP_CHECK(arb_site_registry_open(&reg, &b, 0, why, sizeof why) == ARB_OK);
+    const arb_choice_t *c = arb_site_registry_choice(&reg, slot[0]);
+    TAP_CHECK(strcmp(c->impl, "nccl") == 0 && strstr(c->note, "refused its params") && strstr(c->note, "unknown key"));
+    arb_site_registry_close(&reg);
+    /* the same params given on the command line: an error naming them */
+    arb_site_registry_init(&reg, NULL);
+    arb_site_t s = site("decode.attn", ARB_OP_ALLREDUCE_RMSNORM, 1, 7168, ARB_MODE_GRAPH, 8, "pcie-switch");
+    arb_choice_t cl;
+    size_t sl;
+    TAP_CHECK(arb_choice_parse("lsa:variant=bogus", &cl, why, sizeof why) == ARB_OK);
+    TAP_CHECK(arb_site_registry_add(&reg, &s, &cl, &sl, why, sizeof why) == ARB_OK);
+    TAP_CHECK(arb_site_registry_open(&reg, &b, 0, why, sizeof why) == ARB_ERR_INVALID && strstr(why, "lsa:variant=bogus"));
+    arb_site_registry_close(&reg);
+}
+
 int main(int argc, char **argv)
 {
     load_fixture();
@@ -394,6 +422,7 @@ int main(int argc, char **argv)
         {"choice_parse", test_choice_parse},
         {"registry_opens_once", test_registry_opens_once},
         {"registry_decline_falls_back", test_registry_decline_falls_back},
+        {"registry_refused_params", test_registry_refused_params},
     };
     int rc = tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
     arb_profile_free(&prof);
