@@ -16,6 +16,7 @@
 #include "rmsnorm.h"
 #include "site_registry_inst.h"
 #include "tap.h"
+#include "top2.h"
 
 static arb_mpi_t g_mpi;
 
@@ -144,6 +145,27 @@ static void t_unknown_plugin_declines_everywhere(void)
     arb_reg_plugins_unload(&pl);
 }
 
+/* The distributed top two (the A/B margin): each rank holds a vocabulary shard. */
+static void t_top2_over_ranks(void)
+{
+    enum { V = 901, T = 2 };
+    static float v[T][V];
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < V; j++)
+            v[t][j] = (float)((j * 37 + t * 11) % 97); /* value 96 at several indices: ties */
+    int N = g_mpi.nranks, per = V / N, base = g_mpi.rank * per, n = g_mpi.rank == N - 1 ? V - base : per;
+    arb_top2_t mine[T], got[T];
+    for (int t = 0; t < T; t++)
+        mine[t] = arb_top2_local(v[t] + base, (size_t)n, base);
+    TAP_REQUIRE(arb_top2_allreduce(&g_mpi, mine, got, T) == 0);
+    for (int t = 0; t < T; t++) {
+        arb_top2_t whole = arb_top2_local(v[t], V, 0);
+        TAP_EQ_INT(got[t].i1, whole.i1);
+        TAP_EQ_INT(got[t].i2, whole.i2);
+        TAP_CHECK(got[t].v1 == 96.0f && got[t].v2 == 96.0f);
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -155,6 +177,7 @@ int main(int argc, char **argv)
     static const tap_test_t tests[] = {
         {"registry_host", t_registry_host},
         {"unknown_plugin_declines_everywhere", t_unknown_plugin_declines_everywhere},
+        {"top2_over_ranks", t_top2_over_ranks},
     };
     int rc = tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
     arb_mpi_free(&g_mpi);
