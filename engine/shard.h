@@ -51,6 +51,13 @@ typedef struct arb_shard {
 arb_status_t arb_shard_make(const arb_model_config_t *cfg, unsigned tp_shape, unsigned rank,
                             arb_weight_format_t wf, arb_shard_t *sh, char *why, size_t why_len);
 
+/* The union of shards first .. first+count-1 of tp_shape (contiguous blocks, so again one
+ * contiguous block per sharded dimension): what one process holds when it stands in for
+ * `count` ranks (the CPU reference covering all K shards on N < K processes). Each
+ * shard is validated as by arb_shard_make; sh->rank = first. */
+arb_status_t arb_shard_make_range(const arb_model_config_t *cfg, unsigned tp_shape, unsigned first, unsigned count,
+                                  arb_weight_format_t wf, arb_shard_t *sh, char *why, size_t why_len);
+
 /* wgen index of routed-expert element (expert e, global row, global col) of a tensor
  * [rows x cols] per expert (expert-major, forward.md "Weights"). */
 static inline uint64_t arb_expert_index(unsigned e, unsigned rows, unsigned cols, unsigned row, unsigned col)
