@@ -28,7 +28,7 @@ typedef enum arb_engine_backend {
 #define ARB_ENGINE_DEFAULT_STEPS 32u
 #define ARB_ENGINE_DEFAULT_SPEC_K 2u     /* verify T = k + 1 = 3 tokens: 43,008 B at hidden 7168 */
 #define ARB_ENGINE_DEFAULT_SEED 1u
-#define ARB_ENGINE_DEFAULT_PREFILL_CHUNK 64u
+#define ARB_ENGINE_DEFAULT_PREFILL_CHUNK 8u  /* the GPU step's largest T (ARB_GPU_MAX_T) */
 
 typedef struct arb_engine_opts {
     char config[1024];               /* --config NAME|PATH */
