@@ -9,7 +9,10 @@
  *   OUTDIR/data/engine_spec_MODE__cN.dat  model curve of series N (choice, k): p, tok/s
  *                                      from its measured draft and verify medians
  *   OUTDIR/data/engine_spec_MODE__mN.dat  the measured points of series N: p, tok/s
- * Rows are read by column name; a later row for the same (mode, phase, choice[, k, p])
+ * Rows are read by column name (docs/engine-e2e.md, "Figures"); the choice is the
+ * `choice` column where there is one, else `impl[:params]`. Decode/verify rows without
+ * a split (neither compute_only_us nor allreduce_us: the compute-only configuration's
+ * own rows) are not drawn. A later row for the same (mode, phase, choice[, k, p])
  * replaces an earlier one. A malformed file is refused naming file, line and column.
  */
 #include <errno.h>
@@ -64,14 +67,32 @@ static int load(const char *file, arb_table_t *t)
         fprintf(stderr, "arb-engine-plotdata: %s\n", err);
         return -1;
     }
-    static const char *const required[] = {"mode", "phase", "choice", NULL};
+    static const char *const required[] = {"mode", "phase", NULL};
     if (arb_table_require(t, required, file, err, sizeof err)) {
         fprintf(stderr, "arb-engine-plotdata: %s\n", err);
         return -1;
     }
+    int c_choice = arb_table_col(t, "choice"), c_impl = arb_table_col(t, "impl"), c_params = arb_table_col(t, "params");
+    if (c_choice < 0 && c_impl < 0) {
+        fprintf(stderr, "arb-engine-plotdata: %s: missing column 'choice' or 'impl' (is it an arbench engine results CSV? see docs/engine-e2e.md)\n", file);
+        return -1;
+    }
     for (size_t r = 0; r < t->nrows; r++) {
-        row_t w = {.mode = t->rows[r][arb_table_col(t, "mode")], .phase = t->rows[r][arb_table_col(t, "phase")],
-                   .choice = t->rows[r][arb_table_col(t, "choice")]};
+        row_t w = {.mode = t->rows[r][arb_table_col(t, "mode")], .phase = t->rows[r][arb_table_col(t, "phase")]};
+        if (c_choice >= 0) {
+            w.choice = t->rows[r][c_choice];
+        } else { /* impl[:params], kept in a pool that lives as long as the rows */
+            static char pool[1 << 20];
+            static size_t used;
+            const char *impl = t->rows[r][c_impl], *params = c_params >= 0 ? t->rows[r][c_params] : "";
+            int n = snprintf(pool + used, sizeof pool - used, "%s%s%s", impl, *params ? ":" : "", params);
+            if (n < 0 || used + (size_t)n + 1 >= sizeof pool) {
+                fprintf(stderr, "arb-engine-plotdata: %s: labels longer than 1 MiB in all\n", file);
+                return -1;
+            }
+            w.choice = pool + used;
+            used += (size_t)n + 1;
+        }
         int is_step = !strcmp(w.phase, "decode") || !strcmp(w.phase, "verify"), is_spec = !strcmp(w.phase, "spec");
         if (!is_step && !is_spec)
             return fail(file, r + 2, "phase", "decode, verify or spec");
@@ -79,11 +100,11 @@ static int load(const char *file, arb_table_t *t)
             return fail(file, r + 2, "mode", "graph or eager");
         if (!*w.choice)
             return fail(file, r + 2, "choice", "a non-empty label");
-        if (is_step && (num(t, r, "step_median_us", 1, &w.step_us, file) || num(t, r, "compute_us", 0, &w.compute_us, file) ||
+        if (is_step && (num(t, r, "median_us", 1, &w.step_us, file) || num(t, r, "compute_only_us", 0, &w.compute_us, file) ||
                         num(t, r, "allreduce_us", 0, &w.allreduce_us, file)))
             return -1;
         if (is_step && isnan(w.compute_us) && isnan(w.allreduce_us))
-            return fail(file, r + 2, "compute_us", "a number (or allreduce_us): the step's split");
+            continue; /* no split: nothing to stack */
         double k = NAN;
         if (is_spec && (num(t, r, "spec_k", 1, &k, file) || num(t, r, "accept_rate", 1, &w.p, file) ||
                         num(t, r, "tok_s", 1, &w.tok_s, file) || num(t, r, "draft_us", 1, &w.draft_us, file) ||
@@ -102,7 +123,7 @@ static int load(const char *file, arb_table_t *t)
         if (is_step && w.allreduce_us < 0) /* noise: the compute-only replay was slower than the step */
             w.allreduce_us = 0, w.compute_us = w.step_us;
         if (is_step && w.compute_us < 0)
-            return fail(file, r + 2, "allreduce_us", "at most step_median_us");
+            return fail(file, r + 2, "allreduce_us", "at most median_us");
         size_t i = 0;
         for (; i < nrows; i++)
             if (!strcmp(rows[i].mode, w.mode) && !strcmp(rows[i].phase, w.phase) && !strcmp(rows[i].choice, w.choice) &&

@@ -27,14 +27,15 @@ m=$dir/out/data/engine_spec_graph.gp
 want=$(awk 'BEGIN { R = (1600 + 30000) / 11173; printf "%.4f", (-1 + sqrt(1 + 4 * (R - 1))) / 2 }')
 got=$(awk -F' = ' '$1 == "be_1" { printf "%.4f", $2 }' "$m")
 [ -n "$got" ] && [ "$got" = "$want" ] && tap OK "break-even of nccl k=2 is $want" || tap FAIL "break-even of nccl k=2: got '$got', expected $want"
-grep -q '^title_1 = "nccl k=2"' "$m" && grep -q '^title_4 = "lsa:variant=oneshot,pdl=1 fused k=3"' "$m" && grep -q '^nseries = 4' "$m" \
+grep -q '^title_1 = "nccl k=2"' "$m" && grep -q '^title_4 = "lsa:variant=oneshot,pdl=1 k=3"' "$m" && grep -q '^nseries = 4' "$m" \
     && tap OK "one series per (choice, k)" || tap FAIL "one series per (choice, k)"
 grep -q '^plain_draw_1 = 1' "$m" && grep -q '^plain_draw_2 = 0' "$m" && tap OK "plain decode drawn once per choice" || tap FAIL "plain decode drawn once per choice"
 # the model curve at p = 0 is one token per cycle, at p = 1 k + 1
 c0=$(awk '$1 == "0.00" { printf "%.3f", $2 } $1 == "1.00" { printf " %.3f", $2 }' "$dir/out/data/engine_spec_graph__c0.dat")
 [ "$c0" = "$(awk 'BEGIN { printf "%.3f %.3f", 1e6 / 31600, 3e6 / 31600 }')" ] && tap OK "model curve endpoints" || tap FAIL "model curve endpoints (got '$c0')"
 grep -q '^"decode nccl" 3000 8173$' "$dir/out/data/engine_steps_graph.dat" && tap OK "decode split: compute 3000 + all-reduce 8173 (the rest)" || tap FAIL "decode split"
-grep -q '^"verify nccl" 6600 26400$' "$dir/out/data/engine_steps_eager.dat" && tap OK "verify split from compute_us alone" || tap FAIL "verify split from compute_us alone"
+grep -q '^"verify nccl" 6600 26400$' "$dir/out/data/engine_steps_eager.dat" && tap OK "verify split from compute_only_us alone" || tap FAIL "verify split from compute_only_us alone"
+! grep -q noop "$dir/out/data/engine_steps_eager.dat" && tap OK "rows without a split are not drawn" || tap FAIL "rows without a split are not drawn"
 # malformed inputs: exit 2, the message names the file, the line and the column
 bad() { # NAME EXPECT SED-EXPRESSION
     sed "$3" "$fixture" >"$dir/$1.csv"
@@ -44,7 +45,7 @@ bad() { # NAME EXPECT SED-EXPRESSION
 bad bad_phase "line 3: bad phase" '3s/,verify,/,prefill,/'
 bad bad_number "line 4: bad tok_s" '4s/,55.3797,/,fast,/'
 bad bad_mode "line 2: bad mode" '2s/,graph,/,turbo,/'
-bad no_choice "missing column 'choice'" '1s/,choice,/,label,/'
+bad no_choice "missing column 'choice' or 'impl'" '1s/,impl,/,label,/'
 bad bad_k "bad spec_k" '4s/,3,2,0.5,/,3,2.5,0.5,/'
 if "$render" --tool "$tool" "$dir/bad_phase.csv" "$dir/out2" 2>/dev/null; then tap FAIL "engine_render.sh refuses a malformed file"; else tap OK "engine_render.sh refuses a malformed file"; fi
 echo "1..$n"
