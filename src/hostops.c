@@ -67,14 +67,12 @@ static int op_barrier(void *ctx)
 static void op_log(void *ctx, const char *msg)
 {
     arb_hostops_ctx_t *c = ctx;
-    snprintf(c->last, sizeof c->last, "%s", msg);
     arb_info("%s: %s", c->tag, msg);
 }
 
 void arb_hostops_init(arb_host_ops_t *ops, arb_hostops_ctx_t *ctx, arb_mpi_t *m, const char *tag)
 {
     ctx->mpi = m;
-    ctx->last[0] = '\0';
     snprintf(ctx->tag, sizeof ctx->tag, "%s", tag);
     ops->ctx = ctx;
     ops->allgather = op_allgather;

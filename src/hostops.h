@@ -21,7 +21,6 @@ void arb_mpi_free(arb_mpi_t *m);
 typedef struct arb_hostops_ctx {
     arb_mpi_t *mpi;
     char tag[64];
-    char last[512]; /* the plugin's last log line: the reason a call declined */
 } arb_hostops_ctx_t;
 
 void arb_hostops_init(arb_host_ops_t *ops, arb_hostops_ctx_t *ctx, arb_mpi_t *m, const char *tag);
