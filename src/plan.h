@@ -46,6 +46,7 @@ typedef struct arb_plan {
     float eps;                    /* RMSNorm epsilon */
     int check;                    /* 0: --no-check (points recorded as check=skip) */
     char out[4096];
+    int append;                   /* --append: add rows to an existing --out file (else refused) */
     int bind;                     /* bind ranks to CPUs near their GPU */
     int host_only;                /* --host: run host backends even where GPUs exist */
 } arb_plan_t;
