@@ -5,6 +5,7 @@
 //   to beat: a per-expert cuBLAS loop over the same selected experts in bf16 (gate|up GEMM,
 //   SiLU * up, down GEMM, weighted add; the shared expert as one more expert). Each form is
 //   captured in one CUDA graph over every MoE layer, so weights rotate past L2.
+#define OMPI_SKIP_MPICXX 1 // instance.h includes mpi.h: the C API only
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>

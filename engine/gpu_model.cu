@@ -2,6 +2,7 @@
 // The GPU model's life: per-rank shapes (refusing splits that are not exact), one layout
 // pass that both sizes the memory plan and places every tensor, weight generation on the
 // device, inputs and read-backs. The forward pass is gpu_step.cu.
+#define OMPI_SKIP_MPICXX 1 // instance.h includes mpi.h: the C API only
 #include <cmath>
 #include <cstdlib>
 #include <cstring>

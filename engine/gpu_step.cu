@@ -3,6 +3,7 @@
 // and the two call sites per layer in model order (llama2.c's transformer()). Shapes are
 // per rank (tp_shape K): nh_r heads, I_r intermediate rows. Token ids and P0 are read from
 // device memory (set_input), so a capture of this function replays as any step of this T.
+#define OMPI_SKIP_MPICXX 1 // instance.h includes mpi.h: the C API only
 #include "arbench/status.h"
 #include "gpu_layout.h"
 #include "rmsnorm.h"
@@ -18,7 +19,7 @@ arb_status_t call_site(arb_gpu_model_t *m, unsigned i, const bf16 *norm, unsigne
 {
     const arb_gpu_site &site = m->sites[i];
     if (!site.inst)
-        return arb_rmsnorm_residual_launch(m->res, site.part, norm, m->h, T, m->s.H, m->o.dims.rms_eps, st);
+        return arb_rmsnorm_residual_launch(m->res, site.part, norm, m->h, T, m->s.H, m->o.dims.rms_eps, st, why, len);
     const arb_rmsnorm_args_t args = {site.part, m->res, norm, m->h, T, m->s.H, m->o.dims.rms_eps};
     return arb_inst_allreduce_rmsnorm(site.inst, &args, m->o.fusion, st, nullptr, why, len);
 }
