@@ -10,6 +10,7 @@
 
 #include "arbench/status.h"
 #include "backend.h"
+#include "gpu_dims.h"
 #include "gpu_model.h"
 
 typedef struct gpu_backend_model {
@@ -69,18 +70,7 @@ static arb_status_t gpu_create(const arb_engine_setup_t *s, arb_inst_t *const *s
     ARB_CUDA_GOTO(st, cudaEventCreate(&g->e0), err, why, len);
     ARB_CUDA_GOTO(st, cudaEventCreate(&g->e1), err, why, len);
     arb_gpu_model_opts_t o = {0};
-    arb_gpu_dims_t *d = &o.dims;
-    d->hidden = c->hidden_size, d->layers = c->num_hidden_layers, d->heads = c->num_attention_heads;
-    d->nope = c->qk_nope_head_dim, d->rope = c->qk_rope_head_dim, d->v_head = c->v_head_dim;
-    d->q_lora = c->q_lora_rank, d->kv_lora = c->kv_lora_rank;
-    d->experts = c->n_routed_experts, d->topk = c->num_experts_per_tok;
-    d->n_group = c->n_group, d->topk_group = c->topk_group;
-    d->moe_inter = c->moe_intermediate_size, d->n_shared = c->n_shared_experts;
-    d->dense_inter = c->intermediate_size, d->first_dense = c->first_k_dense_replace, d->vocab = c->vocab_size;
-    d->routed_scaling = (float)c->routed_scaling_factor, d->rms_eps = (float)c->rms_norm_eps;
-    d->softmax_scale = (float)s->rope.softmax_scale;
-    d->inv_freq = s->rope.inv_freq, d->rope_mscale = s->rope.mscale;
-    d->tp_shape = s->tp_shape, d->shard = s->shard_first;
+    ARB_TRY_GOTO(st, arb_gpu_dims_from_config(c, &s->rope, s->tp_shape, s->shard_first, &o.dims, why, len), err);
     o.format = s->opts->weights == ARB_WEIGHTS_INT4 ? ARB_GPU_INT4 : ARB_GPU_BF16;
     o.seed = s->opts->seed;
     o.max_tokens = s->max_tokens;
