@@ -213,14 +213,15 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
     if (failed_everywhere(r, setup_model(r, msg, sizeof msg) != 0, msg, sizeof msg))
         goto out;
     if (o->backend == ARB_ENGINE_GPU && !o->dry_run) {
-        int ngpu = r->be ? arb_gpu_count(msg, sizeof msg) : 0;
+        char gwhy[512] = "";
+        int ngpu = r->be ? arb_gpu_count(gwhy, sizeof gwhy) : 0;
         int bad = !r->be || ngpu <= r->m->local_rank;
         if (!r->be)
             snprintf(msg, sizeof msg, "--backend gpu: this arbench was built without the GPU engine (no CUDA toolkit); "
                      "use --backend cpu or rebuild with CUDA");
         else if (bad)
             snprintf(msg, sizeof msg, "--backend gpu: local rank %d has no GPU (%d visible%s%s); use --backend cpu",
-                     r->m->local_rank, ngpu, ngpu ? "" : ": ", ngpu ? "" : msg);
+                     r->m->local_rank, ngpu, ngpu ? "" : ": ", ngpu ? "" : gwhy);
         if (failed_everywhere(r, bad, msg, sizeof msg))
             goto out;
     }
@@ -248,7 +249,8 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
     /* the compute-only replay first, then the implementation (its rows as they finish) */
     const char *impl = o->impl_given ? o->impl.name : o->backend == ARB_ENGINE_CPU ? "mpi-host" : "nccl";
     arb_status_t st = ARB_OK;
-    if (!o->no_compute_only) {
+    /* with noop at the sites the run is the compute-only replay itself */
+    if (!o->no_compute_only && strcmp(impl, "noop") != 0) {
         st = open_config(r, &r->cfgs[r->ncfgs], "compute-only", o->backend == ARB_ENGINE_CPU ? "" : "noop", "", msg,
                          sizeof msg);
         r->ncfgs++;
