@@ -14,7 +14,7 @@ typedef struct arb_mpi {
 } arb_mpi_t;
 
 /* Duplicates the world communicator, splits it by node, numbers the nodes. */
-int arb_mpi_bootstrap(arb_mpi_t *m);
+arb_status_t arb_mpi_bootstrap(arb_mpi_t *m);
 void arb_mpi_free(arb_mpi_t *m);
 
 /* Host operations over m->world; log lines carry the plugin name from `tag`. */

@@ -353,10 +353,8 @@ static arb_status_t composed(arb_inst_t *in, const arb_rmsnorm_args_t *a, void *
         return arb_rmsnorm_residual_host(a->residual, sum, a->weight, a->out, a->tokens, a->hidden, a->eps, why,
                                          why_len);
 #if ARB_HAVE_CUDA
-    st = arb_rmsnorm_residual_launch(a->residual, sum, a->weight, a->out, a->tokens, a->hidden, a->eps, stream);
-    if (st != ARB_OK)
-        ARB_RAISE(st, why, why_len, "the residual + RMSNorm kernel (%u x %u) failed: %s", a->tokens, a->hidden, arb_status_str(st));
-    return ARB_OK;
+    return arb_rmsnorm_residual_launch(a->residual, sum, a->weight, a->out, a->tokens, a->hidden, a->eps, stream, why,
+                                       why_len);
 #else
     ARB_RAISE(ARB_DECLINE, why, why_len, "device memory needs CUDA, and this arbench was built without it");
 #endif

@@ -81,10 +81,10 @@ arb_status_t arb_rmsnorm_residual_host(uint16_t *residual, const uint16_t *sum, 
  * (16-byte vectors where hidden and the pointers allow). out must not overlap
  * residual or weight. tokens == 0 enqueues nothing. Returns ARB_ERR_INVALID for
  * hidden == 0, NULL pointers, tokens > 2^31-1 or eps negative or not finite;
- * ARB_ERR_SYSTEM (logged) when the launch fails. */
+ * ARB_ERR_SYSTEM when the launch fails; the reason in why. */
 arb_status_t arb_rmsnorm_residual_launch(void *residual, const void *sum, const void *weight,
                                          void *out, unsigned tokens, unsigned hidden, float eps,
-                                         void *stream);
+                                         void *stream, char *why, size_t why_len);
 
 #ifdef __cplusplus
 }

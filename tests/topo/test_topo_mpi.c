@@ -72,7 +72,7 @@ int main(int argc, char **argv)
        res.nnodes);
     r = arb_topo_setup(&comm, -1, 0, &res, err, sizeof err);
     ok(r == 0 && strcmp(res.binding, "off") == 0, "bind 0: binding 'off' (got '%s')", res.binding);
-    ok(arb_topo_setup(NULL, -1, 0, &res, err, sizeof err) == -1 && strstr(err, "mpi_comm is NULL"),
+    ok(arb_topo_setup(NULL, -1, 0, &res, err, sizeof err) == ARB_ERR_INVALID && strstr(err, "mpi_comm is NULL"),
        "NULL communicator refused: %s", err);
 
     char why[256] = "";

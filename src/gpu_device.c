@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/* GPU discovery (gpu_device.h) through the CUDA runtime; built only with CUDA. */
+#include "gpu_device.h"
+
+#include <cuda_runtime.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "arbench/status.h"
+
+int arb_gpu_count(char *why, size_t why_len)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        snprintf(why, why_len, "no CUDA device visible: cudaGetDeviceCount: %s", cudaGetErrorString(e));
+        cudaGetLastError();
+        return 0;
+    }
+    if (n == 0)
+        snprintf(why, why_len, "no CUDA device visible (cudaGetDeviceCount returned 0)");
+    return n;
+}
+
+/* The kernel module's version, "" when unknown. The one place the driver string is
+ * read: "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  ..." (the word
+ * after "Module"). */
+static void driver_version(char *buf, size_t len)
+{
+    buf[0] = '\0';
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    if (!f)
+        return;
+    char line[512];
+    if (fgets(line, sizeof line, f)) {
+        char *m = strstr(line, "Module");
+        if (m) {
+            m += strlen("Module");
+            while (*m == ' ')
+                m++;
+            size_t n = strcspn(m, " \t\n");
+            if (n >= len)
+                n = len - 1;
+            memcpy(buf, m, n);
+            buf[n] = '\0';
+        }
+    }
+    fclose(f);
+}
+
+arb_status_t arb_gpu_select(int device, arb_gpu_info_t *info, char *why, size_t why_len)
+{
+    struct cudaDeviceProp prop;
+    int drv = 0, rt = 0;
+    char kmod[64];
+    memset(info, 0, sizeof *info);
+    ARB_CUDA_TRY(cudaSetDevice(device), why, why_len);
+    ARB_CUDA_TRY(cudaGetDeviceProperties(&prop, device), why, why_len);
+    ARB_CUDA_TRY(cudaDriverGetVersion(&drv), why, why_len);
+    ARB_CUDA_TRY(cudaRuntimeGetVersion(&rt), why, why_len);
+    snprintf(info->name, sizeof info->name, "%.127s", prop.name);
+    snprintf(info->sm, sizeof info->sm, "%d.%d", prop.major, prop.minor);
+    driver_version(kmod, sizeof kmod);
+    snprintf(info->driver, sizeof info->driver, "%s%s(CUDA %d.%d)", kmod, kmod[0] ? " " : "", drv / 1000, (drv % 1000) / 10);
+    snprintf(info->cuda, sizeof info->cuda, "%d.%d", rt / 1000, (rt % 1000) / 10);
+    snprintf(info->bus_id, sizeof info->bus_id, "%04x:%02x:%02x.0", prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
+    info->sm_count = prop.multiProcessorCount;
+    return ARB_OK;
+}
