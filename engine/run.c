@@ -76,6 +76,8 @@ static int setup_model(arb_engine_run_t *r, char *msg, size_t len)
         return -1;
     s->max_tokens = o->spec_k + 1 > o->prefill_chunk ? o->spec_k + 1 : o->prefill_chunk;
     s->positions = o->context + o->steps + o->spec_k + 1;
+    if (o->naccept) /* speculative cycles advance up to k + 1 positions each */
+        s->positions = o->context + o->steps * (o->spec_k + 1) + o->spec_k + 1;
     r->modes = o->backend == ARB_ENGINE_CPU ? 1u << ARB_MODE_EAGER : o->modes;
     return 0;
 }
@@ -194,9 +196,12 @@ static void close_config(arb_runcfg_t *c)
     }
     c->ninst = 0;
     free(c->sites);
-    for (int mo = 0; mo < ARB_MODE_COUNT; mo++)
+    for (int mo = 0; mo < ARB_MODE_COUNT; mo++) {
         for (int p = 0; p < ARB_PHASES; p++)
             free(c->res[mo][p].us), free(c->res[mo][p].tokens);
+        for (int i = 0; i < ARB_ENGINE_MAX_ACCEPT; i++)
+            arb_spec_result_free(&c->specdec[mo][i]);
+    }
 }
 
 int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **argv)

@@ -20,6 +20,7 @@
 #include "loader.h"
 #include "meta.h"
 #include "results.h"
+#include "run_spec.h"
 #include "stats.h"
 
 #define ARB_ENGINE_MAX_CFGS 4
@@ -53,6 +54,7 @@ typedef struct arb_runcfg {
     char describe[256];    /* the instance's resolved parameters */
     char fusion[32];       /* path of the fused op: plugin, composed, mixed, local */
     arb_phase_result_t res[ARB_MODE_COUNT][ARB_PHASES];
+    arb_spec_result_t specdec[ARB_MODE_COUNT][ARB_ENGINE_MAX_ACCEPT]; /* --accept-rate (engine/run_spec.h) */
 } arb_runcfg_t;
 
 typedef struct arb_engine_run {
@@ -99,6 +101,7 @@ int arb_run_is_impl(const arb_runcfg_t *c);
  * the implementation's configuration, written as soon as the phase finished. */
 int arb_run_open_rows(arb_engine_run_t *r, char *err, size_t len);
 void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase);
+void arb_run_spec_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, const arb_spec_result_t *sr);
 void arb_run_close_rows(arb_engine_run_t *r);
 void arb_run_print_table(const arb_engine_run_t *r);
 extern const char *const arb_engine_columns[];

@@ -19,7 +19,9 @@
     X(compute_only_us) X(allreduce_us) X(allreduce_share) X(step_bytes) X(read_gbs)              \
     X(hbm_floor_us) X(floor_ratio) X(experts_per_layer) X(moe_us) X(moe_gbs) X(moe_cublas_us)    \
     X(moe_cublas_gbs) X(moe_speedup) X(agree) X(check_agree) X(check_logit_diff) X(logit_tol)    \
-    X(greedy) X(note) X(samples_us)
+    X(greedy) X(note) X(samples_us)                                                              \
+    X(spec_k) X(accept_rate) X(draft_us) X(verify_us) X(cycle_us) X(mean_accepted) X(spec_ratio) \
+    X(break_even)
 
 enum {
 #define ARB_EC(name) EC_##name,
@@ -70,46 +72,54 @@ static void setd(rowtext_t *t, int col, double v, const char *fmt)
         snprintf(t->b[col], sizeof t->b[col], fmt, v);
 }
 
+/* The columns every row has: metadata, model, sharding, configuration and mode. */
+static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, rowtext_t *t, const char **f)
+{
+    const arb_engine_opts_t *o = r->o;
+    const arb_meta_t *mt = &r->meta;
+    for (int i = 0; i < EC_COUNT; i++)
+        f[i] = t->b[i];
+    char now[32];
+    arb_utc_now(now, sizeof now);
+    snprintf(t->b[EC_schema], 96, ARB_ENGINE_SCHEMA);
+    f[EC_run_id] = mt->run_id, f[EC_git_rev] = mt->git_rev, f[EC_arbench_version] = mt->version;
+    f[EC_host] = mt->host, f[EC_argv] = mt->argv, f[EC_gpu] = mt->gpu, f[EC_sm] = mt->sm;
+    f[EC_driver] = mt->driver, f[EC_cuda] = mt->cuda, f[EC_nccl] = mt->nccl, f[EC_nccl_header] = mt->nccl_header;
+    f[EC_mpi] = mt->mpi, f[EC_fabric] = mt->fabric, f[EC_binding] = mt->binding, f[EC_env] = mt->env;
+    snprintf(t->b[EC_time], 96, "%s", now);
+    snprintf(t->b[EC_ranks], 96, "%d", r->m->nranks);
+    snprintf(t->b[EC_nodes], 96, "%d", r->m->nnodes);
+    f[EC_impl] = c->spec.name, f[EC_params] = c->describe;
+    f[EC_backend] = r->be->name;
+    f[EC_config] = r->cfg.name, f[EC_model_type] = r->cfg.model_type_str, f[EC_overrides] = r->cfg.overrides;
+    snprintf(t->b[EC_layers], 96, "%u", r->cfg.num_hidden_layers);
+    snprintf(t->b[EC_experts], 96, "%u", r->cfg.n_routed_experts);
+    snprintf(t->b[EC_topk], 96, "%u", r->cfg.num_experts_per_tok);
+    snprintf(t->b[EC_weights], 96, "%s", o->weights == ARB_WEIGHTS_INT4 ? "int4" : "bf16");
+    snprintf(t->b[EC_tp], 96, "%d", r->m->nranks);
+    snprintf(t->b[EC_tp_shape], 96, "%u", r->s.tp_shape);
+    snprintf(t->b[EC_shards_per_rank], 96, "%u", r->s.shard_count);
+    snprintf(t->b[EC_context], 96, "%u", o->context);
+    snprintf(t->b[EC_mode], 96, "%s", arb_mode_names[mode]);
+    snprintf(t->b[EC_sites], 96, "all %u=%.40s%s%.40s", 2 * r->cfg.num_hidden_layers, c->spec.name,
+             c->spec.params[0] ? ":" : "", c->spec.params);
+    f[EC_fusion] = c->fusion;
+    setd(t, EC_logit_tol, ARB_ENGINE_LOGIT_TOL, "%.3f");
+}
+
 void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase)
 {
     const arb_phase_result_t *p = &c->res[mode][phase];
     const arb_runcfg_t *co = compute_only(r);
     const arb_phase_result_t *q = co && co->res[mode][phase].ran ? &co->res[mode][phase] : NULL;
     const arb_engine_opts_t *o = r->o;
-    const arb_meta_t *mt = &r->meta;
     rowtext_t t;
     memset(&t, 0, sizeof t);
     const char *f[EC_COUNT] = {0};
-    for (int i = 0; i < EC_COUNT; i++)
-        f[i] = t.b[i];
-    char now[32];
-    arb_utc_now(now, sizeof now);
-    snprintf(t.b[EC_schema], 96, ARB_ENGINE_SCHEMA);
-    f[EC_run_id] = mt->run_id, f[EC_git_rev] = mt->git_rev, f[EC_arbench_version] = mt->version;
-    f[EC_host] = mt->host, f[EC_argv] = mt->argv, f[EC_gpu] = mt->gpu, f[EC_sm] = mt->sm;
-    f[EC_driver] = mt->driver, f[EC_cuda] = mt->cuda, f[EC_nccl] = mt->nccl, f[EC_nccl_header] = mt->nccl_header;
-    f[EC_mpi] = mt->mpi, f[EC_fabric] = mt->fabric, f[EC_binding] = mt->binding, f[EC_env] = mt->env;
-    snprintf(t.b[EC_time], 96, "%s", now);
-    snprintf(t.b[EC_ranks], 96, "%d", r->m->nranks);
-    snprintf(t.b[EC_nodes], 96, "%d", r->m->nnodes);
-    f[EC_impl] = c->spec.name, f[EC_params] = c->describe;
-    f[EC_backend] = r->be->name;
-    f[EC_config] = r->cfg.name, f[EC_model_type] = r->cfg.model_type_str, f[EC_overrides] = r->cfg.overrides;
-    snprintf(t.b[EC_layers], 96, "%u", r->cfg.num_hidden_layers);
-    snprintf(t.b[EC_experts], 96, "%u", r->cfg.n_routed_experts);
-    snprintf(t.b[EC_topk], 96, "%u", r->cfg.num_experts_per_tok);
-    snprintf(t.b[EC_weights], 96, "%s", o->weights == ARB_WEIGHTS_INT4 ? "int4" : "bf16");
-    snprintf(t.b[EC_tp], 96, "%d", r->m->nranks);
-    snprintf(t.b[EC_tp_shape], 96, "%u", r->s.tp_shape);
-    snprintf(t.b[EC_shards_per_rank], 96, "%u", r->s.shard_count);
-    snprintf(t.b[EC_context], 96, "%u", o->context);
+    fill_common(r, c, mode, &t, f);
     snprintf(t.b[EC_phase], 96, "%s", arb_phase_names[phase]);
     snprintf(t.b[EC_tokens], 96, "%u", p->T);
-    snprintf(t.b[EC_mode], 96, "%s", arb_mode_names[mode]);
     snprintf(t.b[EC_steps], 96, "%u", p->nsteps);
-    snprintf(t.b[EC_sites], 96, "all %u=%.40s%s%.40s", 2 * r->cfg.num_hidden_layers, c->spec.name,
-             c->spec.params[0] ? ":" : "", c->spec.params);
-    f[EC_fusion] = c->fusion;
     setd(&t, EC_median_us, p->st.median, "%.3f");
     setd(&t, EC_p10_us, p->st.p10, "%.3f");
     setd(&t, EC_p90_us, p->st.p90, "%.3f");
@@ -144,7 +154,6 @@ void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase
         snprintf(t.b[EC_check_agree], 96, "%u/%u", r->check_agree, r->check_compared);
         setd(&t, EC_check_logit_diff, r->check_max_logit_diff, "%.5f");
     }
-    setd(&t, EC_logit_tol, ARB_ENGINE_LOGIT_TOL, "%.3f");
     /* the greedy tokens (decode: the chain; verify: every output), for cross-run agreement */
     size_t n = phase == ARB_PHASE_DECODE ? p->nsteps + 1 : (size_t)p->nsteps * p->T;
     t.greedy = calloc(n * 8 + 1, 1);
@@ -164,6 +173,60 @@ void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase
     } else if (!q && !o->no_compute_only) {
         snprintf(t.b[EC_note], 96, "compute-only replay did not run in this mode");
     }
+    if (arb_csv_append(r->rows, f, EC_COUNT) != 0)
+        fprintf(stderr, "arbench engine: cannot append to %s\n", r->out);
+    free(t.greedy);
+    free(t.samples);
+}
+
+/* A speculative row (docs/engine-e2e.md): T = k + 1, steps = cycles, the step statistics
+ * are the cycle's, tok_s the speculative rate, spec_ratio its ratio to plain decode. */
+void arb_run_spec_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, const arb_spec_result_t *sr)
+{
+    const arb_spec_summary_t *s = &sr->sum;
+    rowtext_t t;
+    memset(&t, 0, sizeof t);
+    const char *f[EC_COUNT] = {0};
+    fill_common(r, c, mode, &t, f);
+    snprintf(t.b[EC_phase], 96, "spec");
+    snprintf(t.b[EC_tokens], 96, "%u", s->k + 1);
+    snprintf(t.b[EC_steps], 96, "%zu", s->cycles);
+    arb_stats_t st;
+    if (sr->cycle_us && arb_stats_compute(sr->cycle_us, s->cycles, &st) == 0) {
+        setd(&t, EC_median_us, st.median, "%.3f");
+        setd(&t, EC_p10_us, st.p10, "%.3f");
+        setd(&t, EC_p90_us, st.p90, "%.3f");
+        setd(&t, EC_mean_us, st.mean, "%.3f");
+        setd(&t, EC_min_us, st.min, "%.3f");
+        setd(&t, EC_max_us, st.max, "%.3f");
+    }
+    setd(&t, EC_tok_s, s->spec_tok_s, "%.2f");
+    snprintf(t.b[EC_spec_k], 96, "%u", s->k);
+    if (sr->accept_rate < 0)
+        snprintf(t.b[EC_accept_rate], 96, "greedy");
+    else
+        setd(&t, EC_accept_rate, sr->accept_rate, "%.3f");
+    setd(&t, EC_draft_us, s->draft_us, "%.3f");
+    setd(&t, EC_verify_us, s->verify_us, "%.3f");
+    setd(&t, EC_cycle_us, s->cycle_us, "%.3f");
+    setd(&t, EC_mean_accepted, s->mean_accepted, "%.4f");
+    setd(&t, EC_spec_ratio, s->ratio, "%.4f");
+    if (isinf(s->break_even))
+        snprintf(t.b[EC_break_even], 96, "inf");
+    else
+        setd(&t, EC_break_even, s->break_even, "%.4f");
+    snprintf(t.b[EC_note], 96, "draft: 1 dense layer; %s", sr->accept_rate < 0 ? "greedy acceptance" : "accept draws seeded by --seed");
+    t.greedy = calloc(sr->ntokens * 8 + 1, 1);
+    t.samples = calloc(s->cycles * 16 + 1, 1);
+    if (t.greedy && t.samples) {
+        size_t u = 0;
+        for (size_t i = 0; i < sr->ntokens; i++)
+            u += (size_t)snprintf(t.greedy + u, 8, "%s%u", i ? " " : "", sr->tokens[i] % 10000000u);
+        u = 0;
+        for (size_t i = 0; sr->cycle_us && i < s->cycles; i++)
+            u += (size_t)snprintf(t.samples + u, 16, "%s%.3f", i ? " " : "", sr->cycle_us[i]);
+    }
+    f[EC_greedy] = t.greedy, f[EC_samples_us] = t.samples;
     if (arb_csv_append(r->rows, f, EC_COUNT) != 0)
         fprintf(stderr, "arbench engine: cannot append to %s\n", r->out);
     free(t.greedy);

@@ -328,6 +328,11 @@ arb_status_t arb_run_config(arb_engine_run_t *r, arb_runcfg_t *c, char *why, siz
             if (r->m->rank == 0)
                 arb_run_row(r, c, mode, ARB_PHASE_VERIFY);
         }
+        if (st == ARB_OK && arb_run_is_impl(c) && r->o->naccept) { /* speculative cycles (engine/run_spec.h) */
+            st = arb_run_spec(r, c, model, (arb_mode_t)mode, d, why, len);
+            for (unsigned i = 0; st == ARB_OK && r->m->rank == 0 && i < r->o->naccept; i++)
+                arb_run_spec_row(r, c, mode, &c->specdec[mode][i]);
+        }
     }
     if (model)
         r->be->destroy(model);

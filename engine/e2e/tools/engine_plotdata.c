@@ -72,6 +72,7 @@ static int load(const char *file, arb_table_t *t)
         fprintf(stderr, "arb-engine-plotdata: %s\n", err);
         return -1;
     }
+    int c_rate = arb_table_col(t, "accept_rate");
     int c_choice = arb_table_col(t, "choice"), c_impl = arb_table_col(t, "impl"), c_params = arb_table_col(t, "params");
     if (c_choice < 0 && c_impl < 0) {
         fprintf(stderr, "arb-engine-plotdata: %s: missing column 'choice' or 'impl' (is it an arbench engine results CSV? see docs/engine-e2e.md)\n", file);
@@ -105,6 +106,8 @@ static int load(const char *file, arb_table_t *t)
             return -1;
         if (is_step && isnan(w.compute_us) && isnan(w.allreduce_us))
             continue; /* no split: nothing to stack */
+        if (is_spec && c_rate >= 0 && !strcmp(t->rows[r][c_rate], "greedy"))
+            continue; /* greedy acceptance has no rate to plot against */
         double k = NAN;
         if (is_spec && (num(t, r, "spec_k", 1, &k, file) || num(t, r, "accept_rate", 1, &w.p, file) ||
                         num(t, r, "tok_s", 1, &w.tok_s, file) || num(t, r, "draft_us", 1, &w.draft_us, file) ||
