@@ -16,6 +16,7 @@
 #include "common.h"
 #include "memplan.h"
 #include "run.h"
+#include "run_profile.h"
 #include "runner.h"
 #include "topo.h"
 
@@ -190,7 +191,7 @@ static arb_status_t open_config(arb_engine_run_t *r, arb_runcfg_t *c, const char
 
 static void close_config(arb_runcfg_t *c)
 {
-    for (unsigned i = 0; i < c->ninst; i++) {
+    for (unsigned i = 0; !c->borrowed && i < c->ninst; i++) {
         arb_inst_close(c->inst[i]);
         arb_plugin_unload(&c->lp[i]);
     }
@@ -260,7 +261,9 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
                          sizeof msg);
         r->ncfgs++;
     }
-    if (st == ARB_OK) {
+    if (st == ARB_OK && (o->profile[0] || o->tune)) {
+        st = arb_run_open_profile(r, msg, sizeof msg); /* per-site choice (engine/run_profile.h) */
+    } else if (st == ARB_OK) {
         st = open_config(r, &r->cfgs[r->ncfgs], "impl", impl, o->impl_given ? o->impl.params : "", msg, sizeof msg);
         r->ncfgs++;
     }
@@ -286,6 +289,7 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
 out_close:
     for (unsigned i = 0; i < r->ncfgs; i++)
         close_config(&r->cfgs[i]);
+    arb_run_close_profile(r);
 out:
     free(r);
     return rc;

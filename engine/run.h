@@ -55,6 +55,8 @@ typedef struct arb_runcfg {
     char fusion[32];       /* path of the fused op: plugin, composed, mixed, local */
     arb_phase_result_t res[ARB_MODE_COUNT][ARB_PHASES];
     arb_spec_result_t specdec[ARB_MODE_COUNT][ARB_ENGINE_MAX_ACCEPT]; /* --accept-rate (engine/run_spec.h) */
+    int borrowed;          /* the instances belong to the profile's registry (engine/run_profile.h) */
+    unsigned phases;       /* bits (1 << ARB_PHASE_*) whose rows this configuration writes; 0 = all */
 } arb_runcfg_t;
 
 typedef struct arb_engine_run {
