@@ -16,6 +16,7 @@
 #include "common.h"
 #include "memplan.h"
 #include "run.h"
+#include "run_ab.h"
 #include "run_profile.h"
 #include "runner.h"
 #include "topo.h"
@@ -267,6 +268,8 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
         st = open_config(r, &r->cfgs[r->ncfgs], "impl", impl, o->impl_given ? o->impl.params : "", msg, sizeof msg);
         r->ncfgs++;
     }
+    if (st == ARB_OK && o->baseline_given) /* A/B after the runs (engine/run_ab.h) */
+        st = arb_run_open_baseline(r, msg, sizeof msg);
     if (failed_everywhere(r, st != ARB_OK, msg, sizeof msg))
         goto out_close;
     if (m->rank == 0 && arb_run_open_rows(r, msg, sizeof msg) != 0) {
@@ -275,12 +278,19 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
     }
     rc = 0;
     for (unsigned i = 0; i < r->ncfgs && rc == 0; i++) {
+        if (strcmp(r->cfgs[i].label, "baseline") == 0)
+            continue; /* it runs interleaved with the implementation below */
         st = arb_run_config(r, &r->cfgs[i], msg, sizeof msg);
         if (st != ARB_OK) {
             if (m->rank == 0)
                 fprintf(stderr, "arbench engine: %s run: %s\n", r->cfgs[i].label, msg);
             rc = 1;
         }
+    }
+    if (rc == 0 && o->baseline_given && (st = arb_run_ab(r, msg, sizeof msg)) != ARB_OK) {
+        if (m->rank == 0)
+            fprintf(stderr, "arbench engine: A/B against --baseline: %s\n", msg);
+        rc = 1;
     }
     if (m->rank == 0) {
         arb_run_print_table(r);
@@ -290,6 +300,7 @@ out_close:
     for (unsigned i = 0; i < r->ncfgs; i++)
         close_config(&r->cfgs[i]);
     arb_run_close_profile(r);
+    arb_run_close_baseline(r);
 out:
     free(r);
     return rc;

@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "ab.h"
 #include "backend.h"
 #include "hostops.h"
 #include "loader.h"
@@ -104,6 +105,9 @@ int arb_run_is_impl(const arb_runcfg_t *c);
 int arb_run_open_rows(arb_engine_run_t *r, char *err, size_t len);
 void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase);
 void arb_run_spec_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, const arb_spec_result_t *sr);
+void arb_run_ab_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase, int role, const double *us,
+                    size_t n, unsigned T, const arb_ab_result_t *cmp, const arb_agreement_t *ag, const char *bname,
+                    const char *bparams);
 void arb_run_close_rows(arb_engine_run_t *r);
 void arb_run_print_table(const arb_engine_run_t *r);
 extern const char *const arb_engine_columns[];

@@ -21,9 +21,8 @@ static profile_state_t *g_state; /* one run per process */
 
 enum { SHAPE_DECODE, SHAPE_VERIFY, SHAPE_PREFILL, SHAPES };
 
-/* The configuration serving `slot`'s instance at every site; the registry keeps ownership. */
-static arb_status_t borrow_config(arb_engine_run_t *r, arb_runcfg_t *c, const arb_site_registry_t *reg, size_t slot,
-                                  unsigned phases, char *why, size_t len)
+arb_status_t arb_run_borrow_config(arb_engine_run_t *r, arb_runcfg_t *c, const char *label,
+                                   const arb_site_registry_t *reg, size_t slot, unsigned phases, char *why, size_t len)
 {
     memset(c, 0, sizeof *c);
     const arb_choice_t *ch = arb_site_registry_choice(reg, slot);
@@ -37,7 +36,7 @@ static arb_status_t borrow_config(arb_engine_run_t *r, arb_runcfg_t *c, const ar
         ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");
     for (unsigned s = 0; s < nsites; s++)
         c->sites[s] = in;
-    snprintf(c->label, sizeof c->label, "impl");
+    snprintf(c->label, sizeof c->label, "%s", label);
     snprintf(c->spec.name, sizeof c->spec.name, "%s", ch->impl);
     snprintf(c->spec.params, sizeof c->spec.params, "%s", ch->params);
     c->spec.has_params = ch->params[0] != 0;
@@ -129,11 +128,13 @@ arb_status_t arb_run_open_profile(arb_engine_run_t *r, char *why, size_t len)
     arb_inst_t *idec = arb_site_registry_instance(&ps->reg, slot[SHAPE_DECODE], NULL);
     arb_inst_t *iver = arb_site_registry_instance(&ps->reg, slot[SHAPE_VERIFY], NULL);
     if (idec == iver)
-        return borrow_config(r, &r->cfgs[r->ncfgs++], &ps->reg, slot[SHAPE_VERIFY], 0, why, len);
+        return arb_run_borrow_config(r, &r->cfgs[r->ncfgs++], "impl", &ps->reg, slot[SHAPE_VERIFY], 0, why, len);
     if (r->ncfgs + 2 > ARB_ENGINE_MAX_CFGS)
         ARB_RAISE(ARB_ERR_INVALID, why, len, "too many run configurations");
-    ARB_TRY(borrow_config(r, &r->cfgs[r->ncfgs++], &ps->reg, slot[SHAPE_DECODE], 1u << ARB_PHASE_DECODE, why, len));
-    return borrow_config(r, &r->cfgs[r->ncfgs++], &ps->reg, slot[SHAPE_VERIFY], 1u << ARB_PHASE_VERIFY, why, len);
+    ARB_TRY(arb_run_borrow_config(r, &r->cfgs[r->ncfgs++], "impl", &ps->reg, slot[SHAPE_DECODE], 1u << ARB_PHASE_DECODE,
+                                  why, len));
+    return arb_run_borrow_config(r, &r->cfgs[r->ncfgs++], "impl", &ps->reg, slot[SHAPE_VERIFY], 1u << ARB_PHASE_VERIFY,
+                                 why, len);
 }
 
 void arb_run_close_profile(arb_engine_run_t *r)

@@ -21,7 +21,7 @@
     X(moe_cublas_gbs) X(moe_speedup) X(agree) X(check_agree) X(check_logit_diff) X(logit_tol)    \
     X(greedy) X(note) X(samples_us)                                                              \
     X(spec_k) X(accept_rate) X(draft_us) X(verify_us) X(cycle_us) X(mean_accepted) X(spec_ratio) \
-    X(break_even)
+    X(break_even) X(ab_role) X(ab_baseline) X(ab_speedup) X(ab_ci_lo) X(ab_ci_hi) X(ab_agree)
 
 enum {
 #define ARB_EC(name) EC_##name,
@@ -230,6 +230,54 @@ void arb_run_spec_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, cons
     if (arb_csv_append(r->rows, f, EC_COUNT) != 0)
         fprintf(stderr, "arbench engine: cannot append to %s\n", r->out);
     free(t.greedy);
+    free(t.samples);
+}
+
+/* An A/B row (docs/engine-e2e.md): one side's interleaved steps, phase ab-decode or
+ * ab-verify, with the comparison (speedup = median(baseline) / median(candidate)). */
+void arb_run_ab_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase, int role, const double *us,
+                    size_t n, unsigned T, const arb_ab_result_t *cmp, const arb_agreement_t *ag, const char *bname,
+                    const char *bparams)
+{
+    rowtext_t t;
+    memset(&t, 0, sizeof t);
+    const char *f[EC_COUNT] = {0};
+    fill_common(r, c, mode, &t, f);
+    snprintf(t.b[EC_phase], 96, "ab-%s", arb_phase_names[phase]);
+    snprintf(t.b[EC_tokens], 96, "%u", T);
+    snprintf(t.b[EC_steps], 96, "%zu", n);
+    arb_stats_t st;
+    if (arb_stats_compute(us, n, &st) == 0) {
+        setd(&t, EC_median_us, st.median, "%.3f");
+        setd(&t, EC_p10_us, st.p10, "%.3f");
+        setd(&t, EC_p90_us, st.p90, "%.3f");
+        setd(&t, EC_mean_us, st.mean, "%.3f");
+        setd(&t, EC_min_us, st.min, "%.3f");
+        setd(&t, EC_max_us, st.max, "%.3f");
+        if (phase == ARB_PHASE_DECODE)
+            setd(&t, EC_tok_s, 1e6 / st.median, "%.2f");
+        const arb_runcfg_t *co = compute_only(r);
+        if (co && co->res[mode][phase].ran) {
+            double q = co->res[mode][phase].st.median;
+            setd(&t, EC_compute_only_us, q, "%.3f");
+            setd(&t, EC_allreduce_us, st.median - q, "%.3f");
+            setd(&t, EC_allreduce_share, (st.median - q) / st.median, "%.4f");
+        }
+    }
+    snprintf(t.b[EC_ab_role], 96, "%s", role ? "candidate" : "baseline");
+    snprintf(t.b[EC_ab_baseline], 96, "%.40s%s%.50s", bname, *bparams ? ":" : "", bparams);
+    setd(&t, EC_ab_speedup, cmp->speedup, "%.4f");
+    setd(&t, EC_ab_ci_lo, cmp->lo, "%.4f");
+    setd(&t, EC_ab_ci_hi, cmp->hi, "%.4f");
+    char agree[200];
+    arb_agreement_text(ag, agree, sizeof agree);
+    f[EC_ab_agree] = agree;
+    t.samples = calloc(n * 16 + 1, 1);
+    for (size_t i = 0, u = 0; t.samples && i < n; i++)
+        u += (size_t)snprintf(t.samples + u, 16, "%s%.3f", i ? " " : "", us[i]);
+    f[EC_samples_us] = t.samples;
+    if (arb_csv_append(r->rows, f, EC_COUNT) != 0)
+        fprintf(stderr, "arbench engine: cannot append to %s\n", r->out);
     free(t.samples);
 }
 
