@@ -95,8 +95,10 @@ static int load(const char *file, arb_table_t *t)
             used += (size_t)n + 1;
         }
         int is_step = !strcmp(w.phase, "decode") || !strcmp(w.phase, "verify"), is_spec = !strcmp(w.phase, "spec");
+        if (!strcmp(w.phase, "ab-decode") || !strcmp(w.phase, "ab-verify"))
+            continue; /* the interleaved A/B rows: their configurations' own rows are drawn */
         if (!is_step && !is_spec)
-            return fail(file, r + 2, "phase", "decode, verify or spec");
+            return fail(file, r + 2, "phase", "decode, verify, spec, ab-decode or ab-verify");
         if (strcmp(w.mode, "graph") && strcmp(w.mode, "eager"))
             return fail(file, r + 2, "mode", "graph or eager");
         if (!*w.choice)
