@@ -19,13 +19,19 @@
 #include "runner.h"
 #include "topo.h"
 
-static void default_out(char *buf, size_t len, const char *host)
+/* "20261201T094307Z": the run's UTC time in file names and run ids. */
+static void utc_stamp(char *buf, size_t len)
 {
-    char t[32];
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
-    strftime(t, sizeof t, "%Y%m%dT%H%M%SZ", &tm);
+    strftime(buf, len, "%Y%m%dT%H%M%SZ", &tm);
+}
+
+static void default_out(char *buf, size_t len, const char *host)
+{
+    char t[32];
+    utc_stamp(t, sizeof t);
     mkdir("results", 0755);
     snprintf(buf, len, "results/engine-%s-%s.csv", t, host);
 }
@@ -134,10 +140,7 @@ static void collect_meta(arb_engine_run_t *r)
         snprintf(r->meta.fabric, sizeof r->meta.fabric, "unknown");
     }
     char t[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(t, sizeof t, "%Y%m%dT%H%M%SZ", &tm);
+    utc_stamp(t, sizeof t);
     snprintf(r->meta.run_id, sizeof r->meta.run_id, "%.20s-%.20s-%ld", t, r->meta.host, (long)getpid());
     MPI_Bcast(r->meta.run_id, sizeof r->meta.run_id, MPI_CHAR, 0, r->m->world);
 }
