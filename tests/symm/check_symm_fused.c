@@ -120,44 +120,22 @@ static int check_hang(const char *mpirun, const char *arbench, const char *np_ar
 
 int main(int argc, char **argv)
 {
-    const char *arbench = NULL, *mpirun = NULL, *hidden = "7168", *out = NULL;
-    int np = 1, hang = 0, bad_arg = 0;
-    symm_expect_t expect = {0};
-    for (int i = 1; i < argc && !bad_arg; i += 2) {
-        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        int e = val ? symm_expect_arg(&expect, opt, val) : -1;
-        if (!val || e < 0) bad_arg = 1;
-        else if (e > 0) continue;
-        else if (!strcmp(opt, "--arbench")) arbench = val;
-        else if (!strcmp(opt, "--mpirun")) mpirun = val;
-        else if (!strcmp(opt, "--np")) np = atoi(val);
-        else if (!strcmp(opt, "--hidden")) hidden = val;
-        else if (!strcmp(opt, "--out")) out = val;
-        else if (!strcmp(opt, "--hang")) hang = atoi(val);
-        else bad_arg = 1;
-        if (bad_arg)
-            fprintf(stderr, "check_symm_fused: bad or unknown option '%s'\n", opt);
-    }
-    if (bad_arg || !arbench || !mpirun || !out || np < 1 || (hang && np < 2) || atoi(hidden) < 1) {
+    const char *hidden = "7168";
+    symm_args_t a;
+    if (symm_parse_args(argc, argv, "check_symm_fused", "--hidden", &hidden, &a) || !a.arbench || !a.mpirun || !a.out ||
+        a.np < 1 || (a.hang && a.np < 2) || atoi(hidden) < 1) {
         fprintf(stderr, "usage: check_symm_fused --arbench PATH --mpirun PATH --np N --hidden H --out CSV [--hang 1 (N >= 2)] [--expect-pass IMPL[:ITEMS]@BYTES]... [--expect-on GPU] [--allow-skip IMPL]...\n");
         return 2;
     }
-    int ndev = 0;
-    cudaError_t ce = cudaGetDeviceCount(&ndev);
-    if (ce != cudaSuccess || ndev < np) {
-        printf("1..0 # SKIP needs %d visible GPU(s), have %d (%s)\n", np, ce == cudaSuccess ? ndev : 0,
-               ce == cudaSuccess ? "cudaGetDeviceCount ok" : cudaGetErrorString(ce));
-        return 77;
-    }
-    struct cudaDeviceProp prop;
-    const char *gpu_name = cudaGetDeviceProperties(&prop, 0) == cudaSuccess ? prop.name : NULL;
+    const char *arbench = a.arbench, *mpirun = a.mpirun, *out = a.out;
+    int np = a.np, hang = a.hang;
+    char gpu_name[256];
+    int need = symm_need_gpus(np, gpu_name, sizeof gpu_name);
+    if (need)
+        return need;
     arb_loaded_plugin_t lsa;
-    char lerr[8192];
-    if (arb_plugin_load("lsa", &lsa, lerr, sizeof lerr) != ARB_OK || !lsa.plugin->variants) {
-        tap_ok(0, "lsa loads and lists its default variants: %s", lerr);
+    if (!(variants = symm_lsa_variants(&lsa)))
         return tap_done();
-    }
-    variants = lsa.plugin->variants;
     for (NVAR = 0; variants[NVAR]; NVAR++)
         if (FIRST_FLAGFREE < 0 && strstr(variants[NVAR], "variant=oneshot-flagfree"))
             FIRST_FLAGFREE = NVAR;
@@ -248,7 +226,7 @@ int main(int argc, char **argv)
         printf("# 3 tokens graph, flag-free 24x256: fused %s us, unfused %s us, ratio %.3f (aim <= 0.8)\n",
                fu[c.median], un[c.median], atof(fu[c.median]) / atof(un[c.median]));
     static const char *const impls[] = {"lsa"};
-    symm_expect_check(&expect, &t, impls, 1, gpu_name);
+    symm_expect_check(&a.expect, &t, impls, 1, gpu_name);
     if (tap_.nfailed)
         print_log(log);
     arb_table_free(&t);

@@ -74,44 +74,23 @@ static int check_hang(const char *mpirun, const char *arbench, const char *np_ar
 
 int main(int argc, char **argv)
 {
-    const char *arbench = NULL, *mpirun = NULL, *dtype = "bf16", *out = NULL;
-    int np = 1, hang = 0, bad_arg = 0;
-    symm_expect_t expect = {0};
-    for (int i = 1; i < argc && !bad_arg; i += 2) {
-        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        int e = val ? symm_expect_arg(&expect, opt, val) : -1;
-        if (!val || e < 0) bad_arg = 1;
-        else if (e > 0) continue;
-        else if (!strcmp(opt, "--arbench")) arbench = val;
-        else if (!strcmp(opt, "--mpirun")) mpirun = val;
-        else if (!strcmp(opt, "--np")) np = atoi(val);
-        else if (!strcmp(opt, "--dtype")) dtype = val;
-        else if (!strcmp(opt, "--out")) out = val;
-        else if (!strcmp(opt, "--hang")) hang = atoi(val);
-        else bad_arg = 1;
-        if (bad_arg)
-            fprintf(stderr, "check_symm_sweep: bad or unknown option '%s'\n", opt);
-    }
-    if (bad_arg || !arbench || !mpirun || !out || np < 1 || (hang && np < 2) || (strcmp(dtype, "bf16") && strcmp(dtype, "fp32"))) {
+    const char *dtype = "bf16";
+    symm_args_t a;
+    if (symm_parse_args(argc, argv, "check_symm_sweep", "--dtype", &dtype, &a) || !a.arbench || !a.mpirun || !a.out ||
+        a.np < 1 || (a.hang && a.np < 2) || (strcmp(dtype, "bf16") && strcmp(dtype, "fp32"))) {
         fprintf(stderr, "usage: check_symm_sweep --arbench PATH --mpirun PATH --np N --dtype bf16|fp32 --out CSV [--hang 1 (N >= 2)] [--expect-pass IMPL[:ITEMS]@BYTES]... [--expect-on GPU] [--allow-skip IMPL]...\n");
         return 2;
     }
-    int ndev = 0;
-    cudaError_t ce = cudaGetDeviceCount(&ndev);
-    if (ce != cudaSuccess || ndev < np) {
-        printf("1..0 # SKIP needs %d visible GPU(s), have %d (%s)\n", np, ce == cudaSuccess ? ndev : 0,
-               ce == cudaSuccess ? "cudaGetDeviceCount ok" : cudaGetErrorString(ce));
-        return 77;
-    }
-    struct cudaDeviceProp prop;
-    const char *gpu_name = cudaGetDeviceProperties(&prop, 0) == cudaSuccess ? prop.name : NULL;
+    const char *arbench = a.arbench, *mpirun = a.mpirun, *out = a.out;
+    int np = a.np, hang = a.hang;
+    char gpu_name[256];
+    int need = symm_need_gpus(np, gpu_name, sizeof gpu_name);
+    if (need)
+        return need;
     arb_loaded_plugin_t lsa;
-    char lerr[8192];
-    if (arb_plugin_load("lsa", &lsa, lerr, sizeof lerr) != ARB_OK || !lsa.plugin->variants) {
-        tap_ok(0, "lsa loads and lists its default variants: %s", lerr);
+    const char *const *lsa_variants = symm_lsa_variants(&lsa);
+    if (!lsa_variants)
         return tap_done();
-    }
-    const char *const *lsa_variants = lsa.plugin->variants;
     int NLSA = 0;
     while (lsa_variants[NLSA])
         NLSA++;
@@ -198,7 +177,7 @@ int main(int argc, char **argv)
     }
     tap_ok(fails ? rc != 0 : rc == 0, "arbench sweep exit status %d agrees with the rows (%d failed)", rc, fails);
     static const char *const impls[] = {"nccl-symm", "lsa"};
-    symm_expect_check(&expect, &t, impls, 2, gpu_name);
+    symm_expect_check(&a.expect, &t, impls, 2, gpu_name);
     if (tap_.nfailed)
         print_log(log);
     arb_table_free(&t);

@@ -9,7 +9,8 @@
  *                                     reported as skipped
  *   --allow-skip IMPL                 IMPL may decline everywhere here (the meson test says why)
  * Without --allow-skip, an implementation whose rows are all skips fails the check.
- * Needs tap.h and symm_run.h (prefix_param) first.
+ * Also the checkers' common command line and GPU check. Needs tap.h and symm_run.h
+ * (prefix_param) first.
  */
 #ifndef ARB_SYMM_EXPECT_H
 #define ARB_SYMM_EXPECT_H
@@ -17,6 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_runtime_api.h>
+
+#include "loader.h"
 #include "results.h"
 
 #define SYMM_MAX_EXPECT 8
@@ -118,6 +122,70 @@ static void symm_expect_check(const symm_expect_t *e, const arb_table_t *t, cons
         tap_ok(rows > 0 && passed == rows, "expected here: every %s%s%s row at %zu B passes (%d of %d do)",
                e->pass[x].impl, items[0] ? ":" : "", items, e->pass[x].bytes, passed, rows);
     }
+}
+
+/* The checkers' common command line: --arbench --mpirun --np --out --hang, one option of
+ * the checker's own (extra_opt, e.g. "--dtype", stored in *extra), and the expectations.
+ * 0, or 2 after a message naming the option that is bad or unknown. */
+typedef struct symm_args {
+    const char *arbench, *mpirun, *out;
+    int np, hang;
+    symm_expect_t expect;
+} symm_args_t;
+
+static int symm_parse_args(int argc, char **argv, const char *tool, const char *extra_opt, const char **extra,
+                           symm_args_t *a) __attribute__((unused));
+static int symm_parse_args(int argc, char **argv, const char *tool, const char *extra_opt, const char **extra,
+                           symm_args_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->np = 1;
+    for (int i = 1; i < argc; i += 2) {
+        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int e = val ? symm_expect_arg(&a->expect, opt, val) : -1;
+        if (e > 0)
+            continue;
+        if (e == 0 && !strcmp(opt, "--arbench")) a->arbench = val;
+        else if (e == 0 && !strcmp(opt, "--mpirun")) a->mpirun = val;
+        else if (e == 0 && !strcmp(opt, "--np")) a->np = atoi(val);
+        else if (e == 0 && !strcmp(opt, "--out")) a->out = val;
+        else if (e == 0 && !strcmp(opt, "--hang")) a->hang = atoi(val);
+        else if (e == 0 && !strcmp(opt, extra_opt)) *extra = val;
+        else {
+            fprintf(stderr, "%s: bad or unknown option '%s'\n", tool, opt);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* lsa's default variants (its `variants`, through the real loader), NULL after a
+ * failed TAP line. */
+static const char *const *symm_lsa_variants(arb_loaded_plugin_t *lsa) __attribute__((unused));
+static const char *const *symm_lsa_variants(arb_loaded_plugin_t *lsa)
+{
+    char err[8192];
+    if (arb_plugin_load("lsa", lsa, err, sizeof err) != ARB_OK || !lsa->plugin->variants) {
+        tap_ok(0, "lsa loads and lists its default variants: %s", err);
+        return NULL;
+    }
+    return lsa->plugin->variants;
+}
+
+/* 0 when np GPUs are visible (name: device 0's), else the "1..0 # SKIP" line and 77. */
+static int symm_need_gpus(int np, char *name, size_t name_len) __attribute__((unused));
+static int symm_need_gpus(int np, char *name, size_t name_len)
+{
+    int ndev = 0;
+    cudaError_t ce = cudaGetDeviceCount(&ndev);
+    if (ce != cudaSuccess || ndev < np) {
+        printf("1..0 # SKIP needs %d visible GPU(s), have %d (%s)\n", np, ce == cudaSuccess ? ndev : 0,
+               ce == cudaSuccess ? "cudaGetDeviceCount ok" : cudaGetErrorString(ce));
+        return 77;
+    }
+    struct cudaDeviceProp prop;
+    snprintf(name, name_len, "%s", cudaGetDeviceProperties(&prop, 0) == cudaSuccess ? prop.name : "?");
+    return 0;
 }
 
 #endif
