@@ -16,15 +16,15 @@
 static void usage(FILE *f)
 {
     fputs("usage: arbench model fit --fabric SPEC --out FIT.csv [--min-bytes 14336] [--max-bytes 1M] RESULTS.csv...\n"
-          "       arbench model predict --fit FIT.csv --fabric SPEC --ranks N --out PRED.csv [--sizes LIST] [--fit-fabric SPEC]\n"
+          "       arbench model predict --fit FIT.csv --fabric SPEC [--xml TOPO.xml] --ranks N --out PRED.csv [--sizes LIST] [--fit-fabric SPEC]\n"
           "       arbench model check --fit FIT.csv [--fit-fabric SPEC] [--min-bytes 14336] [--max-bytes 1M] [--tolerance 0.25] [--points] RESULTS.csv...\n"
           "  fit: constants from measured runs on the machine SPEC describes. predict: a results CSV (source=model, bands) for\n"
-          "  N GPUs of SPEC. check: error of the model on measured runs; exit 1 when a gated group (NCCL, one-shots,\n"
+          "  N GPUs of SPEC (--xml: the GPU placement of an `arbench topo --export-xml` file, SPEC's constants). check: error of the model on measured runs; exit 1 when a gated group (NCCL, one-shots,\n"
           "  hoststaged) misses by more than the tolerance. Exit 2 on invalid input. docs/model.md\n", f);
 }
 
 typedef struct model_opts {
-    const char *fabric, *fit_fabric, *fit, *out, *sizes;
+    const char *fabric, *fit_fabric, *fit, *out, *sizes, *xml;
     size_t min_bytes, max_bytes;
     int ranks, points;
     double tolerance;
@@ -38,7 +38,8 @@ static int parse_opts(int argc, char **argv, model_opts_t *o)
         {"sizes", required_argument, NULL, 's'},     {"min-bytes", required_argument, NULL, 'm'},
         {"max-bytes", required_argument, NULL, 'M'}, {"ranks", required_argument, NULL, 'n'},
         {"tolerance", required_argument, NULL, 't'}, {"points", no_argument, NULL, 'p'},
-        {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0},
+        {"xml", required_argument, NULL, 'x'},       {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     *o = (model_opts_t){.sizes = DEFAULT_SIZES, .min_bytes = 14336, .max_bytes = 1 << 20, .tolerance = 0.25};
     int c;
@@ -51,6 +52,7 @@ static int parse_opts(int argc, char **argv, model_opts_t *o)
         case 'c': o->fit = optarg; break;
         case 'o': o->out = optarg; break;
         case 's': o->sizes = optarg; break;
+        case 'x': o->xml = optarg; break;
         case 'p': o->points = 1; break;
         case 'm':
         case 'M':
@@ -188,6 +190,10 @@ static int do_predict(int argc, char **argv, const model_opts_t *o)
     }
     if (arb_fabric_read(o->fabric, &fab, err, sizeof err)) {
         fprintf(stderr, "arbench model predict: --fabric %s\n", err);
+        return 2;
+    }
+    if (o->xml && arb_fabric_apply_xml(&fab, o->xml, err, sizeof err)) {
+        fprintf(stderr, "arbench model predict: --xml %s\n", err);
         return 2;
     }
     if (o->ranks > fab.ngpus) {

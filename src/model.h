@@ -61,6 +61,7 @@ typedef struct arb_fabric {
     arb_path_props_t path[ARB_PATH_COUNT];
     arb_path_t cuda_p2p_max;    /* CUDA peer access works up to this path class */
     arb_path_t nccl_p2p_max;    /* NCCL uses P2P up to this class, SHM beyond (2.28 default: switch) */
+    int from_xml;         /* the placement came from an hwloc XML (arb_fabric_apply_xml) */
     int switch_of[ARB_MODEL_MAX_GPUS]; /* -1: attached to a root port directly */
     int socket_of[ARB_MODEL_MAX_GPUS];
 } arb_fabric_t;
@@ -72,6 +73,13 @@ int arb_fabric_read(const char *path, arb_fabric_t *f, char *err, size_t err_len
 int arb_fabric_read_mem(const char *text, const char *name, arb_fabric_t *f, char *err, size_t err_len);
 /* The GPU placement (switch_of, socket_of) from the counts; called by the readers. */
 int arb_fabric_layout(arb_fabric_t *f, char *err, size_t err_len);
+/* Replaces the placement (GPUs, switches, sockets, NVLink) with that of an hwloc XML
+ * (`arbench topo --export-xml`): GPUs below one PCIe switch (PIX/PXB) share a switch,
+ * packages are sockets. The constants stay the spec's; fails when the XML's layout
+ * needs a path class or uplink the spec does not describe (model_fabric_xml.c). */
+int arb_fabric_apply_xml(arb_fabric_t *f, const char *xml_path, char *err, size_t err_len);
+/* Every path class the GPUs use (and host) is described; uplink/xsocket where needed. */
+int arb_fabric_check_paths(const arb_fabric_t *f, char *err, size_t err_len);
 /* Path class between GPUs a != b; ARB_PATH_HOST for a GPU and host memory (b < 0). */
 arb_path_t arb_fabric_path(const arb_fabric_t *f, int a, int b);
 /* Worst (slowest) GPU-GPU path class among GPUs 0..n-1. */

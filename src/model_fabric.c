@@ -177,14 +177,26 @@ static int check_complete(arb_fabric_t *f, const char *name, char *err, size_t e
     if (!f->link_gbs.set) missing = "link_gbs (or link_gen and link_width)";
     else if (!f->host_gbs.set) missing = "host_gbs";
     else if (!f->gpu_band.set) missing = "gpu_band";
-    else if (f->gpus_per_switch > 0 && !f->uplink_gbs.set) missing = "uplink_gbs";
-    else if (f->sockets > 1 && !f->xsocket_gbs.set) missing = "xsocket_gbs";
     if (missing) {
         snprintf(err, err_len, "%s: missing %s", name, missing);
         return -1;
     }
     if (arb_fabric_layout(f, err, err_len))
         return -1;
+    return arb_fabric_check_paths(f, err, err_len);
+}
+
+int arb_fabric_check_paths(const arb_fabric_t *f, char *err, size_t err_len)
+{
+    const char *name = f->path_file;
+    int switched = 0;
+    for (int g = 0; g < f->ngpus; g++)
+        switched |= f->switch_of[g] >= 0;
+    if ((switched && !f->uplink_gbs.set) || (f->sockets > 1 && !f->xsocket_gbs.set)) {
+        snprintf(err, err_len, "%s: missing %s (the GPUs sit %s)", name, switched && !f->uplink_gbs.set ? "uplink_gbs" : "xsocket_gbs",
+                 switched && !f->uplink_gbs.set ? "below PCIe switches" : "on several sockets");
+        return -1;
+    }
     /* Every path class that occurs (and host, always) needs all four properties. */
     int used[ARB_PATH_COUNT] = {0};
     used[ARB_PATH_HOST] = 1;

@@ -56,8 +56,8 @@ static int predict_auto(const arb_fit_t *fit, const arb_fabric_t *fit_fab, const
 }
 
 typedef struct row_text {
-    char bytes[24], count[24], tokens[16], hidden[16], ranks[16], med[24], lo[24], hi[24], alg[24], bus[24];
-    char note[300], params[300], timing[400];
+    char bytes[24], count[24], tokens[24], hidden[16], ranks[16], med[24], lo[24], hi[24], alg[24], bus[24];
+    char note[600], params[300], timing[600];
 } row_text_t;
 
 static void fill_row(arb_row_t *row, row_text_t *b, const arb_fabric_t *fab, const char *run_id, const char *now,
@@ -158,7 +158,7 @@ int arb_model_write_predictions(const arb_fit_t *fit, const char *fit_path, cons
             const arb_fit_entry_t *chosen = NULL;
             if (!predict_auto(fit, fit_fab, fab, n, (double)sizes[s], mode, ARB_TRANSPORT_P2P, &p, &chosen))
                 continue;
-            char extra[300];
+            char extra[400];
             snprintf(extra, sizeof extra, "NCCL's choice modeled as the fastest predicted NCCL variant: %s", chosen->params);
             fill_row(&row, &b, fab, run_id, now, argv, "nccl", "algo=auto,proto=auto", mode, n, sizes[s], &p, extra, fit_path);
             rc = arb_results_append(w, &row);

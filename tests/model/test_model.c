@@ -43,6 +43,19 @@ static void test_fabric_paths(void)
     TAP_CHECK(arb_fabric_path(&n, 0, 1) == ARB_PATH_NVLINK);
 }
 
+/* The committed 2 x H200 topology export: two GPUs on one host bridge (the VM's XML has no
+ * NVLink distances), placed by the XML, constants from the spec. */
+static void test_fabric_xml(void)
+{
+    arb_fabric_t f;
+    char err[512];
+    TAP_CHECK(arb_fabric_read_mem(quad_spec, "quad", &f, err, sizeof err) == 0);
+    TAP_CHECK(arb_fabric_apply_xml(&f, ARB_TEST_XML, err, sizeof err) == 0);
+    TAP_CHECK(f.ngpus == 2 && f.sockets == 1 && f.switch_of[0] == -1 && f.switch_of[1] == -1 && !f.nvlink);
+    TAP_CHECK(arb_fabric_path(&f, 0, 1) == ARB_PATH_HOSTBRIDGE);
+    TAP_CHECK(arb_fabric_apply_xml(&f, "/nonexistent.xml", err, sizeof err) != 0 && strstr(err, "nonexistent"));
+}
+
 static void test_spec_errors(void)
 {
     arb_fabric_t f;
@@ -267,7 +280,7 @@ static void test_table_lookup(void)
 int main(int argc, char **argv)
 {
     static const tap_test_t tests[] = {
-        {"fabric_paths", test_fabric_paths},     {"spec_errors", test_spec_errors},
+        {"fabric_paths", test_fabric_paths},     {"fabric_xml", test_fabric_xml},     {"spec_errors", test_spec_errors},
         {"phase_contention", test_phase_contention}, {"fit_recovers", test_fit_recovers},
         {"predict_pcie", test_predict_pcie},     {"table_lookup", test_table_lookup},
     };
