@@ -39,7 +39,7 @@ static arb_status_t modeled_init(const arb_comm_info_t *info, const arb_host_ops
     }
     int err = modeled_timer_probe(&s->timer);
     if (err) {
-        snprintf(why, why_len, "modeled: timer probe kernel: %s", modeled_error_string(err));
+        snprintf(why, why_len, "modeled: timer probe kernel (%%globaltimer must advance): %s", modeled_error_string(err));
         modeled_table_free(&s->table);
         free(s);
         return ARB_ERR_SYSTEM;
