@@ -4,7 +4,7 @@
 # 2 x H200 runs: fit, predict a PCIe spec, the prediction is marked and banded, `arbench
 # profile` accepts it, check fails when it should, bad input exits 2 with a message. TAP.
 set -u
-arb=$1 root=$2
+arb=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") root=$2
 cd "$root" || exit 1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
