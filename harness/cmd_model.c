@@ -227,11 +227,14 @@ static int do_check(int argc, char **argv, const model_opts_t *o)
         return 2;
     if (load_obs(argc, argv, &obs))
         goto err_free;
-    int failing = arb_model_check(&fit, &fit_fab, &obs, (double)o->min_bytes, (double)o->max_bytes, o->tolerance,
-                                  o->points, stdout, err, sizeof err);
-    if (failing < 0)
+    int failing = 0;
+    if (arb_model_check(&fit, &fit_fab, &obs, (double)o->min_bytes, (double)o->max_bytes, o->tolerance, o->points,
+                        stdout, &failing, err, sizeof err) != ARB_OK) {
         fprintf(stderr, "arbench model check: %s\n", err);
-    rc = failing < 0 ? 2 : failing > 0;
+        rc = 2;
+    } else {
+        rc = failing > 0;
+    }
 err_free:
     arb_obs_free(&obs);
     arb_fit_free(&fit);

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "arbench/status.h"
+
 #define ARB_MODEL_MAX_GPUS 64
 #define ARB_MODEL_SOURCE_LEN 200
 
@@ -67,19 +69,19 @@ typedef struct arb_fabric {
 } arb_fabric_t;
 
 /* Reads a spec file (docs/model.md: `key = value [+-REL] [# source]` lines). Every
- * constant the model needs must be given with a source comment. Returns 0, or -1 with a
- * message naming the file, line and the accepted form. */
-int arb_fabric_read(const char *path, arb_fabric_t *f, char *err, size_t err_len);
-int arb_fabric_read_mem(const char *text, const char *name, arb_fabric_t *f, char *err, size_t err_len);
+ * constant the model needs must be given with a source comment. Returns ARB_OK, or
+ * ARB_ERR_INVALID with a message naming the file, line and the accepted form. */
+arb_status_t arb_fabric_read(const char *path, arb_fabric_t *f, char *err, size_t err_len);
+arb_status_t arb_fabric_read_mem(const char *text, const char *name, arb_fabric_t *f, char *err, size_t err_len);
 /* The GPU placement (switch_of, socket_of) from the counts; called by the readers. */
-int arb_fabric_layout(arb_fabric_t *f, char *err, size_t err_len);
+arb_status_t arb_fabric_layout(arb_fabric_t *f, char *err, size_t err_len);
 /* Replaces the placement (GPUs, switches, sockets, NVLink) with that of an hwloc XML
  * (`arbench topo --export-xml`): GPUs below one PCIe switch (PIX/PXB) share a switch,
  * packages are sockets. The constants stay the spec's; fails when the XML's layout
  * needs a path class or uplink the spec does not describe (model_fabric_xml.c). */
-int arb_fabric_apply_xml(arb_fabric_t *f, const char *xml_path, char *err, size_t err_len);
+arb_status_t arb_fabric_apply_xml(arb_fabric_t *f, const char *xml_path, char *err, size_t err_len);
 /* Every path class the GPUs use (and host) is described; uplink/xsocket where needed. */
-int arb_fabric_check_paths(const arb_fabric_t *f, char *err, size_t err_len);
+arb_status_t arb_fabric_check_paths(const arb_fabric_t *f, char *err, size_t err_len);
 /* Path class between GPUs a != b; ARB_PATH_HOST for a GPU and host memory (b < 0). */
 arb_path_t arb_fabric_path(const arb_fabric_t *f, int a, int b);
 /* Worst (slowest) GPU-GPU path class among GPUs 0..n-1. */
@@ -182,7 +184,7 @@ typedef struct arb_obs_set {
  * (noop, ping: check=skip with statistics). Transport from env (NCCL_P2P_DISABLE=1: SHM).
  * Rows of op other than allreduce, dtype other than bf16 and unmodeled families are
  * left out. */
-int arb_obs_load(arb_obs_set_t *s, const char *path, char *err, size_t err_len);
+arb_status_t arb_obs_load(arb_obs_set_t *s, const char *path, char *err, size_t err_len);
 void arb_obs_free(arb_obs_set_t *s);
 /* params without the items that do not change the algorithm (nccl=, timeout_ms=,
  * row_blocks=auto), for grouping rows of several runs. */
@@ -193,15 +195,15 @@ void arb_model_params_key(const char *params, char *out, size_t len);
 /* Fits launch and flag latencies and every variant's constants on fab (the machine the
  * observations come from). Only sizes in [min_bytes, max_bytes] are used. Returns 0,
  * or -1 with err (no noop/ping rows, fewer than 2 sizes for a variant, ...). */
-int arb_model_fit(const arb_obs_set_t *obs, const arb_fabric_t *fab, double min_bytes, double max_bytes,
+arb_status_t arb_model_fit(const arb_obs_set_t *obs, const arb_fabric_t *fab, double min_bytes, double max_bytes,
                   arb_fit_t *fit, char *err, size_t err_len);
 void arb_fit_free(arb_fit_t *fit);
 /* The entry for (impl, params key, mode, transport), or NULL. */
 const arb_fit_entry_t *arb_fit_find(const arb_fit_t *fit, const char *impl, const char *params_key,
                                     const char *mode, arb_transport_t transport);
 
-int arb_fit_write(const arb_fit_t *fit, const char *path, char *err, size_t err_len);
-int arb_fit_read(const char *path, arb_fit_t *fit, char *err, size_t err_len);
+arb_status_t arb_fit_write(const arb_fit_t *fit, const char *path, char *err, size_t err_len);
+arb_status_t arb_fit_read(const char *path, arb_fit_t *fit, char *err, size_t err_len);
 
 /* ------------------------------------------------------------------- cost ---------- */
 
@@ -243,14 +245,16 @@ double arb_q_bw(const arb_quantity_t *q, int corner);
 /* Writes a results-schema CSV (docs/results.md; source=model, band_lo_us/band_hi_us, check=model)
  * of every fitted variant, every mode and size, plus NCCL's modeled choice, on GPUs
  * 0..n-1 of fab. A variant that cannot run there is a check=skip row saying why. */
-int arb_model_write_predictions(const arb_fit_t *fit, const char *fit_path, const arb_fabric_t *fit_fab,
+arb_status_t arb_model_write_predictions(const arb_fit_t *fit, const char *fit_path, const arb_fabric_t *fit_fab,
                                 const arb_fabric_t *fab, int n, const size_t *sizes, size_t nsizes,
                                 const char *out_path, const char *argv, size_t *nrows, char *err, size_t err_len);
 
 /* Predicts every measured point in [min_bytes, max_bytes] on the fit fabric and prints
- * the error per point (print_points) and per group. Returns the number of gated groups
- * (NCCL, one-shots, hoststaged) whose largest |error| exceeds tol, or -1 with err. */
-int arb_model_check(const arb_fit_t *fit, const arb_fabric_t *fit_fab, const arb_obs_set_t *obs, double min_bytes,
-                    double max_bytes, double tol, int print_points, FILE *out, char *err, size_t err_len);
+ * the error per point (print_points) and per group. *failing_groups: the gated groups
+ * (NCCL, one-shots, hoststaged) whose largest |error| exceeds tol. ARB_ERR_INVALID when
+ * no point matches a fitted variant. */
+arb_status_t arb_model_check(const arb_fit_t *fit, const arb_fabric_t *fit_fab, const arb_obs_set_t *obs,
+                             double min_bytes, double max_bytes, double tol, int print_points, FILE *out,
+                             int *failing_groups, char *err, size_t err_len);
 
 #endif

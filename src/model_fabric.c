@@ -156,11 +156,11 @@ static const char *apply_line(arb_fabric_t *f, const char *key, const char *val,
     return rc ? "a non-negative number, optionally followed by +-REL with 0 <= REL < 1" : NULL;
 }
 
-static int check_complete(arb_fabric_t *f, const char *name, char *err, size_t err_len)
+static arb_status_t check_complete(arb_fabric_t *f, const char *name, char *err, size_t err_len)
 {
     if (!f->name[0] || !f->label[0] || f->ngpus < 1 || f->sockets < 1) {
-        snprintf(err, err_len, "%s: needs name, label, gpus >= 1 and sockets >= 1", name);
-        return -1;
+        ARB_WHY(err, err_len, "%s: needs name, label, gpus >= 1 and sockets >= 1", name);
+        return ARB_ERR_INVALID;
     }
     if (!f->link_gbs.set && f->link_gen >= 1 && f->link_gen <= 6 && f->link_width > 0) {
         /* NCCL 2.28.3 src/graph/topo.cc: per-lane speed in 100 Mb/s (Gen1 15 ... Gen5 240, Gen6 480),
@@ -178,24 +178,24 @@ static int check_complete(arb_fabric_t *f, const char *name, char *err, size_t e
     else if (!f->host_gbs.set) missing = "host_gbs";
     else if (!f->gpu_band.set) missing = "gpu_band";
     if (missing) {
-        snprintf(err, err_len, "%s: missing %s", name, missing);
-        return -1;
+        ARB_WHY(err, err_len, "%s: missing %s", name, missing);
+        return ARB_ERR_INVALID;
     }
     if (arb_fabric_layout(f, err, err_len))
-        return -1;
+        return ARB_ERR_INVALID;
     return arb_fabric_check_paths(f, err, err_len);
 }
 
-int arb_fabric_check_paths(const arb_fabric_t *f, char *err, size_t err_len)
+arb_status_t arb_fabric_check_paths(const arb_fabric_t *f, char *err, size_t err_len)
 {
     const char *name = f->path_file;
     int switched = 0;
     for (int g = 0; g < f->ngpus; g++)
         switched |= f->switch_of[g] >= 0;
     if ((switched && !f->uplink_gbs.set) || (f->sockets > 1 && !f->xsocket_gbs.set)) {
-        snprintf(err, err_len, "%s: missing %s (the GPUs sit %s)", name, switched && !f->uplink_gbs.set ? "uplink_gbs" : "xsocket_gbs",
+        ARB_WHY(err, err_len, "%s: missing %s (the GPUs sit %s)", name, switched && !f->uplink_gbs.set ? "uplink_gbs" : "xsocket_gbs",
                  switched && !f->uplink_gbs.set ? "below PCIe switches" : "on several sockets");
-        return -1;
+        return ARB_ERR_INVALID;
     }
     /* Every path class that occurs (and host, always) needs all four properties. */
     int used[ARB_PATH_COUNT] = {0};
@@ -212,36 +212,36 @@ int arb_fabric_check_paths(const arb_fabric_t *f, char *err, size_t err_len)
                                      &f->path[p].rtt_us};
         for (int k = 0; k < 4; k++)
             if (!q[k]->set) {
-                snprintf(err, err_len, "%s: missing %s.%s (GPU pairs of this fabric use the %s path)", name,
+                ARB_WHY(err, err_len, "%s: missing %s.%s (GPU pairs of this fabric use the %s path)", name,
                          path_names[p], props[k], path_names[p]);
-                return -1;
+                return ARB_ERR_INVALID;
             }
     }
-    return 0;
+    return ARB_OK;
 }
 
-int arb_fabric_layout(arb_fabric_t *f, char *err, size_t err_len)
+arb_status_t arb_fabric_layout(arb_fabric_t *f, char *err, size_t err_len)
 {
     if (f->ngpus > ARB_MODEL_MAX_GPUS) {
-        snprintf(err, err_len, "%s: gpus %d: at most %d", f->name, f->ngpus, ARB_MODEL_MAX_GPUS);
-        return -1;
+        ARB_WHY(err, err_len, "%s: gpus %d: at most %d", f->name, f->ngpus, ARB_MODEL_MAX_GPUS);
+        return ARB_ERR_INVALID;
     }
     if (f->ngpus % f->sockets) {
-        snprintf(err, err_len, "%s: gpus %d do not divide over %d sockets", f->name, f->ngpus, f->sockets);
-        return -1;
+        ARB_WHY(err, err_len, "%s: gpus %d do not divide over %d sockets", f->name, f->ngpus, f->sockets);
+        return ARB_ERR_INVALID;
     }
     int per_socket = f->ngpus / f->sockets;
     if (f->gpus_per_switch > 0 && per_socket != f->gpus_per_switch * f->switches_per_socket) {
-        snprintf(err, err_len, "%s: gpus per socket %d != gpus_per_switch %d x switches_per_socket %d", f->name,
+        ARB_WHY(err, err_len, "%s: gpus per socket %d != gpus_per_switch %d x switches_per_socket %d", f->name,
                  per_socket, f->gpus_per_switch, f->switches_per_socket);
-        return -1;
+        return ARB_ERR_INVALID;
     }
     /* GPUs are numbered socket by socket, switch by switch (as CUDA's PCI bus order gives). */
     for (int g = 0; g < f->ngpus; g++) {
         f->socket_of[g] = g / per_socket;
         f->switch_of[g] = f->gpus_per_switch > 0 ? g / f->gpus_per_switch : -1;
     }
-    return 0;
+    return ARB_OK;
 }
 
 arb_path_t arb_fabric_path(const arb_fabric_t *f, int a, int b)
@@ -265,7 +265,7 @@ arb_path_t arb_fabric_worst_path(const arb_fabric_t *f, int n)
     return w;
 }
 
-int arb_fabric_read_mem(const char *text, const char *name, arb_fabric_t *f, char *err, size_t err_len)
+arb_status_t arb_fabric_read_mem(const char *text, const char *name, arb_fabric_t *f, char *err, size_t err_len)
 {
     memset(f, 0, sizeof *f);
     f->cuda_p2p_max = ARB_PATH_HOSTBRIDGE;
@@ -276,8 +276,8 @@ int arb_fabric_read_mem(const char *text, const char *name, arb_fabric_t *f, cha
         size_t len = strcspn(p, "\n");
         char line[1024];
         if (len >= sizeof line) {
-            snprintf(err, err_len, "%s:%d: line longer than %zu characters", name, lineno, sizeof line - 1);
-            return -1;
+            ARB_WHY(err, err_len, "%s:%d: line longer than %zu characters", name, lineno, sizeof line - 1);
+            return ARB_ERR_INVALID;
         }
         memcpy(line, p, len);
         line[len] = '\0';
@@ -293,35 +293,35 @@ int arb_fabric_read_mem(const char *text, const char *name, arb_fabric_t *f, cha
             continue;
         char *eq = strchr(s, '=');
         if (!eq) {
-            snprintf(err, err_len, "%s:%d: '%.60s': expected 'key = value [+-REL] [# source]'", name, lineno, s);
-            return -1;
+            ARB_WHY(err, err_len, "%s:%d: '%.60s': expected 'key = value [+-REL] [# source]'", name, lineno, s);
+            return ARB_ERR_INVALID;
         }
         *eq = '\0';
         char *key = trim(s), *val = trim(eq + 1);
         const char *want = apply_line(f, key, val, src);
         if (want) {
-            snprintf(err, err_len, "%s:%d: %s = '%.60s': expected %s", name, lineno, key, val, want);
-            return -1;
+            ARB_WHY(err, err_len, "%s:%d: %s = '%.60s': expected %s", name, lineno, key, val, want);
+            return ARB_ERR_INVALID;
         }
     }
     return check_complete(f, name, err, err_len);
 }
 
-int arb_fabric_read(const char *path, arb_fabric_t *f, char *err, size_t err_len)
+arb_status_t arb_fabric_read(const char *path, arb_fabric_t *f, char *err, size_t err_len)
 {
     FILE *fp = fopen(path, "r");
     if (!fp) {
-        snprintf(err, err_len, "%s: %s (expected a fabric spec file, e.g. model/fabrics/*.spec)", path, strerror(errno));
-        return -1;
+        ARB_WHY(err, err_len, "%s: %s (expected a fabric spec file, e.g. model/fabrics/*.spec)", path, strerror(errno));
+        return ARB_ERR_INVALID;
     }
     char *buf = malloc(1 << 16);
     size_t n = buf ? fread(buf, 1, (1 << 16) - 1, fp) : 0;
     int toolong = buf && n == (1 << 16) - 1 && fgetc(fp) != EOF;
     fclose(fp);
     if (!buf || toolong) {
-        snprintf(err, err_len, "%s: %s", path, buf ? "larger than 64 KiB: not a fabric spec" : "out of memory");
+        ARB_WHY(err, err_len, "%s: %s", path, buf ? "larger than 64 KiB: not a fabric spec" : "out of memory");
         free(buf);
-        return -1;
+        return ARB_ERR_INVALID;
     }
     buf[n] = '\0';
     int rc = arb_fabric_read_mem(buf, path, f, err, err_len);

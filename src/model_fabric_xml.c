@@ -16,13 +16,13 @@ static int find_root(int *parent, int g)
     return g;
 }
 
-int arb_fabric_apply_xml(arb_fabric_t *f, const char *xml_path, char *err, size_t err_len)
+arb_status_t arb_fabric_apply_xml(arb_fabric_t *f, const char *xml_path, char *err, size_t err_len)
 {
     hwloc_topology_t topo;
     char why[512];
     if (arb_topo_load(&topo, xml_path, why, sizeof why)) {
-        snprintf(err, err_len, "%s: %s (expected an hwloc XML, e.g. from `arbench topo --export-xml FILE`)", xml_path, why);
-        return -1;
+        ARB_WHY(err, err_len, "%s: %s (expected an hwloc XML, e.g. from `arbench topo --export-xml FILE`)", xml_path, why);
+        return ARB_ERR_INVALID;
     }
     static arb_topo_node_t node;
     arb_topo_node_init(&node);
@@ -31,8 +31,8 @@ int arb_fabric_apply_xml(arb_fabric_t *f, const char *xml_path, char *err, size_
         arb_topo_node_classify(topo, &node);
     hwloc_topology_destroy(topo);
     if (n <= 0 || n > ARB_MODEL_MAX_GPUS) {
-        snprintf(err, err_len, "%s: %s", xml_path, n < 0 ? why : "no NVIDIA GPU in its PCI tree");
-        return -1;
+        ARB_WHY(err, err_len, "%s: %s", xml_path, n < 0 ? why : "no NVIDIA GPU in its PCI tree");
+        return ARB_ERR_INVALID;
     }
     int parent[ARB_MODEL_MAX_GPUS], nvl = 1;
     for (int g = 0; g < n; g++)
@@ -42,8 +42,8 @@ int arb_fabric_apply_xml(arb_fabric_t *f, const char *xml_path, char *err, size_
             arb_link_t l = node.link[a][b];
             nvl &= l == ARB_LINK_NVL;
             if (l == ARB_LINK_UNKNOWN) {
-                snprintf(err, err_len, "%s: GPU %s is missing from hwloc's PCI tree: cannot place it", xml_path, node.gpu[b].busid);
-                return -1;
+                ARB_WHY(err, err_len, "%s: GPU %s is missing from hwloc's PCI tree: cannot place it", xml_path, node.gpu[b].busid);
+                return ARB_ERR_INVALID;
             }
             if (l == ARB_LINK_PIX || l == ARB_LINK_PXB)
                 parent[find_root(parent, a)] = find_root(parent, b);

@@ -113,7 +113,7 @@ static int same_group(const arb_obs_t *a, const arb_obs_t *b)
     return strcmp(ka, kb) == 0;
 }
 
-static int fit_group(arb_fit_t *fit, const arb_fabric_t *fab, const arb_obs_t *const *g, size_t n, int m,
+static arb_status_t fit_group(arb_fit_t *fit, const arb_fabric_t *fab, const arb_obs_t *const *g, size_t n, int m,
                      char *err, size_t err_len)
 {
     const arb_obs_t *o0 = g[0];
@@ -122,13 +122,13 @@ static int fit_group(arb_fit_t *fit, const arb_fabric_t *fab, const arb_obs_t *c
     const arb_fit_entry_t *twin = NULL;
     if (o0->key.family == ARB_FAM_NCCL && o0->transport == ARB_TRANSPORT_SHM &&
         !(twin = arb_fit_find(fit, o0->impl, key, o0->mode, ARB_TRANSPORT_P2P))) {
-        snprintf(err, err_len, "nccl %s %s with NCCL_P2P_DISABLE=1: the fit needs the same variant measured with P2P too (its fixed part)", o0->params, o0->mode);
-        return -1;
+        ARB_WHY(err, err_len, "nccl %s %s with NCCL_P2P_DISABLE=1: the fit needs the same variant measured with P2P too (its fixed part)", o0->params, o0->mode);
+        return ARB_ERR_INVALID;
     }
     double *x = malloc(3 * n * sizeof *x);
     if (!x) {
-        snprintf(err, err_len, "out of memory");
-        return -1;
+        ARB_WHY(err, err_len, "out of memory");
+        return ARB_ERR_SYSTEM;
     }
     double *y = x + n, *t = y + n, a, b;
     size_t distinct = 0;
@@ -140,8 +140,8 @@ static int fit_group(arb_fit_t *fit, const arb_fabric_t *fab, const arb_obs_t *c
     }
     if (distinct < 2) {
         free(x);
-        snprintf(err, err_len, "%s %s %s: measured at one size only; the fit needs at least two", o0->impl, o0->params, o0->mode);
-        return -1;
+        ARB_WHY(err, err_len, "%s %s %s: measured at one size only; the fit needs at least two", o0->impl, o0->params, o0->mode);
+        return ARB_ERR_INVALID;
     }
     fit_line(x, y, t, n, &a, &b);
     arb_fit_entry_t *e = &fit->e[fit->n];
@@ -173,7 +173,7 @@ static int fit_group(arb_fit_t *fit, const arb_fabric_t *fab, const arb_obs_t *c
                      e->sources[0] ? " " : "", g[i]->source);
     fit->n++;
     free(x);
-    return 0;
+    return ARB_OK;
 }
 
 static int cmp_obs_bytes(const void *pa, const void *pb)
@@ -182,7 +182,7 @@ static int cmp_obs_bytes(const void *pa, const void *pb)
     return (a->bytes > b->bytes) - (a->bytes < b->bytes);
 }
 
-int arb_model_fit(const arb_obs_set_t *obs, const arb_fabric_t *fab, double min_bytes, double max_bytes,
+arb_status_t arb_model_fit(const arb_obs_set_t *obs, const arb_fabric_t *fab, double min_bytes, double max_bytes,
                   arb_fit_t *fit, char *err, size_t err_len)
 {
     memset(fit, 0, sizeof *fit);
@@ -194,15 +194,16 @@ int arb_model_fit(const arb_obs_set_t *obs, const arb_fabric_t *fab, double min_
         have_floor |= isfinite(fit->launch_us[m]) && isfinite(fit->flag_us[m]);
     }
     if (!have_floor) {
-        snprintf(err, err_len, "no mode has both reference floors: the fit needs noop and ping rows (a default `arbench sweep` measures them)");
-        return -1;
+        ARB_WHY(err, err_len, "no mode has both reference floors: the fit needs noop and ping rows (a default `arbench sweep` measures them)");
+        return ARB_ERR_INVALID;
     }
     fit->e = calloc(obs->n + 1, sizeof *fit->e);
     const arb_obs_t **g = calloc(obs->n + 1, sizeof *g);
     char *done = calloc(obs->n + 1, 1);
-    int rc = -1;
+    arb_status_t rc = ARB_ERR_INVALID;
     if (!fit->e || !g || !done) {
-        snprintf(err, err_len, "out of memory");
+        ARB_WHY(err, err_len, "out of memory");
+        rc = ARB_ERR_SYSTEM;
         goto err_free;
     }
     /* P2P groups first: an SHM group's fixed part is its P2P twin's. */
@@ -226,14 +227,14 @@ int arb_model_fit(const arb_obs_set_t *obs, const arb_fabric_t *fab, double min_
             if (!fit->ranks)
                 fit->ranks = o->ranks;
             qsort(g, n, sizeof *g, cmp_obs_bytes);
-            if (fit_group(fit, fab, g, n, m, err, err_len))
-                goto err_free;
+            ARB_TRY_GOTO(rc, fit_group(fit, fab, g, n, m, err, err_len), err_free);
         }
+    rc = ARB_ERR_INVALID;
     if (!fit->n) {
-        snprintf(err, err_len, "no modeled implementation measured between %.0f and %.0f bytes", min_bytes, max_bytes);
+        ARB_WHY(err, err_len, "no modeled implementation measured between %.0f and %.0f bytes", min_bytes, max_bytes);
         goto err_free;
     }
-    rc = 0;
+    rc = ARB_OK;
 err_free:
     free(g);
     free(done);

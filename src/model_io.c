@@ -48,12 +48,12 @@ static int obs_push(arb_obs_set_t *s, const arb_obs_t *o)
     return 0;
 }
 
-int arb_obs_load(arb_obs_set_t *s, const char *path, char *err, size_t err_len)
+arb_status_t arb_obs_load(arb_obs_set_t *s, const char *path, char *err, size_t err_len)
 {
     arb_table_t t;
     if (arb_table_read(path, &t, err, err_len))
-        return -1;
-    int rc = -1;
+        return ARB_ERR_INVALID;
+    arb_status_t rc = ARB_ERR_INVALID;
     if (arb_table_require(&t, obs_required, path, err, err_len))
         goto err_free_table;
     int c[11];
@@ -75,7 +75,7 @@ int arb_obs_load(arb_obs_set_t *s, const char *path, char *err, size_t err_len)
         if (arb_parse_u64_field(f[c[5]], 1u << 20, &ranks) || ranks == 0 ||
             arb_parse_u64_field(f[c[6]], 1ull << 50, &bytes) || arb_parse_double_field(f[c[7]], &o.median_us) ||
             !(o.median_us > 0)) {
-            snprintf(err, err_len, "%s: line %zu: ranks '%.20s', bytes '%.20s' or median_us '%.20s' is not a valid number", path, r + 2, f[c[5]], f[c[6]], f[c[7]]);
+            ARB_WHY(err, err_len, "%s: line %zu: ranks '%.20s', bytes '%.20s' or median_us '%.20s' is not a valid number", path, r + 2, f[c[5]], f[c[6]], f[c[7]]);
             goto err_free_table;
         }
         o.ranks = (int)ranks;
@@ -92,15 +92,16 @@ int arb_obs_load(arb_obs_set_t *s, const char *path, char *err, size_t err_len)
         if (!s->fabric[0])
             snprintf(s->fabric, sizeof s->fabric, "%s", f[c[10]]);
         else if (strcmp(s->fabric, f[c[10]]) != 0) {
-            snprintf(err, err_len, "%s: line %zu: fabric '%s' differs from '%s' of the files before: fit one machine at a time", path, r + 2, f[c[10]], s->fabric);
+            ARB_WHY(err, err_len, "%s: line %zu: fabric '%s' differs from '%s' of the files before: fit one machine at a time", path, r + 2, f[c[10]], s->fabric);
             goto err_free_table;
         }
         if (obs_push(s, &o)) {
-            snprintf(err, err_len, "%s: out of memory", path);
+            ARB_WHY(err, err_len, "%s: out of memory", path);
+            rc = ARB_ERR_SYSTEM;
             goto err_free_table;
         }
     }
-    rc = 0;
+    rc = ARB_OK;
 err_free_table:
     arb_table_free(&t);
     return rc;
@@ -149,14 +150,14 @@ static void put_row(FILE *f, const char *kind, const char *impl, const char *par
 static const char *const fit_cols[] = {"kind", "impl", "params", "mode", "transport", "family", "offset_us",
                                        "hop_us", "bw_gbs", "rel_err", "points", "sources", NULL};
 
-int arb_fit_write(const arb_fit_t *fit, const char *path, char *err, size_t err_len)
+arb_status_t arb_fit_write(const arb_fit_t *fit, const char *path, char *err, size_t err_len)
 {
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) {
-        snprintf(err, err_len, "%s: %s", tmp, strerror(errno));
-        return -1;
+        ARB_WHY(err, err_len, "%s: %s", tmp, strerror(errno));
+        return ARB_ERR_SYSTEM;
     }
     for (int i = 0; fit_cols[i]; i++)
         put_field(f, fit_cols[i], fit_cols[i + 1] == NULL);
@@ -175,11 +176,11 @@ int arb_fit_write(const arb_fit_t *fit, const char *path, char *err, size_t err_
     int bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
     bad |= fclose(f) != 0;
     if (bad || rename(tmp, path) != 0) {
-        snprintf(err, err_len, "%s: %s", path, strerror(errno));
+        ARB_WHY(err, err_len, "%s: %s", path, strerror(errno));
         unlink(tmp);
-        return -1;
+        return ARB_ERR_SYSTEM;
     }
-    return 0;
+    return ARB_OK;
 }
 
 static int num_field(const char *s, double *out)
@@ -187,22 +188,24 @@ static int num_field(const char *s, double *out)
     return arb_parse_double_field(s, out);
 }
 
-int arb_fit_read(const char *path, arb_fit_t *fit, char *err, size_t err_len)
+arb_status_t arb_fit_read(const char *path, arb_fit_t *fit, char *err, size_t err_len)
 {
     memset(fit, 0, sizeof *fit);
     for (int m = 0; m < 3; m++)
         fit->launch_us[m] = fit->flag_us[m] = NAN;
     arb_table_t t;
     if (arb_table_read(path, &t, err, err_len))
-        return -1;
-    int c[12], rc = -1;
+        return ARB_ERR_INVALID;
+    int c[12];
+    arb_status_t rc = ARB_ERR_INVALID;
     if (arb_table_require(&t, fit_cols, path, err, err_len))
         goto err_free_table;
     for (int k = 0; k < 12; k++)
         c[k] = arb_table_col(&t, fit_cols[k]);
     fit->e = calloc(t.nrows + 1, sizeof *fit->e);
     if (!fit->e) {
-        snprintf(err, err_len, "%s: out of memory", path);
+        ARB_WHY(err, err_len, "%s: out of memory", path);
+        rc = ARB_ERR_SYSTEM;
         goto err_free_table;
     }
     for (size_t r = 0; r < t.nrows; r++) {
@@ -212,7 +215,7 @@ int arb_fit_read(const char *path, arb_fit_t *fit, char *err, size_t err_len)
         double v[4], pts;
         for (int k = 0; k < 4; k++)
             if (num_field(f[c[6 + k]], &v[k])) {
-                snprintf(err, err_len, "%s: line %zu: %s '%.30s' is not a number", path, r + 2, fit_cols[6 + k], f[c[6 + k]]);
+                ARB_WHY(err, err_len, "%s: line %zu: %s '%.30s' is not a number", path, r + 2, fit_cols[6 + k], f[c[6 + k]]);
                 goto err_free_table;
             }
         if (num_field(f[c[10]], &pts))
@@ -233,19 +236,19 @@ int arb_fit_read(const char *path, arb_fit_t *fit, char *err, size_t err_len)
             e->points = (int)pts;
             snprintf(e->sources, sizeof e->sources, "%s", f[c[11]]);
             if (e->key.family == ARB_FAM_NONE || !(e->bw_gbs >= 0) || !(e->rel_err >= 0)) {
-                snprintf(err, err_len, "%s: line %zu: %s %s is not a modeled variant with bw_gbs >= 0 and rel_err >= 0", path, r + 2, e->impl, e->params);
+                ARB_WHY(err, err_len, "%s: line %zu: %s %s is not a modeled variant with bw_gbs >= 0 and rel_err >= 0", path, r + 2, e->impl, e->params);
                 goto err_free_table;
             }
         } else {
-            snprintf(err, err_len, "%s: line %zu: kind '%.20s' mode '%.20s': expected meta, launch, flag or variant and a mode eager, graph or context", path, r + 2, kind, f[c[3]]);
+            ARB_WHY(err, err_len, "%s: line %zu: kind '%.20s' mode '%.20s': expected meta, launch, flag or variant and a mode eager, graph or context", path, r + 2, kind, f[c[3]]);
             goto err_free_table;
         }
     }
     if (!fit->n || !fit->fabric_file[0]) {
-        snprintf(err, err_len, "%s: no variants or no meta row: not a file of `arbench model fit`", path);
+        ARB_WHY(err, err_len, "%s: no variants or no meta row: not a file of `arbench model fit`", path);
         goto err_free_table;
     }
-    rc = 0;
+    rc = ARB_OK;
 err_free_table:
     arb_table_free(&t);
     if (rc)

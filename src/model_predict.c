@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "arb_config.h"
+#include "arbench/status.h"
 #include "meta.h"
 #include "results.h"
 
@@ -125,20 +126,20 @@ static void fill_row(arb_row_t *row, row_text_t *b, const arb_fabric_t *fab, con
     f[ARB_COL_note] = b->note;
 }
 
-int arb_model_write_predictions(const arb_fit_t *fit, const char *fit_path, const arb_fabric_t *fit_fab,
+arb_status_t arb_model_write_predictions(const arb_fit_t *fit, const char *fit_path, const arb_fabric_t *fit_fab,
                                 const arb_fabric_t *fab, int n, const size_t *sizes, size_t nsizes,
                                 const char *out_path, const char *argv, size_t *nrows, char *err, size_t err_len)
 {
     arb_results_writer_t *w = arb_results_open(out_path, err, err_len);
     if (!w)
-        return -1;
+        return ARB_ERR_SYSTEM;
     char now[32], run_id[128];
     arb_utc_now(now, sizeof now);
     snprintf(run_id, sizeof run_id, "model-%s-%s", fab->name, now);
     arb_row_t row;
     row_text_t b;
     *nrows = 0;
-    int rc = 0;
+    int rc = 0; /* arb_results_append's */
     for (int m = 0; m < 3 && !rc; m++) {
         const char *mode = arb_model_modes[m];
         for (size_t i = 0; i < fit->n && !rc; i++) {
@@ -166,12 +167,12 @@ int arb_model_write_predictions(const arb_fit_t *fit, const char *fit_path, cons
         }
     }
     if (rc)
-        snprintf(err, err_len, "%s: write failed", out_path);
+        ARB_WHY(err, err_len, "%s: write failed", out_path);
     if (arb_results_close(w) && !rc) {
-        snprintf(err, err_len, "%s: close failed", out_path);
+        ARB_WHY(err, err_len, "%s: close failed", out_path);
         rc = -1;
     }
-    return rc ? -1 : 0;
+    return rc ? ARB_ERR_SYSTEM : ARB_OK;
 }
 
 /* ------------------------------------------------------------------ check ---------- */
@@ -190,15 +191,14 @@ static int gated(arb_family_t f)
            f == ARB_FAM_PULL || f == ARB_FAM_HOSTSTAGED;
 }
 
-int arb_model_check(const arb_fit_t *fit, const arb_fabric_t *fit_fab, const arb_obs_set_t *obs, double min_bytes,
-                    double max_bytes, double tol, int print_points, FILE *out, char *err, size_t err_len)
+arb_status_t arb_model_check(const arb_fit_t *fit, const arb_fabric_t *fit_fab, const arb_obs_set_t *obs,
+                             double min_bytes, double max_bytes, double tol, int print_points, FILE *out,
+                             int *failing_groups, char *err, size_t err_len)
 {
     check_group_t *g = calloc(obs->n + 1, sizeof *g);
     size_t ng = 0;
-    if (!g) {
-        snprintf(err, err_len, "out of memory");
-        return -1;
-    }
+    if (!g)
+        ARB_RAISE(ARB_ERR_SYSTEM, err, err_len, "out of memory");
     if (print_points)
         fprintf(out, "%-10s %-46s %-7s %-4s %8s %9s %9s %19s %7s\n", "impl", "params", "mode", "via", "bytes",
                 "measured", "model", "band", "error");
@@ -270,9 +270,8 @@ int arb_model_check(const arb_fit_t *fit, const arb_fabric_t *fit_fab, const arb
     fprintf(out, "model check: %zu groups, %d gated groups beyond %.0f%% (sizes %.0f..%.0f bytes)\n", ng, failing,
             100 * tol, min_bytes, max_bytes);
     free(g);
-    if (!ng) {
-        snprintf(err, err_len, "no measured point matches a fitted variant between %.0f and %.0f bytes", min_bytes, max_bytes);
-        return -1;
-    }
-    return failing;
+    *failing_groups = failing;
+    if (!ng)
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "no measured point matches a fitted variant between %.0f and %.0f bytes", min_bytes, max_bytes);
+    return ARB_OK;
 }

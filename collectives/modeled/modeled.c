@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "arbench/plugin.h"
+#include "arbench/status.h"
 #include "modeled_spin.h"
 #include "modeled_table.h"
 
@@ -26,20 +27,18 @@ static arb_status_t modeled_init(const arb_comm_info_t *info, const arb_host_ops
 {
     (void)ops;
     modeled_select_t sel;
-    if (modeled_parse_params(params, &sel, why, why_len))
-        return ARB_ERR_INVALID;
+    ARB_TRY(modeled_parse_params(params, &sel, why, why_len));
     modeled_state_t *s = calloc(1, sizeof *s);
-    if (!s) {
-        snprintf(why, why_len, "modeled: out of host memory");
-        return ARB_ERR_SYSTEM;
-    }
-    if (modeled_table_load(&sel, info->nranks, &s->table, why, why_len)) {
+    if (!s)
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "modeled: out of host memory");
+    arb_status_t st = modeled_table_load(&sel, info->nranks, &s->table, why, why_len);
+    if (st != ARB_OK) {
         free(s);
-        return ARB_DECLINE;
+        return st;
     }
     int err = modeled_timer_probe(&s->timer);
     if (err) {
-        snprintf(why, why_len, "modeled: timer probe kernel (%%globaltimer must advance): %s", modeled_error_string(err));
+        ARB_WHY(why, why_len, "modeled: timer probe kernel (%%globaltimer must advance): %s", modeled_error_string(err));
         modeled_table_free(&s->table);
         free(s);
         return ARB_ERR_SYSTEM;
@@ -56,11 +55,10 @@ static arb_status_t modeled_allreduce(void *state, const void *send, void *recv,
     (void)send, (void)recv;
     modeled_state_t *s = state;
     double bytes = (double)count * (dtype == ARB_DTYPE_FP32 ? 4.0 : 2.0), us;
-    if (modeled_table_lookup(&s->table, bytes, &us, why, why_len))
-        return ARB_DECLINE;
+    ARB_TRY(modeled_table_lookup(&s->table, bytes, &us, why, why_len));
     int err = modeled_spin_launch((unsigned long long)llround(us * 1e3), &s->timer, stream);
     if (err) {
-        snprintf(why, why_len, "modeled: spin kernel launch: %s", modeled_error_string(err));
+        ARB_WHY(why, why_len, "modeled: spin kernel launch: %s", modeled_error_string(err));
         return ARB_ERR_SYSTEM;
     }
     return ARB_OK;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arbench/status.h"
 #include "results.h"
 
 static int set_text(char *dst, size_t len, const char *v, size_t vl)
@@ -18,7 +19,7 @@ static int set_text(char *dst, size_t len, const char *v, size_t vl)
     return 0;
 }
 
-int modeled_parse_params(const char *params, modeled_select_t *sel, char *why, size_t why_len)
+arb_status_t modeled_parse_params(const char *params, modeled_select_t *sel, char *why, size_t why_len)
 {
     memset(sel, 0, sizeof *sel);
     snprintf(sel->op, sizeof sel->op, "allreduce");
@@ -28,8 +29,8 @@ int modeled_parse_params(const char *params, modeled_select_t *sel, char *why, s
         size_t item = strcspn(p, ",");
         const char *eq = memchr(p, '=', item);
         if (!eq) {
-            snprintf(why, why_len, "modeled params: item '%.*s': expected key=value (table, impl, params, mode, ranks, scale, offset_us)", (int)item, p);
-            return -1;
+            ARB_WHY(why, why_len, "modeled params: item '%.*s': expected key=value (table, impl, params, mode, ranks, scale, offset_us)", (int)item, p);
+            return ARB_ERR_INVALID;
         }
         size_t kl = (size_t)(eq - p);
         const char *v = eq + 1;
@@ -53,8 +54,8 @@ int modeled_parse_params(const char *params, modeled_select_t *sel, char *why, s
         } else if (kl == 4 && strncmp(p, "mode", 4) == 0) {
             if (set_text(sel->mode, sizeof sel->mode, v, vl) ||
                 (strcmp(sel->mode, "graph") && strcmp(sel->mode, "eager") && strcmp(sel->mode, "context"))) {
-                snprintf(why, why_len, "modeled params: mode '%.*s': expected graph, eager or context", (int)vl, v);
-                return -1;
+                ARB_WHY(why, why_len, "modeled params: mode '%.*s': expected graph, eager or context", (int)vl, v);
+                return ARB_ERR_INVALID;
             }
         } else if ((kl == 5 && strncmp(p, "ranks", 5) == 0) || (kl == 5 && strncmp(p, "scale", 5) == 0) ||
                    (kl == 9 && strncmp(p, "offset_us", 9) == 0)) {
@@ -64,27 +65,27 @@ int modeled_parse_params(const char *params, modeled_select_t *sel, char *why, s
             int is_ranks = p[0] == 'r';
             if (end == num || *end || !isfinite(x) || x < 0 || (is_ranks && (x < 1 || x != floor(x) || x > 1 << 20)) ||
                 (p[0] == 's' && !(x > 0))) {
-                snprintf(why, why_len, "modeled params: %.*s '%s': expected %s", (int)kl, p, num,
+                ARB_WHY(why, why_len, "modeled params: %.*s '%s': expected %s", (int)kl, p, num,
                          is_ranks ? "a whole number of ranks >= 1" : p[0] == 's' ? "a factor > 0" : "microseconds >= 0");
-                return -1;
+                return ARB_ERR_INVALID;
             }
             if (is_ranks) sel->ranks = (int)x;
             else if (p[0] == 's') sel->scale = x;
             else sel->offset_us = x;
         } else {
-            snprintf(why, why_len, "modeled params: unknown key '%.*s': expected table, impl, params, mode, ranks, scale or offset_us", (int)kl, p);
-            return -1;
+            ARB_WHY(why, why_len, "modeled params: unknown key '%.*s': expected table, impl, params, mode, ranks, scale or offset_us", (int)kl, p);
+            return ARB_ERR_INVALID;
         }
         p += item + (p[item] == ',');
     }
     if (!sel->table[0]) {
-        snprintf(why, why_len, "modeled params: table=PATH is required (a results or profile CSV)");
-        return -1;
+        ARB_WHY(why, why_len, "modeled params: table=PATH is required (a results or profile CSV)");
+        return ARB_ERR_INVALID;
     }
-    return 0;
+    return ARB_OK;
 err_long:
-    snprintf(why, why_len, "modeled params: a value in '%.80s' is too long", params);
-    return -1;
+    ARB_WHY(why, why_len, "modeled params: a value in '%.80s' is too long", params);
+    return ARB_ERR_INVALID;
 }
 
 /* Every item of `want` ("k=v,k=v") is an item of `have`. */
@@ -149,25 +150,23 @@ static size_t collect(const arb_table_t *t, const modeled_select_t *sel, cand_t 
     return n;
 }
 
-int modeled_table_load(const modeled_select_t *sel, int default_ranks, modeled_table_t *t, char *why,
+arb_status_t modeled_table_load(const modeled_select_t *sel, int default_ranks, modeled_table_t *t, char *why,
                        size_t why_len)
 {
     memset(t, 0, sizeof *t);
     arb_table_t tab;
     char err[512];
     if (arb_table_read(sel->table, &tab, err, sizeof err)) {
-        snprintf(why, why_len, "modeled: table %s", err);
-        return -1;
+        ARB_RAISE(ARB_DECLINE, why, why_len, "modeled: table %s", err);
     }
-    int rc = -1;
+    arb_status_t rc = ARB_DECLINE; /* a table without the rows asked for declines */
     cand_t *c = calloc(2 * tab.nrows + 1, sizeof *c);
     if (!c) {
-        snprintf(why, why_len, "modeled: out of memory");
-        goto err_free_tab;
+        ARB_RAISE_GOTO(rc, ARB_ERR_SYSTEM, err_free_tab, why, why_len, "modeled: out of memory");
     }
     size_t n = collect(&tab, sel, c);
     if (n == (size_t)-1) {
-        snprintf(why, why_len, "modeled: table %s lacks impl/params/mode/ranks/op/median_us and bytes/check (results) or rep_bytes (profile) columns", sel->table);
+        ARB_WHY(why, why_len, "modeled: table %s lacks impl/params/mode/ranks/op/median_us and bytes/check (results) or rep_bytes (profile) columns", sel->table);
         goto err_free_c;
     }
     /* The mode: as asked, else graph when present, else the only one. */
@@ -192,22 +191,21 @@ int modeled_table_load(const modeled_select_t *sel, int default_ranks, modeled_t
         if (mode && strcmp(c[i].mode, mode) == 0 && c[i].ranks == ranks)
             c[k++] = c[i];
     if (k == 0) {
-        snprintf(why, why_len, "modeled: table %s has no %s rows with impl=%s params=%s mode=%s ranks=%d (check pass or model)", sel->table, sel->op, sel->impl[0] ? sel->impl : "(any)", sel->params[0] ? sel->params : "(any)", mode ? mode : "(several: give mode=)", ranks);
+        ARB_WHY(why, why_len, "modeled: table %s has no %s rows with impl=%s params=%s mode=%s ranks=%d (check pass or model)", sel->table, sel->op, sel->impl[0] ? sel->impl : "(any)", sel->params[0] ? sel->params : "(any)", mode ? mode : "(several: give mode=)", ranks);
         goto err_free_c;
     }
     /* One variant only, unless a profile's choices were asked for (no impl). */
     int profile = arb_table_col(&tab, "rep_bytes") >= 0;
     for (size_t i = 1; i < k; i++)
         if (!(profile && !sel->impl[0]) && (strcmp(c[i].impl, c[0].impl) || strcmp(c[i].params, c[0].params))) {
-            snprintf(why, why_len, "modeled: table %s: several variants match (%s %s and %s %s): give impl= and params=", sel->table, c[0].impl, c[0].params, c[i].impl, c[i].params);
+            ARB_WHY(why, why_len, "modeled: table %s: several variants match (%s %s and %s %s): give impl= and params=", sel->table, c[0].impl, c[0].params, c[i].impl, c[i].params);
             goto err_free_c;
         }
     qsort(c, k, sizeof *c, cmp_cand);
     t->bytes = malloc(k * sizeof *t->bytes);
     t->us = malloc(k * sizeof *t->us);
     if (!t->bytes || !t->us) {
-        snprintf(why, why_len, "modeled: out of memory");
-        goto err_free_c;
+        ARB_RAISE_GOTO(rc, ARB_ERR_SYSTEM, err_free_c, why, why_len, "modeled: out of memory");
     }
     /* Rows of one size (repeats) average into one point. */
     for (size_t i = 0; i < k;) {
@@ -222,7 +220,7 @@ int modeled_table_load(const modeled_select_t *sel, int default_ranks, modeled_t
         i = j;
     }
     snprintf(t->desc, sizeof t->desc, "table %s: %s impl=%s params=%s mode=%s ranks=%d scale=%g offset_us=%g, %zu sizes", sel->table, sel->op, profile && !sel->impl[0] ? "(profile choices)" : c[0].impl, profile && !sel->impl[0] ? "" : c[0].params, mode, ranks, sel->scale, sel->offset_us, t->n);
-    rc = 0;
+    rc = ARB_OK;
 err_free_c:
     free(c);
 err_free_tab:
@@ -239,22 +237,22 @@ void modeled_table_free(modeled_table_t *t)
     memset(t, 0, sizeof *t);
 }
 
-int modeled_table_lookup(const modeled_table_t *t, double bytes, double *us, char *why, size_t why_len)
+arb_status_t modeled_table_lookup(const modeled_table_t *t, double bytes, double *us, char *why, size_t why_len)
 {
     if (!t->n || bytes < t->bytes[0] || bytes > t->bytes[t->n - 1] || !(bytes > 0)) {
-        snprintf(why, why_len, "modeled: %.0f bytes per rank is outside the %s (%.0f..%.0f bytes)", bytes, t->desc,
+        ARB_WHY(why, why_len, "modeled: %.0f bytes per rank is outside the %s (%.0f..%.0f bytes)", bytes, t->desc,
                  t->n ? t->bytes[0] : 0.0, t->n ? t->bytes[t->n - 1] : 0.0);
-        return -1;
+        return ARB_DECLINE;
     }
     size_t hi = 0;
     while (t->bytes[hi] < bytes)
         hi++;
     if (t->bytes[hi] == bytes) {
         *us = t->us[hi];
-        return 0;
+        return ARB_OK;
     }
     size_t lo = hi - 1;
     double w = (log(bytes) - log(t->bytes[lo])) / (log(t->bytes[hi]) - log(t->bytes[lo]));
     *us = t->us[lo] + w * (t->us[hi] - t->us[lo]);
-    return 0;
+    return ARB_OK;
 }

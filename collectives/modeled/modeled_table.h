@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include "arbench/plugin.h"
+
 typedef struct modeled_select {
     char table[512];  /* path of the CSV */
     char impl[64];    /* "" = any (a profile: its choices) */
@@ -28,18 +30,18 @@ typedef struct modeled_table {
 
 /* Parses "table=PATH,impl=NAME,mode=graph,ranks=8,scale=1.0,offset_us=0,params=K=V,K=V".
  * params= takes the rest of the string (its value holds commas; ';' also separates its
- * items). Returns 0, or -1 with a message naming the bad item and the accepted form. */
-int modeled_parse_params(const char *params, modeled_select_t *sel, char *why, size_t why_len);
+ * items). ARB_OK, or ARB_ERR_INVALID with a message naming the bad item and the accepted form. */
+arb_status_t modeled_parse_params(const char *params, modeled_select_t *sel, char *why, size_t why_len);
 
-/* Loads the rows sel names. default_ranks: the communicator's size. Returns 0, or -1
+/* Loads the rows sel names. default_ranks: the communicator's size. ARB_OK, or ARB_DECLINE
  * with why naming the table and what did not match (no rows, several variants, ...). */
-int modeled_table_load(const modeled_select_t *sel, int default_ranks, modeled_table_t *t, char *why,
+arb_status_t modeled_table_load(const modeled_select_t *sel, int default_ranks, modeled_table_t *t, char *why,
                        size_t why_len);
 void modeled_table_free(modeled_table_t *t);
 
 /* The latency at `bytes` per rank, interpolated linearly in log(bytes) between the two
- * nearest sizes (exact at a size of the table). Outside the table: -1 and why names the
- * table, the shape and the range it covers. */
-int modeled_table_lookup(const modeled_table_t *t, double bytes, double *us, char *why, size_t why_len);
+ * nearest sizes (exact at a size of the table). Outside the table: ARB_DECLINE and why
+ * names the table, the shape and the range it covers. */
+arb_status_t modeled_table_lookup(const modeled_table_t *t, double bytes, double *us, char *why, size_t why_len);
 
 #endif
