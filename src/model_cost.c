@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* NCCL 2.28.3 src/graph/tuning.cc, ncclTunerConstantsDefaults: baseLatencies and the
@@ -125,7 +126,7 @@ static int socket_of(const arb_fabric_t *f, int g)
 double arb_model_phase_us(const arb_fabric_t *fab, const arb_flow_t *flows, size_t nflows, double issue_gbs,
                           double path_eff, int corner)
 {
-    static loads_t L;
+    loads_t L;
     memset(&L, 0, sizeof L);
     for (size_t i = 0; i < nflows; i++) {
         const arb_flow_t *fl = &flows[i];
@@ -234,11 +235,14 @@ static double custom_time(const arb_fit_t *fit, const arb_fabric_t *fit_fab, con
         double fit_rate = fit_fab->path[ARB_PATH_HOST].write_gbs.v;
         eff = e->bw_gbs / fit_rate < 1.0 ? e->bw_gbs / fit_rate : 1.0;
     }
-    static arb_flow_t flows[ARB_MODEL_MAX_GPUS * ARB_MODEL_MAX_GPUS];
+    arb_flow_t *flows = malloc((size_t)n * (size_t)n * sizeof *flows); /* at most n(n-1) flows a phase */
+    if (!flows)
+        return NAN;
     for (int phase = 0; phase < 2; phase++) {
         size_t k = family_flows(f, S, n, phase, flows);
         t += arb_model_phase_us(fab, flows, k, e->bw_gbs, eff, corner);
     }
+    free(flows);
     return t;
 }
 
@@ -326,8 +330,9 @@ void arb_model_predict_one(const arb_fit_t *fit, const arb_fabric_t *fit_fab, co
                 out->why_not = why;
                 return;
             }
-        } else {
-            t[c + 1] = custom_time(fit, fit_fab, e, fab, n, bytes, c, m);
+        } else if (!isfinite(t[c + 1] = custom_time(fit, fit_fab, e, fab, n, bytes, c, m))) {
+            out->why_not = "out of memory";
+            return;
         }
     }
     /* The band: spec constants at their corners, then the fit's own largest residual and,
