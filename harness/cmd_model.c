@@ -209,6 +209,7 @@ static int do_predict(int argc, char **argv, const model_opts_t *o)
         fprintf(stderr, "arbench model predict: --out %s\n", err);
         rc = 1;
     } else {
+        arb_model_print_summary(&fit, &fit_fab, &fab, o->ranks, sizes, nsizes, "graph", stdout);
         printf("arbench model predict: %zu rows for %d ranks of %s (%s), wrote %s\n", nrows, o->ranks, fab.name,
                fab.label, o->out);
     }

@@ -249,6 +249,10 @@ arb_status_t arb_model_write_predictions(const arb_fit_t *fit, const char *fit_p
                                 const arb_fabric_t *fab, int n, const size_t *sizes, size_t nsizes,
                                 const char *out_path, const char *argv, size_t *nrows, char *err, size_t err_len);
 
+/* Prints, per size, the fastest predicted variant and NCCL's modeled choice in `mode`. */
+void arb_model_print_summary(const arb_fit_t *fit, const arb_fabric_t *fit_fab, const arb_fabric_t *fab, int n,
+                             const size_t *sizes, size_t nsizes, const char *mode, FILE *out);
+
 /* Predicts every measured point in [min_bytes, max_bytes] on the fit fabric and prints
  * the error per point (print_points) and per group. *failing_groups: the gated groups
  * (NCCL, one-shots, hoststaged) whose largest |error| exceeds tol. ARB_ERR_INVALID when

@@ -175,6 +175,34 @@ arb_status_t arb_model_write_predictions(const arb_fit_t *fit, const char *fit_p
     return rc ? ARB_ERR_SYSTEM : ARB_OK;
 }
 
+void arb_model_print_summary(const arb_fit_t *fit, const arb_fabric_t *fit_fab, const arb_fabric_t *fab, int n,
+                             const size_t *sizes, size_t nsizes, const char *mode, FILE *out)
+{
+    fprintf(out, "predicted, %s mode, %d ranks of %s (us, band):\n%9s  %-56s %-22s  %-22s %s\n", mode, n, fab->name,
+            "bytes", "fastest predicted", "us (band)", "NCCL's choice", "NCCL / fastest");
+    for (size_t s = 0; s < nsizes; s++) {
+        arb_prediction_t best = {0}, p, nccl;
+        const arb_fit_entry_t *win = NULL, *chosen = NULL;
+        for (size_t i = 0; i < fit->n; i++) {
+            const arb_fit_entry_t *e = &fit->e[i];
+            if (strcmp(e->mode, mode) || !predicted_entry(fit, e))
+                continue;
+            arb_model_predict_one(fit, fit_fab, e, shm_twin(fit, e), fab, n, (double)sizes[s], &p);
+            if (!p.why_not && (!win || p.us < best.us))
+                best = p, win = e;
+        }
+        if (!win)
+            continue;
+        char name[64 + 256];
+        snprintf(name, sizeof name, "%s %s", win->impl, win->params);
+        fprintf(out, "%9zu  %-56.56s %7.2f (%5.2f-%6.2f)", sizes[s], name, best.us, best.lo_us, best.hi_us);
+        if (predict_auto(fit, fit_fab, fab, n, (double)sizes[s], mode, ARB_TRANSPORT_P2P, &nccl, &chosen))
+            fprintf(out, "  %7.2f (%5.2f-%6.2f)  %5.2fx\n", nccl.us, nccl.lo_us, nccl.hi_us, nccl.us / best.us);
+        else
+            fprintf(out, "  %-21s\n", "(not predicted)");
+    }
+}
+
 /* ------------------------------------------------------------------ check ---------- */
 
 typedef struct check_group {

@@ -277,12 +277,38 @@ static void test_table_lookup(void)
     unlink(path);
 }
 
+/* The committed prediction and its profile, as the engine's modeled plugin would read them. */
+static void test_table_from_prediction(void)
+{
+    modeled_select_t sel;
+    modeled_table_t t;
+    char why[512], params[700];
+    double us;
+    snprintf(params, sizeof params, "table=%s/results/model-pcie-switch-pairs-8.csv,impl=nccl,params=algo=auto,proto=auto", ARB_TEST_ROOT);
+    TAP_CHECK(modeled_parse_params(params, &sel, why, sizeof why) == ARB_OK);
+    TAP_CHECK(modeled_table_load(&sel, 1, &t, why, sizeof why) == ARB_OK); /* graph, ranks 8: the table's only */
+    TAP_CHECK(modeled_table_lookup(&t, 43008, &us, why, sizeof why) == ARB_OK && us > 20 && us < 80);
+    TAP_CHECK(strstr(t.desc, "mode=graph") && strstr(t.desc, "ranks=8"));
+    modeled_table_free(&t);
+    /* several variants match impl=p2p: declined, naming them */
+    snprintf(params, sizeof params, "table=%s/results/model-pcie-switch-pairs-8.csv,impl=p2p", ARB_TEST_ROOT);
+    TAP_CHECK(modeled_parse_params(params, &sel, why, sizeof why) == ARB_OK);
+    TAP_CHECK(modeled_table_load(&sel, 1, &t, why, sizeof why) == ARB_DECLINE && strstr(why, "several variants"));
+    /* the profile's choices, without impl= */
+    snprintf(params, sizeof params, "table=%s/results/model-profile-pcie-switch-pairs-8.csv,mode=graph", ARB_TEST_ROOT);
+    TAP_CHECK(modeled_parse_params(params, &sel, why, sizeof why) == ARB_OK);
+    TAP_CHECK(modeled_table_load(&sel, 1, &t, why, sizeof why) == ARB_OK && t.n >= 2);
+    TAP_CHECK(modeled_table_lookup(&t, t.bytes[0], &us, why, sizeof why) == ARB_OK && us > 0);
+    modeled_table_free(&t);
+}
+
 int main(int argc, char **argv)
 {
     static const tap_test_t tests[] = {
         {"fabric_paths", test_fabric_paths},     {"fabric_xml", test_fabric_xml},     {"spec_errors", test_spec_errors},
         {"phase_contention", test_phase_contention}, {"fit_recovers", test_fit_recovers},
         {"predict_pcie", test_predict_pcie},     {"table_lookup", test_table_lookup},
+        {"table_from_prediction", test_table_from_prediction},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
