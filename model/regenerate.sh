@@ -3,7 +3,8 @@
 # model/regenerate.sh [BUILD]: rebuilds every committed output of the cost model from the
 # committed 2 x H200 runs: the fit (model/fit-h200x2.csv), the check reports
 # (results/model-check-h200x2*.txt), the predictions and their profiles
-# (results/model-<spec>.csv, results/model-profile-<spec>.csv) and their figures
+# (results/model-<spec>.csv, results/model-profile-<spec>.csv, the graph-mode summary
+# results/model-<spec>.txt) and their figures
 # (plots/figures/model/<spec>/). docs/model.md explains each step. Run from anywhere.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +21,7 @@ heldout="results/h200x2-repeat-a.csv results/h200x2-repeat-b.csv results/h200x2-
 for s in pcie-switch-pairs-8:8 pcie-switch-quads-8:8 pcie-2socket-8:8 pcie-1socket-4:4; do
     spec=${s%:*} ranks=${s#*:}
     rm -f "results/model-$spec.csv"
-    "$arb" model predict --fit model/fit-h200x2.csv --fabric "model/fabrics/$spec.spec" --ranks "$ranks" --out "results/model-$spec.csv"
+    "$arb" model predict --fit model/fit-h200x2.csv --fabric "model/fabrics/$spec.spec" --ranks "$ranks" --out "results/model-$spec.csv" > "results/model-$spec.txt"
     "$arb" profile --quiet --out "results/model-profile-$spec.csv" "results/model-$spec.csv"
     if command -v gnuplot >/dev/null 2>&1; then
         plots/render-model.sh --tool "$build/plots/arb-plotdata" "results/model-$spec.csv" "plots/figures/model/$spec"

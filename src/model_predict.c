@@ -179,7 +179,7 @@ void arb_model_print_summary(const arb_fit_t *fit, const arb_fabric_t *fit_fab, 
                              const size_t *sizes, size_t nsizes, const char *mode, FILE *out)
 {
     fprintf(out, "predicted, %s mode, %d ranks of %s (us, band):\n%9s  %-56s %-22s  %-22s %s\n", mode, n, fab->name,
-            "bytes", "fastest predicted", "us (band)", "NCCL's choice", "NCCL / fastest");
+            "bytes", "fastest predicted", "us (band)", "NCCL's choice", "NCCL / fastest (both at their fast ends .. slow ends)");
     for (size_t s = 0; s < nsizes; s++) {
         arb_prediction_t best = {0}, p, nccl;
         const arb_fit_entry_t *win = NULL, *chosen = NULL;
@@ -197,7 +197,12 @@ void arb_model_print_summary(const arb_fit_t *fit, const arb_fabric_t *fit_fab, 
         snprintf(name, sizeof name, "%s %s", win->impl, win->params);
         fprintf(out, "%9zu  %-56.56s %7.2f (%5.2f-%6.2f)", sizes[s], name, best.us, best.lo_us, best.hi_us);
         if (predict_auto(fit, fit_fab, fab, n, (double)sizes[s], mode, ARB_TRANSPORT_P2P, &nccl, &chosen))
-            fprintf(out, "  %7.2f (%5.2f-%6.2f)  %5.2fx\n", nccl.us, nccl.lo_us, nccl.hi_us, nccl.us / best.us);
+        {
+            /* The ratio with both at their fast ends, nominal, and both at their slow ends. */
+            double r[3] = {nccl.lo_us / best.lo_us, nccl.us / best.us, nccl.hi_us / best.hi_us};
+            fprintf(out, "  %7.2f (%5.2f-%6.2f)  %5.2fx (%.2fx-%.2fx)\n", nccl.us, nccl.lo_us, nccl.hi_us, r[1],
+                    fmin(fmin(r[0], r[1]), r[2]), fmax(fmax(r[0], r[1]), r[2]));
+        }
         else
             fprintf(out, "  %-21s\n", "(not predicted)");
     }
