@@ -9,6 +9,7 @@
 
 #include "../../collectives/modeled/modeled_table.h"
 #include "../unit/tap.h"
+#include "loader.h"
 #include "model.h"
 #include "results.h"
 
@@ -302,13 +303,38 @@ static void test_table_from_prediction(void)
     modeled_table_free(&t);
 }
 
+/* The module through the real loader: one exported struct of ABI v2; parameters and tables
+ * are checked before any CUDA call, so this runs without a GPU. */
+static void test_plugin_loader(void)
+{
+#ifdef ARB_TEST_PLUGIN
+    arb_loaded_plugin_t lp;
+    char err[4096], why[512], params[700];
+    TAP_CHECK(arb_plugin_load(ARB_TEST_PLUGIN, &lp, err, sizeof err) == 0);
+    if (!lp.plugin)
+        return;
+    const arb_plugin_t *pl = lp.plugin;
+    TAP_CHECK(strcmp(pl->name, "modeled") == 0 && (pl->caps & ARB_CAP_REFERENCE) && (pl->caps & ARB_CAP_GRAPH_SAFE));
+    arb_comm_info_t info = {.nranks = 1, .local_nranks = 1, .nnodes = 1};
+    arb_host_ops_t ops = {0};
+    void *st = NULL;
+    TAP_CHECK(pl->init(&info, &ops, "impl=nccl", &st, why, sizeof why) == ARB_ERR_INVALID && strstr(why, "table="));
+    snprintf(params, sizeof params, "table=%s/results/model-pcie-switch-pairs-8.csv,impl=nosuch", ARB_TEST_ROOT);
+    TAP_CHECK(pl->init(&info, &ops, params, &st, why, sizeof why) == ARB_DECLINE && strstr(why, "impl=nosuch"));
+    TAP_CHECK(st == NULL);
+    arb_plugin_unload(&lp);
+#else
+    printf("# built without CUDA: no arb-modeled.so to load\n");
+#endif
+}
+
 int main(int argc, char **argv)
 {
     static const tap_test_t tests[] = {
         {"fabric_paths", test_fabric_paths},     {"fabric_xml", test_fabric_xml},     {"spec_errors", test_spec_errors},
         {"phase_contention", test_phase_contention}, {"fit_recovers", test_fit_recovers},
         {"predict_pcie", test_predict_pcie},     {"table_lookup", test_table_lookup},
-        {"table_from_prediction", test_table_from_prediction},
+        {"table_from_prediction", test_table_from_prediction}, {"plugin_loader", test_plugin_loader},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
