@@ -12,7 +12,7 @@
 #define ARB_ENGINE_COLUMNS(X)                                                                    \
     X(schema) X(run_id) X(time) X(git_rev) X(arbench_version) X(host) X(argv) X(gpu) X(sm)       \
     X(driver) X(cuda) X(nccl) X(nccl_header) X(mpi) X(fabric) X(binding) X(ranks) X(nodes)       \
-    X(impl) X(params) X(backend) X(env)                                                          \
+    X(impl) X(params) X(backend) X(env) X(source)                                                \
     X(config) X(model_type) X(layers) X(experts) X(topk) X(overrides) X(weights) X(tp)           \
     X(tp_shape) X(shards_per_rank) X(context) X(phase) X(tokens) X(mode) X(steps) X(sites)       \
     X(fusion) X(median_us) X(p10_us) X(p90_us) X(mean_us) X(min_us) X(max_us) X(tok_s)           \
@@ -94,6 +94,7 @@ void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase
     snprintf(t.b[EC_nodes], 96, "%d", r->m->nnodes);
     f[EC_impl] = c->spec.name, f[EC_params] = c->describe;
     f[EC_backend] = r->be->name;
+    snprintf(t.b[EC_source], 96, "measured");
     f[EC_config] = r->cfg.name, f[EC_model_type] = r->cfg.model_type_str, f[EC_overrides] = r->cfg.overrides;
     snprintf(t.b[EC_layers], 96, "%u", r->cfg.num_hidden_layers);
     snprintf(t.b[EC_experts], 96, "%u", r->cfg.n_routed_experts);
