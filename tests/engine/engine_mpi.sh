@@ -102,7 +102,15 @@ bad_input)
     expect_error 2 "--accept-rate '1.5': expected a probability" --accept-rate 1.5
     expect_error 2 "2 ranks need at least 2 shards" --config tiny --backend cpu --tp-shape 1
     expect_error 2 "--impl nosuch" --config tiny --backend cpu --context 4 --steps 1 --impl nosuch --out "$tmp/x.csv"
-    expect_error 1 "backend gpu" --config tiny --backend gpu --context 4 --steps 1 --out "$tmp/x.csv"
+    # --backend gpu where no GPU (or no GPU engine) is: a clear error; where one is, it runs
+    run -np 1 "$arbench" engine --quiet --config tiny --backend gpu --context 4 --steps 1 --out "$tmp/g.csv" >"$tmp/out" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then
+        echo "ok: a GPU is visible here: --backend gpu ran"
+    else
+        [ $rc -eq 2 ] && grep -q -- "--backend gpu: " "$tmp/out" || { cat "$tmp/out"; fail "--backend gpu without a GPU: exit $rc, expected 2 and a message"; }
+        echo "ok: --backend gpu -> exit 2: $(grep -m1 -- "--backend gpu: " "$tmp/out")"
+    fi
     echo '{"model_type": "qwen2"}' >"$tmp/q.json"
     expect_error 1 "model_type 'qwen2' is not supported" --config "$tmp/q.json" --backend cpu
     ;;
