@@ -88,6 +88,8 @@ arb_status_t arb_run_check(arb_engine_run_t *r, void *gpu_model, uint32_t gpu_g0
 arb_status_t arb_run_spec_phase(arb_engine_run_t *r, arb_runcfg_t *c, void *model, arb_mode_t mode, const uint32_t *g,
                                 arb_phase_result_t *pr, int32_t *ebuf, char *why, size_t len);
 /* run_steps.c helpers shared with run_check.c and run_spec.c */
+arb_status_t arb_run_phase_alloc(arb_phase_result_t *pr, unsigned T, unsigned nsteps, size_t ntokens, double **mine,
+                                 char *why, size_t len);
 arb_status_t arb_run_step_bytes(arb_engine_run_t *r, void *model, unsigned T, unsigned pos0, double *bytes,
                                 double *experts, int32_t *ebuf, char *why, size_t len);
 arb_status_t arb_run_finish_times(arb_engine_run_t *r, arb_phase_result_t *pr, double *mine, char *why, size_t len);

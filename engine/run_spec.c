@@ -27,14 +27,9 @@ arb_status_t arb_run_spec_phase(arb_engine_run_t *r, arb_runcfg_t *c, void *mode
                                 arb_phase_result_t *pr, int32_t *ebuf, char *why, size_t len)
 {
     const unsigned S = r->o->steps, k = r->o->spec_k, T = k + 1, P0 = r->o->context, V = r->cfg.vocab_size;
-    double *mine = calloc(S, sizeof *mine), bsum = 0, esum = 0;
-    pr->T = T, pr->nsteps = 0;
-    pr->us = calloc(S, sizeof *pr->us);
-    pr->tokens = calloc((size_t)S * T, sizeof *pr->tokens);
-    if (!mine || !pr->us || !pr->tokens) {
-        free(mine);
-        ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");
-    }
+    double *mine = NULL, bsum = 0, esum = 0;
+    ARB_TRY(arb_run_phase_alloc(pr, T, S, (size_t)S * T, &mine, why, len));
+    pr->nsteps = 0; /* counts the cycles run */
     char what[64];
     snprintf(what, sizeof what, "%s %s: spec", c->label, arb_mode_names[mode]);
     arb_status_t st = ARB_OK;

@@ -132,6 +132,22 @@ arb_status_t arb_run_finish_times(arb_engine_run_t *r, arb_phase_result_t *pr, d
     return ARB_OK;
 }
 
+/* A phase's arrays: pr->us [nsteps], pr->tokens [ntokens] and this rank's times *mine. */
+arb_status_t arb_run_phase_alloc(arb_phase_result_t *pr, unsigned T, unsigned nsteps, size_t ntokens, double **mine,
+                                 char *why, size_t len)
+{
+    pr->T = T, pr->nsteps = nsteps;
+    *mine = calloc(nsteps, sizeof **mine);
+    pr->us = calloc(nsteps, sizeof *pr->us);
+    pr->tokens = calloc(ntokens, sizeof *pr->tokens);
+    if (!*mine || !pr->us || !pr->tokens) {
+        free(*mine);
+        *mine = NULL;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");
+    }
+    return ARB_OK;
+}
+
 /* --dump-logits: every rank's shard of the last step's logits (T = 1), gathered on
  * rank 0 into one line of the full vocabulary (positions no rank holds stay 0). */
 static arb_status_t dump_logits(arb_engine_run_t *r, void *model, FILE *f, char *why, size_t len)
@@ -172,14 +188,8 @@ static arb_status_t decode_phase(arb_engine_run_t *r, arb_runcfg_t *c, void *mod
                                  arb_phase_result_t *pr, int32_t *ebuf, char *why, size_t len)
 {
     const unsigned S = r->o->steps, k = r->o->spec_k, P0 = decode_pos0(r);
-    double *mine = calloc(S, sizeof *mine), bsum = 0, esum = 0;
-    pr->T = 1, pr->nsteps = S;
-    pr->us = calloc(S, sizeof *pr->us);
-    pr->tokens = calloc(S + k + 1, sizeof *pr->tokens);
-    if (!mine || !pr->us || !pr->tokens) {
-        free(mine);
-        ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");
-    }
+    double *mine = NULL, bsum = 0, esum = 0;
+    ARB_TRY(arb_run_phase_alloc(pr, 1, S, S + k + 1, &mine, why, len));
     pr->tokens[0] = g0;
     char what[64];
     snprintf(what, sizeof what, "%s %s: decode", c->label, arb_mode_names[mode]);
@@ -224,14 +234,8 @@ static arb_status_t verify_phase(arb_engine_run_t *r, arb_runcfg_t *c, void *mod
                                  const uint32_t *g, arb_phase_result_t *pr, int32_t *ebuf, char *why, size_t len)
 {
     const unsigned S = r->o->steps, T = r->o->spec_k + 1, P0 = decode_pos0(r);
-    double *mine = calloc(S, sizeof *mine), bsum = 0, esum = 0;
-    pr->T = T, pr->nsteps = S;
-    pr->us = calloc(S, sizeof *pr->us);
-    pr->tokens = calloc((size_t)S * T, sizeof *pr->tokens);
-    if (!mine || !pr->us || !pr->tokens) {
-        free(mine);
-        ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");
-    }
+    double *mine = NULL, bsum = 0, esum = 0;
+    ARB_TRY(arb_run_phase_alloc(pr, T, S, (size_t)S * T, &mine, why, len));
     char what[64];
     snprintf(what, sizeof what, "%s %s: verify", c->label, arb_mode_names[mode]);
     arb_status_t st = ARB_OK;
