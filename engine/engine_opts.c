@@ -18,6 +18,7 @@ void arb_engine_opts_defaults(arb_engine_opts_t *o)
     o->modes = (1u << ARB_MODE_GRAPH) | (1u << ARB_MODE_EAGER);
     o->seed = ARB_ENGINE_DEFAULT_SEED;
     o->backend = ARB_ENGINE_GPU;
+    o->accept_rate = -1;
 }
 
 void arb_engine_opts_usage(FILE *f)
@@ -43,41 +44,19 @@ void arb_engine_opts_usage(FILE *f)
             "  --dry-run           print the per-rank memory plan and exit\n"
             "  --check-steps N     gpu: compare the first N decode tokens with the CPU reference (0: off)\n"
             "  --no-noop-replay    skip the compute-only replay (no all-reduce share in the rows)\n"
+            "  --accept-rate p     also run speculative cycles: k drafts per verify step, each the right token with\n"
+            "                      probability p (draws seeded, wgen ARB_W_ACCEPT), the longest matching prefix accepted\n"
             "  --dump-tokens FILE  write every step's greedy tokens (rank 0), for tests\n"
             "  --dump-logits FILE  write the last step's logits of rank 0's shard, for tests\n"
             "  --quiet             no progress lines\n"
             "  --profile FILE      per-site choice from a profile of arbench profile (CSV or JSON); no match: nccl\n"
             "  --tune              first sweep exactly the call-site shapes, write that profile next to --out, use it\n"
-            "  --baseline IMPL[:PARAMS]  also run this (default nccl) and compare, steps interleaved A/B\n"
-            "  --accept-rate LIST  speculative cycles (--spec-k drafts, one verify) per value: p in [0,1] accepts\n"
-            "                      each draft with probability p (seeded), 'greedy' compares with the target\n");
+            "  --baseline IMPL[:PARAMS]  also run this and compare, decode and verify steps interleaved A/B\n");
 }
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
        O_CHUNK, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
-       O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_ACCEPT };
-
-/* "greedy,0.5,0.9": each value a probability in [0, 1], or greedy (stored as -1). */
-static int parse_accept(const char *v, arb_engine_opts_t *o, char *err, size_t len)
-{
-    char buf[512];
-    o->naccept = 0;
-    if (!*v || strlen(v) >= sizeof buf) {
-        snprintf(err, len, "--accept-rate '%s': expected a list of probabilities in [0,1] or greedy, e.g. greedy,0.5,0.9", v);
-        return -1;
-    }
-    snprintf(buf, sizeof buf, "%s", v);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *end;
-        double p = strcmp(tok, "greedy") == 0 ? -1 : strtod(tok, &end);
-        if (o->naccept == ARB_ENGINE_MAX_ACCEPT || (p != -1 && (*end || !(p >= 0 && p <= 1)))) {
-            snprintf(err, len, "--accept-rate '%s': expected at most %d values, each a probability in [0,1] or greedy", v, ARB_ENGINE_MAX_ACCEPT);
-            return -1;
-        }
-        o->accept_rates[o->naccept++] = p;
-    }
-    return 0;
-}
+       O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE };
 
 static int parse_uint(const char *opt, const char *v, unsigned lo, unsigned hi, unsigned *out, char *err, size_t len)
 {
@@ -162,9 +141,10 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"dry-run", no_argument, 0, O_DRY},           {"check-steps", required_argument, 0, O_CHECK},
         {"no-noop-replay", no_argument, 0, O_NONOOP}, {"dump-tokens", required_argument, 0, O_DTOK},
         {"dump-logits", required_argument, 0, O_DLOG}, {"quiet", no_argument, 0, O_QUIET},
-        {"help", no_argument, 0, O_HELP},             {"profile", required_argument, 0, O_PROFILE},
-        {"tune", no_argument, 0, O_TUNE},             {"baseline", required_argument, 0, O_BASELINE},
-        {"accept-rate", required_argument, 0, O_ACCEPT}, {0, 0, 0, 0},
+        {"accept-rate", required_argument, 0, O_ACCEPT},
+        {"profile", required_argument, 0, O_PROFILE}, {"tune", no_argument, 0, O_TUNE},
+        {"baseline", required_argument, 0, O_BASELINE},
+        {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0},
     };
     arb_engine_opts_defaults(o);
     opterr = 0;
@@ -222,11 +202,20 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         case O_DTOK: bad = parse_path("--dump-tokens", optarg, o->dump_tokens, sizeof o->dump_tokens, err, len); break;
         case O_DLOG: bad = parse_path("--dump-logits", optarg, o->dump_logits, sizeof o->dump_logits, err, len); break;
         case O_QUIET: o->quiet = 1; break;
+        case O_ACCEPT: {
+            char *end;
+            double x = strtod(optarg, &end);
+            if (!*optarg || *end || !(x >= 0 && x <= 1)) {
+                snprintf(err, len, "--accept-rate '%s': expected a probability in 0..1", optarg);
+                bad = 1;
+            }
+            o->accept_rate = x;
+            break;
+        }
         case O_HELP: return 1;
         case O_PROFILE: bad = parse_path("--profile", optarg, o->profile, sizeof o->profile, err, len); break;
         case O_TUNE: o->tune = 1; break;
         case O_BASELINE: bad = parse_impl("--baseline", optarg, &o->baseline, err, len); o->baseline_given = !bad; break;
-        case O_ACCEPT: bad = parse_accept(optarg, o, err, len); break;
         default:
             snprintf(err, len, "unknown or incomplete option '%s' (see arbench engine --help)", argv[optind - 1]);
             return -1;

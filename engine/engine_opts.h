@@ -29,7 +29,6 @@ typedef enum arb_engine_backend {
 #define ARB_ENGINE_DEFAULT_SPEC_K 2u     /* verify T = k + 1 = 3 tokens: 43,008 B at hidden 7168 */
 #define ARB_ENGINE_DEFAULT_SEED 1u
 #define ARB_ENGINE_DEFAULT_PREFILL_CHUNK 8u  /* the GPU step's largest T (ARB_GPU_MAX_T) */
-#define ARB_ENGINE_MAX_ACCEPT 16             /* --accept-rate values */
 
 typedef struct arb_engine_opts {
     char config[1024];               /* --config NAME|PATH */
@@ -52,13 +51,12 @@ typedef struct arb_engine_opts {
     unsigned check_steps;            /* --check-steps N: GPU vs CPU reference, tokens of the first N steps (0: none) */
     char dump_logits[4096];          /* --dump-logits FILE: last step's logits (rank 0's view), for tests */
     char dump_tokens[4096];          /* --dump-tokens FILE: greedy tokens of every step, for tests */
+    double accept_rate;              /* --accept-rate p: speculative cycles, each draft right with probability p (< 0: off) */
     /* issue 15 (docs/engine-e2e.md) */
     char profile[4096];              /* --profile FILE: per-site choice from a tuning profile (CSV or JSON) */
     int tune;                        /* --tune: sweep the call-site shapes first and use that profile */
     arb_impl_spec_t baseline;        /* --baseline IMPL[:params]: A/B against it in the same run */
     int baseline_given;
-    double accept_rates[ARB_ENGINE_MAX_ACCEPT]; /* --accept-rate LIST: speculative cycles; < 0 = greedy */
-    unsigned naccept;
 } arb_engine_opts_t;
 
 void arb_engine_opts_defaults(arb_engine_opts_t *o);

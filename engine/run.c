@@ -21,13 +21,19 @@
 #include "runner.h"
 #include "topo.h"
 
-static void default_out(char *buf, size_t len, const char *host)
+/* "20261201T094307Z": the run's UTC time in file names and run ids. */
+static void utc_stamp(char *buf, size_t len)
 {
-    char t[32];
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
-    strftime(t, sizeof t, "%Y%m%dT%H%M%SZ", &tm);
+    strftime(buf, len, "%Y%m%dT%H%M%SZ", &tm);
+}
+
+static void default_out(char *buf, size_t len, const char *host)
+{
+    char t[32];
+    utc_stamp(t, sizeof t);
     mkdir("results", 0755);
     snprintf(buf, len, "results/engine-%s-%s.csv", t, host);
 }
@@ -78,8 +84,6 @@ static int setup_model(arb_engine_run_t *r, char *msg, size_t len)
         return -1;
     s->max_tokens = o->spec_k + 1 > o->prefill_chunk ? o->spec_k + 1 : o->prefill_chunk;
     s->positions = o->context + o->steps + o->spec_k + 1;
-    if (o->naccept) /* speculative cycles advance up to k + 1 positions each */
-        s->positions = o->context + o->steps * (o->spec_k + 1) + o->spec_k + 1;
     r->modes = o->backend == ARB_ENGINE_CPU ? 1u << ARB_MODE_EAGER : o->modes;
     return 0;
 }
@@ -138,10 +142,7 @@ static void collect_meta(arb_engine_run_t *r)
         snprintf(r->meta.fabric, sizeof r->meta.fabric, "unknown");
     }
     char t[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(t, sizeof t, "%Y%m%dT%H%M%SZ", &tm);
+    utc_stamp(t, sizeof t);
     snprintf(r->meta.run_id, sizeof r->meta.run_id, "%.20s-%.20s-%ld", t, r->meta.host, (long)getpid());
     MPI_Bcast(r->meta.run_id, sizeof r->meta.run_id, MPI_CHAR, 0, r->m->world);
 }
@@ -201,8 +202,6 @@ static void close_config(arb_runcfg_t *c)
     for (int mo = 0; mo < ARB_MODE_COUNT; mo++) {
         for (int p = 0; p < ARB_PHASES; p++)
             free(c->res[mo][p].us), free(c->res[mo][p].tokens);
-        for (int i = 0; i < ARB_ENGINE_MAX_ACCEPT; i++)
-            arb_spec_result_free(&c->specdec[mo][i]);
     }
 }
 

@@ -7,21 +7,22 @@
 #include "memplan.h"
 #include "results.h"
 #include "run.h"
+#include "spec.h"
 
 /* The sweep's metadata columns (docs/results.md), then the engine's. */
 #define ARB_ENGINE_COLUMNS(X)                                                                    \
     X(schema) X(run_id) X(time) X(git_rev) X(arbench_version) X(host) X(argv) X(gpu) X(sm)       \
     X(driver) X(cuda) X(nccl) X(nccl_header) X(mpi) X(fabric) X(binding) X(ranks) X(nodes)       \
-    X(impl) X(params) X(backend) X(env)                                                          \
+    X(impl) X(params) X(backend) X(env) X(source)                                                \
     X(config) X(model_type) X(layers) X(experts) X(topk) X(overrides) X(weights) X(tp)           \
     X(tp_shape) X(shards_per_rank) X(context) X(phase) X(tokens) X(mode) X(steps) X(sites)       \
     X(fusion) X(median_us) X(p10_us) X(p90_us) X(mean_us) X(min_us) X(max_us) X(tok_s)           \
     X(compute_only_us) X(allreduce_us) X(allreduce_share) X(step_bytes) X(read_gbs)              \
     X(hbm_floor_us) X(floor_ratio) X(experts_per_layer) X(moe_us) X(moe_gbs) X(moe_cublas_us)    \
-    X(moe_cublas_gbs) X(moe_speedup) X(agree) X(check_agree) X(check_logit_diff) X(logit_tol)    \
+    X(moe_cublas_gbs) X(moe_speedup) X(accept_rate) X(accepted_per_cycle) X(agree) X(check_agree) X(check_logit_diff) X(logit_tol)    \
     X(greedy) X(note) X(samples_us)                                                              \
-    X(spec_k) X(accept_rate) X(draft_us) X(verify_us) X(cycle_us) X(mean_accepted) X(spec_ratio) \
-    X(break_even) X(ab_role) X(ab_baseline) X(ab_speedup) X(ab_ci_lo) X(ab_ci_hi) X(ab_agree)
+    X(draft_us) X(verify_us) X(spec_ratio) X(break_even)                                         \
+    X(ab_role) X(ab_baseline) X(ab_speedup) X(ab_ci_lo) X(ab_ci_hi) X(ab_agree)
 
 enum {
 #define ARB_EC(name) EC_##name,
@@ -91,6 +92,7 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
     snprintf(t->b[EC_nodes], 96, "%d", r->m->nnodes);
     f[EC_impl] = c->spec.name, f[EC_params] = c->describe;
     f[EC_backend] = r->be->name;
+    snprintf(t->b[EC_source], 96, "measured");
     f[EC_config] = r->cfg.name, f[EC_model_type] = r->cfg.model_type_str, f[EC_overrides] = r->cfg.overrides;
     snprintf(t->b[EC_layers], 96, "%u", r->cfg.num_hidden_layers);
     snprintf(t->b[EC_experts], 96, "%u", r->cfg.n_routed_experts);
@@ -104,7 +106,6 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
     snprintf(t->b[EC_sites], 96, "all %u=%.40s%s%.40s", 2 * r->cfg.num_hidden_layers, c->spec.name,
              c->spec.params[0] ? ":" : "", c->spec.params);
     f[EC_fusion] = c->fusion;
-    setd(t, EC_logit_tol, ARB_ENGINE_LOGIT_TOL, "%.3f");
 }
 
 void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase)
@@ -128,6 +129,25 @@ void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase
     setd(&t, EC_max_us, p->st.max, "%.3f");
     if (phase == ARB_PHASE_DECODE)
         setd(&t, EC_tok_s, 1e6 / p->st.median, "%.2f");
+    if (phase == ARB_PHASE_SPEC) {
+        setd(&t, EC_tok_s, p->produced / p->total_us * 1e6, "%.2f");
+        setd(&t, EC_accept_rate, o->accept_rate, "%.3f");
+        setd(&t, EC_accepted_per_cycle, (double)p->produced / p->nsteps - 1.0, "%.3f");
+        /* issue 15: the draft's share, the ratio to plain decode, the break-even acceptance */
+        const arb_phase_result_t *dp = &c->res[mode][ARB_PHASE_DECODE];
+        setd(&t, EC_draft_us, p->draft_us, "%.3f");
+        setd(&t, EC_verify_us, p->verify_us, "%.3f");
+        double be = NAN;
+        char bwhy[256];
+        if (dp->ran && dp->st.median > 0) {
+            setd(&t, EC_spec_ratio, p->produced / p->total_us * 1e6 / (1e6 / dp->st.median), "%.4f");
+            if (arb_spec_break_even(r->o->spec_k, p->draft_us / r->o->spec_k, p->verify_us, dp->st.median, &be, bwhy,
+                                    sizeof bwhy) == ARB_OK && isinf(be))
+                snprintf(t.b[EC_break_even], 96, "inf");
+            else
+                setd(&t, EC_break_even, be, "%.4f");
+        }
+    }
     if (q) {
         setd(&t, EC_compute_only_us, q->st.median, "%.3f");
         setd(&t, EC_allreduce_us, p->st.median - q->st.median, "%.3f");
@@ -148,14 +168,15 @@ void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase
         setd(&t, EC_moe_cublas_gbs, p->moe_cublas_bytes / p->moe_cublas_us / 1e3, "%.1f");
         setd(&t, EC_moe_speedup, p->moe_cublas_us / p->moe_ours_us, "%.3f");
     }
-    if (phase == ARB_PHASE_VERIFY && p->compared)
+    if (phase != ARB_PHASE_DECODE && p->compared)
         snprintf(t.b[EC_agree], 96, "%u/%u", p->agree, p->compared);
     if (r->check_max_logit_diff >= 0) {
         snprintf(t.b[EC_check_agree], 96, "%u/%u", r->check_agree, r->check_compared);
         setd(&t, EC_check_logit_diff, r->check_max_logit_diff, "%.5f");
     }
+    setd(&t, EC_logit_tol, ARB_ENGINE_LOGIT_TOL, "%.3f");
     /* the greedy tokens (decode: the chain; verify: every output), for cross-run agreement */
-    size_t n = phase == ARB_PHASE_DECODE ? p->nsteps + 1 : (size_t)p->nsteps * p->T;
+    size_t n = phase == ARB_PHASE_DECODE ? p->nsteps + 1 : phase == ARB_PHASE_SPEC ? p->produced : (size_t)p->nsteps * p->T;
     t.greedy = calloc(n * 8 + 1, 1);
     t.samples = calloc((size_t)p->nsteps * 16 + 1, 1);
     if (t.greedy && t.samples) {
@@ -173,60 +194,6 @@ void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase
     } else if (!q && !o->no_compute_only) {
         snprintf(t.b[EC_note], 96, "compute-only replay did not run in this mode");
     }
-    if (arb_csv_append(r->rows, f, EC_COUNT) != 0)
-        fprintf(stderr, "arbench engine: cannot append to %s\n", r->out);
-    free(t.greedy);
-    free(t.samples);
-}
-
-/* A speculative row (docs/engine-e2e.md): T = k + 1, steps = cycles, the step statistics
- * are the cycle's, tok_s the speculative rate, spec_ratio its ratio to plain decode. */
-void arb_run_spec_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, const arb_spec_result_t *sr)
-{
-    const arb_spec_summary_t *s = &sr->sum;
-    rowtext_t t;
-    memset(&t, 0, sizeof t);
-    const char *f[EC_COUNT] = {0};
-    fill_common(r, c, mode, &t, f);
-    snprintf(t.b[EC_phase], 96, "spec");
-    snprintf(t.b[EC_tokens], 96, "%u", s->k + 1);
-    snprintf(t.b[EC_steps], 96, "%zu", s->cycles);
-    arb_stats_t st;
-    if (sr->cycle_us && arb_stats_compute(sr->cycle_us, s->cycles, &st) == 0) {
-        setd(&t, EC_median_us, st.median, "%.3f");
-        setd(&t, EC_p10_us, st.p10, "%.3f");
-        setd(&t, EC_p90_us, st.p90, "%.3f");
-        setd(&t, EC_mean_us, st.mean, "%.3f");
-        setd(&t, EC_min_us, st.min, "%.3f");
-        setd(&t, EC_max_us, st.max, "%.3f");
-    }
-    setd(&t, EC_tok_s, s->spec_tok_s, "%.2f");
-    snprintf(t.b[EC_spec_k], 96, "%u", s->k);
-    if (sr->accept_rate < 0)
-        snprintf(t.b[EC_accept_rate], 96, "greedy");
-    else
-        setd(&t, EC_accept_rate, sr->accept_rate, "%.3f");
-    setd(&t, EC_draft_us, s->draft_us, "%.3f");
-    setd(&t, EC_verify_us, s->verify_us, "%.3f");
-    setd(&t, EC_cycle_us, s->cycle_us, "%.3f");
-    setd(&t, EC_mean_accepted, s->mean_accepted, "%.4f");
-    setd(&t, EC_spec_ratio, s->ratio, "%.4f");
-    if (isinf(s->break_even))
-        snprintf(t.b[EC_break_even], 96, "inf");
-    else
-        setd(&t, EC_break_even, s->break_even, "%.4f");
-    snprintf(t.b[EC_note], 96, "draft: 1 dense layer; %s", sr->accept_rate < 0 ? "greedy acceptance" : "accept draws seeded by --seed");
-    t.greedy = calloc(sr->ntokens * 8 + 1, 1);
-    t.samples = calloc(s->cycles * 16 + 1, 1);
-    if (t.greedy && t.samples) {
-        size_t u = 0;
-        for (size_t i = 0; i < sr->ntokens; i++)
-            u += (size_t)snprintf(t.greedy + u, 8, "%s%u", i ? " " : "", sr->tokens[i] % 10000000u);
-        u = 0;
-        for (size_t i = 0; sr->cycle_us && i < s->cycles; i++)
-            u += (size_t)snprintf(t.samples + u, 16, "%s%.3f", i ? " " : "", sr->cycle_us[i]);
-    }
-    f[EC_greedy] = t.greedy, f[EC_samples_us] = t.samples;
     if (arb_csv_append(r->rows, f, EC_COUNT) != 0)
         fprintf(stderr, "arbench engine: cannot append to %s\n", r->out);
     free(t.greedy);
@@ -311,6 +278,8 @@ void arb_run_print_table(const arb_engine_run_t *r)
                 snprintf(ag, sizeof ag, "%u/%u", p->agree, p->compared);
             if (ph == ARB_PHASE_DECODE)
                 snprintf(tk, sizeof tk, "%.1f", 1e6 / p->st.median);
+            else if (ph == ARB_PHASE_SPEC)
+                snprintf(tk, sizeof tk, "%.1f", p->produced / p->total_us * 1e6);
             printf("# %-6s %-6s %3u %11.1f %11.1f %11.1f %10s %9s %11s %10s %9s\n", arb_mode_names[mode],
                    arb_phase_names[ph], p->T, p->st.median, p->st.p10, p->st.p90, tk, share, fl, xf, ag);
         }

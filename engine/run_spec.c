@@ -1,101 +1,103 @@
 /* SPDX-License-Identifier: MIT */
-/* Speculative cycles in the run driver: draft model, pair, summary per acceptance value. */
-#include "run_spec.h"
-
-#include <math.h>
+/*
+ * Speculative cycles (--accept-rate p) on the decode chain g_0, g_1, ... of the same run:
+ * a cycle at position P (relative i) verifies [a, d_1 .. d_k] with T = k + 1, where a is
+ * the token accepted last and draft d_j is the right token g_{i+j} with probability p
+ * (draw j of cycle c: arb_wgen ARB_W_ACCEPT, index c * 64 + j) or a wrong one. Accepted
+ * is the longest prefix of drafts equal to the target's greedy outputs; the cycle
+ * produces accepted + 1 tokens (the target's output after the last accepted draft is
+ * the bonus token) and the next cycle starts after them: the rejected drafts' cache
+ * rows are rolled back by being overwritten. Greedy speculative decoding must produce
+ * exactly the decode chain: `agree` counts the produced tokens equal to it.
+ * The draft model (engine/run_draft.h: one dense layer on the same call sites) runs its
+ * k steps before each verify; a cycle's time is the draft's plus the verify's (each the
+ * maximum over ranks), and their medians go to the row (draft_us, verify_us).
+ */
 #include <stdlib.h>
 #include <string.h>
 
 #include "arbench/status.h"
+#include "resample.h"
 #include "run.h"
-#include "spec_pair.h"
+#include "run_draft.h"
+#include "wgen.h"
 
-typedef struct step_ctx {
-    arb_engine_run_t *r;
-    arb_runcfg_t *c;
-    void *model;
-    arb_mode_t mode;
-} step_ctx_t;
-
-/* One step on every rank, its time the maximum over ranks, the distributed argmax. */
-static arb_status_t driver_step(void *ctx, const uint32_t *tokens, unsigned T, unsigned pos0, double *us,
-                                uint32_t *greedy, char *why, size_t len)
+/* Draw j of cycle c in [0, 1). */
+static double accept_draw(const arb_engine_run_t *r, unsigned cycle, unsigned j)
 {
-    step_ctx_t *s = ctx;
-    double mine = 0;
-    ARB_TRY(arb_run_step(s->r, s->r->be, s->c, s->model, tokens, T, pos0, s->mode, &mine, why, len));
-    ARB_TRY(arb_run_greedy(s->r, s->r->be, s->model, T, greedy, why, len));
-    MPI_Allreduce(&mine, us, 1, MPI_DOUBLE, MPI_MAX, s->r->m->world);
-    return ARB_OK;
+    return ((double)arb_wgen_uniform(r->o->seed, ARB_W_ACCEPT, 0, (uint64_t)cycle * 64 + j) + 1.0) / 2.0;
 }
 
-void arb_spec_result_free(arb_spec_result_t *s)
+arb_status_t arb_run_spec_phase(arb_engine_run_t *r, arb_runcfg_t *c, void *model, arb_mode_t mode, const uint32_t *g,
+                                arb_phase_result_t *pr, int32_t *ebuf, char *why, size_t len)
 {
-    free(s->cycle_us);
-    free(s->tokens);
-    memset(s, 0, sizeof *s);
-}
-
-static arb_status_t one_rate(arb_engine_run_t *r, arb_spec_pair_t *pair, double p, double plain_us, uint32_t g0,
-                             arb_spec_result_t *out, char *why, size_t len)
-{
-    const arb_engine_opts_t *o = r->o;
-    arb_spec_model_t m = arb_spec_pair_model(pair);
-    /* every value starts from the end of the context: later positions are rewritten */
-    arb_spec_state_t st = {.cache_len = o->context, .next = (int32_t)g0};
-    pair->draft_len = pair->draft_len > o->context ? o->context : pair->draft_len;
-    arb_spec_opts_t so = {.k = o->spec_k, .accept_rate = p, .seed = o->seed, .cycles = o->steps};
-    arb_spec_trace_t tr;
-    ARB_TRY(arb_spec_run(&m, &so, &st, &tr, why, len));
-    arb_status_t s = arb_spec_summarize(&tr, plain_us, &out->sum, why, len);
-    if (s == ARB_OK) {
-        out->ran = 1, out->accept_rate = p;
-        out->cycle_us = tr.cycle_us, tr.cycle_us = NULL;
-        out->tokens = malloc(tr.ntokens * sizeof *out->tokens);
-        for (size_t i = 0; out->tokens && i < tr.ntokens; i++)
-            out->tokens[i] = (uint32_t)tr.tokens[i];
-        out->ntokens = out->tokens ? tr.ntokens : 0;
+    const unsigned S = r->o->steps, k = r->o->spec_k, T = k + 1, P0 = r->o->context, V = r->cfg.vocab_size;
+    double *mine = NULL, bsum = 0, esum = 0;
+    ARB_TRY(arb_run_phase_alloc(pr, T, S, (size_t)S * T, &mine, why, len));
+    double *dmine = calloc(2 * (size_t)S, sizeof *dmine), *vmine = dmine ? dmine + S : NULL; /* draft, verify */
+    arb_run_draft_t draft;
+    memset(&draft, 0, sizeof draft);
+    if (!dmine) {
+        free(mine);
+        ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");
     }
-    arb_spec_trace_free(&tr);
-    return s;
-}
-
-arb_status_t arb_run_spec(arb_engine_run_t *r, arb_runcfg_t *c, void *model, arb_mode_t mode,
-                          const arb_phase_result_t *decode, char *why, size_t len)
-{
-    const arb_engine_opts_t *o = r->o;
-    if (!o->naccept)
-        return ARB_OK;
-    if (!decode->ran || !(decode->st.median > 0))
-        ARB_RAISE(ARB_ERR_INVALID, why, len, "speculative cycles need the plain decode phase of the same mode");
-    /* the draft: the target's configuration with one dense layer, sharded the same way */
-    arb_model_config_t dcfg;
-    arb_draft_config(&r->cfg, &dcfg);
-    arb_engine_setup_t ds = r->s;
-    ds.cfg = &dcfg;
-    ARB_TRY(arb_shard_make_range(&dcfg, ds.tp_shape, ds.shard_first, ds.shard_count, o->weights, &ds.shard, why, len));
-    void *draft = NULL;
-    ARB_TRY(arb_run_agree(r, r->be->create(&ds, c->sites, &draft, why, len), why, len));
-    uint32_t dg0 = 0;
-    arb_status_t st = arb_run_prefill(r, r->be, c, draft, &dg0, why, len);
-    uint32_t *prompt = calloc(o->context + 1, sizeof *prompt);
-    if (st == ARB_OK && !prompt)
-        ARB_RAISE_GOTO(st, ARB_ERR_SYSTEM, out, why, len, "out of host memory");
-    for (unsigned p = 0; st == ARB_OK && p < o->context; p++)
-        prompt[p] = arb_prompt_token(r, p);
-    step_ctx_t tctx = {r, c, model, mode}, dctx = {r, c, draft, mode};
-    arb_spec_pair_t pair;
-    memset(&pair, 0, sizeof pair);
-    if (st == ARB_OK)
-        st = arb_spec_pair_init(&pair, driver_step, &tctx, &dctx, r->s.positions, r->s.max_tokens, prompt, o->context,
-                                why, len);
-    for (unsigned i = 0; st == ARB_OK && i < o->naccept; i++) {
-        arb_spec_result_free(&c->specdec[mode][i]);
-        st = one_rate(r, &pair, o->accept_rates[i], decode->st.median, decode->tokens[0], &c->specdec[mode][i], why, len);
+    pr->nsteps = 0; /* counts the cycles run */
+    char what[64];
+    snprintf(what, sizeof what, "%s %s: spec", c->label, arb_mode_names[mode]);
+    arb_status_t st = arb_run_draft_open(r, c, &draft, why, len);
+    unsigned i = 0; /* tokens produced so far: the chain position of the next input */
+    uint32_t in[64], out[64];
+    for (unsigned cyc = 0; cyc < S && i < S && st == ARB_OK; cyc++) {
+        in[0] = g[i];
+        for (unsigned j = 1; j <= k; j++) /* the chain has S + k + 1 tokens: g[i + j] exists */
+            in[j] = accept_draw(r, cyc, j) < r->o->accept_rate ? g[i + j] : (g[i + j] + 1) % V;
+        double us = 0, dus = 0, b = 0, e = 0;
+        st = arb_run_draft_cycle(r, c, &draft, mode, in, k, P0 + i, &dus, why, len);
+        if (st == ARB_OK)
+            st = arb_run_step(r, r->be, c, model, in, T, P0 + i, mode, &us, why, len);
+        if (st == ARB_OK)
+            st = arb_run_greedy(r, r->be, model, T, out, why, len);
+        if (st == ARB_OK)
+            st = arb_run_step_bytes(r, model, T, P0 + i, &b, &e, ebuf, why, len);
+        if (st != ARB_OK)
+            break;
+        unsigned acc = 0;
+        while (acc < k && in[acc + 1] == out[acc]) /* draft d_{acc+1} is what the target predicted */
+            acc++;
+        for (unsigned j = 0; j <= acc; j++) { /* the accepted drafts' predictions and the bonus token */
+            pr->tokens[pr->produced] = out[j];
+            pr->agree += out[j] == g[i + j + 1];
+            pr->produced++, pr->compared++;
+        }
+        arb_run_draft_accept(&draft, in, acc + 1, P0 + i);
+        dmine[cyc] = dus, vmine[cyc] = us;
+        mine[cyc] = dus + us, bsum += b, esum += e;
+        pr->nsteps++;
+        i += acc + 1;
+        arb_run_progress(r, what, i < S ? i : S, S);
     }
-    arb_spec_pair_free(&pair);
-out:
-    free(prompt);
-    r->be->destroy(draft);
+    if (st == ARB_OK && pr->nsteps) {
+        pr->bytes = bsum / pr->nsteps, pr->experts = esum / pr->nsteps;
+        /* the draft's and the verify's medians, each step the maximum over ranks */
+        double *mx = calloc(2 * (size_t)S, sizeof *mx);
+        if (!mx)
+            st = ARB_ERR_SYSTEM;
+        if (mx) {
+            MPI_Allreduce(dmine, mx, 2 * (int)S, MPI_DOUBLE, MPI_MAX, r->m->world);
+            memmove(mx + pr->nsteps, mx + S, pr->nsteps * sizeof *mx);
+            pr->draft_us = arb_median_inplace(mx, pr->nsteps);
+            pr->verify_us = arb_median_inplace(mx + pr->nsteps, pr->nsteps);
+            free(mx);
+        }
+    }
+    if (st == ARB_OK && pr->nsteps) {
+        st = arb_run_finish_times(r, pr, mine, why, len);
+        pr->total_us = 0;
+        for (unsigned j = 0; j < pr->nsteps; j++)
+            pr->total_us += pr->us[j];
+    }
+    arb_run_draft_close(r, &draft);
+    free(dmine);
+    free(mine);
     return st;
 }

@@ -65,9 +65,11 @@ arb_status_t arb_engine_tune(arb_mpi_t *m, const arb_tune_request_t *rq, int arg
     if (m->rank == 0)
         unlink(sweep_csv); /* our own derived file: a rerun must not append to the last one */
     MPI_Barrier(m->world);
-    int rc = arb_sweep(plan, m, argc, argv);
-    if (rc != 0 && rc != 1) /* 1: some point failed; the passing ones still make a profile */
-        ARB_RAISE_GOTO(st, ARB_ERR_SYSTEM, out_plan, why, why_len, "--tune: the sweep of the call-site shapes (%s tokens x %u) exited %d; see its messages above", list, rq->hidden, rc);
+    arb_sweep_result_t res;
+    memset(&res, 0, sizeof res);
+    arb_status_t sst = arb_sweep(plan, m, argc, argv, &res);
+    if (sst != ARB_OK || res.interrupted) /* failed points are fine: the passing ones still make a profile */
+        ARB_RAISE_GOTO(st, sst != ARB_OK ? sst : ARB_ERR_SYSTEM, out_plan, why, why_len, "--tune: the sweep of the call-site shapes (%s tokens x %u) %s; see its messages above", list, rq->hidden, res.interrupted ? "was interrupted" : "could not run");
     int bad = m->rank == 0 && build_profile(sweep_csv, profile_path, err, sizeof err) != 0;
     if (arb_agree_failure(m, bad, err, sizeof err) >= 0)
         ARB_RAISE_GOTO(st, ARB_ERR_SYSTEM, out_plan, why, why_len, "--tune: profile from %s: %s", sweep_csv, err);
