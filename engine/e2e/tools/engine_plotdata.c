@@ -111,10 +111,14 @@ static int load(const char *file, arb_table_t *t)
         if (is_spec && c_rate >= 0 && !strcmp(t->rows[r][c_rate], "greedy"))
             continue; /* greedy acceptance has no rate to plot against */
         double k = NAN;
-        if (is_spec && (num(t, r, "spec_k", 1, &k, file) || num(t, r, "accept_rate", 1, &w.p, file) ||
+        /* k: the spec_k column, or the engine's own rows' tokens (T = k + 1) */
+        int has_k = arb_table_col(t, "spec_k") >= 0;
+        if (is_spec && (num(t, r, has_k ? "spec_k" : "tokens", 1, &k, file) || num(t, r, "accept_rate", 1, &w.p, file) ||
                         num(t, r, "tok_s", 1, &w.tok_s, file) || num(t, r, "draft_us", 1, &w.draft_us, file) ||
                         num(t, r, "verify_us", 1, &w.verify_us, file)))
             return -1;
+        if (is_spec && !has_k)
+            k -= 1;
         if (is_spec && (k < 1 || k > ARB_SPEC_MAX_K || k != floor(k)))
             return fail(file, r + 2, "spec_k", "an integer from 1 to 16");
         if (is_spec && w.p > 1)
