@@ -7,13 +7,7 @@
 # usage: engine_ab.sh ARBENCH
 set -u
 arbench=$1
-tmp=$(mktemp -d /tmp/arbench-engine-ab-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-mpirun_args="--oversubscribe"
-[ "$(id -u)" = 0 ] && mpirun_args="$mpirun_args --allow-run-as-root"
-export OMPI_MCA_btl="^openib" OMPI_MCA_btl_vader_single_copy_mechanism=none
-n=0 bad=0
-tap() { n=$((n + 1)); if [ "$1" = OK ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; bad=1; fi; }
+. "$(dirname "$0")/common.sh"
 if timeout 240 mpirun $mpirun_args -np 2 "$arbench" engine --config tiny --backend cpu --context 16 --steps 12 \
         --impl mpi-host --baseline mpi-host --out "$tmp/ab.csv" --quiet >"$tmp/out" 2>&1; then
     tap OK "--baseline exits 0"

@@ -6,11 +6,7 @@
 # usage: engine_spec.sh ARBENCH SPEC_ROWS_CHECK
 set -u
 arbench=$1 check=$2
-tmp=$(mktemp -d /tmp/arbench-engine-spec-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-mpirun_args="--oversubscribe"
-[ "$(id -u)" = 0 ] && mpirun_args="$mpirun_args --allow-run-as-root"
-export OMPI_MCA_btl="^openib" OMPI_MCA_btl_vader_single_copy_mechanism=none
+. "$(dirname "$0")/common.sh"
 if ! timeout 240 mpirun $mpirun_args -np 2 "$arbench" engine --config tiny --backend cpu --context 16 --steps 10 \
         --spec-k 2 --accept-rate 0.7 --out "$tmp/e.csv" --quiet >"$tmp/out" 2>&1; then
     sed 's/^/# /' "$tmp/out"
