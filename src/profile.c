@@ -9,8 +9,6 @@
 
 #include "resample.h"
 
-static const char *const default_exclude[] = {"noop", "ping", NULL};
-
 void arb_profile_opts_default(arb_profile_opts_t *o)
 {
     *o = (arb_profile_opts_t){
@@ -19,7 +17,6 @@ void arb_profile_opts_default(arb_profile_opts_t *o)
         .reps = 2000,
         .seed = 1,
         .min_samples = 10,
-        .exclude = default_exclude,
     };
 }
 
@@ -82,8 +79,8 @@ static void decide(const arb_profile_opts_t *o, const arb_point_t *const *s,
 {
     const arb_point_t *best = *s, *base = NULL;
     for (const arb_point_t *const *q = s; q < e && !base; q++)
-        if (strcmp((*q)->impl, "nccl") == 0)
-            base = *q;
+        if ((*q)->role == ARB_ROLE_BASELINE)
+            base = *q; /* sorted by median: the fastest baseline variant */
     *d = (decision_t){.bytes = best->bytes, .win = best, .base = base, .speedup = NAN};
     if (!base) {
         d->strength = NO_BASELINE;
@@ -255,10 +252,10 @@ int arb_profile_build(const arb_pointset_t *ps, const arb_profile_opts_t *o, arb
         goto err_out_of_memory;
     size_t n = 0;
     for (size_t i = 0; i < ps->n; i++)
-        if (ps->p[i].pass && !excluded(o, ps->p[i].impl))
+        if (ps->p[i].pass && ps->p[i].role != ARB_ROLE_REFERENCE && !excluded(o, ps->p[i].impl))
             idx[n++] = &ps->p[i];
     if (!n) {
-        snprintf(err, err_len, "no passing measurements (check=pass) in the results files, reference impls excluded: nothing to build a profile from");
+        snprintf(err, err_len, "no passing measurements (check=pass) in the results files, reference floors left out: nothing to build a profile from");
         goto err_free_profile;
     }
     qsort(idx, n, sizeof *idx, cmp_point);

@@ -16,12 +16,12 @@
 #define ARB_PROFILE_SCHEMA 1
 
 typedef struct arb_profile_opts {
-    double min_speedup;   /* a custom impl must beat NCCL by this ratio (>= 1) */
+    double min_speedup;   /* a candidate must beat the baseline (NCCL) by this ratio (>= 1) */
     double alpha;         /* the bootstrap interval is (1 - alpha) two-sided */
     unsigned reps;        /* bootstrap resamples */
     uint64_t seed;        /* mixed with each point's key */
     size_t min_samples;   /* fewer samples than this on either side: p10/p90 rule */
-    const char *const *exclude; /* impls never chosen (reference floors), NULL-terminated */
+    const char *const *exclude; /* impls never chosen besides the reference floors (role.h), NULL-terminated; NULL: none */
 } arb_profile_opts_t;
 
 void arb_profile_opts_default(arb_profile_opts_t *o);

@@ -19,7 +19,7 @@
 #include "topo.h"
 
 /* Samples written per row: 4096 x ~8 characters stays far below the readers' 1 MiB field limit. */
-#define ARB_MAX_STORED_SAMPLES 4096
+#define ARB_MAX_STORED_SAMPLES ARB_RESULTS_MAX_STORED_SAMPLES
 
 static volatile sig_atomic_t interrupted;
 static void on_signal(int sig) { interrupted = sig; }
@@ -34,13 +34,13 @@ typedef struct sweep {
     int device;
     size_t max_bytes;
     unsigned max_tokens;
-    double floor[ARB_MAX_SIZES][ARB_MODE_COUNT]; /* ping (preferred) or noop medians */
-    int floor_is_ping[ARB_MAX_SIZES][ARB_MODE_COUNT];
+    double floor[ARB_MAX_SIZES][ARB_MODE_COUNT]; /* the highest reference median (role.h) */
+    char floor_name[ARB_MAX_SIZES][ARB_MODE_COUNT][24];
     double *maxbuf;
     size_t maxcap;
     size_t npass, nfail, nskip;
     unsigned salt;
-    int cur_reference; /* the variant being run is a floor (noop, ping) */
+    arb_role_t cur_role; /* of the variant being run, from its plugin's capabilities */
 } sweep_t;
 
 /* ------------------------------------------------------------------ rows */
@@ -149,6 +149,7 @@ static void write_row(sweep_t *s, const char *impl, const char *params, const ar
     f[ARB_COL_tolerance] = b.tol;
     f[ARB_COL_note] = note;
     f[ARB_COL_samples_us] = b.samples;
+    f[ARB_COL_role] = arb_role_name(s->cur_role);
     if (arb_results_append(s->out, &row))
         arb_err("cannot append to the results file (disk full?): the row for %s %s %zu B is lost", impl,
                 arb_mode_names[pt->mode], pt->bytes);
@@ -162,7 +163,7 @@ static void write_row(sweep_t *s, const char *impl, const char *params, const ar
         s->nskip++;
     arb_report_line_t l = {.impl = impl, .params = params, .mode = arb_mode_names[pt->mode], .check = check,
                            .note = note, .bytes = pt->bytes, .tokens = pt->tokens, .fusion = fusion,
-                           .reference = s->cur_reference};
+                           .role = s->cur_role};
     if (st && st->n) {
         l.median = st->median;
         l.p10 = st->p10;
@@ -172,7 +173,7 @@ static void write_row(sweep_t *s, const char *impl, const char *params, const ar
         for (size_t si = 0; si < s->plan->nsizes; si++)
             if (s->plan->sizes[si] == pt->bytes && s->floor[si][pt->mode] > 0 && strcmp(check, "skip")) {
                 l.floor_ratio = st->median / s->floor[si][pt->mode];
-                l.floor_name = s->floor_is_ping[si][pt->mode] ? " ping" : " noop";
+                l.floor_name = s->floor_name[si][pt->mode];
             }
     }
     arb_report_line(&s->report, &l);
@@ -304,7 +305,7 @@ static int run_variant(sweep_t *s, arb_loaded_plugin_t *lp, const char *params)
     const arb_plugin_t *p = lp->plugin;
     const arb_plan_t *plan = s->plan;
     char why[1024] = "";
-    s->cur_reference = (p->caps & ARB_CAP_REFERENCE) != 0;
+    s->cur_role = arb_role_of_caps(p->caps);
     uint32_t need = plan->dtype == ARB_DTYPE_BF16 ? ARB_CAP_BF16 : ARB_CAP_FP32;
     if (!(p->caps & need)) {
         snprintf(why, sizeof why, "%s does not support %s", p->name, arb_dtype_name(plan->dtype));
@@ -414,12 +415,9 @@ static int run_variant(sweep_t *s, arb_loaded_plugin_t *lp, const char *params)
             check = "fail";
             snprintf(note, sizeof note, "no valid timing samples");
         }
-        if (stats_ok && (p->caps & ARB_CAP_REFERENCE) && !strcmp(check, "skip")) {
-            int is_ping = !strcmp(p->name, "ping");
-            if (is_ping || !s->floor_is_ping[si][mode]) {
-                s->floor[si][mode] = stt.median;
-                s->floor_is_ping[si][mode] = is_ping;
-            }
+        if (stats_ok && s->cur_role == ARB_ROLE_REFERENCE && !strcmp(check, "skip") && stt.median > s->floor[si][mode]) {
+            s->floor[si][mode] = stt.median; /* the tightest floor: ping's flag round over noop's launch */
+            snprintf(s->floor_name[si][mode], sizeof s->floor_name[si][mode], " %s", p->name);
         }
         /* A failed check is never reported as a good time: its statistics are withheld. */
         int show = stats_ok && strcmp(check, "fail") != 0;

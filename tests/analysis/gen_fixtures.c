@@ -147,7 +147,19 @@ int main(int argc, char **argv)
         rc |= fx_copy_scaled(argv[2], at("repeat_b_slow30.csv"), "p2p", "variant=oneshot-flagfree,blocks=24,threads=256",
                              "graph", 43008, 1.3, "repeat-b-slow30");
 
+    /* More samples than the writer stores (10000: every 3rd kept), read as consistent. */
+    fx_sweep_t st = base;
+    st.run_id = "strided", st.seed = 9400, st.nsamples = 10000;
+    rc |= fx_write_sweep(at("strided.csv"), &st);
+    /* An edited file: one row's statistics x1.3, its samples_us left as they were. */
+    char base_path[8192];
+    snprintf(base_path, sizeof base_path, "%s", at("base.csv")); /* at() has one buffer */
+    rc |= fx_copy_scaled_ex(base_path, at("inconsistent.csv"), "p2p", "variant=oneshot-push,blocks=8", "graph", 43008,
+                            1.3, NULL, 0);
+
     /* Hostile inputs: each must be refused with a message and exit 2, never crash. */
+    rc |= write_hostile("short_samples.csv", "samples_us", "7.0 7.1 7.2");
+    rc |= write_hostile("bad_role.csv", "role", "judge");
     rc |= write_text("empty.csv", "", 0);
     rc |= write_hostile("nan_median.csv", "median_us", "nan");
     rc |= write_hostile("inf_median.csv", "median_us", "inf");
@@ -179,6 +191,9 @@ int main(int argc, char **argv)
     size_t len = f && buf ? fread(buf, 1, 1 << 20, f) : 0;
     if (f)
         fclose(f);
+    /* cut_mid_row.csv: base.csv without its last 7 bytes (a file cut inside samples_us). */
+    if (len > 7)
+        rc |= write_text("cut_mid_row.csv", buf, len - 7);
     char *cut = NULL;
     for (size_t i = 0; i + 1 < len; i++) /* the last row's argv field is quoted: find its quote */
         if (buf[i] == '\n' && i + 1 < len)
