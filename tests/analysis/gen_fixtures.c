@@ -64,6 +64,38 @@ static int append_rmsnorm(const char *name)
     return w && arb_results_close(w) == 0 ? rc : -1;
 }
 
+/* many_impls.csv: 10 candidate implementations, a baseline and two floors at 3 sizes,
+ * more than an overview figure may draw (it keeps 8 lines: the plots test). */
+static int write_many_impls(const char *name)
+{
+    arb_results_writer_t *w = fx_create(at(name));
+    static const size_t sizes[] = {14336, 43008, 86016};
+    static const char *const floors[] = {"noop", "ping"};
+    int rc = w ? 0 : -1;
+    uint64_t seed = 5000;
+    for (size_t i = 0; w && i < 3; i++) {
+        fx_point_t p = {.fabric = "pcie-gen5", .impl = "nccl", .params = "algo=Ring,proto=LL,nccl=2.28.3", .op = "allreduce",
+                        .fusion = "", .dtype = "bf16", .mode = "graph", .check = "pass", .run_id = "many", .ranks = 2,
+                        .bytes = sizes[i], .median_us = 12, .sigma = 0.03, .nsamples = 30, .seed = seed++};
+        rc |= fx_append(w, &p);
+        char impl[16];
+        for (int k = 0; k < 10; k++) {
+            snprintf(impl, sizeof impl, "impl%d", k);
+            fx_point_t c = p;
+            c.impl = impl, c.params = "variant=x,timeout_ms=5000", c.role = "candidate", c.seed = seed++;
+            c.median_us = 4.0 + k;
+            rc |= fx_append(w, &c);
+        }
+        for (int k = 0; k < 2; k++) {
+            fx_point_t f = p;
+            f.impl = floors[k], f.params = "", f.check = "skip", f.role = "reference", f.seed = seed++;
+            f.note = "reference floor: no payload, not checked", f.median_us = 1.0 + 2 * k;
+            rc |= fx_append(w, &f);
+        }
+    }
+    return w && arb_results_close(w) == 0 ? rc : -1;
+}
+
 /* Appends the data rows of file `from` (its header line skipped) to file `to`. */
 static int append_rows(const char *to, const char *from)
 {
@@ -140,6 +172,7 @@ int main(int argc, char **argv)
     nv.run_id = "nvlink", nv.fabric = "nvlink";
     rc |= fx_write_sweep(at("other_fabric.csv"), &nv);
     rc |= append_rmsnorm("rmsnorm.csv");
+    rc |= write_many_impls("many_impls.csv");
     rc |= write_runs();
     /* The committed repeat run b with one graph point 30% slower (a real regression on
      * real noise): p2p flag-free at 43008 B, the 3-token verify message. */
