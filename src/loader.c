@@ -65,7 +65,10 @@ static int try_open(const char *path, arb_loaded_plugin_t *out, char *err, size_
     const arb_plugin_t *p = dlsym(h, ARB_PLUGIN_SYMBOL);
     if (!p) {
         char why[512];
-        snprintf(why, sizeof why, "no symbol %s (not an arbench plugin, or built for another ABI)", ARB_PLUGIN_SYMBOL);
+        if (dlsym(h, ARB_PLUGIN_SYMBOL_V1))
+            snprintf(why, sizeof why, "built for plugin ABI version 1 (exports %s); this arbench loads version %u (%s): rebuild the plugin against include/arbench/plugin.h", ARB_PLUGIN_SYMBOL_V1, ARB_PLUGIN_ABI_VERSION, ARB_PLUGIN_SYMBOL);
+        else
+            snprintf(why, sizeof why, "no symbol %s (not an arbench plugin, or built for another ABI)", ARB_PLUGIN_SYMBOL);
         note_try(err, err_len, path, why);
         dlclose(h);
         return -1;

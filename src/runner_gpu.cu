@@ -44,6 +44,7 @@ struct arb_runner {
     size_t cap_samples;
     uint16_t *h_buf;         /* host scratch for the fused check */
     size_t h_cap;
+    char call_why[512];      /* the reason the last plugin call gave for not returning ARB_OK */
 };
 
 /* ------------------------------------------------------------------ kernels */
@@ -166,12 +167,16 @@ static arb_status_t do_call(arb_runner_t *r, const arb_point_t *pt, unsigned k)
 {
     const arb_plugin_t *p = r->inst.plugin;
     size_t off = slot_off(r, k);
+    char *cw = r->call_why;
+    const size_t cwl = sizeof r->call_why;
+    cw[0] = '\0';
     if (pt->op == ARB_OP_ALLREDUCE)
-        return p->allreduce(r->inst.state, r->send + off, r->recv + off, pt->count, pt->dtype, r->stream);
+        return p->allreduce(r->inst.state, r->send + off, r->recv + off, pt->count, pt->dtype, r->stream, cw, cwl);
     arb_rmsnorm_args_t a = {r->x + off, r->res + off, r->weight, r->out + off, pt->tokens, pt->hidden, pt->eps};
     if (pt->fused)
-        return p->allreduce_rmsnorm(r->inst.state, &a, r->stream);
-    arb_status_t s = p->allreduce(r->inst.state, a.x, r->tmp + off, (size_t)pt->tokens * pt->hidden, ARB_DTYPE_BF16, r->stream);
+        return p->allreduce_rmsnorm(r->inst.state, &a, r->stream, cw, cwl);
+    arb_status_t s = p->allreduce(r->inst.state, a.x, r->tmp + off, (size_t)pt->tokens * pt->hidden, ARB_DTYPE_BF16,
+                                  r->stream, cw, cwl);
     if (s != ARB_OK)
         return s;
     return arb_rmsnorm_residual_launch(a.residual, r->tmp + off, a.weight, a.out, pt->tokens, pt->hidden, pt->eps, r->stream);
@@ -412,9 +417,11 @@ static arb_status_t capture(arb_runner_t *r, const arb_point_t *pt, unsigned nca
     {
         cudaError_t e = cudaStreamEndCapture(r->stream, &g);
         if (cs != ARB_OK) {
-            arb_snprintf(why, why_len, cs == ARB_DECLINE ? "the plugin declined this call (see its log line)"
-                                                         : "the collective failed while being captured into a CUDA graph: %s",
-                         arb_status_str(cs));
+            if (cs == ARB_DECLINE)
+                arb_snprintf(why, why_len, "%s", r->call_why[0] ? r->call_why : "the plugin declined this call without a reason");
+            else
+                arb_snprintf(why, why_len, "the collective failed while being captured into a CUDA graph: %s: %s",
+                             arb_status_str(cs), r->call_why);
             st = cs;
             goto out;
         }
@@ -497,9 +504,12 @@ static arb_status_t run_eager(arb_runner_t *r, const arb_point_t *pt, arb_point_
     arb_snprintf(o->timing, sizeof o->timing, "events_per_call");
     return ARB_OK;
 call_failed:
-    if (!why[0])
-        arb_snprintf(why, why_len, st == ARB_DECLINE ? "the plugin declined this call (see its log line)"
-                                                     : "the collective call failed: %s", arb_status_str(st));
+    if (!why[0]) {
+        if (st == ARB_DECLINE)
+            arb_snprintf(why, why_len, "%s", r->call_why[0] ? r->call_why : "the plugin declined this call without a reason");
+        else
+            arb_snprintf(why, why_len, "the collective call failed: %s: %s", arb_status_str(st), r->call_why);
+    }
 out:
     return st;
 }

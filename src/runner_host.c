@@ -109,7 +109,7 @@ static arb_status_t host_check(struct arb_runner *r, const arb_point_t *pt, arb_
             put(s, i, pt->dtype, (float)arb_pattern(i, info->rank, pt->salt + k));
             put(d, i, pt->dtype, NAN);
         }
-        arb_status_t st = r->inst.plugin->allreduce(r->inst.state, s, d, pt->count, pt->dtype, NULL);
+        arb_status_t st = r->inst.plugin->allreduce(r->inst.state, s, d, pt->count, pt->dtype, NULL, out->why, sizeof out->why);
         if (st != ARB_OK)
             return st;
         for (size_t i = 0; i < pt->count; i++) {
@@ -154,11 +154,12 @@ static arb_status_t host_run(arb_runner_t *r, const arb_point_t *pt, arb_point_o
     for (unsigned i = 0; i < pt->warmup + pt->iters; i++) {
         unsigned k = i % ROT;
         double t0 = now_us();
-        arb_status_t st = r->inst.plugin->allreduce(r->inst.state, r->send + slot_off(r, k),
-                                                    r->recv + slot_off(r, k), pt->count, pt->dtype, NULL);
+        char call_why[400] = "";
+        arb_status_t st = r->inst.plugin->allreduce(r->inst.state, r->send + slot_off(r, k), r->recv + slot_off(r, k),
+                                                    pt->count, pt->dtype, NULL, call_why, sizeof call_why);
         double t1 = now_us();
         if (st != ARB_OK) {
-            arb_snprintf(out->why, sizeof out->why, "allreduce failed at iteration %u: %s", i, arb_status_str(st));
+            arb_snprintf(out->why, sizeof out->why, "allreduce failed at iteration %u: %s: %s", i, arb_status_str(st), call_why);
             return out->status = st;
         }
         if (i >= pt->warmup)

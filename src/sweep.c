@@ -360,10 +360,7 @@ static int run_variant(sweep_t *s, arb_loaded_plugin_t *lp, const char *params)
         }
         MPI_Barrier(s->m->world);
         arb_point_out_t o = {0};
-        v.ctx.last[0] = '\0';
         s->runner->run(v.runner, &pt, &o);
-        if (o.status == ARB_DECLINE && v.ctx.last[0]) /* the plugin logged why it declined */
-            snprintf(o.why, sizeof o.why, "%s", v.ctx.last);
         int fatal = arb_allmax_int(s->m, o.fatal);
         int worst = arb_allmax_int(s->m, (int)o.status);
         char note[1024];

@@ -327,19 +327,28 @@ err_release:
 }
 
 static arb_status_t hs_allreduce(void *state, const void *send, void *recv, size_t count, arb_dtype_t dtype,
-                                 void *stream)
+                                 void *stream, char *why, size_t why_len)
 {
     hs_state_t *st = state;
-    if (dtype != ARB_DTYPE_BF16 && dtype != ARB_DTYPE_FP32)
+    if (dtype != ARB_DTYPE_BF16 && dtype != ARB_DTYPE_FP32) {
+        snprintf(why, why_len, "hoststaged: dtype %d, expected bf16 or fp32", (int)dtype);
         return ARB_ERR_INVALID;
+    }
     size_t esize = dtype == ARB_DTYPE_BF16 ? 2 : 4;
-    if (count > st->launch.slot_bytes / esize || ((uintptr_t)send | (uintptr_t)recv) % 16)
-        return ARB_ERR_INVALID; /* larger than info->max_bytes, or misaligned */
+    if (count > st->launch.slot_bytes / esize || ((uintptr_t)send | (uintptr_t)recv) % 16) {
+        snprintf(why, why_len, "hoststaged: %zu elements at send %p recv %p: expected at most %zu elements (max_bytes at init) and 16-byte aligned buffers",
+                 count, send, recv, st->launch.slot_bytes / esize);
+        return ARB_ERR_INVALID;
+    }
     if (count == 0)
         return ARB_OK;
     int ce = hs_launch_allreduce(&st->launch, send, recv, count, dtype == ARB_DTYPE_BF16 ? 0 : 1,
                                  st->prm.blocks, st->prm.threads, stream);
-    return ce == 0 ? ARB_OK : ARB_ERR_SYSTEM;
+    if (ce != 0) {
+        snprintf(why, why_len, "hoststaged: kernel launch for %zu elements failed (CUDA error %d)", count, ce);
+        return ARB_ERR_SYSTEM;
+    }
+    return ARB_OK;
 }
 
 static arb_status_t hs_query_error(void *state, char *why, size_t why_len)
@@ -374,7 +383,7 @@ static void hs_finalize(void *state)
         release(state);
 }
 
-ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v1 = {
+ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v2 = {
     .abi_version = ARB_PLUGIN_ABI_VERSION,
     .name = "hoststaged",
     .description = "one-shot all-reduce through pinned host memory shared by the node's ranks (PCIe, no P2P)",

@@ -71,16 +71,22 @@ static arb_status_t mh_init(const arb_comm_info_t *info, const arb_host_ops_t *o
 }
 
 static arb_status_t mh_allreduce(void *state, const void *send, void *recv, size_t count, arb_dtype_t dtype,
-                                 void *stream)
+                                 void *stream, char *why, size_t why_len)
 {
     (void)stream;
     mpi_host_t *s = state;
-    if (count > (size_t)INT32_MAX)
+    if (count > (size_t)INT32_MAX) {
+        snprintf(why, why_len, "mpi-host: count %zu elements, expected at most %d (MPI's int count)", count, INT32_MAX);
         return ARB_ERR_INVALID;
+    }
     int rc = dtype == ARB_DTYPE_FP32
                  ? MPI_Allreduce(send, recv, (int)count, MPI_FLOAT, MPI_SUM, s->comm)
                  : MPI_Allreduce(send, recv, (int)count, MPI_UINT16_T, s->bf16_sum, s->comm);
-    return rc == MPI_SUCCESS ? ARB_OK : ARB_ERR_SYSTEM;
+    if (rc != MPI_SUCCESS) {
+        snprintf(why, why_len, "mpi-host: MPI_Allreduce of %zu elements failed (MPI error %d)", count, rc);
+        return ARB_ERR_SYSTEM;
+    }
+    return ARB_OK;
 }
 
 static const char *mh_describe(void *state)
@@ -97,7 +103,7 @@ static void mh_finalize(void *state)
     free(s);
 }
 
-ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v1 = {
+ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v2 = {
     .abi_version = ARB_PLUGIN_ABI_VERSION,
     .name = "mpi-host",
     .description = "MPI_Allreduce on host buffers (host backend; bf16 via a user-defined MPI_Op)",

@@ -111,20 +111,20 @@ static void symm_mem_free(void *state, void *ptr)
 }
 
 static arb_status_t symm_allreduce(void *state, const void *send, void *recv, size_t count, arb_dtype_t dtype,
-                                   void *stream)
+                                   void *stream, char *why, size_t why_len)
 {
     symm_state_t *s = state;
     ncclDataType_t t;
     switch (dtype) {
     case ARB_DTYPE_BF16: t = ncclBfloat16; break;
     case ARB_DTYPE_FP32: t = ncclFloat32; break;
-    default: return ARB_ERR_INVALID;
+    default:
+        snprintf(why, why_len, "nccl-symm: dtype %d, expected bf16 or fp32", (int)dtype);
+        return ARB_ERR_INVALID;
     }
     ncclResult_t nr = ncclAllReduce(send, recv, count, t, ncclSum, s->comm, (cudaStream_t)stream);
     if (nr != ncclSuccess) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "ncclAllReduce(count=%zu): %s", count, ncclGetErrorString(nr));
-        s->ops->log(s->ops->ctx, msg);
+        snprintf(why, why_len, "ncclAllReduce(count=%zu): %s", count, ncclGetErrorString(nr));
         return ARB_ERR_SYSTEM;
     }
     return ARB_OK;
@@ -157,7 +157,7 @@ static void symm_finalize(void *state)
     free(s);
 }
 
-ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v1 = {
+ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v2 = {
     .abi_version = ARB_PLUGIN_ABI_VERSION,
     .name = "nccl-symm",
     .description = "NCCL all-reduce on buffers in NCCL_WIN_COLL_SYMMETRIC windows (NCCL's symmetric kernels)",

@@ -324,7 +324,7 @@ err_free_state:
 }
 
 static arb_status_t nccl_allreduce(void *state, const void *send, void *recv, size_t count,
-                                   arb_dtype_t dtype, void *stream)
+                                   arb_dtype_t dtype, void *stream, char *why, size_t why_len)
 {
     nccl_state_t *s = state;
     ncclDataType_t type;
@@ -332,12 +332,12 @@ static arb_status_t nccl_allreduce(void *state, const void *send, void *recv, si
     case ARB_DTYPE_BF16: type = ncclBfloat16; break;
     case ARB_DTYPE_FP32: type = ncclFloat32; break;
     default:
-        plugin_log(&s->ops, "allreduce: dtype %d is neither bf16 nor fp32", (int)dtype);
+        snprintf(why, why_len, "nccl: allreduce: dtype %d is neither bf16 nor fp32", (int)dtype);
         return ARB_ERR_INVALID;
     }
     ncclResult_t r = ncclAllReduce(send, recv, count, type, ncclSum, s->comm, (cudaStream_t)stream);
     if (r != ncclSuccess) {
-        plugin_log(&s->ops, "ncclAllReduce of %zu elements: %s", count, nccl_err_text(s->comm, r));
+        snprintf(why, why_len, "ncclAllReduce of %zu elements: %s", count, nccl_err_text(s->comm, r));
         return ARB_ERR_SYSTEM;
     }
     return ARB_OK;
@@ -387,7 +387,7 @@ static const char *const nccl_variants[] = {
     NULL,
 };
 
-ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v1 = {
+ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v2 = {
     .abi_version = ARB_PLUGIN_ABI_VERSION,
     .name = "nccl",
     .description = "NCCL ncclAllReduce (sum); variants force NCCL_ALGO/NCCL_PROTO per communicator, channels=N sets minCTAs=maxCTAs",

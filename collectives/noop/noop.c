@@ -41,15 +41,12 @@ static arb_status_t noop_init(const arb_comm_info_t *info, const arb_host_ops_t 
 }
 
 static arb_status_t noop_allreduce(void *state, const void *send, void *recv, size_t count,
-                                   arb_dtype_t dtype, void *stream)
+                                   arb_dtype_t dtype, void *stream, char *why, size_t why_len)
 {
-    (void)send, (void)recv, (void)count, (void)dtype;
-    noop_state_t *s = state;
+    (void)send, (void)recv, (void)count, (void)dtype, (void)state;
     int err = arb_noop_launch(stream);
     if (err != 0) {
-        char line[256];
-        snprintf(line, sizeof line, "noop kernel launch: %s", arb_noop_error_string(err));
-        s->ops.log(s->ops.ctx, line);
+        snprintf(why, why_len, "noop kernel launch: %s", arb_noop_error_string(err));
         return ARB_ERR_SYSTEM;
     }
     return ARB_OK;
@@ -60,7 +57,7 @@ static void noop_finalize(void *state)
     free(state);
 }
 
-ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v1 = {
+ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v2 = {
     .abi_version = ARB_PLUGIN_ABI_VERSION,
     .name = "noop",
     .description = "launch floor: one empty kernel (1 block, 32 threads), no data moved",

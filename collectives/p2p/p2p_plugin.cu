@@ -210,21 +210,29 @@ err_free_state:
 }
 
 arb_status_t p2p_allreduce(void *state, const void *send, void *recv, size_t count, arb_dtype_t dtype,
-                           void *stream)
+                           void *stream, char *why, size_t why_len)
 {
     p2p_state *s = (p2p_state *)state;
-    if (dtype != ARB_DTYPE_BF16 && dtype != ARB_DTYPE_FP32)
+    if (dtype != ARB_DTYPE_BF16 && dtype != ARB_DTYPE_FP32) {
+        snprintf(why, why_len, "p2p: allreduce: dtype %d, expected bf16 or fp32", (int)dtype);
         return ARB_ERR_INVALID;
-    if (((uintptr_t)send | (uintptr_t)recv) & 15)
-        return ARB_ERR_INVALID; // the ABI promises 16-byte alignment
+    }
+    if (((uintptr_t)send | (uintptr_t)recv) & 15) {
+        snprintf(why, why_len, "p2p: allreduce: send %p, recv %p: expected 16-byte aligned buffers (the ABI promises it)", send, recv);
+        return ARB_ERR_INVALID;
+    }
     if (count == 0)
         return ARB_OK;
     const size_t elt = dtype == ARB_DTYPE_BF16 ? 2 : 4;
     cudaStream_t cs = (cudaStream_t)stream;
-    if (s->base.nranks == 1)
-        return cudaMemcpyAsync(recv, send, count * elt, cudaMemcpyDeviceToDevice, cs) == cudaSuccess
-                   ? ARB_OK
-                   : ARB_ERR_SYSTEM;
+    if (s->base.nranks == 1) {
+        const cudaError_t ce = cudaMemcpyAsync(recv, send, count * elt, cudaMemcpyDeviceToDevice, cs);
+        if (ce != cudaSuccess) {
+            snprintf(why, why_len, "p2p: one-rank copy of %zu bytes: %s", count * elt, cudaGetErrorString(ce));
+            return ARB_ERR_SYSTEM;
+        }
+        return ARB_OK;
+    }
     // Chunks of area_bytes (a multiple of 16) keep every launch's pointers aligned.
     const size_t chunk = s->area_bytes / elt;
     for (size_t off = 0; off < count; off += chunk) {
@@ -232,36 +240,31 @@ arb_status_t p2p_allreduce(void *state, const void *send, void *recv, size_t cou
         a.send = (const char *)send + off * elt;
         a.recv = (char *)recv + off * elt;
         a.count = count - off < chunk ? count - off : chunk;
-        if (p2p_launch_allreduce(s->params.variant, &a, dtype == ARB_DTYPE_BF16, s->blocks, s->params.threads, cs) !=
-            cudaSuccess)
+        const cudaError_t ce =
+            p2p_launch_allreduce(s->params.variant, &a, dtype == ARB_DTYPE_BF16, s->blocks, s->params.threads, cs);
+        if (ce != cudaSuccess) {
+            snprintf(why, why_len, "p2p: kernel launch (%zu elements): %s", a.count, cudaGetErrorString(ce));
             return ARB_ERR_SYSTEM;
+        }
     }
     return ARB_OK;
 }
 
-void p2p_log(const p2p_state *s, const char *msg)
-{
-    if (s->ops->log)
-        s->ops->log(s->ops->ctx, msg);
-}
-
 bool aligned_to(const void *p, size_t bytes) { return (uintptr_t)p % bytes == 0; }
 
-arb_status_t p2p_allreduce_rmsnorm(void *state, const arb_rmsnorm_args_t *args, void *stream)
+arb_status_t p2p_allreduce_rmsnorm(void *state, const arb_rmsnorm_args_t *args, void *stream, char *why,
+                                  size_t why_len)
 {
     p2p_state *s = (p2p_state *)state;
-    char msg[320];
     if (!args || !args->x || !args->residual || !args->weight || !args->out || args->hidden == 0 ||
         !(args->eps >= 0.0f) || isinf(args->eps)) {
-        snprintf(msg, sizeof msg, "allreduce_rmsnorm: bad arguments (NULL buffer, hidden 0 or eps not a finite number >= 0)");
-        p2p_log(s, msg);
+        snprintf(why, why_len, "allreduce_rmsnorm: bad arguments (NULL buffer, hidden 0 or eps not a finite number >= 0)");
         return ARB_ERR_INVALID;
     }
     if (args->tokens == 0)
         return ARB_OK;
     if (!s->fused_blocks) {
-        snprintf(msg, sizeof msg, "allreduce_rmsnorm declined: %s", s->fused_why);
-        p2p_log(s, msg);
+        snprintf(why, why_len, "allreduce_rmsnorm declined: %s", s->fused_why);
         return ARB_DECLINE;
     }
     const int elems = p2p_fused_unit_elems(s->params.variant);
@@ -272,9 +275,8 @@ arb_status_t p2p_allreduce_rmsnorm(void *state, const arb_rmsnorm_args_t *args, 
     if (rows_per_launch > rows_cap)
         rows_per_launch = rows_cap;
     if (rows_per_launch == 0) {
-        snprintf(msg, sizeof msg, "allreduce_rmsnorm: hidden %u needs %zu bytes per row; this instance was set up for %zu (hidden at init)",
+        snprintf(why, why_len, "allreduce_rmsnorm: hidden %u needs %zu bytes per row; this instance was set up for %zu (hidden at init)",
                  args->hidden, row_bytes, s->fused_slot);
-        p2p_log(s, msg);
         return ARB_ERR_INVALID;
     }
     p2p_fused_launch_t a = {};
@@ -297,10 +299,9 @@ arb_status_t p2p_allreduce_rmsnorm(void *state, const arb_rmsnorm_args_t *args, 
         const int rb = launch_row_blocks(s, a.rows);
         const cudaError_t ce = p2p_fused_launch(s->params.variant, &a, s->fused_blocks, rb, s->params.threads, cs);
         if (ce != cudaSuccess) {
-            snprintf(msg, sizeof msg, "allreduce_rmsnorm: fused kernel launch (%u rows x %u hidden, %d CTAs in clusters of %d) failed: %s",
+            snprintf(why, why_len, "allreduce_rmsnorm: fused kernel launch (%u rows x %u hidden, %d CTAs in clusters of %d) failed: %s",
                      a.rows, a.hidden, s->fused_blocks, rb, cudaGetErrorString(ce));
-            p2p_log(s, msg);
-            return ARB_ERR_SYSTEM;
+                return ARB_ERR_SYSTEM;
         }
     }
     return ARB_OK;
@@ -322,7 +323,7 @@ void p2p_finalize(void *state)
 
 } // namespace
 
-extern "C" ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v1 = {
+extern "C" ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v2 = {
     .abi_version = ARB_PLUGIN_ABI_VERSION,
     .name = "p2p",
     .description = "custom all-reduce kernels over CUDA IPC peer memory (one-shot pull/push, two-shot, flag-free one-shot), single node; fused all-reduce + residual + RMSNorm for the one-shot variants",

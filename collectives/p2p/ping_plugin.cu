@@ -72,12 +72,17 @@ err_free_state:
 }
 
 arb_status_t ping_allreduce(void *state, const void *send, void *recv, size_t count, arb_dtype_t dtype,
-                            void *stream)
+                            void *stream, char *why, size_t why_len)
 {
     (void)send, (void)recv, (void)count, (void)dtype;
     ping_state *s = (ping_state *)state;
     ping_kernel<<<1, s->params.threads, 0, (cudaStream_t)stream>>>(s->base);
-    return cudaGetLastError() == cudaSuccess ? ARB_OK : ARB_ERR_SYSTEM;
+    const cudaError_t ce = cudaGetLastError();
+    if (ce != cudaSuccess) {
+        snprintf(why, why_len, "ping: kernel launch failed: %s", cudaGetErrorString(ce));
+        return ARB_ERR_SYSTEM;
+    }
+    return ARB_OK;
 }
 
 arb_status_t ping_query_error(void *state, char *why, size_t why_len)
@@ -96,7 +101,7 @@ void ping_finalize(void *state)
 
 } // namespace
 
-extern "C" ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v1 = {
+extern "C" ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v2 = {
     .abi_version = ARB_PLUGIN_ABI_VERSION,
     .name = "ping",
     .description = "latency floor: all-to-all cross-GPU flag exchange with no payload (one-shot synchronisation)",

@@ -14,7 +14,11 @@
  * (arb_host_ops_t) inside init, mem_alloc, mem_free and finalize.
  *
  * The ABI version is in the symbol name and in the struct: the loader refuses a
- * module whose abi_version differs from ARB_PLUGIN_ABI_VERSION.
+ * module whose abi_version differs from ARB_PLUGIN_ABI_VERSION, and names a module
+ * built for version 1 (which exports arb_plugin_v1) as such.
+ *
+ * Version 2 (from version 1): allreduce and allreduce_rmsnorm take a reason buffer
+ * (why, why_len) that a call which returns anything but ARB_OK fills with one line.
  */
 #ifndef ARBENCH_PLUGIN_H
 #define ARBENCH_PLUGIN_H
@@ -26,8 +30,10 @@
 extern "C" {
 #endif
 
-#define ARB_PLUGIN_ABI_VERSION 1u
-#define ARB_PLUGIN_SYMBOL "arb_plugin_v1"
+#define ARB_PLUGIN_ABI_VERSION 2u
+#define ARB_PLUGIN_SYMBOL "arb_plugin_v2"
+/* The symbol of the previous ABI, which the loader recognises only to refuse it by name. */
+#define ARB_PLUGIN_SYMBOL_V1 "arb_plugin_v1"
 
 #if defined(__GNUC__)
 #define ARB_PLUGIN_EXPORT __attribute__((visibility("default")))
@@ -35,6 +41,9 @@ extern "C" {
 #define ARB_PLUGIN_EXPORT
 #endif
 
+/* Ordered by severity: where ranks must agree on the outcome of a collective step,
+ * the outcome is the maximum over ranks (ARB_OK < ARB_DECLINE < ... < ARB_ERR_TIMEOUT),
+ * so a decline on one rank declines everywhere and an error anywhere is an error. */
 typedef enum arb_status {
     ARB_OK = 0,
     ARB_DECLINE = 1,      /* cannot run here; `why` says why. Not a failure: reported as skip. */
@@ -125,14 +134,15 @@ typedef struct arb_plugin {
      * synchronize it; host plugins complete before returning. Must give bitwise
      * identical results on every rank. */
     arb_status_t (*allreduce)(void *state, const void *send, void *recv, size_t count,
-                              arb_dtype_t dtype, void *stream);
+                              arb_dtype_t dtype, void *stream, char *why, size_t why_len);
 
     /* Optional: the fused operation above. NULL means the harness composes it
      * (allreduce, then its own residual + RMSNorm kernel).
      * Both call callbacks may return ARB_DECLINE for one call (a shape or variant the
-     * plugin does not handle): the harness records that point as skipped, with the
-     * plugin's last ops->log line as the reason, so log it just before returning. */
-    arb_status_t (*allreduce_rmsnorm)(void *state, const arb_rmsnorm_args_t *args, void *stream);
+     * plugin does not handle): the caller records that call as declined with the line
+     * written into why (why_len >= 1 always; write nothing on ARB_OK). */
+    arb_status_t (*allreduce_rmsnorm)(void *state, const arb_rmsnorm_args_t *args, void *stream,
+                                      char *why, size_t why_len);
 
     /* Optional. Called after the stream was synchronized: reports device-side
      * failures (a spin-wait timeout) since the last call, and clears them. */

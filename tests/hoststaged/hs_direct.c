@@ -125,8 +125,12 @@ static long verify(ctx_t *c, int slot, size_t off, size_t count, arb_dtype_t dt,
 
 static int call(ctx_t *c, int slot, size_t off, size_t count, arb_dtype_t dt)
 {
-    return c->p->allreduce(c->state, c->send + (size_t)slot * SLOT_PITCH + off,
-                           c->recv + (size_t)slot * SLOT_PITCH + off, count, dt, c->stream) == ARB_OK ? 0 : -1;
+    char why[512] = "";
+    if (c->p->allreduce(c->state, c->send + (size_t)slot * SLOT_PITCH + off, c->recv + (size_t)slot * SLOT_PITCH + off,
+                        count, dt, c->stream, why, sizeof why) == ARB_OK)
+        return 0;
+    fprintf(stderr, "hoststaged allreduce(%zu elements): %s\n", count, why);
+    return -1;
 }
 
 static long sum_wrong(ctx_t *c, long w)

@@ -107,12 +107,12 @@ static void run_one_rank(const arb_plugin_t *p, const char *params, int check_da
     int ok = cudaMalloc(&send, sizeof f32) == cudaSuccess && cudaMalloc(&recv, sizeof f32) == cudaSuccess &&
              cudaStreamCreate(&stream) == cudaSuccess;
     ok = ok && cudaMemcpy(send, f32, sizeof f32, cudaMemcpyHostToDevice) == cudaSuccess;
-    ok = ok && p->allreduce(state, send, recv, N, ARB_DTYPE_FP32, stream) == ARB_OK;
+    ok = ok && p->allreduce(state, send, recv, N, ARB_DTYPE_FP32, stream, why, sizeof why) == ARB_OK;
     ok = ok && cudaStreamSynchronize(stream) == cudaSuccess;
     ok = ok && cudaMemcpy(f32_back, recv, sizeof f32, cudaMemcpyDeviceToHost) == cudaSuccess;
     ok = ok && cudaMemcpy(send, b16, sizeof b16, cudaMemcpyHostToDevice) == cudaSuccess;
     /* A 16-byte offset into the buffers, as the harness may pass. */
-    ok = ok && p->allreduce(state, (char *)send + 16, (char *)recv + 16, N - 8, ARB_DTYPE_BF16, stream) == ARB_OK;
+    ok = ok && p->allreduce(state, (char *)send + 16, (char *)recv + 16, N - 8, ARB_DTYPE_BF16, stream, why, sizeof why) == ARB_OK;
     ok = ok && cudaStreamSynchronize(stream) == cudaSuccess;
     ok = ok && cudaMemcpy(b16_back, recv, sizeof b16, cudaMemcpyDeviceToHost) == cudaSuccess;
     tap_ok(ok, "%s allreduce fp32 and bf16 enqueued and completed", p->name);

@@ -174,14 +174,14 @@ static long run_point(rank_ctx_t *c, const arb_host_ops_t *ops, const arb_plugin
     cudaDeviceSynchronize(); /* cudaMemset is asynchronous, and s does not wait for the legacy stream */
     arb_dtype_t dt = bf16 ? ARB_DTYPE_BF16 : ARB_DTYPE_FP32;
     if (!graph) {
-        if (pl->allreduce(st, slot_ptr(b->send, b, 0), slot_ptr(b->recv, b, 0), count, dt, s) != ARB_OK)
+        if (pl->allreduce(st, slot_ptr(b->send, b, 0), slot_ptr(b->recv, b, 0), count, dt, s, why, sizeof why) != ARB_OK)
             err = 1;
     } else {
         cudaGraph_t g;
         cudaGraphExec_t ge;
         cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
         for (int k = 0; k < NSLOT; k++)
-            if (pl->allreduce(st, slot_ptr(b->send, b, k), slot_ptr(b->recv, b, k), count, dt, s) != ARB_OK)
+            if (pl->allreduce(st, slot_ptr(b->send, b, k), slot_ptr(b->recv, b, k), count, dt, s, why, sizeof why) != ARB_OK)
                 err = 1;
         if (cudaStreamEndCapture(s, &g) != cudaSuccess || cudaGraphInstantiate(&ge, g, 0) != cudaSuccess) {
             snprintf(why, why_len, "graph capture failed: %s", cudaGetErrorString(cudaGetLastError()));
@@ -262,7 +262,7 @@ static void check_hang(rank_ctx_t *c, const arb_host_ops_t *ops, const arb_plugi
     cudaStream_t s;
     cudaStreamCreate(&s);
     for (int i = 0; i < 3; i++)
-        pl->allreduce(st, b->send, b->recv, 43008 / 2, ARB_DTYPE_BF16, s);
+        pl->allreduce(st, b->send, b->recv, 43008 / 2, ARB_DTYPE_BF16, s, why, sizeof why);
     cudaError_t ce = cudaStreamSynchronize(s);
     why[0] = '\0';
     arb_status_t qs = pl->query_error(st, why, sizeof why);
@@ -306,12 +306,12 @@ static void bench_variant(rank_ctx_t *c, const arb_host_ops_t *ops, const arb_pl
     cudaEventCreate(&e1);
     float eager[ITERS], graph[REPLAYS];
     for (int i = 0; i < 20; i++)
-        pl->allreduce(st, b->send, b->recv, count, ARB_DTYPE_BF16, s);
+        pl->allreduce(st, b->send, b->recv, count, ARB_DTYPE_BF16, s, why, sizeof why);
     cudaStreamSynchronize(s);
     ops->barrier(ops->ctx);
     for (int i = 0; i < ITERS; i++) {
         cudaEventRecord(e0, s);
-        pl->allreduce(st, b->send, b->recv, count, ARB_DTYPE_BF16, s);
+        pl->allreduce(st, b->send, b->recv, count, ARB_DTYPE_BF16, s, why, sizeof why);
         cudaEventRecord(e1, s);
         cudaEventSynchronize(e1);
         cudaEventElapsedTime(&eager[i], e0, e1);
@@ -320,7 +320,7 @@ static void bench_variant(rank_ctx_t *c, const arb_host_ops_t *ops, const arb_pl
     cudaGraphExec_t ge;
     cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
     for (int i = 0; i < PER_GRAPH; i++)
-        pl->allreduce(st, slot_ptr(b->send, b, i % NSLOT), slot_ptr(b->recv, b, i % NSLOT), count, ARB_DTYPE_BF16, s);
+        pl->allreduce(st, slot_ptr(b->send, b, i % NSLOT), slot_ptr(b->recv, b, i % NSLOT), count, ARB_DTYPE_BF16, s, why, sizeof why);
     cudaStreamEndCapture(s, &g);
     cudaGraphInstantiate(&ge, g, 0);
     cudaGraphLaunch(ge, s);

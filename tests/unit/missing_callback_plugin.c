@@ -9,7 +9,7 @@ static arb_status_t init(const arb_comm_info_t *i, const arb_host_ops_t *o, cons
 }
 static void fin(void *s) { (void)s; }
 
-ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v1 = {
+ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v2 = {
     .abi_version = ARB_PLUGIN_ABI_VERSION,
     .name = "missing-callback",
     .caps = ARB_CAP_HOST_MEMORY | ARB_CAP_BF16,

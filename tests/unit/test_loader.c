@@ -8,7 +8,7 @@
 #include "loader.h"
 #include "tap.h"
 
-static const char *good_path, *bad_abi_path, *no_symbol_path, *missing_cb_path;
+static const char *good_path, *bad_abi_path, *no_symbol_path, *missing_cb_path, *v1_path;
 
 static void t_good(void)
 {
@@ -51,6 +51,17 @@ static void t_no_symbol(void)
     TAP_CHECK(strstr(err, ARB_PLUGIN_SYMBOL) != NULL);
 }
 
+/* A version-1 module is refused by name, with the version this arbench loads. */
+static void t_abi_v1(void)
+{
+    arb_loaded_plugin_t lp;
+    char err[4096] = "";
+    TAP_CHECK(arb_plugin_load(v1_path, &lp, err, sizeof err) != 0);
+    TAP_CHECK(strstr(err, "ABI version 1") != NULL);
+    TAP_CHECK(strstr(err, ARB_PLUGIN_SYMBOL) != NULL);
+    TAP_CHECK(strstr(err, "rebuild") != NULL);
+}
+
 static void t_missing_callback(void)
 {
     arb_loaded_plugin_t lp;
@@ -87,19 +98,20 @@ static void t_env_path(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 5) {
-        fprintf(stderr, "usage: test_loader GOOD BAD_ABI NO_SYMBOL MISSING_CALLBACK [TEST]\n");
+    if (argc < 6) {
+        fprintf(stderr, "usage: test_loader GOOD BAD_ABI NO_SYMBOL MISSING_CALLBACK V1 [TEST]\n");
         return 2;
     }
     good_path = argv[1];
     bad_abi_path = argv[2];
     no_symbol_path = argv[3];
     missing_cb_path = argv[4];
+    v1_path = argv[5];
     static const tap_test_t tests[] = {
         {"good", t_good},         {"by_name", t_by_name},
         {"bad_abi", t_bad_abi},   {"no_symbol", t_no_symbol},
         {"missing_callback", t_missing_callback}, {"unknown_name", t_unknown_name},
-        {"env_path", t_env_path},
+        {"env_path", t_env_path},   {"abi_v1", t_abi_v1},
     };
-    return tap_main(tests, sizeof tests / sizeof tests[0], argc - 4, argv + 4);
+    return tap_main(tests, sizeof tests / sizeof tests[0], argc - 5, argv + 5);
 }
