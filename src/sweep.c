@@ -457,6 +457,12 @@ static int load_impls(sweep_t *s, arb_loaded_plugin_t *loaded, size_t *nloaded, 
                 arb_err("no implementation could be loaded for a %s run (set ARBENCH_DEBUG=1 to see the paths tried)", s->device >= 0 ? "GPU" : "host");
             return -1;
         }
+        /* By role, stable: floors first (later rows are read against them), baseline, candidates. */
+        for (size_t i = 1; i < *nloaded; i++)
+            for (size_t j = i; j > 0 && arb_role_of_caps(loaded[j - 1].plugin->caps) < arb_role_of_caps(loaded[j].plugin->caps); j--) {
+                arb_loaded_plugin_t t = loaded[j];
+                loaded[j] = loaded[j - 1], loaded[j - 1] = t;
+            }
         return 0;
     }
     for (size_t i = 0; i < plan->nimpls; i++) {
