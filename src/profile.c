@@ -197,7 +197,7 @@ static int merge_group(const arb_profile_opts_t *o, const decision_t *d, size_t 
             /* Boundaries halfway between measured sizes; the outer ranges open-ended. */
             .min_bytes = i == 0 ? 0 : midpoint(d[i - 1].bytes, d[i].bytes) + 1,
             .max_bytes = j == n ? SIZE_MAX : midpoint(d[j - 1].bytes, d[j].bytes),
-            .impl = dup_str(w->impl), .params = dup_str(w->params), .fusion = dup_str(w->fusion),
+            .impl = dup_str(w->impl), .params = dup_str(w->params), .fusion = dup_str(w->fusion), .role = w->role,
             .median_us = w->median_us, .rep_bytes = rep->bytes, .points = j - i,
             .baseline_impl = dup_str(b ? b->impl : ""), .baseline_params = dup_str(b ? b->params : ""),
             .baseline_median_us = b ? b->median_us : NAN, .speedup = rep->speedup,

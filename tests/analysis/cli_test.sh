@@ -151,6 +151,12 @@ expect 2 "gate --default-noise warm=1.1 is refused" "$cli" gate --default-noise 
 expect 2 "gate: a bad second baseline file" "$cli" gate --baseline base.csv --baseline nan_median.csv --candidate cand_same.csv
 has err "nan_median.csv" "the message names the bad baseline"
 
+# ---- every committed results file passes the readers (a damaged one would be refused) ----
+for f in "$(dirname "$repeat_a")"/*.csv; do
+    case $(basename "$f") in profile-*|sweep-*) continue ;; esac # sweep-*: local, git-ignored runs
+    expect 0 "committed $(basename "$f") reads (gate against itself)" "$cli" gate --reps 100 --baseline "$f" --candidate "$f"
+done
+
 # ---- ci/gate.sh (with this CLI standing in for arbench: same `gate` subcommand) ----
 expect 1 "ci/gate.sh: regression exits 1" env ARBENCH="$cli" GATE_REPORT=ci.md GITHUB_STEP_SUMMARY=summary.md "$gate_sh" base.csv cand_regress.csv
 has ci.md "^## arbench gate: FAIL" "ci/gate.sh writes the markdown report"
