@@ -133,7 +133,7 @@ const char *arb_points_check_samples(const double *samples, size_t n, size_t n_t
     const size_t cap = ARB_RESULTS_MAX_STORED_SAMPLES;
     size_t stride = n_total > cap ? (n_total + cap - 1) / cap : 1;
     if (n_total && n != (n_total + stride - 1) / stride) {
-        snprintf(why, why_len, "samples_us holds %zu samples, but iters=%zu means %zu stored (every %zu-th, at most %zu)", n, n_total, (n_total + stride - 1) / stride, stride, cap);
+        snprintf(why, why_len, "samples_us holds %zu samples, but iters=%zu means %zu stored (stride %zu, at most %zu)", n, n_total, (n_total + stride - 1) / stride, stride, cap);
         return "samples_us";
     }
     if (!n_total && n >= cap)
@@ -165,7 +165,7 @@ const char *arb_points_check_samples(const double *samples, size_t n, size_t n_t
         }
         double lo = (double)below / (double)n, hi = (double)upto / (double)n;
         if (hi < qs[k].q - STRIDED_QUANTILE_SLACK || lo > qs[k].q + STRIDED_QUANTILE_SLACK) {
-            snprintf(why, why_len, "%s %.3f lies at quantile %.3f..%.3f of the row's %zu stored samples (every %zu-th), expected %.2f +- %.2f", qs[k].name, v, lo, hi, n, stride, qs[k].q, STRIDED_QUANTILE_SLACK);
+            snprintf(why, why_len, "%s %.3f lies at quantile %.3f..%.3f of the row's %zu stored samples (stride %zu), expected %.2f +- %.2f", qs[k].name, v, lo, hi, n, stride, qs[k].q, STRIDED_QUANTILE_SLACK);
             bad = qs[k].name;
         }
     }

@@ -13,6 +13,7 @@
 #include "gate.h"
 #include "profile.h"
 #include "resample.h"
+#include "stats.h"
 
 static int ntest, nfail;
 static char dir[] = "/tmp/arb-analysis-XXXXXX";
@@ -76,6 +77,55 @@ static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+/* Statistics against the row's own samples: exact with every sample stored, quantile
+ * ranks with a strided subset (the writer keeps every ceil(n/4096)-th of n). */
+static void test_sample_check(void)
+{
+    enum { N = 10000 };
+    static double all[N], kept[N], sorted[N];
+    arb_rng_t r;
+    arb_rng_seed(&r, 4242);
+    for (size_t i = 0; i < N; i++) /* 3-decimal values, as the writer prints them */
+        all[i] = round((5.0 + 2.0 * arb_rng_uniform(&r) + (i % 7 == 0 ? 3.0 : 0.0)) * 1000) / 1000;
+    arb_stats_t st;
+    arb_stats_compute(all, 200, &st);
+    char why[256];
+    const char *bad = arb_points_check_samples(all, 200, 200, st.median, st.p10, st.p90, st.min, st.max, st.mean, why, sizeof why);
+    ok(!bad, "200 stored samples and their own statistics agree (%s)", bad ? why : "");
+    bad = arb_points_check_samples(all, 200, 200, st.median * 1.3, st.p10 * 1.3, st.p90 * 1.3, NAN, NAN, NAN, why, sizeof why);
+    ok(bad && !strcmp(bad, "median_us") && strstr(why, "200 samples"), "statistics x1.3 over unchanged samples: median_us refused (%s)", why);
+    bad = arb_points_check_samples(all, 200, 200, st.median + 0.002, st.p10, st.p90, NAN, NAN, NAN, why, sizeof why);
+    ok(bad && !strcmp(bad, "median_us"), "a median 0.002 us off (beyond the 3-decimal rounding) is refused");
+    bad = arb_points_check_samples(all, 200, 200, st.median, st.p10, st.p90, st.min, st.max, st.mean + 0.01, why, sizeof why);
+    ok(bad && !strcmp(bad, "mean_us"), "a mean the samples do not give is refused (%s)", why);
+    bad = arb_points_check_samples(all, 199, 200, st.median, st.p10, st.p90, NAN, NAN, NAN, why, sizeof why);
+    ok(bad && !strcmp(bad, "samples_us"), "199 samples where iters=200: refused (a cut samples_us) (%s)", why);
+    /* 10000 taken, every 3rd stored: 3334 samples, statistics of all 10000. */
+    size_t stride = (N + ARB_RESULTS_MAX_STORED_SAMPLES - 1) / ARB_RESULTS_MAX_STORED_SAMPLES, n = 0;
+    for (size_t i = 0; i < N; i += stride)
+        kept[n++] = all[i];
+    arb_stats_compute(all, N, &st);
+    bad = arb_points_check_samples(kept, n, N, st.median, st.p10, st.p90, st.min, st.max, st.mean, why, sizeof why);
+    ok(!bad && n == 3334, "strided (stride %zu, %zu stored): the full set's statistics pass (%s)", stride, n, bad ? why : "");
+    bad = arb_points_check_samples(kept, n, N, st.median * 1.3, st.p10 * 1.3, st.p90 * 1.3, NAN, NAN, NAN, why, sizeof why);
+    ok(bad && !strcmp(bad, "median_us"), "strided: statistics x1.3 refused (%s)", why);
+    memcpy(sorted, kept, n * sizeof *sorted);
+    for (size_t i = 1; i < n; i++) /* insertion sort: the test's own order statistic */
+        for (size_t j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
+            double t = sorted[j];
+            sorted[j] = sorted[j - 1], sorted[j - 1] = t;
+        }
+    double q58 = sorted[(size_t)(0.58 * (double)n)], q53 = sorted[(size_t)(0.53 * (double)n)];
+    bad = arb_points_check_samples(kept, n, N, q58, st.p10, st.p90, NAN, NAN, NAN, why, sizeof why);
+    ok(bad && !strcmp(bad, "median_us"), "strided: a median at the subset's 0.58 quantile is refused (%s)", why);
+    bad = arb_points_check_samples(kept, n, N, q53, st.p10, st.p90, NAN, NAN, NAN, why, sizeof why);
+    ok(!bad, "strided: a median at the subset's 0.53 quantile is within the slack (%s)", bad ? why : "");
+    bad = arb_points_check_samples(kept, n, N, st.median, st.p10, st.p90, sorted[0] + 0.5, NAN, NAN, why, sizeof why);
+    ok(bad && !strcmp(bad, "min_us"), "strided: min_us above the smallest stored sample is refused (%s)", why);
+    bad = arb_points_check_samples(kept, 3000, N, st.median, st.p10, st.p90, NAN, NAN, NAN, why, sizeof why);
+    ok(bad && !strcmp(bad, "samples_us"), "strided: 3000 stored where iters=10000 means 3334: refused (%s)", why);
 }
 
 static void test_resample(void)
@@ -480,6 +530,7 @@ int main(int argc, char **argv)
         return 1;
     }
     test_parsers();
+    test_sample_check();
     test_resample();
     test_profile();
     test_profile_noise();
