@@ -14,7 +14,14 @@ if (fmt eq 'svg') {
 set output out
 set termoption noenhanced
 load manifest
-set title title_text
+# A second title line with the NCCL_* settings every row ran with (e.g. NCCL_P2P_DISABLE=1).
+if (strlen(title_env) > 0) {
+    set title title_text."\n".title_env
+    set tmargin 5
+} else {
+    set title title_text
+    set tmargin 4
+}
 set logscale x 2
 set format x "%.0b%BB"
 set xlabel "message bytes per rank (dotted: tokens x 7168 x element size; red: the 3-token verify step)"
@@ -26,5 +33,4 @@ if (exists('key_below') && key_below) {
     set key outside right top vertical Left reverse spacing 1.15 font ',9' samplen 2.5
 }
 set datafile missing "NaN"
-set tmargin 4
 set lmargin 9

@@ -258,7 +258,7 @@ static int convert_rows(arb_pointset_t *ps, const arb_table_t *t, const char *na
     int c[COL_NREQ];
     for (int k = 0; k < COL_NREQ; k++)
         c[k] = arb_table_col(t, arb_points_required[k]);
-    int gpu = arb_table_col(t, "gpu"), rev = arb_table_col(t, "git_rev");
+    int gpu = arb_table_col(t, "gpu"), rev = arb_table_col(t, "git_rev"), env = arb_table_col(t, "env");
     /* Optional: older files lack role; min, max, mean and iters sharpen the sample check. */
     int role = arb_table_col(t, "role"), note = arb_table_col(t, "note"), iters = arb_table_col(t, "iters");
     int cmin = arb_table_col(t, "min_us"), cmax = arb_table_col(t, "max_us"), cmean = arb_table_col(t, "mean_us");
@@ -291,6 +291,7 @@ static int convert_rows(arb_pointset_t *ps, const arb_table_t *t, const char *na
         p->run_id = f[c[COL_RUN_ID]];
         p->gpu = gpu >= 0 ? f[gpu] : "";
         p->git_rev = rev >= 0 ? f[rev] : "";
+        p->env = env >= 0 ? f[env] : "";
         p->pass = strcmp(p->check, "pass") == 0;
         p->median_us = p->p10_us = p->p90_us = NAN;
         if (role < 0)

@@ -15,7 +15,7 @@
 typedef struct arb_point {
     /* Strings are borrowed from the owning set's tables. */
     const char *fabric, *impl, *params, *op, *fusion, *dtype, *mode, *check;
-    const char *run_id, *gpu, *git_rev;
+    const char *run_id, *gpu, *git_rev, *env; /* env "" when the file has no such column */
     const char *source; /* the results file it came from */
     size_t line;        /* its line in that file (the header is line 1) */
     int ranks, nodes;   /* nodes 0 = not recorded */
