@@ -40,14 +40,22 @@ void arb_refs_add(arb_refs_t *r, arb_role_t role, int pass, double median_us, co
 {
     if (!(median_us > 0))
         return;
-    if (role == ARB_ROLE_REFERENCE && median_us > r->floor_us) {
-        r->floor_us = median_us;
-        r->floor_impl = impl;
+    if (role == ARB_ROLE_REFERENCE) {
+        if (arb_floor_raise(&r->floor_us, median_us))
+            r->floor_impl = impl;
     } else if (role == ARB_ROLE_BASELINE && pass && (!r->baseline_us || median_us < r->baseline_us)) {
         r->baseline_us = median_us;
         r->baseline_impl = impl;
         r->baseline_params = params;
     }
+}
+
+int arb_floor_raise(double *floor_us, double median_us)
+{
+    if (!(median_us > *floor_us))
+        return 0;
+    *floor_us = median_us;
+    return 1;
 }
 
 double arb_ratio(double median_us, double ref_us)

@@ -41,6 +41,9 @@ typedef struct arb_refs {
  * passing baseline rows lower the baseline. Strings are borrowed. */
 void arb_refs_add(arb_refs_t *r, arb_role_t role, int pass, double median_us, const char *impl,
                   const char *params);
+/* The floor rule alone, for a consumer that keeps its own floors (the sweep's table): 1
+ * and *floor_us = median_us when this reference median is a tighter floor. */
+int arb_floor_raise(double *floor_us, double median_us);
 /* median / reference, NAN when the reference is absent (<= 0) or the median is not > 0. */
 double arb_ratio(double median_us, double ref_us);
 

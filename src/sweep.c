@@ -172,7 +172,7 @@ static void write_row(sweep_t *s, const char *impl, const char *params, const ar
         /* Read each result as a ratio to the floor measured in this run (ping, else noop). */
         for (size_t si = 0; si < s->plan->nsizes; si++)
             if (s->plan->sizes[si] == pt->bytes && s->floor[si][pt->mode] > 0 && strcmp(check, "skip")) {
-                l.floor_ratio = st->median / s->floor[si][pt->mode];
+                l.floor_ratio = arb_ratio(st->median, s->floor[si][pt->mode]);
                 l.floor_name = s->floor_name[si][pt->mode];
             }
     }
@@ -412,10 +412,9 @@ static int run_variant(sweep_t *s, arb_loaded_plugin_t *lp, const char *params)
             check = "fail";
             snprintf(note, sizeof note, "no valid timing samples");
         }
-        if (stats_ok && s->cur_role == ARB_ROLE_REFERENCE && !strcmp(check, "skip") && stt.median > s->floor[si][mode]) {
-            s->floor[si][mode] = stt.median; /* the tightest floor: ping's flag round over noop's launch */
+        if (stats_ok && s->cur_role == ARB_ROLE_REFERENCE && !strcmp(check, "skip") &&
+            arb_floor_raise(&s->floor[si][mode], stt.median)) /* the tightest floor (role.h) */
             snprintf(s->floor_name[si][mode], sizeof s->floor_name[si][mode], " %s", p->name);
-        }
         /* A failed check is never reported as a good time: its statistics are withheld. */
         int show = stats_ok && strcmp(check, "fail") != 0;
         write_row(s, p->name, v.described, &pt, fusion, check, wrong, note, show ? &stt : NULL, mx, show ? n : 0,
