@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <arbench/plugin.h>
+
 #include "fixture.h"
 #include "gate.h"
 #include "profile.h"
@@ -77,6 +79,35 @@ static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+/* Roles from capabilities, and the one floor/baseline rule every consumer uses. */
+static void test_roles(void)
+{
+    ok(arb_role_of_caps(ARB_CAP_DEVICE_MEMORY | ARB_CAP_REFERENCE) == ARB_ROLE_REFERENCE &&
+           arb_role_of_caps(ARB_CAP_DEVICE_MEMORY | ARB_CAP_BASELINE) == ARB_ROLE_BASELINE &&
+           arb_role_of_caps(ARB_CAP_DEVICE_MEMORY) == ARB_ROLE_CANDIDATE &&
+           arb_role_of_caps(ARB_CAP_REFERENCE | ARB_CAP_BASELINE) == ARB_ROLE_REFERENCE,
+       "roles from capabilities: reference, baseline, candidate (reference wins)");
+    arb_role_t r = ARB_ROLE_CANDIDATE;
+    ok(arb_role_parse("baseline", &r) == 0 && r == ARB_ROLE_BASELINE && arb_role_parse("Baseline", &r) != 0 &&
+           arb_role_parse("", &r) != 0 && !strcmp(arb_role_name(ARB_ROLE_REFERENCE), "reference"),
+       "role names parse exactly");
+    ok(arb_role_of_legacy_row("ping", "reference floor: no payload, not checked") == ARB_ROLE_REFERENCE &&
+           arb_role_of_legacy_row("nccl", "") == ARB_ROLE_BASELINE && arb_role_of_legacy_row("p2p", "") == ARB_ROLE_CANDIDATE,
+       "files without the role column: floors by their note, nccl the baseline");
+    arb_refs_t refs = {0};
+    arb_refs_add(&refs, ARB_ROLE_REFERENCE, 0, 0.71, "noop", "");
+    arb_refs_add(&refs, ARB_ROLE_REFERENCE, 0, 2.93, "ping", "");
+    arb_refs_add(&refs, ARB_ROLE_BASELINE, 1, 7.94, "nccl", "algo=Ring");
+    arb_refs_add(&refs, ARB_ROLE_BASELINE, 1, 7.71, "nccl", "algo=auto");
+    arb_refs_add(&refs, ARB_ROLE_BASELINE, 0, 1.00, "nccl", "algo=broken"); /* not passing: never the baseline */
+    arb_refs_add(&refs, ARB_ROLE_CANDIDATE, 1, 3.37, "p2p", "");
+    ok(refs.floor_us == 2.93 && !strcmp(refs.floor_impl, "ping") && refs.baseline_us == 7.71 &&
+           !strcmp(refs.baseline_params, "algo=auto"),
+       "floor = the highest reference (ping 2.93 over noop 0.71), baseline = the fastest passing one (7.71)");
+    ok(fabs(arb_ratio(3.37, refs.baseline_us) - 0.437) < 0.001 && isnan(arb_ratio(3.37, 0)),
+       "ratio to the baseline 0.437; NAN without a reference");
 }
 
 /* Statistics against the row's own samples: exact with every sample stored, quantile
@@ -531,6 +562,7 @@ int main(int argc, char **argv)
     }
     test_parsers();
     test_sample_check();
+    test_roles();
     test_resample();
     test_profile();
     test_profile_noise();
