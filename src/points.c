@@ -292,9 +292,10 @@ static int convert_rows(arb_pointset_t *ps, const arb_table_t *t, const char *na
         p->gpu = gpu >= 0 ? f[gpu] : "";
         p->git_rev = rev >= 0 ? f[rev] : "";
         p->env = env >= 0 ? f[env] : "";
-        p->pass = strcmp(p->check, "pass") == 0;
+        /* check=model: a prediction of `arbench model predict` (docs/model.md), its statistics are the model's */
+        p->pass = strcmp(p->check, "pass") == 0 || strcmp(p->check, "model") == 0;
         p->median_us = p->p10_us = p->p90_us = NAN;
-        if (role < 0)
+        if (role < 0 || !*f[role]) /* a file, or a writer, from before the column */
             p->role = arb_role_of_legacy_row(p->impl, note >= 0 ? f[note] : "");
         else if (arb_role_parse(f[role], &p->role)) {
             snprintf(err, err_len, "%s: line %zu: column role is '%.40s', expected reference, baseline or candidate", name, line, f[role]);

@@ -153,7 +153,7 @@ has err "nan_median.csv" "the message names the bad baseline"
 
 # ---- every committed results file passes the readers (a damaged one would be refused) ----
 for f in "$(dirname "$repeat_a")"/*.csv; do
-    case $(basename "$f") in profile-*|sweep-*) continue ;; esac # sweep-*: local, git-ignored runs
+    case $(basename "$f") in *profile-*|sweep-*) continue ;; esac # sweep-*: local, git-ignored runs
     expect 0 "committed $(basename "$f") reads (gate against itself)" "$cli" gate --reps 100 --baseline "$f" --candidate "$f"
 done
 

@@ -81,6 +81,29 @@ static int cmp_d(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Every committed profile (results/ *profile*.csv, next to the repeat runs) passes the reader. */
+static void test_committed_profiles(const char *repeat_a)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "ls \"$(dirname '%s')\"/*profile*.csv 2>/dev/null", repeat_a);
+    FILE *ls = popen(cmd, "r");
+    char path[4096];
+    int n = 0;
+    while (ls && fgets(path, sizeof path, ls)) {
+        path[strcspn(path, "\n")] = '\0';
+        arb_profile_t p;
+        char err[1024] = "";
+        int rc = arb_profile_read(path, &p, err, sizeof err);
+        ok(rc == 0, "committed profile %s reads (%s)", strrchr(path, '/') + 1, rc ? err : "ok");
+        if (rc == 0)
+            arb_profile_free(&p);
+        n++;
+    }
+    if (ls)
+        pclose(ls);
+    ok(n >= 1, "committed profiles found: %d", n);
+}
+
 /* Roles from capabilities, and the one floor/baseline rule every consumer uses. */
 static void test_roles(void)
 {
@@ -563,6 +586,7 @@ int main(int argc, char **argv)
     test_parsers();
     test_sample_check();
     test_roles();
+    test_committed_profiles(argv[1]);
     test_resample();
     test_profile();
     test_profile_noise();
