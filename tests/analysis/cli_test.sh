@@ -43,7 +43,7 @@ if grep -q ',p2p,' p2.csv; then tap FAIL "no p2p rows at --min-speedup 2"; else 
 expect 0 "profile --exclude '': nothing excluded by name" "$cli" profile --quiet --exclude , --out p3.csv base.csv
 if grep -q ',noop,' p3.csv; then tap FAIL "the reference floor (role=reference) never wins"; else tap OK "the reference floor (role=reference) never wins"; fi
 # The same rows with role=candidate on the noop floor: it wins (so the role is what keeps it out).
-sed 's/,reference$/,candidate/' base.csv | sed 's/,skip,0,,"reference floor: no payload, not checked",/,pass,0,exact,,/' >noop_candidate.csv
+sed 's/,reference,,,$/,candidate,,,/' base.csv | sed 's/,skip,0,,"reference floor: no payload, not checked",/,pass,0,exact,,/' >noop_candidate.csv
 expect 0 "profile of the floor relabelled candidate" "$cli" profile --quiet --out p4.csv noop_candidate.csv
 has p4.csv ',noop,' "relabelled as a candidate, the no-payload floor would win: the role matters"
 expect 0 "profile --exclude noop: names still exclude" "$cli" profile --quiet --exclude noop --out p5.csv noop_candidate.csv
