@@ -28,5 +28,7 @@ int arb_plugin_validate(const arb_plugin_t *p, const char *where, char *err, siz
  * src/known_plugins.sh), in folder order; a default sweep runs them by role (floors,
  * then the baseline, then candidates: role.h). */
 extern const char *const arb_known_plugins[];
+/* The subset a plain `arbench sweep` runs (a plugin that needs parameters is left out). */
+extern const char *const arb_default_plugins[];
 
 #endif

@@ -434,9 +434,9 @@ static int load_impls(sweep_t *s, arb_loaded_plugin_t *loaded, size_t *nloaded, 
     *nloaded = 0;
     if (plan->impls_default) {
         uint32_t want = s->device >= 0 ? ARB_CAP_DEVICE_MEMORY : ARB_CAP_HOST_MEMORY;
-        for (size_t i = 0; arb_known_plugins[i]; i++) {
+        for (size_t i = 0; arb_default_plugins[i]; i++) {
             arb_loaded_plugin_t lp;
-            int ok = arb_plugin_load(arb_known_plugins[i], &lp, err, sizeof err) == 0;
+            int ok = arb_plugin_load(arb_default_plugins[i], &lp, err, sizeof err) == 0;
             int agreed = !arb_allmax_int(s->m, !ok); /* use it only where every rank has it */
             if (!agreed) {
                 arb_debug("%s", err);
