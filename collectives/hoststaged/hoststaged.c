@@ -123,56 +123,48 @@ static void shm_create(size_t bytes, hs_shm_offer_t *offer)
     offer->ok = 1;
 }
 
-static int shm_map(const char *name, size_t bytes, void **base, char *why, size_t why_len)
+static arb_status_t shm_map(const char *name, size_t bytes, void **base, char *why, size_t why_len)
 {
     int fd = shm_open(name, O_RDWR, 0600);
-    if (fd < 0) {
-        ARB_WHY(why, why_len, "shm_open(%s): %s", name, strerror(errno));
-        return -1;
-    }
+    if (fd < 0)
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "shm_open(%s): %s", name, strerror(errno));
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     int e = errno;
     close(fd);
-    if (p == MAP_FAILED) {
-        ARB_WHY(why, why_len, "mmap of %zu bytes of %s: %s", bytes, name, strerror(e));
-        return -1;
-    }
+    if (p == MAP_FAILED)
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "mmap of %zu bytes of %s: %s", bytes, name, strerror(e));
     *base = p;
-    return 0;
+    return ARB_OK;
 }
 
-/* Every rank passes its own status; all learn the first failing rank and its reason.
- * Returns 0 when every rank succeeded, else -1 with the reason in why. */
+/* Every rank passes its own status; all return the most severe one (arb_status_t's
+ * order) with the reason of the first rank that has it. */
 typedef struct hs_vote {
-    int ok;
+    int status; /* arb_status_t */
     char why[184];
 } hs_vote_t;
 
-static int agree(const arb_host_ops_t *ops, int nranks, int ok, const char *my_why, const char *step,
-                 char *why, size_t why_len)
+static arb_status_t agree(const arb_host_ops_t *ops, int nranks, arb_status_t st, const char *my_why,
+                          const char *step, char *why, size_t why_len)
 {
-    hs_vote_t mine = {.ok = ok};
-    snprintf(mine.why, sizeof mine.why, "%s", ok ? "" : my_why);
+    hs_vote_t mine = {.status = (int)st};
+    snprintf(mine.why, sizeof mine.why, "%s", st == ARB_OK ? "" : my_why);
     hs_vote_t *all = calloc((size_t)nranks, sizeof *all);
-    if (!all) {
-        ARB_WHY(why, why_len, "hoststaged: out of host memory during %s", step);
-        return -1;
-    }
+    if (!all)
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "hoststaged: out of host memory during %s", step);
     if (ops->allgather(ops->ctx, &mine, all, sizeof mine)) {
-        ARB_WHY(why, why_len, "hoststaged: allgather failed during %s", step);
         free(all);
-        return -1;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "hoststaged: allgather failed during %s", step);
     }
-    int rc = 0;
-    for (int r = 0; r < nranks; r++) {
-        if (!all[r].ok) {
-            ARB_WHY(why, why_len, "hoststaged: %s failed on rank %d: %s", step, r, all[r].why);
-            rc = -1;
-            break;
-        }
-    }
+    int worst = 0;
+    for (int r = 1; r < nranks; r++)
+        if (all[r].status > all[worst].status)
+            worst = r;
+    const arb_status_t agreed = (arb_status_t)all[worst].status;
+    if (agreed != ARB_OK) /* the rank's reason names where it was raised */
+        snprintf(why, why_len, "hoststaged: %s failed on rank %d: %s", step, worst, all[worst].why);
     free(all);
-    return rc;
+    return agreed;
 }
 
 static void release(hs_state_t *st)
@@ -213,7 +205,6 @@ static arb_status_t hs_init(const arb_comm_info_t *info, const arb_host_ops_t *o
     hs_params_t prm;
     hs_shm_offer_t offer = {0};
     char mine[192] = "";
-    int ok, agreed;
     arb_status_t s = parse_params(params, info->nranks, &prm, why, why_len);
     if (s != ARB_OK)
         return s;
@@ -221,11 +212,8 @@ static arb_status_t hs_init(const arb_comm_info_t *info, const arb_host_ops_t *o
         ARB_RAISE(ARB_DECLINE, why, why_len, "hoststaged: ranks span %d nodes; host-staged all-reduce shares host memory within one node only", info->nnodes);
     }
     ARB_TRY(arb_plugin_device_check(info, "hoststaged", why, why_len));
-    int cerr = 0;
-    int max_blocks = hs_max_coresident_blocks(prm.threads, &cerr);
-    if (max_blocks < 0) {
-        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "hoststaged: occupancy query failed: %s", cudaGetErrorString((cudaError_t)cerr));
-    }
+    int max_blocks = 0;
+    ARB_CUDA_TRY(hs_max_coresident_blocks(prm.threads, &max_blocks), why, why_len);
     if ((int)prm.blocks > max_blocks) {
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "hoststaged: blocks=%u: at most %d CTAs of %u threads can be resident at once on this GPU, and every CTA of a cross-rank wait must be", prm.blocks, max_blocks, prm.threads);
     }
@@ -253,23 +241,18 @@ static arb_status_t hs_init(const arb_comm_info_t *info, const arb_host_ops_t *o
         ARB_RAISE_GOTO(s, ARB_ERR_SYSTEM, err_release, why, why_len, "hoststaged: rank 0 could not create shared host memory: %s", offer.why);
     }
     snprintf(st->shm_name, sizeof st->shm_name, "%s", offer.name);
-    ok = shm_map(st->shm_name, st->host_bytes, &st->host_base, mine, sizeof mine) == 0;
-    agreed = agree(ops, info->nranks, ok, mine, "mapping shared host memory", why, why_len);
+    s = shm_map(st->shm_name, st->host_bytes, &st->host_base, mine, sizeof mine);
+    s = agree(ops, info->nranks, s, mine, "mapping shared host memory", why, why_len);
     if (info->rank == 0)
         shm_unlink(st->shm_name);
     st->shm_unlinked = 1;
-    if (agreed) {
-        s = ARB_ERR_SYSTEM;
+    if (s != ARB_OK)
         goto err_release;
-    }
 
     /* 2. Pin and map it for this GPU; device memory for the epochs and the error record. */
     size_t epoch_bytes = round_up(prm.blocks * sizeof(uint32_t), 16);
     const arb_status_t pinned = pin_and_alloc(st, flag_bytes, epoch_bytes, mine, sizeof mine);
-    if (agree(ops, info->nranks, pinned == ARB_OK, mine, "pinning shared host memory", why, why_len)) {
-        s = ARB_ERR_SYSTEM;
-        goto err_release;
-    }
+    ARB_TRY_GOTO(s, agree(ops, info->nranks, pinned, mine, "pinning shared host memory", why, why_len), err_release);
     st->launch.slot_bytes = slot_bytes;
     st->launch.max_blocks = prm.blocks;
     st->launch.epochs = st->dev_mem;
@@ -304,11 +287,10 @@ static arb_status_t hs_allreduce(void *state, const void *send, void *recv, size
     }
     if (count == 0)
         return ARB_OK;
-    int ce = hs_launch_allreduce(&st->launch, send, recv, count, dtype == ARB_DTYPE_BF16 ? 0 : 1,
-                                 st->prm.blocks, st->prm.threads, stream);
-    if (ce != 0) {
-        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "hoststaged: kernel launch for %zu elements failed (CUDA error %d)", count, ce);
-    }
+    const cudaError_t ce = hs_launch_allreduce(&st->launch, send, recv, count, dtype == ARB_DTYPE_BF16 ? 0 : 1,
+                                               st->prm.blocks, st->prm.threads, stream);
+    if (ce != cudaSuccess)
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "hoststaged: kernel launch for %zu elements: %s", count, cudaGetErrorString(ce));
     return ARB_OK;
 }
 

@@ -27,7 +27,7 @@ template <int MAXT, int KMAX, bool WHOLE>
 cudaError_t launch_k(const lsa_fargs &a, int ctas, int p, int threads, bool pdl, cudaStream_t s)
 {
     cudaLaunchAttribute attr[2];
-    const cudaLaunchConfig_t cfg = arb_ff_launch_config(ctas, p, threads, pdl, s, attr);
+    const cudaLaunchConfig_t cfg = arb_cluster_launch_config(ctas, p, threads, pdl, s, attr);
     if (p == 1)
         return cudaLaunchKernelEx(&cfg, fused_kernel<MAXT, KMAX, false, WHOLE>, a);
     return cudaLaunchKernelEx(&cfg, fused_kernel<MAXT, KMAX, true, WHOLE>, a);

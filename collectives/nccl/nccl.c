@@ -42,20 +42,20 @@ typedef struct env_saved {
 } env_saved_t;
 
 /* Sets name=value for this communicator's init, remembering the user's value. */
-static int env_override(env_saved_t *s, const char *name, const char *value)
+static arb_status_t env_override(env_saved_t *s, const char *name, const char *value, char *why, size_t why_len)
 {
     const char *old = getenv(name);
     s->name = name;
     s->old = old ? strdup(old) : NULL;
     if (old && !s->old)
-        return -1;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "cannot save %s (out of host memory)", name);
     if (setenv(name, value, 1) != 0) {
         free(s->old);
         s->old = NULL;
-        return -1;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "cannot set %s=%s in the environment", name, value);
     }
     s->active = 1;
-    return 0;
+    return ARB_OK;
 }
 
 static void env_restore(env_saved_t *s)
@@ -140,11 +140,10 @@ static arb_status_t comm_create(nccl_state_t *s, const arb_comm_info_t *info,
     cudaStream_t stream = NULL;
     arb_status_t st = ARB_OK;
 
-    if ((p->algo && env_override(&env_algo, "NCCL_ALGO", p->algo)) ||
-        (p->proto && env_override(&env_proto, "NCCL_PROTO", p->proto))) {
-        ARB_WHY(why, why_len, "cannot set NCCL_ALGO/NCCL_PROTO in the environment (out of memory)");
-        local = ARB_ERR_SYSTEM;
-    }
+    if (p->algo)
+        local = env_override(&env_algo, "NCCL_ALGO", p->algo, why, why_len);
+    if (p->proto && local == ARB_OK)
+        local = env_override(&env_proto, "NCCL_PROTO", p->proto, why, why_len);
 
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     if (p->channels)

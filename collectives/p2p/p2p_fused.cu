@@ -306,7 +306,7 @@ cudaError_t launch_t(const p2p_fused_launch_t *a, int blocks, int row_blocks, in
         return cudaGetLastError();
     }
     cudaLaunchAttribute attr[2];
-    const cudaLaunchConfig_t cfg = arb_ff_launch_config(blocks, row_blocks, threads, false, stream, attr);
+    const cudaLaunchConfig_t cfg = arb_cluster_launch_config(blocks, row_blocks, threads, false, stream, attr);
     return cudaLaunchKernelEx(&cfg, fused_rmsnorm<V, MAXT, true>, *a);
 }
 
