@@ -225,12 +225,9 @@ extern "C" int lsa_dev_lsa_size(const lsa_dev_t *d)
 extern "C" arb_status_t lsa_dev_resolve(const lsa_dev_t *d, ncclWindow_t win, char **out, char *why, size_t why_len)
 {
     resolve_kernel<<<1, 32>>>(win, d->lsa_size, d->resolve_buf);
-    cudaError_t ce = cudaGetLastError();
-    if (ce == cudaSuccess)
-        ce = cudaMemcpy(out, d->resolve_buf, (size_t)d->lsa_size * sizeof *out, cudaMemcpyDeviceToHost);
-    if (ce != cudaSuccess) {
-        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "lsa: resolving LSA pointers of a window: %s", cudaGetErrorString(ce));
-    }
+    ARB_CUDA_TRY(cudaGetLastError(), why, why_len);
+    ARB_CUDA_TRY(cudaMemcpy(out, d->resolve_buf, (size_t)d->lsa_size * sizeof *out, cudaMemcpyDeviceToHost), why,
+                 why_len);
     for (int r = 0; r < d->lsa_size; r++) {
         if (!out[r]) {
             ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "lsa: ncclGetLsaPointer gave NULL for LSA rank %d of a symmetric window", r);
@@ -327,18 +324,12 @@ extern "C" arb_status_t lsa_dev_create(ncclComm_t comm, const arb_host_ops_t *op
         }
         /* Inboxes and lines start at epoch 0; the first call uses epoch 1. The memory
          * may hold an earlier instance's epochs, so zero all of it. */
-        cudaError_t ce = cudaMemset(d->scratch, 0, scratch_bytes);
-        if (ce == cudaSuccess)
-            ce = cudaMalloc((void **)&d->words, W_COUNT * sizeof(uint32_t));
-        if (ce == cudaSuccess)
-            ce = cudaMemset(d->words, 0, W_COUNT * sizeof(uint32_t));
-        if (ce == cudaSuccess)
-            ce = cudaMalloc((void **)&d->resolve_buf, LSA_MAX_RANKS * sizeof(char *));
-        if (ce == cudaSuccess)
-            ce = cudaDeviceSynchronize();
-        if (ce != cudaSuccess) {
-            ARB_RAISE_GOTO(st, ARB_ERR_SYSTEM, err_free_words, why, why_len, "lsa: setting up barrier memory: %s", cudaGetErrorString(ce));
-        }
+        ARB_CUDA_GOTO(st, cudaMemset(d->scratch, 0, scratch_bytes), err_free_words, why, why_len);
+        ARB_CUDA_GOTO(st, cudaMalloc((void **)&d->words, W_COUNT * sizeof(uint32_t)), err_free_words, why, why_len);
+        ARB_CUDA_GOTO(st, cudaMemset(d->words, 0, W_COUNT * sizeof(uint32_t)), err_free_words, why, why_len);
+        ARB_CUDA_GOTO(st, cudaMalloc((void **)&d->resolve_buf, LSA_MAX_RANKS * sizeof(char *)), err_free_words, why,
+                      why_len);
+        ARB_CUDA_GOTO(st, cudaDeviceSynchronize(), err_free_words, why, why_len);
     }
     st = lsa_dev_resolve(d, d->scratch_win, d->scratch_peer, why, why_len);
     if (st != ARB_OK)
