@@ -16,6 +16,7 @@ static const struct {
     {"topo", cmd_topo, "print the GPU topology, the fabric label and the reasoning"},
     {"profile", cmd_profile, "turn results into a tuning profile (CSV, JSON)"},
     {"gate", cmd_gate, "compare a candidate run against a baseline; exit 1 on a regression"},
+    {"model", cmd_model, "fit, predict and check the PCIe cost model (docs/model.md)"},
 };
 
 static void usage(FILE *f)

@@ -19,7 +19,8 @@
     X(op) X(fusion) X(dtype) X(bytes) X(count) X(tokens) X(hidden) X(mode) X(timing) \
     X(warmup) X(iters) X(median_us) X(p10_us) X(p90_us) X(p99_us) X(mean_us)         \
     X(stdev_us) X(min_us) X(max_us) X(algbw_gbs) X(busbw_gbs) X(check) X(wrong)      \
-    X(tolerance) X(note) X(samples_us)
+    X(tolerance) X(note) X(samples_us)                                               \
+    X(source) X(band_lo_us) X(band_hi_us)
 
 #define ARB_RESULTS_SCHEMA 1
 
