@@ -36,9 +36,9 @@ static const char *const tokens_list[] = {"1", "3", "64"};
 static const char *const modes[] = {"eager", "graph"};
 static const char *const fusions[] = {"unfused", "fused"};
 static const char *const variants[] = {"variant=oneshot-pull", "variant=oneshot-push",
-                                       "variant=oneshot-flagfree,ctas=24,threads=256",
-                                       "variant=oneshot-flagfree,ctas=12,threads=512",
-                                       "variant=oneshot-flagfree,ctas=24,threads=256,pdl=1"};
+                                       "variant=oneshot-flagfree,blocks=24,threads=256",
+                                       "variant=oneshot-flagfree,blocks=12,threads=512",
+                                       "variant=oneshot-flagfree,blocks=24,threads=256,pdl=1"};
 enum { NTOK = 3, NMODES = 2, NVAR = sizeof variants / sizeof *variants, FIRST_FLAGFREE = 2 };
 
 typedef struct cols {

@@ -32,9 +32,9 @@ static const size_t sizes_fp32[] = {4, 1000, 43008, 1048576};
 static const char *const modes[] = {"eager", "graph", "context"};
 /* lsa's default variants as describe() writes them (prefix up to a ',' or the end). */
 static const char *const lsa_variants[] = {"variant=oneshot-pull", "variant=oneshot-push",
-                                           "variant=oneshot-flagfree,ctas=24,threads=256",
-                                           "variant=oneshot-flagfree,ctas=12,threads=512",
-                                           "variant=oneshot-flagfree,ctas=24,threads=256,pdl=1"};
+                                           "variant=oneshot-flagfree,blocks=24,threads=256",
+                                           "variant=oneshot-flagfree,blocks=12,threads=512",
+                                           "variant=oneshot-flagfree,blocks=24,threads=256,pdl=1"};
 enum { NSIZES = 4, NMODES = 3, NLSA = sizeof lsa_variants / sizeof *lsa_variants };
 
 
