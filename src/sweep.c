@@ -170,7 +170,7 @@ static void write_row(sweep_t *s, const char *impl, const char *params, const ar
         l.p10 = st->p10;
         l.p90 = st->p90;
         l.busbw = arb_busbw_gbs(pt->bytes, st->median, s->m->nranks);
-        /* Read each result as a ratio to the floor measured in this run (ping, else noop). */
+        /* Read each result as a ratio to the floor measured in this run (the highest reference). */
         for (size_t si = 0; si < s->plan->nsizes; si++)
             if (s->plan->sizes[si] == pt->bytes && s->floor[si][pt->mode] > 0 && strcmp(check, "skip")) {
                 l.floor_ratio = arb_ratio(st->median, s->floor[si][pt->mode]);
