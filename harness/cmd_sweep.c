@@ -34,7 +34,9 @@ static void usage(FILE *f)
             "  --graph-replays R   timed graph replays (default 50)\n"
             "  --context-us US     compute kernel before each call in context mode (default 20)\n"
             "  --eps E             RMSNorm epsilon (default 1e-6)\n"
-            "  --out FILE          results CSV (default results/sweep-<UTC time>-<host>.csv)\n"
+            "  --out FILE          results CSV (default results/sweep-<UTC time>-<host>.csv); an existing\n"
+            "                      file is refused unless --append is given\n"
+            "  --append            add this run's rows to an existing --out file (rows keep their run_id)\n"
             "  --no-check          time without checking (rows say check=skip)\n"
             "  --no-bind           do not bind ranks to the CPUs near their GPU\n"
             "  --host              run the host backends even where GPUs are visible\n"
@@ -42,7 +44,7 @@ static void usage(FILE *f)
 }
 
 enum { O_IMPL = 1000, O_SIZES, O_TOKENS, O_HIDDEN, O_MODES, O_DTYPE, O_OP, O_ITERS, O_WARMUP, O_GOPS, O_GREP,
-       O_CTX, O_EPS, O_OUT, O_NOCHECK, O_NOBIND, O_HOST, O_QUIET, O_HELP };
+       O_CTX, O_EPS, O_OUT, O_NOCHECK, O_NOBIND, O_HOST, O_APPEND, O_QUIET, O_HELP };
 
 static int parse_uint(const char *opt, const char *v, unsigned *out, char *err, size_t len)
 {
@@ -94,7 +96,8 @@ static int parse(int argc, char **argv, arb_plan_t *plan, int *quiet, int *help,
         {"eps", required_argument, 0, O_EPS},       {"out", required_argument, 0, O_OUT},
         {"no-check", no_argument, 0, O_NOCHECK},    {"no-bind", no_argument, 0, O_NOBIND},
         {"host", no_argument, 0, O_HOST},           {"quiet", no_argument, 0, O_QUIET},
-        {"help", no_argument, 0, O_HELP},           {0, 0, 0, 0},
+        {"append", no_argument, 0, O_APPEND},       {"help", no_argument, 0, O_HELP},
+        {0, 0, 0, 0},
     };
     const char *sizes = NULL, *tokens = NULL;
     int sizes_given = 0;
@@ -170,6 +173,7 @@ static int parse(int argc, char **argv, arb_plan_t *plan, int *quiet, int *help,
         case O_NOCHECK: plan->check = 0; break;
         case O_NOBIND: plan->bind = 0; break;
         case O_HOST: plan->host_only = 1; break;
+        case O_APPEND: plan->append = 1; break;
         case O_QUIET: *quiet = 1; break;
         case O_HELP: *help = 1; return 0;
         default:
@@ -231,7 +235,13 @@ int cmd_sweep(int argc, char **argv)
             default_out(plan->out, sizeof plan->out);
         MPI_Bcast(plan->out, sizeof plan->out, MPI_CHAR, 0, m.world);
     }
-    rc = arb_sweep(plan, &m, argc, argv);
+    {
+        /* Exit status: 0 every point passed or was skipped, 1 a point failed or the GPU
+         * became unusable, 2 bad input or setup, 130 interrupted (finished rows kept). */
+        arb_sweep_result_t res;
+        arb_status_t st = arb_sweep(plan, &m, argc, argv, &res);
+        rc = st == ARB_ERR_SYSTEM ? 1 : st != ARB_OK ? 2 : res.interrupted ? 130 : res.nfail ? 1 : 0;
+    }
 out_free:
     arb_mpi_free(&m);
 out_finalize:

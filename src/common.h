@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Error handling and logging shared by the library and the harness. */
+/* Logging shared by the library and the harness (errors: include/arbench/status.h). */
 #ifndef ARB_COMMON_H
 #define ARB_COMMON_H
 
@@ -26,27 +26,5 @@ void arb_snprintf(char *buf, size_t len, const char *fmt, ...) __attribute__((fo
 #ifdef __cplusplus
 }
 #endif
-
-/* Evaluate an arb_status_t expression; on failure log file:line and return it. */
-#define ARB_CHECK(call)                                                             \
-    do {                                                                            \
-        arb_status_t arb_check_s_ = (call);                                         \
-        if (arb_check_s_ != ARB_OK) {                                               \
-            arb_debug("%s:%d: %s -> %s", __FILE__, __LINE__, #call,                 \
-                      arb_status_str(arb_check_s_));                                \
-            return arb_check_s_;                                                    \
-        }                                                                           \
-    } while (0)
-
-/* The same, for functions that clean up: store the status in `st` and jump. */
-#define ARB_CHECK_GOTO(call, st, label)                                             \
-    do {                                                                            \
-        (st) = (call);                                                              \
-        if ((st) != ARB_OK) {                                                       \
-            arb_debug("%s:%d: %s -> %s", __FILE__, __LINE__, #call,                 \
-                      arb_status_str(st));                                          \
-            goto label;                                                             \
-        }                                                                           \
-    } while (0)
 
 #endif

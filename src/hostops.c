@@ -5,17 +5,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "arbench/status.h"
 #include "common.h"
 
-int arb_mpi_bootstrap(arb_mpi_t *m)
+arb_status_t arb_mpi_bootstrap(arb_mpi_t *m)
 {
     memset(m, 0, sizeof *m);
     if (MPI_Comm_dup(MPI_COMM_WORLD, &m->world) != MPI_SUCCESS)
-        return -1;
+        return ARB_ERR_SYSTEM;
     MPI_Comm_rank(m->world, &m->rank);
     MPI_Comm_size(m->world, &m->nranks);
     if (MPI_Comm_split_type(m->world, MPI_COMM_TYPE_SHARED, m->rank, MPI_INFO_NULL, &m->local) != MPI_SUCCESS)
-        return -1;
+        return ARB_ERR_SYSTEM;
     MPI_Comm_rank(m->local, &m->local_rank);
     MPI_Comm_size(m->local, &m->local_nranks);
     /* Node index: the rank of this node's leader among leaders. */
@@ -31,7 +32,7 @@ int arb_mpi_bootstrap(arb_mpi_t *m)
     MPI_Bcast(&node, 1, MPI_INT, 0, m->local);
     m->node = node;
     MPI_Allreduce(MPI_IN_PLACE, &m->nnodes, 1, MPI_INT, MPI_MAX, m->world);
-    return 0;
+    return ARB_OK;
 }
 
 void arb_mpi_free(arb_mpi_t *m)
@@ -67,14 +68,12 @@ static int op_barrier(void *ctx)
 static void op_log(void *ctx, const char *msg)
 {
     arb_hostops_ctx_t *c = ctx;
-    snprintf(c->last, sizeof c->last, "%s", msg);
     arb_info("%s: %s", c->tag, msg);
 }
 
 void arb_hostops_init(arb_host_ops_t *ops, arb_hostops_ctx_t *ctx, arb_mpi_t *m, const char *tag)
 {
     ctx->mpi = m;
-    ctx->last[0] = '\0';
     snprintf(ctx->tag, sizeof ctx->tag, "%s", tag);
     ops->ctx = ctx;
     ops->allgather = op_allgather;

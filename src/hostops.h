@@ -14,14 +14,13 @@ typedef struct arb_mpi {
 } arb_mpi_t;
 
 /* Duplicates the world communicator, splits it by node, numbers the nodes. */
-int arb_mpi_bootstrap(arb_mpi_t *m);
+arb_status_t arb_mpi_bootstrap(arb_mpi_t *m);
 void arb_mpi_free(arb_mpi_t *m);
 
 /* Host operations over m->world; log lines carry the plugin name from `tag`. */
 typedef struct arb_hostops_ctx {
     arb_mpi_t *mpi;
     char tag[64];
-    char last[512]; /* the plugin's last log line: the reason a call declined */
 } arb_hostops_ctx_t;
 
 void arb_hostops_init(arb_host_ops_t *ops, arb_hostops_ctx_t *ctx, arb_mpi_t *m, const char *tag);

@@ -48,7 +48,7 @@ typedef enum arb_fusion {
 typedef struct arb_inst arb_inst_t;
 
 /* Collective. Gates the plugin's capabilities against `use` (dtype, memory kind, graph
- * safety, single node, P2P), calls init with `params`, agrees on the outcome across
+ * safety, single node; peer access is the plugin's init's to check), calls init with `params`, agrees on the outcome across
  * ranks, and for the fused op allocates the composed path's scratch. ARB_DECLINE
  * (with the reason) when the plugin cannot serve this use here; *out is NULL unless
  * ARB_OK. `lp` must outlive the instance. */
@@ -60,13 +60,22 @@ const arb_plugin_t *arb_inst_plugin(const arb_inst_t *in);
 const char *arb_inst_describe(const arb_inst_t *in);
 /* The plugin's capability bits (enum arb_cap). */
 uint32_t arb_inst_caps(const arb_inst_t *in);
+/* What init was given (ranks, device, largest sizes). */
+const arb_comm_info_t *arb_inst_info(const arb_inst_t *in);
+/* The same gating as open, for calls in another `mode` by the path `fusion`: ARB_OK, or
+ * ARB_DECLINE with the reason (e.g. a graph mode for a plugin that is not graph safe,
+ * ARB_FUSION_PLUGIN for one without a fused kernel). Not collective; the same on every
+ * rank. A consumer that runs several modes opens for the first and gates the others. */
+arb_status_t arb_inst_gate(const arb_inst_t *in, arb_mode_t mode, arb_fusion_t fusion, char *why, size_t why_len);
 /* 1 when the plugin has its own fused allreduce_rmsnorm. */
 int arb_inst_has_fused(const arb_inst_t *in);
 
 /* Collective. One allocation policy for buffers that are passed to the plugin: the
  * plugin's mem_alloc when it has one (required with ARB_CAP_NEEDS_ALLOC), otherwise
- * cudaMalloc (device-memory plugins) or aligned malloc (host-memory plugins). 256-byte
- * aligned, zero-filled. */
+ * cudaMalloc (device-memory plugins) or 256-byte aligned malloc (host-memory plugins);
+ * zero-filled. For the fused op the composed path's scratch grows to the largest
+ * buffer allocated, so that x at offset o of its buffer sums into offset o of the
+ * scratch: allocate buffers before capturing graphs that use them. */
 arb_status_t arb_inst_alloc(arb_inst_t *in, size_t bytes, void **ptr, char *why, size_t why_len);
 /* Collective; frees what arb_inst_alloc returned. */
 void arb_inst_free(arb_inst_t *in, void *ptr);

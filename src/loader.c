@@ -8,32 +8,28 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "arbench/status.h"
 #include "arb_config.h"
 
-int arb_plugin_validate(const arb_plugin_t *p, const char *where, char *err, size_t err_len)
+arb_status_t arb_plugin_validate(const arb_plugin_t *p, const char *where, char *err, size_t err_len)
 {
     if (p->abi_version != ARB_PLUGIN_ABI_VERSION) {
-        snprintf(err, err_len, "%s: plugin ABI version %u, this arbench expects %u: rebuild the plugin against this arbench's include/arbench/plugin.h",
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "%s: plugin ABI version %u, this arbench expects %u: rebuild the plugin against this arbench's include/arbench/plugin.h",
                  where, p->abi_version, ARB_PLUGIN_ABI_VERSION);
-        return -1;
     }
     if (!p->name || !*p->name) {
-        snprintf(err, err_len, "%s: plugin has no name", where);
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "%s: plugin has no name", where);
     }
     if (!p->init || !p->allreduce || !p->finalize) {
-        snprintf(err, err_len, "%s: plugin '%s' lacks a mandatory callback (init, allreduce, finalize)", where, p->name);
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "%s: plugin '%s' lacks a mandatory callback (init, allreduce, finalize)", where, p->name);
     }
     if (!(p->caps & (ARB_CAP_HOST_MEMORY | ARB_CAP_DEVICE_MEMORY))) {
-        snprintf(err, err_len, "%s: plugin '%s' declares neither host nor device memory in caps", where, p->name);
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "%s: plugin '%s' declares neither host nor device memory in caps", where, p->name);
     }
     if ((p->caps & ARB_CAP_NEEDS_ALLOC) && (!p->mem_alloc || !p->mem_free)) {
-        snprintf(err, err_len, "%s: plugin '%s' needs its own allocator but has no mem_alloc/mem_free", where, p->name);
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "%s: plugin '%s' needs its own allocator but has no mem_alloc/mem_free", where, p->name);
     }
-    return 0;
+    return ARB_OK;
 }
 
 /* Appends "  path: reason\n" to the error report. */
@@ -44,18 +40,18 @@ static void note_try(char *err, size_t err_len, const char *path, const char *wh
         snprintf(err + used, err_len - used, "\n  tried %s: %s", path, why);
 }
 
-static int try_open(const char *path, arb_loaded_plugin_t *out, char *err, size_t err_len, int *found)
+static arb_status_t try_open(const char *path, arb_loaded_plugin_t *out, char *err, size_t err_len, int *found)
 {
     if (access(path, F_OK) != 0) {
         note_try(err, err_len, path, "no such file");
-        return -1;
+        return ARB_ERR_INVALID;
     }
     *found = 1;
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();
         note_try(err, err_len, path, e ? e : "dlopen failed");
-        return -1;
+        return ARB_ERR_INVALID;
     }
     dlerror();
     const arb_plugin_t *p = dlsym(h, ARB_PLUGIN_SYMBOL);
@@ -67,18 +63,18 @@ static int try_open(const char *path, arb_loaded_plugin_t *out, char *err, size_
             snprintf(why, sizeof why, "no symbol %s (not an arbench plugin, or built for another ABI)", ARB_PLUGIN_SYMBOL);
         note_try(err, err_len, path, why);
         dlclose(h);
-        return -1;
+        return ARB_ERR_INVALID;
     }
     char verr[1024];
     if (arb_plugin_validate(p, path, verr, sizeof verr)) {
         note_try(err, err_len, path, verr);
         dlclose(h);
-        return -1;
+        return ARB_ERR_INVALID;
     }
     out->handle = h;
     out->plugin = p;
     snprintf(out->path, sizeof out->path, "%s", path);
-    return 0;
+    return ARB_OK;
 }
 
 static int valid_name(const char *name)
@@ -91,7 +87,7 @@ static int valid_name(const char *name)
     return 1;
 }
 
-int arb_plugin_load(const char *name, arb_loaded_plugin_t *out, char *err, size_t err_len)
+arb_status_t arb_plugin_load(const char *name, arb_loaded_plugin_t *out, char *err, size_t err_len)
 {
     memset(out, 0, sizeof *out);
     int found = 0;
@@ -100,8 +96,7 @@ int arb_plugin_load(const char *name, arb_loaded_plugin_t *out, char *err, size_
         return try_open(name, out, err, err_len, &found);
     }
     if (!valid_name(name)) {
-        snprintf(err, err_len, "--impl '%s': a plugin name is lower-case letters, digits, '-' and '_' (or a path to a .so)", name);
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--impl '%s': a plugin name is lower-case letters, digits, '-' and '_' (or a path to a .so)", name);
     }
     int used = snprintf(err, err_len, "no plugin '%s' found (known:", name);
     for (size_t i = 0; arb_known_plugins[i] && used >= 0 && (size_t)used < err_len; i++)
@@ -116,12 +111,12 @@ int arb_plugin_load(const char *name, arb_loaded_plugin_t *out, char *err, size_
             snprintf(path, sizeof path, "%s/arb-%s.so", d, name);
             if (try_open(path, out, err, err_len, &found) == 0) {
                 free(copy);
-                return 0;
+                return ARB_OK;
             }
             snprintf(path, sizeof path, "%s/%s/arb-%s.so", d, name, name);
             if (try_open(path, out, err, err_len, &found) == 0) {
                 free(copy);
-                return 0;
+                return ARB_OK;
             }
         }
         free(copy);
@@ -130,7 +125,7 @@ int arb_plugin_load(const char *name, arb_loaded_plugin_t *out, char *err, size_
      * build several related modules). */
     snprintf(path, sizeof path, "%s/%s/arb-%s.so", ARB_BUILD_PLUGIN_DIR, name, name);
     if (try_open(path, out, err, err_len, &found) == 0)
-        return 0;
+        return ARB_OK;
     DIR *d = opendir(ARB_BUILD_PLUGIN_DIR);
     if (d) {
         struct dirent *e;
@@ -142,15 +137,15 @@ int arb_plugin_load(const char *name, arb_loaded_plugin_t *out, char *err, size_
                 continue;
             if (try_open(path, out, err, err_len, &found) == 0) {
                 closedir(d);
-                return 0;
+                return ARB_OK;
             }
         }
         closedir(d);
     }
     snprintf(path, sizeof path, "%s/arb-%s.so", ARB_INSTALL_PLUGIN_DIR, name);
     if (try_open(path, out, err, err_len, &found) == 0)
-        return 0;
-    return -1;
+        return ARB_OK;
+    return ARB_ERR_INVALID;
 }
 
 void arb_plugin_unload(arb_loaded_plugin_t *p)

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arbench/status.h"
+
 const char *const arb_mode_names[ARB_MODE_COUNT] = {"eager", "graph", "context"};
 
 const char *arb_dtype_name(arb_dtype_t d) { return d == ARB_DTYPE_FP32 ? "fp32" : "bf16"; }
@@ -50,12 +52,12 @@ void arb_plan_defaults(arb_plan_t *p)
     }
 }
 
-int arb_plan_parse_modes(const char *list, unsigned *modes, char *err, size_t err_len)
+arb_status_t arb_plan_parse_modes(const char *list, unsigned *modes, char *err, size_t err_len)
 {
     *modes = 0;
     char *copy = strdup(list), *save = NULL;
     if (!copy)
-        return -1;
+        return ARB_ERR_INVALID;
     for (char *m = strtok_r(copy, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
         int found = -1;
         for (int i = 0; i < ARB_MODE_COUNT; i++)
@@ -68,56 +70,52 @@ int arb_plan_parse_modes(const char *list, unsigned *modes, char *err, size_t er
         if (found < 0) {
             snprintf(err, err_len, "--modes: unknown mode '%s' (expected a comma-separated list of eager, graph, context, or all)", m);
             free(copy);
-            return -1;
+            return ARB_ERR_INVALID;
         }
         *modes |= 1u << found;
     }
     free(copy);
     if (!*modes) {
-        snprintf(err, err_len, "--modes: empty list (expected eager, graph, context or all)");
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--modes: empty list (expected eager, graph, context or all)");
     }
-    return 0;
+    return ARB_OK;
 }
 
-int arb_plan_parse_dtype(const char *s, arb_dtype_t *d, char *err, size_t err_len)
+arb_status_t arb_plan_parse_dtype(const char *s, arb_dtype_t *d, char *err, size_t err_len)
 {
     if (strcmp(s, "bf16") == 0)
         *d = ARB_DTYPE_BF16;
     else if (strcmp(s, "fp32") == 0)
         *d = ARB_DTYPE_FP32;
     else {
-        snprintf(err, err_len, "--dtype: unknown type '%s' (expected bf16 or fp32)", s);
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--dtype: unknown type '%s' (expected bf16 or fp32)", s);
     }
-    return 0;
+    return ARB_OK;
 }
 
-int arb_plan_parse_op(const char *s, arb_op_t *op, char *err, size_t err_len)
+arb_status_t arb_plan_parse_op(const char *s, arb_op_t *op, char *err, size_t err_len)
 {
     if (strcmp(s, "allreduce") == 0)
         *op = ARB_OP_ALLREDUCE;
     else if (strcmp(s, "allreduce_rmsnorm") == 0 || strcmp(s, "rmsnorm") == 0)
         *op = ARB_OP_ALLREDUCE_RMSNORM;
     else {
-        snprintf(err, err_len, "--op: unknown operation '%s' (expected allreduce or allreduce_rmsnorm)", s);
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--op: unknown operation '%s' (expected allreduce or allreduce_rmsnorm)", s);
     }
-    return 0;
+    return ARB_OK;
 }
 
 /* Appends spec, expanded over every '|'-separated value of its parameters, in the order
  * the values are given (the first key varies slowest). */
-static int expand_grid(arb_plan_t *p, const arb_impl_spec_t *spec, char *err, size_t err_len)
+static arb_status_t expand_grid(arb_plan_t *p, const arb_impl_spec_t *spec, char *err, size_t err_len)
 {
     const char *bar = strchr(spec->params, '|');
     if (!bar) {
         if (p->nimpls >= ARB_MAX_IMPLS) {
-            snprintf(err, err_len, "--impl: more than %d implementations (a parameter grid counts each combination)", ARB_MAX_IMPLS);
-            return -1;
+            ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--impl: more than %d implementations (a parameter grid counts each combination)", ARB_MAX_IMPLS);
         }
         p->impls[p->nimpls++] = *spec;
-        return 0;
+        return ARB_OK;
     }
     /* The item holding the first '|': from the ',' (or ':'-less start) before it to the ',' after. */
     size_t start = (size_t)(bar - spec->params);
@@ -125,8 +123,7 @@ static int expand_grid(arb_plan_t *p, const arb_impl_spec_t *spec, char *err, si
         start--;
     const char *eq = memchr(spec->params + start, '=', (size_t)(bar - spec->params) - start);
     if (!eq) {
-        snprintf(err, err_len, "--impl %s: '|' alternatives go in a value, as in blocks=8|16 (got '%s')", spec->name, spec->params);
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--impl %s: '|' alternatives go in a value, as in blocks=8|16 (got '%s')", spec->name, spec->params);
     }
     size_t vstart = (size_t)(eq + 1 - spec->params);
     size_t vend = vstart + strcspn(spec->params + vstart, ",");
@@ -134,35 +131,32 @@ static int expand_grid(arb_plan_t *p, const arb_impl_spec_t *spec, char *err, si
     while (alt < spec->params + vend) {
         size_t alen = strcspn(alt, "|,");
         if (alen == 0) {
-            snprintf(err, err_len, "--impl %s: empty alternative in '%s'", spec->name, spec->params);
-            return -1;
+            ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--impl %s: empty alternative in '%s'", spec->name, spec->params);
         }
         arb_impl_spec_t one = *spec;
         int n = snprintf(one.params, sizeof one.params, "%.*s%.*s%s", (int)vstart, spec->params, (int)alen, alt,
                          spec->params + vend);
         if (n < 0 || (size_t)n >= sizeof one.params) {
-            snprintf(err, err_len, "--impl %s: parameters too long", spec->name);
-            return -1;
+            ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--impl %s: parameters too long", spec->name);
         }
         if (expand_grid(p, &one, err, err_len))
-            return -1;
+            return ARB_ERR_INVALID;
         alt += alen;
         if (*alt == '|')
             alt++;
     }
-    return 0;
+    return ARB_OK;
 }
 
 /* "nccl,p2p:variant=oneshot-push,blocks=8" cannot be split on ',' naively: a new
  * item starts at a ',' followed by a name that has no '=' before the next ',' or ':'. */
-int arb_plan_parse_impls(const char *list, arb_plan_t *p, char *err, size_t err_len)
+arb_status_t arb_plan_parse_impls(const char *list, arb_plan_t *p, char *err, size_t err_len)
 {
     p->nimpls = 0;
     p->impls_default = 0;
     const char *s = list;
     if (!*s) {
-        snprintf(err, err_len, "--impl: empty list");
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--impl: empty list");
     }
     while (*s) {
         const char *end = s;
@@ -179,15 +173,13 @@ int arb_plan_parse_impls(const char *list, arb_plan_t *p, char *err, size_t err_
             end++;
         }
         if (p->nimpls >= ARB_MAX_IMPLS) {
-            snprintf(err, err_len, "--impl: more than %d implementations", ARB_MAX_IMPLS);
-            return -1;
+            ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--impl: more than %d implementations", ARB_MAX_IMPLS);
         }
         arb_impl_spec_t spec;
         memset(&spec, 0, sizeof spec);
         size_t nlen = (size_t)((colon ? colon : end) - s);
         if (nlen == 0 || nlen >= sizeof spec.name) {
-            snprintf(err, err_len, "--impl: bad implementation name in '%s' (expected NAME[:PARAMS][,NAME...])", list);
-            return -1;
+            ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--impl: bad implementation name in '%s' (expected NAME[:PARAMS][,NAME...])", list);
         }
         memcpy(spec.name, s, nlen);
         spec.name[nlen] = '\0';
@@ -195,38 +187,35 @@ int arb_plan_parse_impls(const char *list, arb_plan_t *p, char *err, size_t err_
         if (colon) {
             size_t plen = (size_t)(end - colon - 1);
             if (plen >= sizeof spec.params) {
-                snprintf(err, err_len, "--impl: parameters of '%s' too long", spec.name);
-                return -1;
+                ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--impl: parameters of '%s' too long", spec.name);
             }
             memcpy(spec.params, colon + 1, plen);
             spec.params[plen] = '\0';
         }
         if (expand_grid(p, &spec, err, err_len))
-            return -1;
+            return ARB_ERR_INVALID;
         s = *end ? end + 1 : end;
     }
-    return 0;
+    return ARB_OK;
 }
 
-int arb_plan_set_sizes(arb_plan_t *p, const char *list, char *err, size_t err_len)
+arb_status_t arb_plan_set_sizes(arb_plan_t *p, const char *list, char *err, size_t err_len)
 {
     char e[512];
     if (arb_parse_size_list(list, p->sizes, ARB_MAX_SIZES, &p->nsizes, e, sizeof e)) {
-        snprintf(err, err_len, "--sizes: %s", e);
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--sizes: %s", e);
     }
     memset(p->tokens, 0, sizeof p->tokens);
-    return 0;
+    return ARB_OK;
 }
 
-int arb_plan_set_tokens(arb_plan_t *p, const char *list, char *err, size_t err_len)
+arb_status_t arb_plan_set_tokens(arb_plan_t *p, const char *list, char *err, size_t err_len)
 {
     unsigned toks[ARB_MAX_SIZES];
     size_t n = 0;
     char e[512];
     if (arb_parse_uint_list(list, toks, ARB_MAX_SIZES, &n, e, sizeof e)) {
-        snprintf(err, err_len, "--tokens: %s", e);
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--tokens: %s", e);
     }
     /* Element size is applied in arb_plan_finish, once the dtype is known. */
     for (size_t i = 0; i < n; i++) {
@@ -234,7 +223,7 @@ int arb_plan_set_tokens(arb_plan_t *p, const char *list, char *err, size_t err_l
         p->sizes[i] = 0;
     }
     p->nsizes = n;
-    return 0;
+    return ARB_OK;
 }
 
 static int cmp_size_tok(const void *a, const void *b)
@@ -243,16 +232,14 @@ static int cmp_size_tok(const void *a, const void *b)
     return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
-int arb_plan_finish(arb_plan_t *p, char *err, size_t err_len)
+arb_status_t arb_plan_finish(arb_plan_t *p, char *err, size_t err_len)
 {
     size_t elt = arb_dtype_size(p->dtype);
     if (p->op == ARB_OP_ALLREDUCE_RMSNORM && p->dtype != ARB_DTYPE_BF16) {
-        snprintf(err, err_len, "--op allreduce_rmsnorm: only --dtype bf16 is supported");
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--op allreduce_rmsnorm: only --dtype bf16 is supported");
     }
     if (p->hidden == 0) {
-        snprintf(err, err_len, "--hidden: expected a positive integer");
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--hidden: expected a positive integer");
     }
     size_t pairs[ARB_MAX_SIZES][2];
     size_t n = 0;
@@ -260,14 +247,12 @@ int arb_plan_finish(arb_plan_t *p, char *err, size_t err_len)
         size_t bytes = p->tokens[i] ? (size_t)p->tokens[i] * p->hidden * elt : p->sizes[i];
         if (p->op == ARB_OP_ALLREDUCE_RMSNORM && !p->tokens[i]) {
             if (bytes % ((size_t)p->hidden * elt)) {
-                snprintf(err, err_len, "--sizes: %zu bytes is not a whole number of %u-wide bf16 rows; give --tokens for --op allreduce_rmsnorm", bytes, p->hidden);
-                return -1;
+                ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--sizes: %zu bytes is not a whole number of %u-wide bf16 rows; give --tokens for --op allreduce_rmsnorm", bytes, p->hidden);
             }
             p->tokens[i] = (unsigned)(bytes / ((size_t)p->hidden * elt));
         }
         if (bytes == 0 || bytes % elt) {
-            snprintf(err, err_len, "--sizes: %zu bytes is not a whole number of %s elements (%zu bytes each)", bytes, arb_dtype_name(p->dtype), elt);
-            return -1;
+            ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--sizes: %zu bytes is not a whole number of %s elements (%zu bytes each)", bytes, arb_dtype_name(p->dtype), elt);
         }
         int dup = 0;
         for (size_t j = 0; j < n; j++)
@@ -289,10 +274,9 @@ int arb_plan_finish(arb_plan_t *p, char *err, size_t err_len)
     }
     p->nsizes = n;
     if (p->iters == 0 || p->graph_ops == 0 || p->graph_replays == 0) {
-        snprintf(err, err_len, "--iters, --graph-ops and --graph-replays must be positive");
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--iters, --graph-ops and --graph-replays must be positive");
     }
-    return 0;
+    return ARB_OK;
 }
 
 size_t arb_plan_canonical(const arb_plan_t *p, char *buf, size_t len)

@@ -46,6 +46,7 @@ typedef struct arb_plan {
     float eps;                    /* RMSNorm epsilon */
     int check;                    /* 0: --no-check (points recorded as check=skip) */
     char out[4096];
+    int append;                   /* --append: add rows to an existing --out file (else refused) */
     int bind;                     /* bind ranks to CPUs near their GPU */
     int host_only;                /* --host: run host backends even where GPUs exist */
 } arb_plan_t;
@@ -59,17 +60,17 @@ const char *arb_op_name(arb_op_t op);
  * token multiples 1,2,3,4,6,8,12,16,24,32,48,64 of hidden 7168, all three modes, bf16. */
 void arb_plan_defaults(arb_plan_t *p);
 
-int arb_plan_parse_modes(const char *list, unsigned *modes, char *err, size_t err_len);
-int arb_plan_parse_dtype(const char *s, arb_dtype_t *d, char *err, size_t err_len);
-int arb_plan_parse_op(const char *s, arb_op_t *op, char *err, size_t err_len);
+arb_status_t arb_plan_parse_modes(const char *list, unsigned *modes, char *err, size_t err_len);
+arb_status_t arb_plan_parse_dtype(const char *s, arb_dtype_t *d, char *err, size_t err_len);
+arb_status_t arb_plan_parse_op(const char *s, arb_op_t *op, char *err, size_t err_len);
 /* "nccl,p2p:variant=oneshot-push,blocks=8|16|24" -> one spec per implementation and per
  * combination of '|'-separated parameter values (a tuning grid). */
-int arb_plan_parse_impls(const char *list, arb_plan_t *p, char *err, size_t err_len);
+arb_status_t arb_plan_parse_impls(const char *list, arb_plan_t *p, char *err, size_t err_len);
 /* Sets sizes from a size list (tokens 0) or from tokens x hidden x element size. */
-int arb_plan_set_sizes(arb_plan_t *p, const char *list, char *err, size_t err_len);
-int arb_plan_set_tokens(arb_plan_t *p, const char *list, char *err, size_t err_len);
+arb_status_t arb_plan_set_sizes(arb_plan_t *p, const char *list, char *err, size_t err_len);
+arb_status_t arb_plan_set_tokens(arb_plan_t *p, const char *list, char *err, size_t err_len);
 /* Sorts sizes ascending and checks every size is a whole number of elements. */
-int arb_plan_finish(arb_plan_t *p, char *err, size_t err_len);
+arb_status_t arb_plan_finish(arb_plan_t *p, char *err, size_t err_len);
 
 /* Canonical text of the plan (what every rank must agree on) and its 64-bit hash. */
 size_t arb_plan_canonical(const arb_plan_t *p, char *buf, size_t len);

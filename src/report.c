@@ -20,12 +20,39 @@ struct arb_report_best {
     arb_refs_t refs;    /* floor and baseline (names copied into the arrays above) */
 };
 
+int arb_progress_rule(const char *force, const char *ci, int under_launcher, int stdout_tty,
+                      const char *launcher_stdout)
+{
+    if (force && (!strcmp(force, "0") || !strcmp(force, "1")))
+        return force[0] == '1';
+    if (ci && *ci)
+        return 0;
+    if (under_launcher)
+        return launcher_stdout && (!strncmp(launcher_stdout, "/dev/pts/", 9) || !strncmp(launcher_stdout, "/dev/tty", 8));
+    return stdout_tty;
+}
+
+int arb_progress_wanted(void)
+{
+    const char *launcher_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"};
+    int under = 0;
+    for (size_t i = 0; i < sizeof launcher_vars / sizeof launcher_vars[0]; i++)
+        under |= getenv(launcher_vars[i]) != NULL;
+    char link[64], target[512];
+    const char *launcher_stdout = NULL;
+    snprintf(link, sizeof link, "/proc/%ld/fd/1", (long)getppid());
+    ssize_t n = under ? readlink(link, target, sizeof target - 1) : -1;
+    if (n > 0) {
+        target[n] = '\0';
+        launcher_stdout = target;
+    }
+    return arb_progress_rule(getenv("ARBENCH_PROGRESS"), getenv("CI"), under, isatty(STDOUT_FILENO), launcher_stdout);
+}
+
 void arb_report_init(arb_report_t *r, size_t total)
 {
     memset(r, 0, sizeof *r);
-    const char *ci = getenv("CI");
-    /* stdout, not stderr: under mpirun only stdout reaches the terminal as a tty. */
-    r->progress = isatty(STDOUT_FILENO) && !(ci && *ci);
+    r->progress = arb_progress_wanted();
     r->total = total;
 }
 

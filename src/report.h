@@ -10,7 +10,7 @@
 typedef struct arb_report_best arb_report_best_t;
 
 typedef struct arb_report {
-    int progress;     /* stdout is a terminal and not CI */
+    int progress;     /* live progress on stdout: arb_progress_wanted() */
     size_t done, total;
     int header_printed;
     arb_report_best_t *best; /* per (fusion, mode, bytes): for the closing summary */
@@ -27,6 +27,25 @@ typedef struct arb_report_line {
     double floor_ratio; /* median / floor median, 0 when no floor */
     const char *floor_name;
 } arb_report_line_t;
+
+/*
+ * Live progress ("\r", ESC[K) only where a person watches a terminal, so that a log
+ * file never gets escape sequences. The rule, first match wins:
+ *  - ARBENCH_PROGRESS=1 or 0 forces it on or off;
+ *  - CI set and not empty: off;
+ *  - under an MPI launcher (OMPI_COMM_WORLD_SIZE, PMIX_RANK or PMI_RANK set): the rank's
+ *    own stdout is a pseudo-terminal that Open MPI creates and forwards to wherever
+ *    mpirun's output goes, so it says nothing; what counts is the launcher's stdout,
+ *    the parent process's fd 1 (/proc/PPID/fd/1; Open MPI 4 starts local ranks as
+ *    mpirun's children): on only when that is a terminal device (/dev/pts/N, /dev/ttyN);
+ *    unknown (a remote daemon, no /proc) is off;
+ *  - otherwise: on when stdout is a terminal.
+ */
+int arb_progress_wanted(void);
+/* The rule on given facts (tests): force and ci are the variables' values or NULL;
+ * launcher_stdout is what /proc/PPID/fd/1 links to, NULL when unknown. */
+int arb_progress_rule(const char *force, const char *ci, int under_launcher, int stdout_tty,
+                      const char *launcher_stdout);
 
 void arb_report_init(arb_report_t *r, size_t total);
 void arb_report_progress(arb_report_t *r, const char *what);

@@ -10,7 +10,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include "common.h"
+#include "arbench/status.h"
 
 namespace {
 
@@ -162,27 +162,19 @@ void launch(void *residual, const void *sum, const void *weight, void *out, unsi
 
 extern "C" arb_status_t arb_rmsnorm_residual_launch(void *residual, const void *sum, const void *weight,
                                                     void *out, unsigned tokens, unsigned hidden, float eps,
-                                                    void *stream)
+                                                    void *stream, char *why, size_t why_len)
 {
-    if (hidden == 0) {
-        arb_err("rmsnorm: hidden is 0; expected the row length in elements, >= 1");
-        return ARB_ERR_INVALID;
-    }
-    if (!(eps >= 0.0f) || std::isinf(eps)) {
-        arb_err("rmsnorm: eps %g is not a finite number >= 0", (double)eps);
-        return ARB_ERR_INVALID;
-    }
+    if (hidden == 0)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "rmsnorm: hidden is 0; expected the row length in elements, >= 1");
+    if (!(eps >= 0.0f) || std::isinf(eps))
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "rmsnorm: eps %g is not a finite number >= 0", (double)eps);
     if (tokens == 0)
         return ARB_OK;
-    if (tokens > (unsigned)INT_MAX) {
-        arb_err("rmsnorm: tokens %u exceeds the grid limit of %d rows", tokens, INT_MAX);
-        return ARB_ERR_INVALID;
-    }
-    if (!residual || !sum || !weight || !out) {
-        arb_err("rmsnorm: NULL buffer (residual %p, sum %p, weight %p, out %p); expected device pointers",
-                residual, sum, weight, out);
-        return ARB_ERR_INVALID;
-    }
+    if (tokens > (unsigned)INT_MAX)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "rmsnorm: tokens %u exceeds the grid limit of %d rows", tokens, INT_MAX);
+    if (!residual || !sum || !weight || !out)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "rmsnorm: NULL buffer (residual %p, sum %p, weight %p, out %p); expected device pointers",
+                  residual, sum, weight, out);
 
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     switch (pick_vec(residual, sum, weight, out, hidden)) {
@@ -191,14 +183,11 @@ extern "C" arb_status_t arb_rmsnorm_residual_launch(void *residual, const void *
     case 2: launch<2>(residual, sum, weight, out, tokens, hidden, eps, s); break;
     default: launch<1>(residual, sum, weight, out, tokens, hidden, eps, s); break;
     }
+    /* No device or no driver is a system error here, not a decline: the caller already
+     * holds device buffers, so the device was there. */
     const cudaError_t e = cudaGetLastError();
-    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
-        arb_err("no CUDA device visible: rmsnorm kernel launch failed: %s", cudaGetErrorString(e));
-        return ARB_ERR_SYSTEM;
-    }
-    if (e != cudaSuccess) {
-        arb_err("rmsnorm: kernel launch (%u tokens x %u hidden) failed: %s", tokens, hidden, cudaGetErrorString(e));
-        return ARB_ERR_SYSTEM;
-    }
+    if (e != cudaSuccess)
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "rmsnorm: kernel launch (%u tokens x %u hidden) failed: %s", tokens, hidden,
+                  cudaGetErrorString(e));
     return ARB_OK;
 }

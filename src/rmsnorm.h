@@ -65,6 +65,15 @@ void arb_rmsnorm_reference(const uint16_t *const *x, int nranks, const uint16_t 
 /* Counts elements of got (bf16) outside the tolerance of ref; NaN always counts. */
 size_t arb_rmsnorm_count_wrong(const uint16_t *got, const double *ref, size_t n, double rtol);
 
+/* The host twin of arb_rmsnorm_residual_launch for host-memory all-reduces (the
+ * composed fused op of host plugins), with the device kernel's arithmetic: fp32 sums,
+ * the residual rounded to bf16 as stored, the mean of squares of the stored residual
+ * in fp32, one rounding of the output. ARB_ERR_INVALID (with the reason) for hidden
+ * == 0, NULL pointers when tokens > 0, or eps negative or not finite. */
+arb_status_t arb_rmsnorm_residual_host(uint16_t *residual, const uint16_t *sum, const uint16_t *weight,
+                                       uint16_t *out, unsigned tokens, unsigned hidden, float eps,
+                                       char *why, size_t why_len);
+
 /* Built only with CUDA.
  * residual[t,:] += sum[t,:] (rounded to bf16); out[t,:] = rmsnorm(residual[t,:]) * weight.
  * All bf16; fp32 arithmetic; one block per token. Enqueued on stream (cudaStream_t);
@@ -72,10 +81,10 @@ size_t arb_rmsnorm_count_wrong(const uint16_t *got, const double *ref, size_t n,
  * (16-byte vectors where hidden and the pointers allow). out must not overlap
  * residual or weight. tokens == 0 enqueues nothing. Returns ARB_ERR_INVALID for
  * hidden == 0, NULL pointers, tokens > 2^31-1 or eps negative or not finite;
- * ARB_ERR_SYSTEM (logged) when the launch fails. */
+ * ARB_ERR_SYSTEM when the launch fails; the reason in why. */
 arb_status_t arb_rmsnorm_residual_launch(void *residual, const void *sum, const void *weight,
                                          void *out, unsigned tokens, unsigned hidden, float eps,
-                                         void *stream);
+                                         void *stream, char *why, size_t why_len);
 
 #ifdef __cplusplus
 }

@@ -39,6 +39,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "arbench/status.h"
 #include "common.h"
 
 #define BF16_QNAN 0x7FC0u
@@ -168,4 +169,30 @@ size_t arb_rmsnorm_count_wrong(const uint16_t *got, const double *ref, size_t n,
             wrong++;
     }
     return wrong;
+}
+
+arb_status_t arb_rmsnorm_residual_host(uint16_t *residual, const uint16_t *sum, const uint16_t *weight,
+                                       uint16_t *out, unsigned tokens, unsigned hidden, float eps,
+                                       char *why, size_t why_len)
+{
+    if (hidden == 0)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "rmsnorm: hidden is 0; expected the row length in elements, >= 1");
+    if (!(eps >= 0.0f) || isinf(eps))
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "rmsnorm: eps %g is not a finite number >= 0", (double)eps);
+    if (tokens && (!residual || !sum || !weight || !out))
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "rmsnorm: NULL buffer; expected host pointers");
+    for (unsigned t = 0; t < tokens; t++) {
+        size_t row = (size_t)t * hidden;
+        float sum_sq = 0.0f;
+        for (unsigned h = 0; h < hidden; h++) {
+            uint16_t stored = arb_f32_to_bf16(arb_bf16_to_f32(residual[row + h]) + arb_bf16_to_f32(sum[row + h]));
+            residual[row + h] = stored;
+            float v = arb_bf16_to_f32(stored);
+            sum_sq += v * v;
+        }
+        float inv_rms = 1.0f / sqrtf(sum_sq / (float)hidden + eps);
+        for (unsigned h = 0; h < hidden; h++)
+            out[row + h] = arb_f32_to_bf16(arb_bf16_to_f32(residual[row + h]) * inv_rms * arb_bf16_to_f32(weight[h]));
+    }
+    return ARB_OK;
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A runner owns one plugin instance's buffers and streams and measures points:
- * check first (exact for allreduce, float64 reference for the fused op), then time
- * in the point's mode. Host and GPU runners share this interface; everything
- * cross-rank (max over ranks, agreement) happens in sweep.c.
+ * A runner measures points on one plugin instance (instance.h): it allocates its
+ * buffers through the instance, checks first (exact for allreduce, float64 reference
+ * for the fused op), then times in the point's mode. Capability gating is the
+ * instance's (arb_inst_gate, before run); everything cross-rank (max over ranks,
+ * agreement) happens in the sweep. Host and GPU runners share this interface.
  */
 #ifndef ARB_RUNNER_H
 #define ARB_RUNNER_H
@@ -11,22 +12,18 @@
 #include <stddef.h>
 
 #include "arbench/plugin.h"
+#include "gpu_device.h"
+#include "instance.h"
 #include "plan.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct arb_instance {
-    const arb_plugin_t *plugin;
-    void *state;
-    const arb_comm_info_t *info;
-    const arb_host_ops_t *ops;
-} arb_instance_t;
-
 typedef struct arb_point {
     arb_op_t op;
-    int fused;           /* op == ALLREDUCE_RMSNORM: 1 = the plugin's fused callback, 0 = allreduce + our kernel */
+    arb_fusion_t fusion; /* op == ALLREDUCE_RMSNORM: ARB_FUSION_PLUGIN (the plugin's fused kernel) or
+                          * ARB_FUSION_COMPOSED (allreduce + our kernel) */
     arb_dtype_t dtype;
     arb_mode_t mode;
     size_t bytes;        /* per rank */
@@ -56,9 +53,9 @@ typedef struct arb_runner arb_runner_t;
 
 typedef struct arb_runner_ops {
     const char *backend; /* "host" or "cuda" */
-    /* Allocates buffers for points up to max_bytes (allreduce) or max_tokens x hidden (fused). */
-    arb_status_t (*create)(const arb_instance_t *inst, const arb_plan_t *plan, size_t max_bytes,
-                           arb_runner_t **out, char *why, size_t why_len);
+    /* Collective: allocates buffers (arb_inst_alloc) for points up to max_bytes per rank. */
+    arb_status_t (*create)(arb_inst_t *inst, const arb_plan_t *plan, size_t max_bytes, arb_runner_t **out,
+                           char *why, size_t why_len);
     arb_status_t (*run)(arb_runner_t *r, const arb_point_t *pt, arb_point_out_t *out);
     void (*destroy)(arb_runner_t *r);
 } arb_runner_ops_t;
@@ -66,21 +63,27 @@ typedef struct arb_runner_ops {
 extern const arb_runner_ops_t arb_runner_host;
 extern const arb_runner_ops_t arb_runner_gpu; /* create returns ARB_DECLINE without CUDA */
 
-/* GPU discovery for the harness. Returns the number of visible devices, 0 with a
- * reason in why when none (no driver, no device, CUDA not built). */
-int arb_gpu_count(char *why, size_t why_len);
+/* The buffers of a runner's points, from arb_inst_alloc: ARB_ROT slots of `stride` bytes
+ * each for send/recv (allreduce) or x/res/out (fused op, plus one weight row). */
+typedef struct arb_runner_bufs {
+    size_t stride;
+    unsigned char *send, *recv;            /* allreduce; NULL for the fused op */
+    unsigned char *x, *res, *out, *weight; /* fused op; NULL for allreduce */
+} arb_runner_bufs_t;
 
-typedef struct arb_gpu_info {
-    char name[128];
-    char sm[16];       /* "9.0" */
-    char driver[64];   /* "580.159.04 (CUDA 13.0)" */
-    char cuda[32];     /* runtime version "13.0" */
-    char bus_id[32];
-    int sm_count;
-} arb_gpu_info_t;
+/* Collective (every rank the same sizes in the same order). x first: the composed
+ * path's scratch mirrors its layout (instance.h). On failure frees what it got. */
+arb_status_t arb_runner_bufs_alloc(arb_inst_t *inst, const arb_plan_t *plan, size_t max_bytes, arb_runner_bufs_t *b,
+                                   char *why, size_t why_len);
+/* Collective. */
+void arb_runner_bufs_free(arb_inst_t *inst, arb_runner_bufs_t *b);
 
-/* Makes `device` current and describes it. */
-arb_status_t arb_gpu_select(int device, arb_gpu_info_t *info, char *why, size_t why_len);
+/* Buffer slots the calls rotate through; slot k sits at k * stride + 16 * (k % 4), so
+ * pointers shift between calls (both runners). */
+#define ARB_ROT 4u
+static inline size_t arb_slot_off(size_t stride, unsigned k) { return (size_t)k * stride + 16u * (k % 4u); }
+/* Bytes between slots for payloads up to max_bytes. */
+static inline size_t arb_slot_stride(size_t max_bytes) { return (max_bytes + 64 + 255) & ~(size_t)255; }
 
 /* Exact-check pattern: rank r's element i for a given salt, a small integer in [-4, 4];
  * the sum over n ranks is exact in bf16 for n <= 64. */

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Built without CUDA: the GPU runner declines and no device is ever visible. */
-#include "common.h"
+#include <stdio.h>
+
+#include "arbench/status.h"
 #include "runner.h"
 
 int arb_gpu_count(char *why, size_t why_len)
 {
-    arb_snprintf(why, why_len, "arbench was built without CUDA (no nvcc at configure time, or -Dcuda=disabled)");
+    snprintf(why, why_len, "arbench was built without CUDA (no nvcc at configure time, or -Dcuda=disabled)");
     return 0;
 }
 
@@ -13,19 +15,17 @@ arb_status_t arb_gpu_select(int device, arb_gpu_info_t *info, char *why, size_t 
 {
     (void)device;
     (void)info;
-    arb_snprintf(why, why_len, "arbench was built without CUDA");
-    return ARB_DECLINE;
+    ARB_RAISE(ARB_DECLINE, why, why_len, "arbench was built without CUDA");
 }
 
-static arb_status_t none_create(const arb_instance_t *inst, const arb_plan_t *plan, size_t max_bytes,
-                                arb_runner_t **out, char *why, size_t why_len)
+static arb_status_t none_create(arb_inst_t *inst, const arb_plan_t *plan, size_t max_bytes, arb_runner_t **out,
+                                char *why, size_t why_len)
 {
     (void)inst;
     (void)plan;
     (void)max_bytes;
     (void)out;
-    arb_snprintf(why, why_len, "arbench was built without CUDA");
-    return ARB_DECLINE;
+    ARB_RAISE(ARB_DECLINE, why, why_len, "arbench was built without CUDA");
 }
 
 static arb_status_t none_run(arb_runner_t *r, const arb_point_t *pt, arb_point_out_t *out)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The host runner: host buffers, eager mode only, wall-clock timing per call. */
+/* The host runner: host buffers from the instance, eager mode only, wall-clock timing
+ * per call; allreduce checked exactly, the fused op against the float64 reference. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -7,15 +8,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "arbench/status.h"
+#include "check_fused.h"
 #include "common.h"
+#include "rmsnorm.h"
 #include "runner.h"
 
-#define ROT 4 /* buffer slots the calls rotate through */
-
 struct arb_runner {
-    arb_instance_t inst;
-    size_t stride; /* bytes between slots */
-    unsigned char *send, *recv;
+    arb_inst_t *inst;
+    const arb_comm_info_t *info;
+    arb_runner_bufs_t b; /* slotted buffers (runner.h) */
     double *samples;
     size_t cap_samples;
 };
@@ -27,51 +29,32 @@ static double now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-/* Slot k sits at k * stride + 16 * (k % 4): pointers shift between calls. */
-static size_t slot_off(const struct arb_runner *r, unsigned k) { return (size_t)k * r->stride + 16u * (k % 4u); }
+static size_t slot(const struct arb_runner *r, unsigned k) { return arb_slot_off(r->b.stride, k); }
 
-static void *host_alloc(struct arb_runner *r, size_t bytes)
+static void host_destroy(arb_runner_t *r)
 {
-    if (r->inst.plugin->caps & ARB_CAP_NEEDS_ALLOC)
-        return r->inst.plugin->mem_alloc(r->inst.state, bytes);
-    void *p = NULL;
-    return posix_memalign(&p, 64, bytes) == 0 ? p : NULL;
-}
-
-static void host_free(struct arb_runner *r, void *p)
-{
-    if (!p)
+    if (!r)
         return;
-    if (r->inst.plugin->caps & ARB_CAP_NEEDS_ALLOC)
-        r->inst.plugin->mem_free(r->inst.state, p);
-    else
-        free(p);
+    arb_runner_bufs_free(r->inst, &r->b);
+    free(r->samples);
+    free(r);
 }
 
-static arb_status_t host_create(const arb_instance_t *inst, const arb_plan_t *plan, size_t max_bytes,
-                                arb_runner_t **out, char *why, size_t why_len)
+static arb_status_t host_create(arb_inst_t *inst, const arb_plan_t *plan, size_t max_bytes, arb_runner_t **out,
+                                char *why, size_t why_len)
 {
-    if (!(inst->plugin->caps & ARB_CAP_HOST_MEMORY)) {
-        arb_snprintf(why, why_len, "%s works on device memory; the host runner needs a host plugin", inst->plugin->name);
-        return ARB_DECLINE;
-    }
-    (void)plan;
+    arb_status_t st = ARB_OK;
     struct arb_runner *r = calloc(1, sizeof *r);
     if (!r)
-        return ARB_ERR_SYSTEM;
-    r->inst = *inst;
-    r->stride = (max_bytes + 64 + 255) & ~(size_t)255;
-    r->send = host_alloc(r, r->stride * ROT);
-    r->recv = host_alloc(r, r->stride * ROT);
-    if (!r->send || !r->recv) {
-        arb_snprintf(why, why_len, "cannot allocate 2 x %zu bytes of host buffers", r->stride * ROT);
-        host_free(r, r->send);
-        host_free(r, r->recv);
-        free(r);
-        return ARB_ERR_SYSTEM;
-    }
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "out of host memory for the host runner");
+    r->inst = inst;
+    r->info = arb_inst_info(inst);
+    ARB_TRY_GOTO(st, arb_runner_bufs_alloc(inst, plan, max_bytes, &r->b, why, why_len), err_destroy);
     *out = r;
     return ARB_OK;
+err_destroy:
+    host_destroy(r);
+    return st;
 }
 
 static void put(unsigned char *buf, size_t i, arb_dtype_t dt, float v)
@@ -100,66 +83,95 @@ static float get(const unsigned char *buf, size_t i, arb_dtype_t dt)
     return v;
 }
 
-static arb_status_t host_check(struct arb_runner *r, const arb_point_t *pt, arb_point_out_t *out)
+/* One call on slot k; the plugin's reason in why. */
+static arb_status_t call(struct arb_runner *r, const arb_point_t *pt, unsigned k, char *why, size_t why_len)
 {
-    const arb_comm_info_t *info = r->inst.info;
+    size_t off = slot(r, k);
+    if (pt->op == ARB_OP_ALLREDUCE)
+        return arb_inst_allreduce(r->inst, r->b.send + off, r->b.recv + off, pt->count, pt->dtype, NULL, why, why_len);
+    arb_rmsnorm_args_t a = {r->b.x + off, r->b.res + off, r->b.weight, r->b.out + off, pt->tokens, pt->hidden, pt->eps};
+    return arb_inst_allreduce_rmsnorm(r->inst, &a, pt->fusion, NULL, NULL, why, why_len);
+}
+
+static arb_status_t check_allreduce(struct arb_runner *r, const arb_point_t *pt, arb_point_out_t *out)
+{
     for (unsigned k = 0; k < 2; k++) {
-        unsigned char *s = r->send + slot_off(r, k), *d = r->recv + slot_off(r, k);
+        unsigned char *s = r->b.send + slot(r, k), *d = r->b.recv + slot(r, k);
         for (size_t i = 0; i < pt->count; i++) {
-            put(s, i, pt->dtype, (float)arb_pattern(i, info->rank, pt->salt + k));
+            put(s, i, pt->dtype, (float)arb_pattern(i, r->info->rank, pt->salt + k));
             put(d, i, pt->dtype, NAN);
         }
-        arb_status_t st = r->inst.plugin->allreduce(r->inst.state, s, d, pt->count, pt->dtype, NULL, out->why, sizeof out->why);
-        if (st != ARB_OK)
-            return st;
+        ARB_TRY(call(r, pt, k, out->why, sizeof out->why));
         for (size_t i = 0; i < pt->count; i++) {
             int expect = 0;
-            for (int q = 0; q < info->nranks; q++)
+            for (int q = 0; q < r->info->nranks; q++)
                 expect += arb_pattern(i, q, pt->salt + k);
             float got = get(d, i, pt->dtype);
             if (!(got == (float)expect)) /* NaN never passes */
                 out->wrong++;
         }
     }
-    out->checked = 1;
     return ARB_OK;
+}
+
+static arb_status_t check_fused(struct arb_runner *r, const arb_point_t *pt, arb_point_out_t *out)
+{
+    size_t n = (size_t)pt->tokens * pt->hidden;
+    arb_fused_check_t c;
+    ARB_TRY(arb_fused_check_init(&c, r->info->nranks, pt->tokens, pt->hidden, pt->eps, out->why, sizeof out->why));
+    arb_status_t st = ARB_OK;
+    arb_fused_fill_weight((uint16_t *)r->b.weight, pt->hidden, pt->salt);
+    for (unsigned k = 0; k < 2 && st == ARB_OK; k++) {
+        uint16_t *x = (uint16_t *)(r->b.x + slot(r, k)), *res = (uint16_t *)(r->b.res + slot(r, k));
+        uint16_t *o = (uint16_t *)(r->b.out + slot(r, k));
+        arb_fused_fill_x(x, n, pt->salt, k, r->info->rank);
+        arb_fused_fill_residual(res, n, pt->salt, k);
+        for (size_t i = 0; i < n; i++)
+            o[i] = 0x7fc0u; /* NaN: an output never written fails */
+        st = call(r, pt, k, out->why, sizeof out->why);
+        if (st == ARB_OK)
+            out->wrong += arb_fused_check_slot(&c, pt->salt, k, res, o, &out->out_hash);
+    }
+    out->tolerance = ARB_RMSNORM_RTOL;
+    arb_fused_check_free(&c);
+    return st;
 }
 
 static arb_status_t host_run(arb_runner_t *r, const arb_point_t *pt, arb_point_out_t *out)
 {
-    if (pt->mode != ARB_MODE_EAGER) {
-        arb_snprintf(out->why, sizeof out->why, "%s mode needs a GPU backend (host backend: eager only)", arb_mode_names[pt->mode]);
-        return out->status = ARB_DECLINE;
-    }
-    if (pt->op != ARB_OP_ALLREDUCE) {
-        arb_snprintf(out->why, sizeof out->why, "%s needs a GPU backend", arb_op_name(pt->op));
-        return out->status = ARB_DECLINE;
-    }
-    if (pt->check) {
-        arb_status_t st = host_check(r, pt, out);
+    out->why[0] = '\0';
+    if (pt->check && !(arb_inst_caps(r->inst) & ARB_CAP_REFERENCE)) {
+        arb_status_t st = pt->op == ARB_OP_ALLREDUCE ? check_allreduce(r, pt, out) : check_fused(r, pt, out);
         if (st != ARB_OK) {
-            arb_snprintf(out->why, sizeof out->why, "allreduce failed during the check: %s", arb_status_str(st));
+            if (st != ARB_DECLINE) {
+                char call_why[400];
+                snprintf(call_why, sizeof call_why, "%.399s", out->why);
+                snprintf(out->why, sizeof out->why, "%s failed during the check: %s: %.400s", arb_op_name(pt->op),
+                         arb_status_str(st), call_why);
+            }
             return out->status = st;
         }
+        out->checked = 1;
     }
     if (r->cap_samples < pt->iters) {
         free(r->samples);
         r->samples = malloc(pt->iters * sizeof *r->samples);
         if (!r->samples) {
             r->cap_samples = 0;
+            snprintf(out->why, sizeof out->why, "out of host memory for %u samples", pt->iters);
             return out->status = ARB_ERR_SYSTEM;
         }
         r->cap_samples = pt->iters;
     }
     for (unsigned i = 0; i < pt->warmup + pt->iters; i++) {
-        unsigned k = i % ROT;
+        unsigned k = i % ARB_ROT;
         double t0 = now_us();
         char call_why[400] = "";
-        arb_status_t st = r->inst.plugin->allreduce(r->inst.state, r->send + slot_off(r, k), r->recv + slot_off(r, k),
-                                                    pt->count, pt->dtype, NULL, call_why, sizeof call_why);
+        arb_status_t st = call(r, pt, k, call_why, sizeof call_why);
         double t1 = now_us();
         if (st != ARB_OK) {
-            arb_snprintf(out->why, sizeof out->why, "allreduce failed at iteration %u: %s: %s", i, arb_status_str(st), call_why);
+            snprintf(out->why, sizeof out->why, "%s failed at iteration %u: %s: %s", arb_op_name(pt->op), i,
+                     arb_status_str(st), call_why);
             return out->status = st;
         }
         if (i >= pt->warmup)
@@ -167,18 +179,8 @@ static arb_status_t host_run(arb_runner_t *r, const arb_point_t *pt, arb_point_o
     }
     out->samples = r->samples;
     out->nsamples = pt->iters;
-    arb_snprintf(out->timing, sizeof out->timing, "wallclock_per_call");
+    snprintf(out->timing, sizeof out->timing, "wallclock_per_call");
     return out->status = ARB_OK;
-}
-
-static void host_destroy(arb_runner_t *r)
-{
-    if (!r)
-        return;
-    host_free(r, r->send);
-    host_free(r, r->recv);
-    free(r->samples);
-    free(r);
 }
 
 const arb_runner_ops_t arb_runner_host = {

@@ -8,15 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-int arb_parse_size(const char *s, size_t *bytes)
+#include "arbench/status.h"
+
+arb_status_t arb_parse_size(const char *s, size_t *bytes)
 {
     if (!s || !isdigit((unsigned char)*s))
-        return -1;
+        return ARB_ERR_INVALID;
     errno = 0;
     char *end;
     unsigned long long v = strtoull(s, &end, 10);
     if (errno)
-        return -1;
+        return ARB_ERR_INVALID;
     unsigned long long mult = 1;
     switch (toupper((unsigned char)*end)) {
     case 'K': mult = 1ull << 10; end++; break;
@@ -29,26 +31,26 @@ int arb_parse_size(const char *s, size_t *bytes)
     if (toupper((unsigned char)*end) == 'B')
         end++;
     if (*end != '\0')
-        return -1;
+        return ARB_ERR_INVALID;
     if (v > SIZE_MAX / mult)
-        return -1;
+        return ARB_ERR_INVALID;
     *bytes = (size_t)(v * mult);
-    return 0;
+    return ARB_OK;
 }
 
-static int push_unique(size_t *out, size_t cap, size_t *n, size_t v)
+static arb_status_t push_unique(size_t *out, size_t cap, size_t *n, size_t v)
 {
     for (size_t i = 0; i < *n; i++)
         if (out[i] == v)
-            return 0;
+            return ARB_OK;
     if (*n >= cap)
-        return -1;
+        return ARB_ERR_INVALID;
     out[(*n)++] = v;
-    return 0;
+    return ARB_OK;
 }
 
 /* Expands "a:b[:step]" where step is "+S" / "S" (additive) or "xF" (factor). */
-static int expand_range(char *item, int want_size, size_t *out, size_t cap, size_t *n,
+static arb_status_t expand_range(char *item, int want_size, size_t *out, size_t cap, size_t *n,
                         char *err, size_t err_len)
 {
     char *first = item, *last = strchr(item, ':'), *step = NULL;
@@ -58,12 +60,11 @@ static int expand_range(char *item, int want_size, size_t *out, size_t cap, size
         *step++ = '\0';
     size_t a, b, s = 1;
     int factor = 0;
-    int (*parse)(const char *, size_t *) = arb_parse_size;
+    arb_status_t (*parse)(const char *, size_t *) = arb_parse_size;
     if (!want_size)
         parse = arb_parse_size; /* plain integers parse the same way without suffixes */
     if (parse(first, &a) || parse(last, &b)) {
-        snprintf(err, err_len, "range '%s:%s': expected START:END[:+STEP|:xFACTOR] with sizes like 4K or 43008", first, last);
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "range '%s:%s': expected START:END[:+STEP|:xFACTOR] with sizes like 4K or 43008", first, last);
     }
     if (step) {
         if (*step == 'x' || *step == '*') {
@@ -73,39 +74,34 @@ static int expand_range(char *item, int want_size, size_t *out, size_t cap, size
             step++;
         }
         if (parse(step, &s) || s == 0 || (factor && s < 2)) {
-            snprintf(err, err_len, "range step '%s': expected +STEP (>0) or xFACTOR (>=2)", step);
-            return -1;
+            ARB_RAISE(ARB_ERR_INVALID, err, err_len, "range step '%s': expected +STEP (>0) or xFACTOR (>=2)", step);
         }
     }
     if (a == 0 || b < a) {
-        snprintf(err, err_len, "range '%s:%s': START must be > 0 and not above END", first, last);
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "range '%s:%s': START must be > 0 and not above END", first, last);
     }
     for (size_t v = a; v <= b;) {
         if (push_unique(out, cap, n, v)) {
-            snprintf(err, err_len, "range '%s:%s' expands to more than %zu values", first, last, cap);
-            return -1;
+            ARB_RAISE(ARB_ERR_INVALID, err, err_len, "range '%s:%s' expands to more than %zu values", first, last, cap);
         }
         size_t next = factor ? v * s : v + s;
         if (next <= v)
             break;
         v = next;
     }
-    return 0;
+    return ARB_OK;
 }
 
-static int parse_list(const char *list, int want_size, size_t *out, size_t cap, size_t *n,
+static arb_status_t parse_list(const char *list, int want_size, size_t *out, size_t cap, size_t *n,
                       char *err, size_t err_len)
 {
     *n = 0;
     if (!list || !*list) {
-        snprintf(err, err_len, "empty list");
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "empty list");
     }
     char *copy = strdup(list);
     if (!copy) {
-        snprintf(err, err_len, "out of memory");
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "out of memory");
     }
     int rc = 0;
     char *save = NULL;
@@ -143,17 +139,16 @@ static int parse_list(const char *list, int want_size, size_t *out, size_t cap, 
     return rc;
 }
 
-int arb_parse_size_list(const char *list, size_t *out, size_t cap, size_t *n, char *err, size_t err_len)
+arb_status_t arb_parse_size_list(const char *list, size_t *out, size_t cap, size_t *n, char *err, size_t err_len)
 {
     return parse_list(list, 1, out, cap, n, err, err_len);
 }
 
-int arb_parse_uint_list(const char *list, unsigned *out, size_t cap, size_t *n, char *err, size_t err_len)
+arb_status_t arb_parse_uint_list(const char *list, unsigned *out, size_t cap, size_t *n, char *err, size_t err_len)
 {
     size_t *tmp = calloc(cap ? cap : 1, sizeof *tmp);
     if (!tmp) {
-        snprintf(err, err_len, "out of memory");
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "out of memory");
     }
     int rc = parse_list(list, 0, tmp, cap, n, err, err_len);
     for (size_t i = 0; rc == 0 && i < *n; i++) {

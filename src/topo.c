@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arbench/status.h"
+
 void arb_topo_bind_near(struct hwloc_topology *topo, const arb_topo_gpu_t *gpu, int bind, char *binding,
                         size_t binding_len, char *warnings, size_t warnings_len)
 {
@@ -94,12 +96,11 @@ static void label_node(hwloc_topology_t topo, const char *busids, int local_n, c
     free(node);
 }
 
-int arb_topo_setup(void *mpi_comm, int cuda_device, int bind, arb_topo_result_t *out, char *err, size_t err_len)
+arb_status_t arb_topo_setup(void *mpi_comm, int cuda_device, int bind, arb_topo_result_t *out, char *err, size_t err_len)
 {
     memset(out, 0, sizeof *out);
     if (!mpi_comm) {
-        snprintf(err, err_len, "arb_topo_setup: mpi_comm is NULL; expected an MPI_Comm *");
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "arb_topo_setup: mpi_comm is NULL; expected an MPI_Comm *");
     }
     MPI_Comm comm = *(MPI_Comm *)mpi_comm;
     int rank, nranks, local_rank, local_n, any_host, leader, nnodes;
@@ -107,8 +108,7 @@ int arb_topo_setup(void *mpi_comm, int cuda_device, int bind, arb_topo_result_t 
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &nranks);
     if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local) != MPI_SUCCESS) {
-        snprintf(err, err_len, "topology: MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) failed");
-        return -1;
+        ARB_RAISE(ARB_ERR_SYSTEM, err, err_len, "topology: MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) failed");
     }
     MPI_Comm_rank(local, &local_rank);
     MPI_Comm_size(local, &local_n);

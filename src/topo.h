@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include "arbench/plugin.h"
+
 #define ARB_FABRIC_LEN 32
 
 typedef struct arb_topo_result {
@@ -25,9 +27,9 @@ typedef struct arb_topo_result {
 
 /* Collective over `mpi_comm` (an MPI_Comm *): discovers the local topology, binds this
  * rank to the CPUs near its GPU unless bind is 0, and agrees on one fabric label over
- * all ranks. cuda_device < 0 means a host-only run (label "host"). Returns 0, or -1
- * with a message in err (every rank returns the same). */
-int arb_topo_setup(void *mpi_comm, int cuda_device, int bind, arb_topo_result_t *out,
+ * all ranks. cuda_device < 0 means a host-only run (label "host"). Returns ARB_OK, or
+ * an error with a message in err (every rank returns the same). */
+arb_status_t arb_topo_setup(void *mpi_comm, int cuda_device, int bind, arb_topo_result_t *out,
                    char *err, size_t err_len);
 
 /* ---------------------------------------------------------------------------------
@@ -78,7 +80,7 @@ typedef struct arb_topo_node {
 
 /* hwloc with PCI devices and bridges kept (HWLOC_TYPE_FILTER_KEEP_ALL for I/O), from
  * this machine or, when xml_path is not NULL, from that hwloc XML file. */
-int arb_topo_load(struct hwloc_topology **topo, const char *xml_path, char *err, size_t err_len);
+arb_status_t arb_topo_load(struct hwloc_topology **topo, const char *xml_path, char *err, size_t err_len);
 
 void arb_topo_node_init(arb_topo_node_t *node);
 /* Adds a GPU by PCI bus id ("0000:17:00.0", "17:00.0" or NVML's 8-digit domain form).

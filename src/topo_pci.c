@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arbench/status.h"
+
 #define NVIDIA_VENDOR_ID 0x10de
 #define PCI_CLASS_VGA 0x0300
 #define PCI_CLASS_3D 0x0302
@@ -46,12 +48,11 @@ void arb_topo_append(char *list, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
-int arb_topo_load(struct hwloc_topology **topo, const char *xml_path, char *err, size_t err_len)
+arb_status_t arb_topo_load(struct hwloc_topology **topo, const char *xml_path, char *err, size_t err_len)
 {
     hwloc_topology_t t;
     if (hwloc_topology_init(&t) != 0) {
-        snprintf(err, err_len, "hwloc_topology_init failed");
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "hwloc_topology_init failed");
     }
     /* Bridges and every PCI device stay: the pair classes walk the bridges, and the GPUs
      * (class 0x0302 "3D controller") must not be filtered out as unimportant. */
@@ -65,11 +66,11 @@ int arb_topo_load(struct hwloc_topology **topo, const char *xml_path, char *err,
         goto err_destroy_topo;
     }
     *topo = t;
-    return 0;
+    return ARB_OK;
 
 err_destroy_topo:
     hwloc_topology_destroy(t);
-    return -1;
+    return ARB_ERR_INVALID;
 }
 
 void arb_topo_node_init(arb_topo_node_t *node)

@@ -16,8 +16,10 @@ fail() { echo "FAIL: $*"; [ -f "$tmp/out" ] && cat "$tmp/out"; exit 1; }
 
 case $name in
 noop_modes)
-    # The launch floor in every mode, on 1 rank and on all (<= 2) GPUs.
-    for n in 1 $np; do
+    # The launch floor in every mode, on 1 rank and, where there are two GPUs, on 2
+    # (one GPU: one run, not two into the same file).
+    ranks=1; [ "$np" -gt 1 ] && ranks="1 $np"
+    for n in $ranks; do
         run -np $n "$arbench" sweep --impl noop --sizes 1K,43008 --modes eager,graph,context --iters 100 \
             --out "$tmp/r$n.csv" >"$tmp/out" 2>&1 || fail "sweep -np $n exited $?"
         "$check" "$tmp/r$n.csv" --rows 6 --all check=skip --all backend=cuda --positive median_us \

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "../../collectives/modeled/modeled_table.h"
-#include "../unit/tap.h"
+#include "../common/tap.h"
 #include "loader.h"
 #include "model.h"
 #include "results.h"

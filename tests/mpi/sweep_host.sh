@@ -37,11 +37,47 @@ np4)
     "$check" "$tmp/r.csv" --where tokens=3 --rows 1 --all bytes=43008 || fail "3 tokens must be 43008 bytes"
     ;;
 modes)
-    # graph and context rows are present on the host backend, marked skip with the reason.
-    run -np 2 "$arbench" sweep --host --impl mpi-host --sizes 43008 --iters 10 --out "$tmp/r.csv" || fail "sweep exited $?"
-    "$check" "$tmp/r.csv" --rows 3 || fail "one row per mode"
-    "$check" "$tmp/r.csv" --where mode=graph --rows 1 --all check=skip || fail "graph row"
-    "$check" "$tmp/r.csv" --where mode=eager --rows 1 --all check=pass || fail "eager row"
+    # A host plan leaves out the modes the host backend cannot run, said once; a plan of
+    # only such modes is refused.
+    run -np 2 "$arbench" sweep --host --impl mpi-host --sizes 43008 --iters 10 --out "$tmp/r.csv" >"$tmp/out" 2>&1 \
+        || { cat "$tmp/out"; fail "sweep exited $?"; }
+    "$check" "$tmp/r.csv" --rows 1 --all mode=eager --all check=pass || fail "one eager row"
+    [ "$(grep -c 'left out: graph,context' "$tmp/out")" = 1 ] || { cat "$tmp/out"; fail "the left-out modes are not said once"; }
+    grep -q "needs a GPU backend" "$tmp/out" "$tmp/r.csv" && fail "skip rows for modes the host cannot run"
+    expect_error 2 "eager mode only" --impl mpi-host --sizes 1K --modes graph,context
+    ;;
+fused)
+    # The fused op on host memory: the composed path (allreduce + our residual + RMSNorm)
+    # checked against the float64 reference; mpi-host has no fused kernel (skip, with why).
+    run -np 2 "$arbench" sweep --host --impl mpi-host --op allreduce_rmsnorm --tokens 1,3 --hidden 512 --iters 10 \
+        --out "$tmp/r.csv" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "sweep exited $?"; }
+    "$check" "$tmp/r.csv" --rows 4 --all op=allreduce_rmsnorm || fail "two sizes x (fused, unfused)"
+    "$check" "$tmp/r.csv" --where fusion=unfused --rows 2 --all check=pass --all wrong=0 --all tolerance=0.016 \
+        --positive median_us || fail "composed rows pass against the reference"
+    "$check" "$tmp/r.csv" --where fusion=fused --rows 2 --all check=skip || fail "fused rows skip"
+    [ "$(grep -c 'mpi-host has no fused allreduce_rmsnorm' "$tmp/r.csv")" = 2 ] || fail "fused rows without the gate's reason"
+    ;;
+progress)
+    # mpirun's output into a file: rank 0's stdout is a pseudo-terminal all the same, and
+    # the log must get no progress escape sequences.
+    run -np 2 "$arbench" sweep --host --impl mpi-host --sizes 1K,2K --iters 5 --out "$tmp/r.csv" >"$tmp/out" 2>&1 \
+        || fail "sweep exited $?"
+    esc=$(printf '\033')
+    if grep -q "$esc" "$tmp/out"; then cat -v "$tmp/out"; fail "escape sequences in a log file"; fi
+    grep -q "mpi-host" "$tmp/out" || fail "no table lines in the log"
+    ;;
+check_csv)
+    # The checker refuses what it does not understand instead of dropping an assertion.
+    run -np 1 "$arbench" sweep --host --impl mpi-host --sizes 1K --iters 5 --out "$tmp/r.csv" >/dev/null 2>&1 || fail "sweep"
+    "$check" "$tmp/r.csv" --rows 1 --all check=pass || fail "a true assertion"
+    for bad in "--row 1" "--all check" "--positive" "--rows x" "--where mode" "--frobnicate"; do
+        # shellcheck disable=SC2086
+        "$check" "$tmp/r.csv" $bad >"$tmp/c" 2>&1; rc=$?
+        [ $rc -eq 2 ] || { cat "$tmp/c"; fail "check_csv $bad exited $rc, expected 2"; }
+    done
+    "$check" "$tmp/r.csv" --where mode=graph --all check=pass >"$tmp/c" 2>&1 && fail "--all over no rows passed"
+    "$check" "$tmp/r.csv" --all check=fail >"$tmp/c" 2>&1 && fail "a false assertion passed"
+    echo "ok: check_csv refuses unknown options and empty selections"
     ;;
 default)
     # No --impl: every implementation that can run here (host backends on a GPU-less run).
@@ -49,9 +85,14 @@ default)
     "$check" "$tmp/r.csv" --min-rows 1 --all impl=mpi-host --all check=pass || fail "CSV check"
     ;;
 append)
-    run -np 2 "$arbench" sweep --host --impl mpi-host --sizes 1K --modes eager --iters 5 --out "$tmp/r.csv" || fail "first"
-    run -np 2 "$arbench" sweep --host --impl mpi-host --sizes 2K --modes eager --iters 5 --out "$tmp/r.csv" || fail "second"
-    "$check" "$tmp/r.csv" --rows 2 --all check=pass || fail "a second sweep appends to the same file"
+    # An existing --out file is refused unless --append is given; then rows are added.
+    run -np 2 "$arbench" sweep --host --impl mpi-host --sizes 1K --modes eager --iters 5 --out "$tmp/r.csv" >/dev/null 2>&1 || fail "first"
+    expect_error 2 "exists: give --append" --impl mpi-host --sizes 2K --modes eager --iters 5 --out "$tmp/r.csv"
+    "$check" "$tmp/r.csv" --rows 1 || fail "a refused run changed the file"
+    run -np 2 "$arbench" sweep --host --impl mpi-host --sizes 2K --modes eager --iters 5 --out "$tmp/r.csv" --append \
+        >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "second with --append"; }
+    grep -q "appending to" "$tmp/out" || { cat "$tmp/out"; fail "appending is not said"; }
+    "$check" "$tmp/r.csv" --rows 2 --all check=pass || fail "--append adds to the same file"
     ;;
 bad_input)
     expect_error 2 "nosuch" --impl nosuch --sizes 1K

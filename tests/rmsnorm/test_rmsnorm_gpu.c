@@ -20,6 +20,8 @@
 #include "common.h"
 #include "rmsnorm.h"
 
+static char g_why[512]; /* the last launch's reason */
+
 typedef struct rms_case {
     unsigned tokens, hidden;
     uint64_t seed;
@@ -78,7 +80,7 @@ static int run_case(const rms_case_t *c, cudaStream_t stream)
 
     if (c->graph) {
         CUDA_CHECK_GOTO(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture", err_free);
-        arb_status_t st = arb_rmsnorm_residual_launch(res, sm, w, out, c->tokens, c->hidden, c->eps, stream);
+        arb_status_t st = arb_rmsnorm_residual_launch(res, sm, w, out, c->tokens, c->hidden, c->eps, stream, g_why, sizeof g_why);
         CUDA_CHECK_GOTO(cudaStreamEndCapture(stream, &graph), "end capture", err_free);
         if (st != ARB_OK) {
             fprintf(stderr, "launch under capture returned %s\n", arb_status_str(st));
@@ -87,9 +89,9 @@ static int run_case(const rms_case_t *c, cudaStream_t stream)
         CUDA_CHECK_GOTO(cudaGraphInstantiate(&graph_exec, graph, 0), "instantiate graph", err_free);
         CUDA_CHECK_GOTO(cudaGraphLaunch(graph_exec, stream), "launch graph", err_free);
     } else {
-        arb_status_t st = arb_rmsnorm_residual_launch(res, sm, w, out, c->tokens, c->hidden, c->eps, stream);
+        arb_status_t st = arb_rmsnorm_residual_launch(res, sm, w, out, c->tokens, c->hidden, c->eps, stream, g_why, sizeof g_why);
         if (st != ARB_OK) {
-            fprintf(stderr, "launch returned %s\n", arb_status_str(st));
+            fprintf(stderr, "launch returned %s: %s\n", arb_status_str(st), g_why);
             goto err_free;
         }
     }
@@ -139,10 +141,10 @@ static int check_arguments(cudaStream_t stream)
     int ok = 1;
     void *p = (void *)0x1000; /* never dereferenced: these calls enqueue nothing */
     fprintf(stderr, "(the next three error messages are expected)\n");
-    ok &= arb_rmsnorm_residual_launch(p, p, p, p, 0, 7168, 1e-6f, stream) == ARB_OK;
-    ok &= arb_rmsnorm_residual_launch(p, p, p, p, 3, 0, 1e-6f, stream) == ARB_ERR_INVALID;
-    ok &= arb_rmsnorm_residual_launch(p, p, p, p, 3, 7168, NAN, stream) == ARB_ERR_INVALID;
-    ok &= arb_rmsnorm_residual_launch(NULL, p, p, p, 3, 7168, 1e-6f, stream) == ARB_ERR_INVALID;
+    ok &= arb_rmsnorm_residual_launch(p, p, p, p, 0, 7168, 1e-6f, stream, g_why, sizeof g_why) == ARB_OK;
+    ok &= arb_rmsnorm_residual_launch(p, p, p, p, 3, 0, 1e-6f, stream, g_why, sizeof g_why) == ARB_ERR_INVALID;
+    ok &= arb_rmsnorm_residual_launch(p, p, p, p, 3, 7168, NAN, stream, g_why, sizeof g_why) == ARB_ERR_INVALID;
+    ok &= arb_rmsnorm_residual_launch(NULL, p, p, p, 3, 7168, 1e-6f, stream, g_why, sizeof g_why) == ARB_ERR_INVALID;
     printf("%s arguments: tokens 0 enqueues nothing; hidden 0, eps NaN, NULL refused\n", ok ? "ok  " : "FAIL");
     return ok;
 }
@@ -168,11 +170,11 @@ static int bench(cudaStream_t stream)
     CUDA_CHECK_GOTO(cudaEventCreate(&stop), "event", err_free);
     for (size_t t = 0; t < sizeof tokens / sizeof tokens[0]; t++) {
         for (unsigned i = 0; i < 20; i++)
-            if (arb_rmsnorm_residual_launch(res, sum, w, out, tokens[t], hidden, 1e-6f, stream) != ARB_OK)
+            if (arb_rmsnorm_residual_launch(res, sum, w, out, tokens[t], hidden, 1e-6f, stream, g_why, sizeof g_why) != ARB_OK)
                 goto err_free;
         CUDA_CHECK_GOTO(cudaEventRecord(start, stream), "record", err_free);
         for (unsigned i = 0; i < iters; i++)
-            if (arb_rmsnorm_residual_launch(res, sum, w, out, tokens[t], hidden, 1e-6f, stream) != ARB_OK)
+            if (arb_rmsnorm_residual_launch(res, sum, w, out, tokens[t], hidden, 1e-6f, stream, g_why, sizeof g_why) != ARB_OK)
                 goto err_free;
         CUDA_CHECK_GOTO(cudaEventRecord(stop, stream), "record", err_free);
         CUDA_CHECK_GOTO(cudaEventSynchronize(stop), "kernel", err_free);
@@ -203,7 +205,7 @@ int main(int argc, char **argv)
         /* Without a device the launcher must fail cleanly and say so, not crash. */
         void *p = (void *)0x1000;
         fprintf(stderr, "(the next error message is expected)\n");
-        if (arb_rmsnorm_residual_launch(p, p, p, p, 1, 8, 1e-6f, NULL) != ARB_ERR_SYSTEM) {
+        if (arb_rmsnorm_residual_launch(p, p, p, p, 1, 8, 1e-6f, NULL, g_why, sizeof g_why) != ARB_ERR_SYSTEM) {
             printf("FAIL: without a device the launch did not return ARB_ERR_SYSTEM\n");
             return 1;
         }
