@@ -4,6 +4,7 @@
 #ifndef ARB_ENGINE_KERNELS_COMMON_CUH
 #define ARB_ENGINE_KERNELS_COMMON_CUH
 
+#include <cmath>
 #include <cstdint>
 
 #include <cuda_bf16.h>
@@ -67,6 +68,19 @@ __device__ __forceinline__ float block_sum(float v, float *scratch)
     __syncthreads();
     v = lane < (int)(blockDim.x / kWarp) ? scratch[lane] : 0.0f;
     return warp_sum(v);
+}
+
+// Max over the block, the same value in every thread. scratch as block_sum's.
+__device__ __forceinline__ float block_max(float v, float *scratch)
+{
+    v = warp_max(v);
+    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    __syncthreads();
+    if (lane == 0)
+        scratch[warp] = v;
+    __syncthreads();
+    v = lane < (int)(blockDim.x / kWarp) ? scratch[lane] : -INFINITY;
+    return warp_max(v);
 }
 
 // out = bf16(in / sqrt(mean(in^2) + eps) * w) over one row of n values, by the whole
