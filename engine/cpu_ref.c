@@ -194,6 +194,11 @@ const int32_t *arb_cpu_model_experts(const arb_cpu_model_t *m)
     return m->experts;
 }
 
+size_t arb_cpu_model_experts_len(const arb_cpu_model_t *m, unsigned T)
+{
+    return (size_t)m->c->num_hidden_layers * T * m->c->num_experts_per_tok;
+}
+
 arb_fusion_t arb_cpu_model_site_path(const arb_cpu_model_t *m, unsigned s)
 {
     return m->site_path[s];

@@ -56,6 +56,8 @@ unsigned arb_cpu_model_vocab_base(const arb_cpu_model_t *m);
 void arb_cpu_model_argmax(const arb_cpu_model_t *m, unsigned t, float *best_logit, uint32_t *best_index);
 /* experts[(l * T + t) * topk + j] of the last step, -1 for dense layers (router order). */
 const int32_t *arb_cpu_model_experts(const arb_cpu_model_t *m);
+/* Entries of that array for a step of T tokens: layers x T x topk. */
+size_t arb_cpu_model_experts_len(const arb_cpu_model_t *m, unsigned T);
 /* The path each site's last call took (ARB_FUSION_PLUGIN / _COMPOSED; _AUTO = local). */
 arb_fusion_t arb_cpu_model_site_path(const arb_cpu_model_t *m, unsigned site);
 /* Final normed hidden state of the last step, bf16 bits [T x H]. */

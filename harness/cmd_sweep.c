@@ -235,7 +235,13 @@ int cmd_sweep(int argc, char **argv)
             default_out(plan->out, sizeof plan->out);
         MPI_Bcast(plan->out, sizeof plan->out, MPI_CHAR, 0, m.world);
     }
-    rc = arb_sweep(plan, &m, argc, argv);
+    {
+        /* Exit status: 0 every point passed or was skipped, 1 a point failed or the GPU
+         * became unusable, 2 bad input or setup, 130 interrupted (finished rows kept). */
+        arb_sweep_result_t res;
+        arb_status_t st = arb_sweep(plan, &m, argc, argv, &res);
+        rc = st == ARB_ERR_SYSTEM ? 1 : st != ARB_OK ? 2 : res.interrupted ? 130 : res.nfail ? 1 : 0;
+    }
 out_free:
     arb_mpi_free(&m);
 out_finalize:

@@ -63,8 +63,8 @@ static arb_status_t prep_allreduce(arb_runner_t *r, const arb_point_t *pt, unsig
 {
     int fp32 = pt->dtype == ARB_DTYPE_FP32;
     for (unsigned k = 0; k < nslots; k++) {
-        k_fill<<<grid_for(pt->count), 256, 0, r->stream>>>(r->send + gpu_slot(r, k), pt->count, fp32, r->info->rank, pt->salt + k);
-        k_poison<<<grid_for(pt->count), 256, 0, r->stream>>>(r->recv + gpu_slot(r, k), pt->count, fp32);
+        k_fill<<<grid_for(pt->count), 256, 0, r->stream>>>(r->b.send + gpu_slot(r, k), pt->count, fp32, r->info->rank, pt->salt + k);
+        k_poison<<<grid_for(pt->count), 256, 0, r->stream>>>(r->b.recv + gpu_slot(r, k), pt->count, fp32);
     }
     ARB_CUDA_TRY(cudaGetLastError(), why, why_len);
     ARB_CUDA_TRY(cudaStreamSynchronize(r->stream), why, why_len);
@@ -77,7 +77,7 @@ static arb_status_t verify_allreduce(arb_runner_t *r, const arb_point_t *pt, uns
     unsigned long long h = 0;
     ARB_CUDA_TRY(cudaMemsetAsync(r->d_wrong, 0, sizeof *r->d_wrong, r->stream), why, why_len);
     for (unsigned k = 0; k < nslots; k++)
-        k_verify<<<grid_for(pt->count), 256, 0, r->stream>>>(r->recv + gpu_slot(r, k), pt->count,
+        k_verify<<<grid_for(pt->count), 256, 0, r->stream>>>(r->b.recv + gpu_slot(r, k), pt->count,
                                                             pt->dtype == ARB_DTYPE_FP32, r->info->nranks,
                                                             pt->salt + k, r->d_wrong);
     ARB_CUDA_TRY(cudaGetLastError(), why, why_len);
@@ -107,14 +107,14 @@ static arb_status_t prep_fused(arb_runner_t *r, const arb_point_t *pt, unsigned 
     ARB_TRY(host_scratch(r, n + pt->hidden, why, why_len));
     uint16_t *h = r->h_buf;
     arb_fused_fill_weight(h, pt->hidden, pt->salt);
-    ARB_CUDA_TRY(cudaMemcpy(r->weight, h, pt->hidden * 2, cudaMemcpyHostToDevice), why, why_len);
+    ARB_CUDA_TRY(cudaMemcpy(r->b.weight, h, pt->hidden * 2, cudaMemcpyHostToDevice), why, why_len);
     for (unsigned k = 0; k < nslots; k++) {
         size_t off = gpu_slot(r, k);
         arb_fused_fill_x(h, n, pt->salt, k, r->info->rank);
-        ARB_CUDA_TRY(cudaMemcpy(r->x + off, h, n * 2, cudaMemcpyHostToDevice), why, why_len);
+        ARB_CUDA_TRY(cudaMemcpy(r->b.x + off, h, n * 2, cudaMemcpyHostToDevice), why, why_len);
         arb_fused_fill_residual(h, n, pt->salt, k);
-        ARB_CUDA_TRY(cudaMemcpy(r->res + off, h, n * 2, cudaMemcpyHostToDevice), why, why_len);
-        k_poison<<<grid_for(n), 256, 0, r->stream>>>(r->out + off, n, 0);
+        ARB_CUDA_TRY(cudaMemcpy(r->b.res + off, h, n * 2, cudaMemcpyHostToDevice), why, why_len);
+        k_poison<<<grid_for(n), 256, 0, r->stream>>>(r->b.out + off, n, 0);
     }
     ARB_CUDA_TRY(cudaGetLastError(), why, why_len);
     ARB_CUDA_TRY(cudaStreamSynchronize(r->stream), why, why_len);
@@ -133,8 +133,8 @@ static arb_status_t verify_fused(arb_runner_t *r, const arb_point_t *pt, unsigne
         ARB_RAISE_GOTO(st, ARB_ERR_SYSTEM, out, why, why_len, "out of host memory for the fused check");
     for (unsigned k = 0; k < nslots; k++) {
         size_t off = gpu_slot(r, k);
-        ARB_CUDA_GOTO(st, cudaMemcpy(got_res, r->res + off, n * 2, cudaMemcpyDeviceToHost), out, why, why_len);
-        ARB_CUDA_GOTO(st, cudaMemcpy(got_out, r->out + off, n * 2, cudaMemcpyDeviceToHost), out, why, why_len);
+        ARB_CUDA_GOTO(st, cudaMemcpy(got_res, r->b.res + off, n * 2, cudaMemcpyDeviceToHost), out, why, why_len);
+        ARB_CUDA_GOTO(st, cudaMemcpy(got_out, r->b.out + off, n * 2, cudaMemcpyDeviceToHost), out, why, why_len);
         o->wrong += arb_fused_check_slot(&c, pt->salt, k, got_res, got_out, &o->out_hash);
     }
     o->tolerance = ARB_RMSNORM_RTOL;

@@ -208,7 +208,8 @@ static int convert_rows(arb_pointset_t *ps, const arb_table_t *t, const char *na
         p->run_id = f[c[COL_RUN_ID]];
         p->gpu = gpu >= 0 ? f[gpu] : "";
         p->git_rev = rev >= 0 ? f[rev] : "";
-        p->pass = strcmp(p->check, "pass") == 0;
+        /* check=model: a prediction of `arbench model predict` (docs/model.md), its statistics are the model's */
+        p->pass = strcmp(p->check, "pass") == 0 || strcmp(p->check, "model") == 0;
         p->median_us = p->p10_us = p->p90_us = NAN;
         int col = 0;
         const char *want = NULL;

@@ -19,7 +19,8 @@
     X(op) X(fusion) X(dtype) X(bytes) X(count) X(tokens) X(hidden) X(mode) X(timing) \
     X(warmup) X(iters) X(median_us) X(p10_us) X(p90_us) X(p99_us) X(mean_us)         \
     X(stdev_us) X(min_us) X(max_us) X(algbw_gbs) X(busbw_gbs) X(check) X(wrong)      \
-    X(tolerance) X(note) X(samples_us)
+    X(tolerance) X(note) X(samples_us)                                               \
+    X(source) X(band_lo_us) X(band_hi_us)
 
 #define ARB_RESULTS_SCHEMA 1
 
@@ -46,6 +47,12 @@ arb_results_writer_t *arb_results_open(const char *path, char *err, size_t err_l
 /* Appends one row, flushes and fsyncs it, so an interrupted sweep keeps it. */
 int arb_results_append(arb_results_writer_t *w, const arb_row_t *row);
 int arb_results_close(arb_results_writer_t *w);
+/* The same writer for another schema (the engine's rows, docs/engine.md): `header` names
+ * the ncols columns; rows are appended with arb_csv_append (ncols fields, NULL = empty)
+ * and the file is closed with arb_results_close. */
+arb_results_writer_t *arb_csv_open(const char *path, const char *const *header, size_t ncols, char *err,
+                                   size_t err_len);
+int arb_csv_append(arb_results_writer_t *w, const char *const *fields, size_t n);
 
 /* ---- reading ---- */
 typedef struct arb_table {

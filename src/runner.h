@@ -63,6 +63,21 @@ typedef struct arb_runner_ops {
 extern const arb_runner_ops_t arb_runner_host;
 extern const arb_runner_ops_t arb_runner_gpu; /* create returns ARB_DECLINE without CUDA */
 
+/* The buffers of a runner's points, from arb_inst_alloc: ARB_ROT slots of `stride` bytes
+ * each for send/recv (allreduce) or x/res/out (fused op, plus one weight row). */
+typedef struct arb_runner_bufs {
+    size_t stride;
+    unsigned char *send, *recv;            /* allreduce; NULL for the fused op */
+    unsigned char *x, *res, *out, *weight; /* fused op; NULL for allreduce */
+} arb_runner_bufs_t;
+
+/* Collective (every rank the same sizes in the same order). x first: the composed
+ * path's scratch mirrors its layout (instance.h). On failure frees what it got. */
+arb_status_t arb_runner_bufs_alloc(arb_inst_t *inst, const arb_plan_t *plan, size_t max_bytes, arb_runner_bufs_t *b,
+                                   char *why, size_t why_len);
+/* Collective. */
+void arb_runner_bufs_free(arb_inst_t *inst, arb_runner_bufs_t *b);
+
 /* Buffer slots the calls rotate through; slot k sits at k * stride + 16 * (k % 4), so
  * pointers shift between calls (both runners). */
 #define ARB_ROT 4u

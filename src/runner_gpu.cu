@@ -20,8 +20,8 @@ arb_status_t arb_gpu_call(arb_runner_t *r, const arb_point_t *pt, unsigned k)
     const size_t cwl = sizeof r->call_why;
     cw[0] = '\0';
     if (pt->op == ARB_OP_ALLREDUCE)
-        return arb_inst_allreduce(r->inst, r->send + off, r->recv + off, pt->count, pt->dtype, r->stream, cw, cwl);
-    arb_rmsnorm_args_t a = {r->x + off, r->res + off, r->weight, r->out + off, pt->tokens, pt->hidden, pt->eps};
+        return arb_inst_allreduce(r->inst, r->b.send + off, r->b.recv + off, pt->count, pt->dtype, r->stream, cw, cwl);
+    arb_rmsnorm_args_t a = {r->b.x + off, r->b.res + off, r->b.weight, r->b.out + off, pt->tokens, pt->hidden, pt->eps};
     return arb_inst_allreduce_rmsnorm(r->inst, &a, pt->fusion, r->stream, NULL, cw, cwl);
 }
 
@@ -71,13 +71,7 @@ static void gpu_destroy(arb_runner_t *r)
         return;
     if (r->stream)
         cudaStreamSynchronize(r->stream);
-    /* Collective (mem_free may be): every rank frees the same buffers in the same order. */
-    arb_inst_free(r->inst, r->send);
-    arb_inst_free(r->inst, r->recv);
-    arb_inst_free(r->inst, r->x);
-    arb_inst_free(r->inst, r->res);
-    arb_inst_free(r->inst, r->out);
-    arb_inst_free(r->inst, r->weight);
+    arb_runner_bufs_free(r->inst, &r->b); /* collective: mem_free may be */
     cudaFree(r->d_wrong);
     for (size_t i = 0; i < r->nev; i++)
         cudaEventDestroy(r->ev[i]);
@@ -103,19 +97,7 @@ static arb_status_t gpu_create(arb_inst_t *inst, const arb_plan_t *plan, size_t 
     ARB_CUDA_GOTO(st, cudaDeviceGetAttribute(&r->sm_count, cudaDevAttrMultiProcessorCount, dev), err_destroy, why, why_len);
     ARB_CUDA_GOTO(st, cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking), err_destroy, why, why_len);
     ARB_CUDA_GOTO(st, cudaMalloc(&r->d_wrong, sizeof *r->d_wrong), err_destroy, why, why_len);
-    r->stride = arb_slot_stride(max_bytes);
-    /* Every rank allocates the same sizes in the same order (arb_inst_alloc is collective). */
-    if (plan->op == ARB_OP_ALLREDUCE) {
-        ARB_TRY_GOTO(st, arb_inst_alloc(inst, r->stride * ARB_ROT, (void **)&r->send, why, why_len), err_destroy);
-        ARB_TRY_GOTO(st, arb_inst_alloc(inst, r->stride * ARB_ROT, (void **)&r->recv, why, why_len), err_destroy);
-    } else {
-        /* x first: the composed path's scratch mirrors its layout (instance.h). */
-        ARB_TRY_GOTO(st, arb_inst_alloc(inst, r->stride * ARB_ROT, (void **)&r->x, why, why_len), err_destroy);
-        ARB_TRY_GOTO(st, arb_inst_alloc(inst, r->stride * ARB_ROT, (void **)&r->res, why, why_len), err_destroy);
-        ARB_TRY_GOTO(st, arb_inst_alloc(inst, r->stride * ARB_ROT, (void **)&r->out, why, why_len), err_destroy);
-        ARB_TRY_GOTO(st, arb_inst_alloc(inst, (size_t)plan->hidden * 2 + 256, (void **)&r->weight, why, why_len),
-                     err_destroy);
-    }
+    ARB_TRY_GOTO(st, arb_runner_bufs_alloc(inst, plan, max_bytes, &r->b, why, why_len), err_destroy);
     *out = r;
     return ARB_OK;
 

@@ -22,9 +22,7 @@ struct arb_runner {
     const arb_comm_info_t *info;
     int sm_count;
     cudaStream_t stream;
-    size_t stride;                               /* bytes between slots of every slotted buffer */
-    unsigned char *send, *recv;                  /* allreduce; NULL for the fused op */
-    unsigned char *x, *res, *out, *weight;       /* fused op; NULL for allreduce */
+    arb_runner_bufs_t b;                         /* slotted buffers (runner.h) */
     unsigned long long *d_wrong;
     cudaEvent_t *ev;
     size_t nev;
@@ -35,7 +33,7 @@ struct arb_runner {
     char call_why[512];                          /* the reason the last call gave for not returning ARB_OK */
 };
 
-static inline size_t gpu_slot(const arb_runner_t *r, unsigned k) { return arb_slot_off(r->stride, k); }
+static inline size_t gpu_slot(const arb_runner_t *r, unsigned k) { return arb_slot_off(r->b.stride, k); }
 
 /* runner_gpu.cu */
 /* One collective call on slot k, enqueued on the runner's stream; the reason in r->call_why. */

@@ -17,9 +17,7 @@
 struct arb_runner {
     arb_inst_t *inst;
     const arb_comm_info_t *info;
-    size_t stride; /* bytes between slots */
-    unsigned char *send, *recv;            /* allreduce */
-    unsigned char *x, *res, *out, *weight; /* fused op */
+    arb_runner_bufs_t b; /* slotted buffers (runner.h) */
     double *samples;
     size_t cap_samples;
 };
@@ -31,18 +29,13 @@ static double now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-static size_t slot(const struct arb_runner *r, unsigned k) { return arb_slot_off(r->stride, k); }
+static size_t slot(const struct arb_runner *r, unsigned k) { return arb_slot_off(r->b.stride, k); }
 
 static void host_destroy(arb_runner_t *r)
 {
     if (!r)
         return;
-    arb_inst_free(r->inst, r->send);
-    arb_inst_free(r->inst, r->recv);
-    arb_inst_free(r->inst, r->x);
-    arb_inst_free(r->inst, r->res);
-    arb_inst_free(r->inst, r->out);
-    arb_inst_free(r->inst, r->weight);
+    arb_runner_bufs_free(r->inst, &r->b);
     free(r->samples);
     free(r);
 }
@@ -56,18 +49,7 @@ static arb_status_t host_create(arb_inst_t *inst, const arb_plan_t *plan, size_t
         ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "out of host memory for the host runner");
     r->inst = inst;
     r->info = arb_inst_info(inst);
-    r->stride = arb_slot_stride(max_bytes);
-    if (plan->op == ARB_OP_ALLREDUCE) {
-        ARB_TRY_GOTO(st, arb_inst_alloc(inst, r->stride * ARB_ROT, (void **)&r->send, why, why_len), err_destroy);
-        ARB_TRY_GOTO(st, arb_inst_alloc(inst, r->stride * ARB_ROT, (void **)&r->recv, why, why_len), err_destroy);
-    } else {
-        /* x first: the composed path's scratch mirrors its layout (instance.h). */
-        ARB_TRY_GOTO(st, arb_inst_alloc(inst, r->stride * ARB_ROT, (void **)&r->x, why, why_len), err_destroy);
-        ARB_TRY_GOTO(st, arb_inst_alloc(inst, r->stride * ARB_ROT, (void **)&r->res, why, why_len), err_destroy);
-        ARB_TRY_GOTO(st, arb_inst_alloc(inst, r->stride * ARB_ROT, (void **)&r->out, why, why_len), err_destroy);
-        ARB_TRY_GOTO(st, arb_inst_alloc(inst, (size_t)plan->hidden * 2 + 256, (void **)&r->weight, why, why_len),
-                     err_destroy);
-    }
+    ARB_TRY_GOTO(st, arb_runner_bufs_alloc(inst, plan, max_bytes, &r->b, why, why_len), err_destroy);
     *out = r;
     return ARB_OK;
 err_destroy:
@@ -106,15 +88,15 @@ static arb_status_t call(struct arb_runner *r, const arb_point_t *pt, unsigned k
 {
     size_t off = slot(r, k);
     if (pt->op == ARB_OP_ALLREDUCE)
-        return arb_inst_allreduce(r->inst, r->send + off, r->recv + off, pt->count, pt->dtype, NULL, why, why_len);
-    arb_rmsnorm_args_t a = {r->x + off, r->res + off, r->weight, r->out + off, pt->tokens, pt->hidden, pt->eps};
+        return arb_inst_allreduce(r->inst, r->b.send + off, r->b.recv + off, pt->count, pt->dtype, NULL, why, why_len);
+    arb_rmsnorm_args_t a = {r->b.x + off, r->b.res + off, r->b.weight, r->b.out + off, pt->tokens, pt->hidden, pt->eps};
     return arb_inst_allreduce_rmsnorm(r->inst, &a, pt->fusion, NULL, NULL, why, why_len);
 }
 
 static arb_status_t check_allreduce(struct arb_runner *r, const arb_point_t *pt, arb_point_out_t *out)
 {
     for (unsigned k = 0; k < 2; k++) {
-        unsigned char *s = r->send + slot(r, k), *d = r->recv + slot(r, k);
+        unsigned char *s = r->b.send + slot(r, k), *d = r->b.recv + slot(r, k);
         for (size_t i = 0; i < pt->count; i++) {
             put(s, i, pt->dtype, (float)arb_pattern(i, r->info->rank, pt->salt + k));
             put(d, i, pt->dtype, NAN);
@@ -138,10 +120,10 @@ static arb_status_t check_fused(struct arb_runner *r, const arb_point_t *pt, arb
     arb_fused_check_t c;
     ARB_TRY(arb_fused_check_init(&c, r->info->nranks, pt->tokens, pt->hidden, pt->eps, out->why, sizeof out->why));
     arb_status_t st = ARB_OK;
-    arb_fused_fill_weight((uint16_t *)r->weight, pt->hidden, pt->salt);
+    arb_fused_fill_weight((uint16_t *)r->b.weight, pt->hidden, pt->salt);
     for (unsigned k = 0; k < 2 && st == ARB_OK; k++) {
-        uint16_t *x = (uint16_t *)(r->x + slot(r, k)), *res = (uint16_t *)(r->res + slot(r, k));
-        uint16_t *o = (uint16_t *)(r->out + slot(r, k));
+        uint16_t *x = (uint16_t *)(r->b.x + slot(r, k)), *res = (uint16_t *)(r->b.res + slot(r, k));
+        uint16_t *o = (uint16_t *)(r->b.out + slot(r, k));
         arb_fused_fill_x(x, n, pt->salt, k, r->info->rank);
         arb_fused_fill_residual(res, n, pt->salt, k);
         for (size_t i = 0; i < n; i++)

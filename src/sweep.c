@@ -14,7 +14,7 @@
 volatile sig_atomic_t arb_sweep_interrupted;
 static void on_signal(int sig) { arb_sweep_interrupted = sig; }
 
-static int load_impls(sweep_t *s, arb_loaded_plugin_t *loaded, size_t *nloaded, const char **params_of, int *has_params)
+static arb_status_t load_impls(sweep_t *s, arb_loaded_plugin_t *loaded, size_t *nloaded, const char **params_of, int *has_params)
 {
     const arb_plan_t *plan = s->plan;
     char err[8192];
@@ -42,9 +42,9 @@ static int load_impls(sweep_t *s, arb_loaded_plugin_t *loaded, size_t *nloaded, 
         if (*nloaded == 0) {
             if (s->m->rank == 0)
                 arb_err("no implementation could be loaded for a %s run (set ARBENCH_DEBUG=1 to see the paths tried)", s->device >= 0 ? "GPU" : "host");
-            return -1;
+            return ARB_ERR_INVALID;
         }
-        return 0;
+        return ARB_OK;
     }
     for (size_t i = 0; i < plan->nimpls; i++) {
         err[0] = '\0';
@@ -55,22 +55,23 @@ static int load_impls(sweep_t *s, arb_loaded_plugin_t *loaded, size_t *nloaded, 
             for (size_t j = 0; j <= i; j++)
                 if (loaded[j].handle)
                     arb_plugin_unload(&loaded[j]);
-            return -1;
+            return ARB_ERR_INVALID;
         }
         params_of[i] = plan->impls[i].params;
         has_params[i] = plan->impls[i].has_params;
         (*nloaded)++;
     }
-    return 0;
+    return ARB_OK;
 }
 
-int arb_sweep(arb_plan_t *plan, arb_mpi_t *m, int argc, char **argv)
+arb_status_t arb_sweep(arb_plan_t *plan, arb_mpi_t *m, int argc, char **argv, arb_sweep_result_t *res)
 {
     sweep_t *s = calloc(1, sizeof *s);
     char msg[2048] = "";
-    int rc = 2;
+    arb_status_t rc = ARB_ERR_INVALID;
+    memset(res, 0, sizeof *res);
     if (!s)
-        return 2;
+        return ARB_ERR_SYSTEM;
     s->plan = plan;
     s->m = m;
     s->runner = &arb_runner_host;
@@ -134,13 +135,13 @@ int arb_sweep(arb_plan_t *plan, arb_mpi_t *m, int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    rc = 0;
-    for (size_t i = 0; i < nloaded && rc == 0; i++) {
+    rc = ARB_OK;
+    for (size_t i = 0; i < nloaded && rc == ARB_OK && !s->interrupted; i++) {
         const arb_plugin_t *p = loaded[i].plugin;
         if (has_params[i] || !p->variants || !p->variants[0]) {
             rc = sweep_run_variant(s, &loaded[i], has_params[i] ? params_of[i] : "");
         } else {
-            for (size_t k = 0; p->variants[k] && rc == 0; k++)
+            for (size_t k = 0; p->variants[k] && rc == ARB_OK && !s->interrupted; k++)
                 rc = sweep_run_variant(s, &loaded[i], p->variants[k]);
         }
     }
@@ -151,14 +152,15 @@ int arb_sweep(arb_plan_t *plan, arb_mpi_t *m, int argc, char **argv)
         printf("# %zu points: %zu passed, %zu failed, %zu skipped; results in %s\n", s->npass + s->nfail + s->nskip,
                s->npass, s->nfail, s->nskip, plan->out);
     }
-    if (rc == 130) {
-        if (m->rank == 0)
-            arb_err("interrupted: the results file keeps every finished point");
-    } else if (rc < 0) {
-        rc = 1;
-    } else {
-        rc = arb_allmax_int(m, m->rank == 0 && s->nfail > 0) ? 1 : 0;
-    }
+    if (s->interrupted && m->rank == 0)
+        arb_err("interrupted: the results file keeps every finished point");
+    /* Rank 0 counted the rows; every rank returns the same counts. */
+    unsigned long long counts[3] = {s->npass, s->nfail, s->nskip};
+    MPI_Bcast(counts, 3, MPI_UNSIGNED_LONG_LONG, 0, m->world);
+    res->npass = counts[0];
+    res->nfail = counts[1];
+    res->nskip = counts[2];
+    res->interrupted = s->interrupted;
 out_close:
     if (m->rank == 0 && arb_results_close(s->out))
         arb_err("closing %s failed", plan->out);

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stddef.h>
 
+#include "arbench/status.h"
 #include "loader.h"
 #include "meta.h"
 #include "report.h"
@@ -39,17 +40,18 @@ typedef struct sweep {
     size_t npass, nfail, nskip;
     unsigned salt;
     int cur_reference; /* the variant being run is a floor (noop, ping) */
+    int interrupted;   /* every rank saw the signal flag: stop after this point */
 } sweep_t;
 
 /* Set by SIGINT/SIGTERM: the sweep stops after the current point. */
 extern volatile sig_atomic_t arb_sweep_interrupted;
 
-/* sweep_setup.c; each is collective and returns 0, or -1 with the message in msg on every rank. */
-int sweep_agree_plan(sweep_t *s);
-int sweep_setup_device(sweep_t *s, char *msg, size_t len);
-int sweep_trim_host_modes(sweep_t *s, char *msg, size_t len);
-int sweep_setup_topology(sweep_t *s, char *msg, size_t len);
-int sweep_open_results(sweep_t *s, char *msg, size_t len);
+/* sweep_setup.c; each is collective and returns ARB_OK, or an error with the message in msg on every rank. */
+arb_status_t sweep_agree_plan(sweep_t *s);
+arb_status_t sweep_setup_device(sweep_t *s, char *msg, size_t len);
+arb_status_t sweep_trim_host_modes(sweep_t *s, char *msg, size_t len);
+arb_status_t sweep_setup_topology(sweep_t *s, char *msg, size_t len);
+arb_status_t sweep_open_results(sweep_t *s, char *msg, size_t len);
 
 /* sweep_rows.c */
 void sweep_fill_point(const sweep_t *s, size_t si, arb_mode_t mode, int fz, arb_point_t *pt);
@@ -72,7 +74,8 @@ void sweep_floor_record(sweep_t *s, const char *impl, size_t si, arb_mode_t mode
 /* median / floor at this size and mode, 0 when no floor was measured; *name " ping" or " noop". */
 double sweep_floor_ratio(const sweep_t *s, size_t bytes, arb_mode_t mode, double median, const char **name);
 
-/* sweep_variant.c: every point of one variant. 0, 130 interrupted, -1 the GPU is unusable. */
-int sweep_run_variant(sweep_t *s, arb_loaded_plugin_t *lp, const char *params);
+/* sweep_variant.c: every point of one variant. ARB_OK (also when interrupted: s->interrupted),
+ * ARB_ERR_SYSTEM when the GPU became unusable. */
+arb_status_t sweep_run_variant(sweep_t *s, arb_loaded_plugin_t *lp, const char *params);
 
 #endif

@@ -111,6 +111,7 @@ void sweep_write_row(sweep_t *s, const char *impl, const char *params, const arb
     f[ARB_COL_tolerance] = b.tol;
     f[ARB_COL_note] = note;
     f[ARB_COL_samples_us] = b.samples;
+    f[ARB_COL_source] = "measured";
     if (arb_results_append(s->out, &row))
         arb_err("cannot append to the results file (disk full?): the row for %s %s %zu B is lost", impl,
                 arb_mode_names[pt->mode], pt->bytes);

@@ -12,7 +12,7 @@
 #include "sweep_priv.h"
 #include "topo.h"
 
-int sweep_agree_plan(sweep_t *s)
+arb_status_t sweep_agree_plan(sweep_t *s)
 {
     /* Compare hashes of the canonical plan text. */
     arb_mpi_t *m = s->m;
@@ -33,10 +33,10 @@ int sweep_agree_plan(sweep_t *s)
             }
     }
     free(all);
-    return arb_allmax_int(m, bad) ? -1 : 0;
+    return arb_allmax_int(m, bad) ? ARB_ERR_INVALID : ARB_OK;
 }
 
-int sweep_setup_device(sweep_t *s, char *msg, size_t len)
+arb_status_t sweep_setup_device(sweep_t *s, char *msg, size_t len)
 {
     arb_gpu_info_t gi;
     char why[512] = "";
@@ -51,49 +51,48 @@ int sweep_setup_device(sweep_t *s, char *msg, size_t len)
             else
                 printf("# %s: running the host backends only\n", why[0] ? why : "no CUDA device visible on some rank");
         }
-        return 0;
+        return ARB_OK;
     }
     int bad = s->m->local_nranks > ngpu;
     if (bad)
         snprintf(msg, len, "%d ranks on node %d but only %d GPU(s) visible: start one rank per GPU (mpirun -np %d) or give --host", s->m->local_nranks, s->m->node, ngpu, ngpu);
     if (arb_agree_failure(s->m, bad, msg, len) >= 0)
-        return -1;
+        return ARB_ERR_INVALID;
     s->device = s->m->local_rank;
     arb_status_t st = arb_gpu_select(s->device, &gi, msg, len);
     if (arb_agree_failure(s->m, st != ARB_OK, msg, len) >= 0)
-        return -1;
+        return ARB_ERR_INVALID;
     snprintf(s->meta.gpu, sizeof s->meta.gpu, "%s", gi.name);
     snprintf(s->meta.sm, sizeof s->meta.sm, "%s", gi.sm);
     snprintf(s->meta.driver, sizeof s->meta.driver, "%s", gi.driver);
     snprintf(s->meta.cuda, sizeof s->meta.cuda, "%s", gi.cuda);
     s->runner = &arb_runner_gpu;
-    return 0;
+    return ARB_OK;
 }
 
 /* The host backend runs eager mode only: a host plan leaves the other modes out, said
  * once, instead of one skip row per point. Every rank decides alike (the device
  * choice is agreed). */
-int sweep_trim_host_modes(sweep_t *s, char *msg, size_t len)
+arb_status_t sweep_trim_host_modes(sweep_t *s, char *msg, size_t len)
 {
     arb_plan_t *p = s->plan;
     unsigned eager = 1u << ARB_MODE_EAGER, left_out = p->modes & ~eager;
     if (s->device >= 0 || !left_out)
-        return 0;
+        return ARB_OK;
     char names[64] = "";
     for (int md = 0; md < ARB_MODE_COUNT; md++)
         if (left_out & (1u << md))
             snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? "," : "", arb_mode_names[md]);
     if (!(p->modes & eager)) {
-        snprintf(msg, len, "--modes %s: the host backend runs eager mode only (no GPU in this run); give --modes eager", names);
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, msg, len, "--modes %s: the host backend runs eager mode only (no GPU in this run); give --modes eager", names);
     }
     p->modes = eager;
     if (s->m->rank == 0)
         printf("# host backend: eager mode only; left out: %s (they need a GPU)\n", names);
-    return 0;
+    return ARB_OK;
 }
 
-int sweep_setup_topology(sweep_t *s, char *msg, size_t len)
+arb_status_t sweep_setup_topology(sweep_t *s, char *msg, size_t len)
 {
     arb_mpi_t *m = s->m;
     arb_topo_result_t topo;
@@ -101,16 +100,14 @@ int sweep_setup_topology(sweep_t *s, char *msg, size_t len)
     if (arb_agree_failure(m, bad, msg, len) >= 0) {
         char t[1024];
         snprintf(t, sizeof t, "topology: %s", msg);
-        snprintf(msg, len, "%s", t);
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, msg, len, "%s", t);
     }
     snprintf(s->meta.fabric, sizeof s->meta.fabric, "%s", topo.fabric);
     /* every rank's binding, '|'-separated in rank order */
     char *bind_all = malloc(256 * (size_t)m->nranks);
     if (arb_allmax_int(m, !bind_all)) {
         free(bind_all);
-        snprintf(msg, len, "out of host memory for the ranks' bindings");
-        return -1;
+        ARB_RAISE(ARB_ERR_INVALID, msg, len, "out of host memory for the ranks' bindings");
     }
     MPI_Gather(topo.binding, 256, MPI_CHAR, bind_all, 256, MPI_CHAR, 0, m->world);
     if (m->rank == 0) {
@@ -130,13 +127,13 @@ int sweep_setup_topology(sweep_t *s, char *msg, size_t len)
     strftime(t, sizeof t, "%Y%m%dT%H%M%SZ", &tm);
     snprintf(s->meta.run_id, sizeof s->meta.run_id, "%.20s-%.20s-%ld", t, s->meta.host, (long)getpid());
     MPI_Bcast(s->meta.run_id, sizeof s->meta.run_id, MPI_CHAR, 0, m->world);
-    return 0;
+    return ARB_OK;
 }
 
 /* Rank 0 creates the file, or appends to an existing one only when --append says so:
  * rows of two runs in one file are told apart by run_id, but a reader counting rows
  * would be misled by a silent append. */
-int sweep_open_results(sweep_t *s, char *msg, size_t len)
+arb_status_t sweep_open_results(sweep_t *s, char *msg, size_t len)
 {
     const arb_plan_t *p = s->plan;
     int bad = 0;
@@ -152,5 +149,5 @@ int sweep_open_results(sweep_t *s, char *msg, size_t len)
             printf("# appending to %s (its rows are kept; this run's run_id is %s)\n", p->out, s->meta.run_id);
         }
     }
-    return arb_agree_failure(s->m, bad, msg, len) >= 0 ? -1 : 0;
+    return arb_agree_failure(s->m, bad, msg, len) >= 0 ? ARB_ERR_INVALID : ARB_OK;
 }

@@ -112,7 +112,7 @@ static void point_verdict(sweep_t *s, const arb_plugin_t *p, const char *params,
                     o->timing, o->tolerance);
 }
 
-int sweep_run_variant(sweep_t *s, arb_loaded_plugin_t *lp, const char *params)
+arb_status_t sweep_run_variant(sweep_t *s, arb_loaded_plugin_t *lp, const char *params)
 {
     const arb_plugin_t *p = lp->plugin;
     char why[1024] = "";
@@ -122,13 +122,13 @@ int sweep_run_variant(sweep_t *s, arb_loaded_plugin_t *lp, const char *params)
     arb_status_t st = variant_open(s, &v, why, sizeof why);
     if (st == ARB_DECLINE) {
         sweep_rows_all(s, p->name, params, "skip", why);
-        return 0;
+        return ARB_OK;
     }
     if (st != ARB_OK) {
         char msg[1100];
         snprintf(msg, sizeof msg, "init failed: %s", why);
         sweep_rows_all(s, p->name, params, "fail", msg);
-        return 0;
+        return ARB_OK;
     }
     /* The described parameters of the first open name the rows, also after a restart. */
     char described[512];
@@ -142,8 +142,9 @@ int sweep_run_variant(sweep_t *s, arb_loaded_plugin_t *lp, const char *params)
         pt.salt = ++s->salt;
         const char *fusion = sweep_fusion_name(s->plan, fz);
         if (arb_allmax_int(s->m, arb_sweep_interrupted != 0)) {
+            s->interrupted = 1;
             variant_close(s, &v);
-            return 130;
+            return ARB_OK;
         }
         if (broken) {
             sweep_write_row(s, p->name, described, &pt, fusion, "fail", 0, why, NULL, NULL, 0, "", 0);
@@ -177,7 +178,7 @@ int sweep_run_variant(sweep_t *s, arb_loaded_plugin_t *lp, const char *params)
             if (fatal) {
                 arb_err("the GPU is unusable after %s %s %zu B (%s): stopping; the results file keeps every finished row", p->name, arb_mode_names[mode], pt.bytes, note);
                 variant_close(s, &v);
-                return -1;
+                return ARB_ERR_SYSTEM;
             }
             variant_close(s, &v);
             if (variant_open(s, &v, why, sizeof why) != ARB_OK) {
@@ -191,5 +192,5 @@ int sweep_run_variant(sweep_t *s, arb_loaded_plugin_t *lp, const char *params)
         point_verdict(s, p, described, si, &pt, fusion, &o);
     }
     variant_close(s, &v);
-    return 0;
+    return ARB_OK;
 }

@@ -15,14 +15,14 @@
 #include "arbench/plugin.h"
 #include "common.h"
 #include "loader.h"
+#include "tap.h"
 
-static int tap_n, failed;
+static char sentinel_byte; /* init must leave *state at this when it fails */
 
+/* One TAP line: what, and the detail after ": " when there is one. */
 static void tap(int ok, const char *what, const char *detail)
 {
-    tap_n++;
-    failed |= !ok;
-    printf("%s %d - %s%s%s\n", ok ? "ok" : "not ok", tap_n, what, detail && *detail ? " # " : "", detail ? detail : "");
+    tap_ok(ok, "%s%s%s", what, detail && *detail ? ": " : "", detail ? detail : "");
 }
 
 /* One rank: every collective is a copy or nothing. */
@@ -54,7 +54,7 @@ static const arb_host_ops_t ops = {.allgather = one_allgather, .bcast = one_bcas
 static void expect_init(const arb_plugin_t *p, const arb_comm_info_t *info, const char *params,
                         arb_status_t want, const char *key)
 {
-    void *const sentinel = (void *)&tap_n;
+    void *const sentinel = &sentinel_byte;
     void *state = sentinel;
     char why[512] = "";
     arb_status_t s = p->init(info, &ops, params, &state, why, sizeof why);
@@ -75,8 +75,8 @@ int main(int argc, char **argv)
     arb_loaded_plugin_t lp;
     char err[4096];
     if (arb_plugin_load(argv[1], &lp, err, sizeof err)) {
-        printf("not ok 1 - load %s\n# %s\n1..1\n", argv[1], err);
-        return 1;
+        tap_ok(0, "load %s: %s", argv[1], err);
+        return tap_done();
     }
     const arb_plugin_t *p = lp.plugin;
     tap(1, "loaded through arb_plugin_load", lp.path);
@@ -131,7 +131,6 @@ int main(int argc, char **argv)
         }
         expect_init(p, &info, "blocks=256,threads=1024", ARB_ERR_INVALID, "resident");
     }
-    printf("1..%d\n", tap_n);
     arb_plugin_unload(&lp);
-    return failed;
+    return tap_done();
 }

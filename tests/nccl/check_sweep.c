@@ -22,13 +22,12 @@
 
 #include <cuda_runtime.h>
 
+#include "loader.h"
 #include "results.h"
 #include "tap.h"
 
-static const char *const variants[] = {
-    "", "algo=Ring,proto=LL", "algo=Ring,proto=LL128", "algo=Ring,proto=Simple",
-    "algo=Tree,proto=LL", "algo=Tree,proto=LL128", "algo=Tree,proto=Simple", NULL,
-};
+/* The nccl plugin's default variants (its `variants`, read through the loader in main). */
+static const char *const *variants;
 static const size_t sizes[] = {1024, 43008, 1048576};
 static const char *const modes[] = {"eager", "graph", "context"};
 enum { NSIZES = 3, NMODES = 3 };
@@ -195,6 +194,13 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--check-only") == 0) check_only = argv[i + 1];
         else if (strcmp(argv[i], "--log") == 0) log_only = argv[i + 1];
     }
+    arb_loaded_plugin_t nccl;
+    char lerr[8192];
+    if (arb_plugin_load("nccl", &nccl, lerr, sizeof lerr) != ARB_OK || !nccl.plugin->variants) {
+        tap_ok(0, "the nccl plugin loads and lists its default variants: %s", lerr);
+        return tap_done();
+    }
+    variants = nccl.plugin->variants;
     if (check_only && np >= 1 && dtype)
         return check_csv(check_only, log_only, np, dtype);
     if (!arbench || !mpirun || np < 1 || !dtype || !workdir) {
@@ -259,8 +265,8 @@ static int check_csv(const char *csv, const char *log, int np, const char *dtype
         wrong_meta += atoi(t.rows[r][c.ranks]) != np || strcmp(t.rows[r][c.dtype], dtype) != 0;
     tap_ok(t.nrows > 0 && wrong_meta == 0, "%zu rows, all with ranks=%d and dtype=%s", t.nrows, np, dtype);
 
-    int ran[8] = {0};
-    for (int v = 0; variants[v]; v++)
+    int ran[64] = {0};
+    for (int v = 0; variants[v] && v < 64; v++)
         ran[v] = check_variant(&t, &c, variants[v], np);
     check_noop(&t, &c);
 
@@ -268,7 +274,7 @@ static int check_csv(const char *csv, const char *log, int np, const char *dtype
      * variable at communicator init: proof that the per-variant setenv reached NCCL
      * (and was not cached from an earlier communicator in the same process). */
     if (log) {
-        for (int v = 1; variants[v]; v++) {
+        for (int v = 1; variants[v] && v < 64; v++) {
             if (!ran[v])
                 continue;
             /* The needles end the line, so "to LL" does not match "to LL128". */

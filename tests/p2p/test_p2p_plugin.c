@@ -11,16 +11,12 @@
 
 #include "arbench/plugin.h"
 #include "loader.h"
+#include "tap.h"
 
-static int n_test, n_fail;
-
+/* One TAP line: what, and the detail after ": " when there is one. */
 static void ok(int cond, const char *what, const char *detail)
 {
-    n_test++;
-    if (!cond)
-        n_fail++;
-    printf("%s %d - %s%s%s\n", cond ? "ok" : "not ok", n_test, what, detail && *detail ? ": " : "",
-           detail ? detail : "");
+    tap_ok(cond, "%s%s%s", what, detail && *detail ? ": " : "", detail ? detail : "");
 }
 
 static int one_allgather(void *ctx, const void *send, void *recv, size_t bytes)
@@ -74,10 +70,8 @@ int main(int argc, char **argv)
     ok(loaded, "load arb-p2p.so through the loader", loaded ? "" : err);
     int loaded2 = arb_plugin_load(argv[2], &lq, err, sizeof err) == 0;
     ok(loaded2, "load arb-ping.so through the loader", loaded2 ? "" : err);
-    if (!loaded || !loaded2) {
-        printf("1..%d\n", n_test);
-        return 1;
-    }
+    if (!loaded || !loaded2)
+        return tap_done();
     const arb_plugin_t *p = lp.plugin, *q = lq.plugin;
     const uint32_t want = ARB_CAP_DEVICE_MEMORY | ARB_CAP_GRAPH_SAFE | ARB_CAP_NEEDS_P2P | ARB_CAP_SINGLE_NODE |
                           ARB_CAP_BF16 | ARB_CAP_FP32;
@@ -134,8 +128,7 @@ int main(int argc, char **argv)
     host_only.cuda_device = -1;
     expect_init(p, &host_only, "", ARB_DECLINE, "needs a CUDA device");
 
-    printf("1..%d\n", n_test);
     arb_plugin_unload(&lp);
     arb_plugin_unload(&lq);
-    return n_fail ? 1 : 0;
+    return tap_done();
 }

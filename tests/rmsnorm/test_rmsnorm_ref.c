@@ -12,21 +12,8 @@
 #include <string.h>
 
 #include "rmsnorm.h"
+#include "tap.h"
 
-static int tap_count, tap_failed;
-
-static void tap_ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tap_ok(int cond, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %d - ", cond ? "ok" : "not ok", ++tap_count);
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (!cond)
-        tap_failed++;
-}
 
 static float f32_from_bits(uint32_t u)
 {
@@ -386,6 +373,5 @@ int main(void)
     test_count_wrong();
     test_exact_partials();
     test_tolerance_emulated();
-    printf("1..%d\n", tap_count);
-    return tap_failed ? 1 : 0;
+    return tap_done();
 }

@@ -20,6 +20,9 @@
  * at 3 tokens, eager and graph: rank 1 sends no lines, so no row may pass, every fused
  * row's note names the fused timeout, arbench exits non-zero, and the job ends
  * (meson's timeout catches a hang).
+ * lsa's variants are read from the plugin (its `variants`, through the loader).
+ * Per-machine expectations (symm_expect.h: --expect-pass, --expect-on, --allow-skip):
+ * without them a run where every lsa row is a skip fails.
  * Exit 77 (skipped) with fewer than N visible GPUs.
  */
 #include <stdio.h>
@@ -28,18 +31,19 @@
 
 #include <cuda_runtime_api.h>
 
+#include "loader.h"
 #include "results.h"
 #include "symm_run.h"
-#include "symm_tap.h"
+#include "tap.h"
+#include "symm_expect.h"
 
 static const char *const tokens_list[] = {"1", "3", "64"};
 static const char *const modes[] = {"eager", "graph"};
 static const char *const fusions[] = {"unfused", "fused"};
-static const char *const variants[] = {"variant=oneshot-pull", "variant=oneshot-push",
-                                       "variant=oneshot-flagfree,ctas=24,threads=256",
-                                       "variant=oneshot-flagfree,ctas=12,threads=512",
-                                       "variant=oneshot-flagfree,ctas=24,threads=256,pdl=1"};
-enum { NTOK = 3, NMODES = 2, NVAR = sizeof variants / sizeof *variants, FIRST_FLAGFREE = 2 };
+/* lsa's default variants (the plugin's `variants`), set in main. */
+static const char *const *variants;
+static int NVAR, FIRST_FLAGFREE = -1;
+enum { NTOK = 3, NMODES = 2 };
 
 typedef struct cols {
     int impl, params, fusion, tokens, hidden, mode, check, note, median;
@@ -108,7 +112,7 @@ static int check_hang(const char *mpirun, const char *arbench, const char *np_ar
     tap_ok(passed == 0, "no row passed while rank 1 sent nothing (%d did)", passed);
     tap_ok(named == fused && fused > 0, "every fused row's note names the fused timeout: %d of %d", named, fused);
     tap_ok(rc != 0 && rc != 77, "arbench exit status %d is a failure", rc);
-    if (tap_failed)
+    if (tap_.nfailed)
         print_log(log);
     arb_table_free(&t);
     return tap_done();
@@ -116,31 +120,33 @@ static int check_hang(const char *mpirun, const char *arbench, const char *np_ar
 
 int main(int argc, char **argv)
 {
-    const char *arbench = NULL, *mpirun = NULL, *hidden = "7168", *out = NULL;
-    int np = 1, hang = 0;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--arbench")) arbench = argv[i + 1];
-        else if (!strcmp(argv[i], "--mpirun")) mpirun = argv[i + 1];
-        else if (!strcmp(argv[i], "--np")) np = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--hidden")) hidden = argv[i + 1];
-        else if (!strcmp(argv[i], "--out")) out = argv[i + 1];
-        else if (!strcmp(argv[i], "--hang")) hang = atoi(argv[i + 1]);
-    }
-    if (!arbench || !mpirun || !out || np < 1 || (hang && np < 2) || atoi(hidden) < 1) {
-        fprintf(stderr, "usage: check_symm_fused --arbench PATH --mpirun PATH --np N --hidden H --out CSV [--hang 1 (N >= 2)]\n");
+    const char *hidden = "7168";
+    symm_args_t a;
+    if (symm_parse_args(argc, argv, "check_symm_fused", "--hidden", &hidden, &a) || !a.arbench || !a.mpirun || !a.out ||
+        a.np < 1 || (a.hang && a.np < 2) || atoi(hidden) < 1) {
+        fprintf(stderr, "usage: check_symm_fused --arbench PATH --mpirun PATH --np N --hidden H --out CSV [--hang 1 (N >= 2)] [--expect-pass IMPL[:ITEMS]@BYTES]... [--expect-on GPU] [--allow-skip IMPL]...\n");
         return 2;
     }
-    int ndev = 0;
-    cudaError_t ce = cudaGetDeviceCount(&ndev);
-    if (ce != cudaSuccess || ndev < np) {
-        printf("1..0 # SKIP needs %d visible GPU(s), have %d (%s)\n", np, ce == cudaSuccess ? ndev : 0,
-               ce == cudaSuccess ? "cudaGetDeviceCount ok" : cudaGetErrorString(ce));
-        return 77;
+    const char *arbench = a.arbench, *mpirun = a.mpirun, *out = a.out;
+    int np = a.np, hang = a.hang;
+    char gpu_name[256];
+    int need = symm_need_gpus(np, gpu_name, sizeof gpu_name);
+    if (need)
+        return need;
+    arb_loaded_plugin_t lsa;
+    if (!(variants = symm_lsa_variants(&lsa)))
+        return tap_done();
+    for (NVAR = 0; variants[NVAR]; NVAR++)
+        if (FIRST_FLAGFREE < 0 && strstr(variants[NVAR], "variant=oneshot-flagfree"))
+            FIRST_FLAGFREE = NVAR;
+    if (FIRST_FLAGFREE < 0) {
+        tap_ok(0, "lsa's default variants include a flag-free one");
+        return tap_done();
     }
     char np_arg[16], log[4200];
     snprintf(np_arg, sizeof np_arg, "%d", np);
     snprintf(log, sizeof log, "%s.log", out);
-    unlink(out); /* the results writer appends to an existing file */
+    unlink(out); /* a fresh file: the sweep refuses an existing one */
     if (hang)
         return check_hang(mpirun, arbench, np_arg, hidden, out, log);
 
@@ -164,7 +170,7 @@ int main(int argc, char **argv)
 
     int missing = 0, bad = 0, failed_rows = 0, fused_pass = 0;
     for (int v = 0; v < NVAR; v++) {
-        const int flagfree = v >= FIRST_FLAGFREE;
+        const int flagfree = strstr(variants[v], "variant=oneshot-flagfree") != NULL;
         for (int k = 0; k < NTOK; k++) {
             for (int m = 0; m < NMODES; m++) {
                 char **un = find_row(&t, &c, v, tokens_list[k], hidden, modes[m], "unfused");
@@ -213,14 +219,17 @@ int main(int argc, char **argv)
     tap_ok(failed_rows ? rc != 0 : rc == 0, "arbench sweep exit status %d agrees with the rows (%d failed)", rc,
            failed_rows);
     if (fused_pass == 0)
-        tap_skip("no fused row passed (lsa declined at init here, see the skip reasons): no timing to compare");
+        tap_skip("lsa declined at init here, see the skip reasons", "fused timings to compare");
     char **fu = find_row(&t, &c, FIRST_FLAGFREE, "3", hidden, "graph", "fused");
     char **un = find_row(&t, &c, FIRST_FLAGFREE, "3", hidden, "graph", "unfused");
     if (fu && un && !strcmp(fu[c.check], "pass") && !strcmp(un[c.check], "pass") && atof(un[c.median]) > 0)
         printf("# 3 tokens graph, flag-free 24x256: fused %s us, unfused %s us, ratio %.3f (aim <= 0.8)\n",
                fu[c.median], un[c.median], atof(fu[c.median]) / atof(un[c.median]));
-    if (tap_failed)
+    static const char *const impls[] = {"lsa"};
+    symm_expect_check(&a.expect, &t, impls, 1, gpu_name);
+    if (tap_.nfailed)
         print_log(log);
     arb_table_free(&t);
+    arb_plugin_unload(&lsa);
     return tap_done();
 }

@@ -23,19 +23,16 @@
 
 #include <cuda_runtime_api.h>
 
+#include "loader.h"
 #include "results.h"
 #include "symm_run.h"
-#include "symm_tap.h"
+#include "tap.h"
+#include "symm_expect.h"
 
 static const size_t sizes_bf16[] = {2, 1000, 43008, 1048576};
 static const size_t sizes_fp32[] = {4, 1000, 43008, 1048576};
 static const char *const modes[] = {"eager", "graph", "context"};
-/* lsa's default variants as describe() writes them (prefix up to a ',' or the end). */
-static const char *const lsa_variants[] = {"variant=oneshot-pull", "variant=oneshot-push",
-                                           "variant=oneshot-flagfree,ctas=24,threads=256",
-                                           "variant=oneshot-flagfree,ctas=12,threads=512",
-                                           "variant=oneshot-flagfree,ctas=24,threads=256,pdl=1"};
-enum { NSIZES = 4, NMODES = 3, NLSA = sizeof lsa_variants / sizeof *lsa_variants };
+enum { NSIZES = 4, NMODES = 3 };
 
 
 /* The timeout path: every lsa row fails, at least one names the timeout, and arbench
@@ -69,7 +66,7 @@ static int check_hang(const char *mpirun, const char *arbench, const char *np_ar
     tap_ok(passed == 0, "no row passed while rank 1 sent nothing (%d did)", passed);
     tap_ok(named > 0, "a note names the timeout (\"timed out waiting for LSA peer\"): %d of %d", named, rows);
     tap_ok(rc != 0 && rc != 77, "arbench exit status %d is a failure", rc);
-    if (tap_failed)
+    if (tap_.nfailed)
         print_log(log);
     arb_table_free(&t);
     return tap_done();
@@ -77,34 +74,33 @@ static int check_hang(const char *mpirun, const char *arbench, const char *np_ar
 
 int main(int argc, char **argv)
 {
-    const char *arbench = NULL, *mpirun = NULL, *dtype = "bf16", *out = NULL;
-    int np = 1, hang = 0;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--arbench")) arbench = argv[i + 1];
-        else if (!strcmp(argv[i], "--mpirun")) mpirun = argv[i + 1];
-        else if (!strcmp(argv[i], "--np")) np = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--dtype")) dtype = argv[i + 1];
-        else if (!strcmp(argv[i], "--out")) out = argv[i + 1];
-        else if (!strcmp(argv[i], "--hang")) hang = atoi(argv[i + 1]);
-    }
-    if (!arbench || !mpirun || !out || np < 1 || (hang && np < 2) || (strcmp(dtype, "bf16") && strcmp(dtype, "fp32"))) {
-        fprintf(stderr, "usage: check_symm_sweep --arbench PATH --mpirun PATH --np N --dtype bf16|fp32 --out CSV [--hang 1 (N >= 2)]\n");
+    const char *dtype = "bf16";
+    symm_args_t a;
+    if (symm_parse_args(argc, argv, "check_symm_sweep", "--dtype", &dtype, &a) || !a.arbench || !a.mpirun || !a.out ||
+        a.np < 1 || (a.hang && a.np < 2) || (strcmp(dtype, "bf16") && strcmp(dtype, "fp32"))) {
+        fprintf(stderr, "usage: check_symm_sweep --arbench PATH --mpirun PATH --np N --dtype bf16|fp32 --out CSV [--hang 1 (N >= 2)] [--expect-pass IMPL[:ITEMS]@BYTES]... [--expect-on GPU] [--allow-skip IMPL]...\n");
         return 2;
     }
-    int ndev = 0;
-    cudaError_t ce = cudaGetDeviceCount(&ndev);
-    if (ce != cudaSuccess || ndev < np) {
-        printf("1..0 # SKIP needs %d visible GPU(s), have %d (%s)\n", np, ce == cudaSuccess ? ndev : 0,
-               ce == cudaSuccess ? "cudaGetDeviceCount ok" : cudaGetErrorString(ce));
-        return 77;
-    }
+    const char *arbench = a.arbench, *mpirun = a.mpirun, *out = a.out;
+    int np = a.np, hang = a.hang;
+    char gpu_name[256];
+    int need = symm_need_gpus(np, gpu_name, sizeof gpu_name);
+    if (need)
+        return need;
+    arb_loaded_plugin_t lsa;
+    const char *const *lsa_variants = symm_lsa_variants(&lsa);
+    if (!lsa_variants)
+        return tap_done();
+    int NLSA = 0;
+    while (lsa_variants[NLSA])
+        NLSA++;
 
     const size_t *sizes = strcmp(dtype, "bf16") ? sizes_fp32 : sizes_bf16;
     char size_arg[128], np_arg[16], log[4200];
     snprintf(size_arg, sizeof size_arg, "%zu,%zu,%zu,%zu", sizes[0], sizes[1], sizes[2], sizes[3]);
     snprintf(np_arg, sizeof np_arg, "%d", np);
     snprintf(log, sizeof log, "%s.log", out);
-    unlink(out); /* the results writer appends to an existing file */
+    unlink(out); /* a fresh file: the sweep refuses an existing one */
     if (hang)
         return check_hang(mpirun, arbench, np_arg, dtype, out, log);
     char *cmd[] = {(char *)mpirun, "--allow-run-as-root", "--oversubscribe", "-np", np_arg, (char *)arbench, "sweep",
@@ -125,7 +121,7 @@ int main(int argc, char **argv)
     tap_ok(c_impl >= 0 && c_params >= 0 && c_mode >= 0 && c_bytes >= 0 && c_check >= 0 && c_note >= 0 &&
                c_median >= 0 && c_dtype >= 0,
            "results have the columns impl params mode bytes check note median_us dtype");
-    if (tap_failed) {
+    if (tap_.nfailed) {
         arb_table_free(&t);
         return tap_done();
     }
@@ -180,8 +176,11 @@ int main(int argc, char **argv)
                v < 0 ? "" : lsa_variants[v], NSIZES, NMODES, missing);
     }
     tap_ok(fails ? rc != 0 : rc == 0, "arbench sweep exit status %d agrees with the rows (%d failed)", rc, fails);
-    if (tap_failed)
+    static const char *const impls[] = {"nccl-symm", "lsa"};
+    symm_expect_check(&a.expect, &t, impls, 2, gpu_name);
+    if (tap_.nfailed)
         print_log(log);
     arb_table_free(&t);
+    arb_plugin_unload(&lsa);
     return tap_done();
 }

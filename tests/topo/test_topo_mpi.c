@@ -12,24 +12,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int tests_run, tests_failed, my_rank;
+#include "tap.h"
 
-/* A check passes when it passes on every rank. */
-static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(int cond, const char *fmt, ...)
+static int my_rank;
+
+/* A check passes when it passes on every rank; rank 0 prints it. */
+static void ok_everywhere(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ok_everywhere(int cond, const char *fmt, ...)
 {
     int all;
     MPI_Allreduce(&cond, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    tests_run++;
-    tests_failed += !all;
-    if (my_rank != 0)
-        return;
+    char what[512];
     va_list ap;
-    printf("%sok %d - ", all ? "" : "not ", tests_run);
     va_start(ap, fmt);
-    vprintf(fmt, ap);
+    vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    printf("\n");
+    tap_ok(all, "%s", what);
 }
 
 /* 1 when `s` (up to len bytes) is the same string on every rank. */
@@ -56,6 +54,7 @@ int main(int argc, char **argv)
     MPI_Comm comm = MPI_COMM_WORLD, local;
     int nranks, local_rank;
     MPI_Comm_rank(comm, &my_rank);
+    tap_set_agree(NULL, my_rank != 0); /* rank 0 prints the TAP lines */
     MPI_Comm_size(comm, &nranks);
     MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, my_rank, MPI_INFO_NULL, &local);
     MPI_Comm_rank(local, &local_rank);
@@ -64,15 +63,15 @@ int main(int argc, char **argv)
     arb_topo_result_t res;
     char err[512] = "";
     int r = arb_topo_setup(&comm, -1, 1, &res, err, sizeof err);
-    ok(r == 0, "host-only setup returns 0 on %d ranks (%s)", nranks, err);
-    ok(strcmp(res.fabric, "host") == 0, "host-only label is host (got '%s')", res.fabric);
-    ok(strncmp(res.binding, "unbound: host-only run", 22) == 0 && strstr(res.binding, "cpus="),
+    ok_everywhere(r == 0, "host-only setup returns 0 on %d ranks (%s)", nranks, err);
+    ok_everywhere(strcmp(res.fabric, "host") == 0, "host-only label is host (got '%s')", res.fabric);
+    ok_everywhere(strncmp(res.binding, "unbound: host-only run", 22) == 0 && strstr(res.binding, "cpus="),
        "host-only binding recorded with the current cpus (rank %d: '%s')", my_rank, res.binding);
-    ok(res.nnodes >= 1 && same_everywhere(res.fabric, sizeof res.fabric), "same label on every rank, %d node(s)",
+    ok_everywhere(res.nnodes >= 1 && same_everywhere(res.fabric, sizeof res.fabric), "same label on every rank, %d node(s)",
        res.nnodes);
     r = arb_topo_setup(&comm, -1, 0, &res, err, sizeof err);
-    ok(r == 0 && strcmp(res.binding, "off") == 0, "bind 0: binding 'off' (got '%s')", res.binding);
-    ok(arb_topo_setup(NULL, -1, 0, &res, err, sizeof err) == ARB_ERR_INVALID && strstr(err, "mpi_comm is NULL"),
+    ok_everywhere(r == 0 && strcmp(res.binding, "off") == 0, "bind 0: binding 'off' (got '%s')", res.binding);
+    ok_everywhere(arb_topo_setup(NULL, -1, 0, &res, err, sizeof err) == ARB_ERR_INVALID && strstr(err, "mpi_comm is NULL"),
        "NULL communicator refused: %s", err);
 
     char why[256] = "";
@@ -82,20 +81,19 @@ int main(int argc, char **argv)
     err[0] = '\0';
     r = arb_topo_setup(&comm, min_gpus > 0 ? local_rank % min_gpus : 0, 1, &res, err, sizeof err);
     if (min_gpus == 0) {
-        ok(r == -1 && strstr(err, "no CUDA device visible"), "no GPU: every rank fails with one message (%s)", err);
-        ok(same_everywhere(err, sizeof err), "the message is the same on every rank");
+        ok_everywhere(r == -1 && strstr(err, "no CUDA device visible"), "no GPU: every rank fails with one message (%s)", err);
+        ok_everywhere(same_everywhere(err, sizeof err), "the message is the same on every rank");
     } else {
-        ok(r == 0, "GPU setup returns 0 (%s)", err);
-        ok(res.fabric[0] && strcmp(res.fabric, "unknown") != 0 && strcmp(res.fabric, "host") != 0,
+        ok_everywhere(r == 0, "GPU setup returns 0 (%s)", err);
+        ok_everywhere(res.fabric[0] && strcmp(res.fabric, "unknown") != 0 && strcmp(res.fabric, "host") != 0,
            "GPU label '%s' is a fabric", res.fabric);
-        ok(same_everywhere(res.fabric, sizeof res.fabric), "same label on every rank");
-        ok(strncmp(res.binding, "numa", 4) == 0, "rank %d bound near GPU %s: '%s'", my_rank, res.busid, res.binding);
+        ok_everywhere(same_everywhere(res.fabric, sizeof res.fabric), "same label on every rank");
+        ok_everywhere(strncmp(res.binding, "numa", 4) == 0, "rank %d bound near GPU %s: '%s'", my_rank, res.busid, res.binding);
         if (my_rank == 0)
             printf("# fabric %s, %d GPU(s) on node 0, reasons: %s\n# warnings: %s\n", res.fabric, res.node_gpus,
                    res.reasons, res.warnings[0] ? res.warnings : "none");
     }
-    if (my_rank == 0)
-        printf("1..%d\n", tests_run);
+    int rc = tap_done();
     MPI_Finalize();
-    return tests_failed ? 1 : 0;
+    return rc;
 }

@@ -15,21 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int tests_run, tests_failed;
+#include "tap.h"
+
 static const char *xml_dir;
 
-static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(int cond, const char *fmt, ...)
-{
-    va_list ap;
-    tests_run++;
-    tests_failed += !cond;
-    printf("%sok %d - ", cond ? "" : "not ", tests_run);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-}
 
 /* Loads DIR/name and fills node with its NVIDIA GPUs, classified. Exits on failure. */
 static hwloc_topology_t load(const char *name, arb_topo_node_t *node, int *ngpus)
@@ -49,7 +38,7 @@ static hwloc_topology_t load(const char *name, arb_topo_node_t *node, int *ngpus
 
 static void expect_link(const arb_topo_node_t *node, int a, int b, arb_link_t want)
 {
-    ok(node->link[a][b] == want && node->link[b][a] == want, "GPU%d-GPU%d is %s (got %s)", a, b,
+    tap_ok(node->link[a][b] == want && node->link[b][a] == want, "GPU%d-GPU%d is %s (got %s)", a, b,
        arb_link_name(want), arb_link_name(node->link[a][b]));
 }
 
@@ -57,8 +46,8 @@ static void expect_label(const arb_topo_node_t *node, const char *want, const ch
 {
     char label[ARB_FABRIC_LEN], reasons[1024];
     arb_topo_node_label(node, label, reasons, sizeof reasons);
-    ok(strcmp(label, want) == 0, "label %s (got %s)", want, label);
-    ok(strstr(reasons, reason_part) != NULL, "reasons mention '%s' (got: %s)", reason_part, reasons);
+    tap_ok(strcmp(label, want) == 0, "label %s (got %s)", want, label);
+    tap_ok(strstr(reasons, reason_part) != NULL, "reasons mention '%s' (got: %s)", reason_part, reasons);
 }
 
 /* A node of a subset of the GPUs in `full`, classified again. */
@@ -75,8 +64,8 @@ static void test_switch_box(arb_topo_node_t *node, arb_topo_node_t *sub)
 {
     int n;
     hwloc_topology_t topo = load("pcie8_4switch_2socket.xml", node, &n);
-    ok(n == 8, "8-GPU box: 8 NVIDIA GPUs found, NIC, BMC VGA and GPU audio functions ignored (got %d)", n);
-    ok(strcmp(node->gpu[0].busid, "0000:13:00.0") == 0 && strcmp(node->gpu[7].busid, "0000:74:00.0") == 0,
+    tap_ok(n == 8, "8-GPU box: 8 NVIDIA GPUs found, NIC, BMC VGA and GPU audio functions ignored (got %d)", n);
+    tap_ok(strcmp(node->gpu[0].busid, "0000:13:00.0") == 0 && strcmp(node->gpu[7].busid, "0000:74:00.0") == 0,
        "GPUs in bus order (GPU0 %s, GPU7 %s)", node->gpu[0].busid, node->gpu[7].busid);
     expect_link(node, 0, 1, ARB_LINK_PIX);
     expect_link(node, 6, 7, ARB_LINK_PIX);
@@ -91,12 +80,12 @@ static void test_switch_box(arb_topo_node_t *node, arb_topo_node_t *sub)
             node_pairs += node->link[i][j] == ARB_LINK_NODE;
             sys += node->link[i][j] == ARB_LINK_SYS;
         }
-    ok(pix == 4 && node_pairs == 8 && sys == 16, "pair counts 4 PIX, 8 NODE, 16 SYS (got %d, %d, %d)", pix,
+    tap_ok(pix == 4 && node_pairs == 8 && sys == 16, "pair counts 4 PIX, 8 NODE, 16 SYS (got %d, %d, %d)", pix,
        node_pairs, sys);
-    ok(strcmp(node->gpu[0].numa, "0") == 0 && strcmp(node->gpu[0].cpus, "0-7") == 0 && node->gpu[0].package == 0,
+    tap_ok(strcmp(node->gpu[0].numa, "0") == 0 && strcmp(node->gpu[0].cpus, "0-7") == 0 && node->gpu[0].package == 0,
        "GPU0 is local to numa0, cpus 0-7, package 0 (got numa%s cpus %s package %d)", node->gpu[0].numa,
        node->gpu[0].cpus, node->gpu[0].package);
-    ok(strcmp(node->gpu[7].numa, "1") == 0 && strcmp(node->gpu[7].cpus, "8-15") == 0 && node->gpu[7].package == 1,
+    tap_ok(strcmp(node->gpu[7].numa, "1") == 0 && strcmp(node->gpu[7].cpus, "8-15") == 0 && node->gpu[7].package == 1,
        "GPU7 is local to numa1, cpus 8-15, package 1 (got numa%s cpus %s package %d)", node->gpu[7].numa,
        node->gpu[7].cpus, node->gpu[7].package);
     expect_label(node, "pcie-xsocket", "worst pair GPU0-GPU4 is SYS");
@@ -112,16 +101,16 @@ static void test_switch_box(arb_topo_node_t *node, arb_topo_node_t *sub)
     /* bind_near on a topology that is not this machine: never binds, says so. */
     char binding[256] = "", warnings[512] = "";
     arb_topo_bind_near(topo, &node->gpu[7], 1, binding, sizeof binding, warnings, sizeof warnings);
-    ok(strcmp(binding, "unbound: the topology is not this machine's (XML); would be numa1:cpus=8-15") == 0,
+    tap_ok(strcmp(binding, "unbound: the topology is not this machine's (XML); would be numa1:cpus=8-15") == 0,
        "binding from XML is refused with the would-be binding (got '%s')", binding);
     arb_topo_bind_near(topo, &node->gpu[7], 0, binding, sizeof binding, warnings, sizeof warnings);
-    ok(strcmp(binding, "off") == 0 && warnings[0] == '\0', "bind 0 gives 'off' (got '%s', warnings '%s')", binding,
+    tap_ok(strcmp(binding, "off") == 0 && warnings[0] == '\0', "bind 0 gives 'off' (got '%s', warnings '%s')", binding,
        warnings);
 
     /* Export and reload: what `arbench topo --export-xml` writes must classify the same. */
     char path[] = "/tmp/arb_topo_export_XXXXXX", err[256];
     int fd = mkstemp(path);
-    ok(fd >= 0 && hwloc_topology_export_xml(topo, path, 0) == 0, "export to %s", path);
+    tap_ok(fd >= 0 && hwloc_topology_export_xml(topo, path, 0) == 0, "export to %s", path);
     if (fd >= 0)
         close(fd);
     hwloc_topology_t again;
@@ -132,7 +121,7 @@ static void test_switch_box(arb_topo_node_t *node, arb_topo_node_t *sub)
         expect_label(sub, "pcie-xsocket", "16 SYS");
         hwloc_topology_destroy(again);
     } else {
-        ok(0, "reload of the export: %s", err);
+        tap_ok(0, "reload of the export: %s", err);
     }
     unlink(path);
     hwloc_topology_destroy(topo);
@@ -142,7 +131,7 @@ static void test_hostbridge_box(arb_topo_node_t *node)
 {
     int n;
     hwloc_topology_t topo = load("pcie4_hostbridge.xml", node, &n);
-    ok(n == 4, "4-GPU box: 4 GPUs (got %d)", n);
+    tap_ok(n == 4, "4-GPU box: 4 GPUs (got %d)", n);
     for (int i = 0; i < 4; i++)
         for (int j = i + 1; j < 4; j++)
             expect_link(node, i, j, ARB_LINK_PHB);
@@ -150,9 +139,9 @@ static void test_hostbridge_box(arb_topo_node_t *node)
 
     /* A GPU that hwloc does not have makes the label unknown rather than a guess. */
     char err[256];
-    ok(arb_topo_node_add(node, "0000:99:00.0", -1, err, sizeof err) == 4, "add a GPU hwloc does not know");
+    tap_ok(arb_topo_node_add(node, "0000:99:00.0", -1, err, sizeof err) == 4, "add a GPU hwloc does not know");
     arb_topo_node_classify(topo, node);
-    ok(!node->gpu[4].in_hwloc && node->link[0][4] == ARB_LINK_UNKNOWN, "its pairs are unknown (%s)",
+    tap_ok(!node->gpu[4].in_hwloc && node->link[0][4] == ARB_LINK_UNKNOWN, "its pairs are unknown (%s)",
        arb_link_name(node->link[0][4]));
     expect_label(node, "unknown", "0000:99:00.0");
     hwloc_topology_destroy(topo);
@@ -162,7 +151,7 @@ static void test_cascade_box(arb_topo_node_t *node)
 {
     int n;
     hwloc_topology_t topo = load("pcie4_cascade.xml", node, &n);
-    ok(n == 4, "cascaded switches: 4 GPUs (got %d)", n);
+    tap_ok(n == 4, "cascaded switches: 4 GPUs (got %d)", n);
     expect_link(node, 0, 1, ARB_LINK_PIX);
     expect_link(node, 2, 3, ARB_LINK_PIX);
     expect_link(node, 0, 2, ARB_LINK_PXB);
@@ -175,13 +164,13 @@ static void test_nvlink_boxes(arb_topo_node_t *node)
 {
     int n;
     hwloc_topology_t topo = load("nvlink2.xml", node, &n);
-    ok(n == 2, "NVLink box: 2 GPUs (got %d)", n);
+    tap_ok(n == 2, "NVLink box: 2 GPUs (got %d)", n);
     expect_link(node, 0, 1, ARB_LINK_NVL);
     expect_label(node, "nvlink", "NVLinkBandwidth");
     hwloc_topology_destroy(topo);
 
     topo = load("nvlink4_pairs.xml", node, &n);
-    ok(n == 4, "NVLink pairs box: 4 GPUs (got %d)", n);
+    tap_ok(n == 4, "NVLink pairs box: 4 GPUs (got %d)", n);
     expect_link(node, 0, 1, ARB_LINK_NVL);
     expect_link(node, 2, 3, ARB_LINK_NVL);
     expect_link(node, 0, 2, ARB_LINK_NODE);
@@ -194,26 +183,26 @@ static void test_busids_and_multinode(arb_topo_node_t *node)
 {
     char err[256];
     arb_topo_node_init(node);
-    ok(arb_topo_node_add(node, "17:00.0", -1, err, sizeof err) == 0 && strcmp(node->gpu[0].busid, "0000:17:00.0") == 0,
+    tap_ok(arb_topo_node_add(node, "17:00.0", -1, err, sizeof err) == 0 && strcmp(node->gpu[0].busid, "0000:17:00.0") == 0,
        "short bus id 17:00.0 -> %s", node->gpu[0].busid);
-    ok(arb_topo_node_add(node, "00000000:17:00.0", -1, err, sizeof err) == 0 && node->ngpus == 1,
+    tap_ok(arb_topo_node_add(node, "00000000:17:00.0", -1, err, sizeof err) == 0 && node->ngpus == 1,
        "NVML's 8-digit domain form is the same GPU");
-    ok(arb_topo_node_add(node, "0000:3B:00.0", 2, err, sizeof err) == 1 && strcmp(node->gpu[1].busid, "0000:3b:00.0") == 0,
+    tap_ok(arb_topo_node_add(node, "0000:3B:00.0", 2, err, sizeof err) == 1 && strcmp(node->gpu[1].busid, "0000:3b:00.0") == 0,
        "upper-case hex is canonicalised (%s)", node->gpu[1].busid);
     err[0] = '\0';
-    ok(arb_topo_node_add(node, "gpu0", -1, err, sizeof err) == -1 && strstr(err, "'gpu0'") && strstr(err, "expected"),
+    tap_ok(arb_topo_node_add(node, "gpu0", -1, err, sizeof err) == -1 && strstr(err, "'gpu0'") && strstr(err, "expected"),
        "bad bus id rejected: %s", err);
-    ok(arb_topo_node_add(node, "0000:17:20.0", -1, err, sizeof err) == -1, "device number > 0x1f rejected");
+    tap_ok(arb_topo_node_add(node, "0000:17:20.0", -1, err, sizeof err) == -1, "device number > 0x1f rejected");
 
     char labels[3][ARB_FABRIC_LEN] = { "pcie-switch", "pcie-switch", "pcie-xsocket" }, out[ARB_FABRIC_LEN],
          reasons[512] = "";
     arb_topo_combine_labels((const char(*)[ARB_FABRIC_LEN])labels, 1, out, reasons, sizeof reasons);
-    ok(strcmp(out, "pcie-switch") == 0, "one node keeps its label (got %s)", out);
+    tap_ok(strcmp(out, "pcie-switch") == 0, "one node keeps its label (got %s)", out);
     arb_topo_combine_labels((const char(*)[ARB_FABRIC_LEN])labels, 2, out, reasons, sizeof reasons);
-    ok(strcmp(out, "multinode-pcie-switch") == 0, "two alike nodes: multinode-pcie-switch (got %s)", out);
+    tap_ok(strcmp(out, "multinode-pcie-switch") == 0, "two alike nodes: multinode-pcie-switch (got %s)", out);
     reasons[0] = '\0';
     arb_topo_combine_labels((const char(*)[ARB_FABRIC_LEN])labels, 3, out, reasons, sizeof reasons);
-    ok(strcmp(out, "multinode-mixed") == 0 && strstr(reasons, "node2 is pcie-xsocket"),
+    tap_ok(strcmp(out, "multinode-mixed") == 0 && strstr(reasons, "node2 is pcie-xsocket"),
        "differing nodes: multinode-mixed (got %s: %s)", out, reasons);
 }
 
@@ -254,7 +243,7 @@ static void test_iommu(arb_topo_node_t *node)
     hwloc_topology_t topo = load("pcie8_4switch_2socket.xml", node, &n);
     char root[] = "/tmp/arb_topo_sysfs_XXXXXX", cmdline[PATH_MAX], warn[1024];
     if (!mkdtemp(root)) {
-        ok(0, "mkdtemp");
+        tap_ok(0, "mkdtemp");
         return;
     }
     snprintf(cmdline, sizeof cmdline, "%s/cmdline", root);
@@ -262,27 +251,27 @@ static void test_iommu(arb_topo_node_t *node)
     write_file(cmdline, "BOOT_IMAGE=/vmlinuz root=/dev/sda1 quiet\n");
     warn[0] = '\0';
     arb_topo_preflight_iommu(node, root, cmdline, warn, sizeof warn);
-    ok(warn[0] == '\0', "no IOMMU groups, no IOMMU options: no warning (got '%s')", warn);
+    tap_ok(warn[0] == '\0', "no IOMMU groups, no IOMMU options: no warning (got '%s')", warn);
 
     fake_sysfs(root, 2);
     write_file(cmdline, "BOOT_IMAGE=/vmlinuz intel_iommu=on quiet\n");
     warn[0] = '\0';
     arb_topo_preflight_iommu(node, root, cmdline, warn, sizeof warn);
-    ok(strstr(warn, "IOMMU is on (3 groups") && strstr(warn, "intel_iommu=on"), "IOMMU on, translating: warned (%s)",
+    tap_ok(strstr(warn, "IOMMU is on (3 groups") && strstr(warn, "intel_iommu=on"), "IOMMU on, translating: warned (%s)",
        warn);
-    ok(strstr(warn, "GPU0 (0000:13:00.0) and GPU1 (0000:14:00.0) share a PCIe switch but sit in different IOMMU groups (1, 2)") != NULL,
+    tap_ok(strstr(warn, "GPU0 (0000:13:00.0) and GPU1 (0000:14:00.0) share a PCIe switch but sit in different IOMMU groups (1, 2)") != NULL,
        "ACS: GPUs under one switch in different groups warned");
 
     write_file(cmdline, "intel_iommu=on iommu=pt\n");
     warn[0] = '\0';
     arb_topo_preflight_iommu(node, root, cmdline, warn, sizeof warn);
-    ok(!strstr(warn, "translates DMA") && strstr(warn, "ACS likely redirects"),
+    tap_ok(!strstr(warn, "translates DMA") && strstr(warn, "ACS likely redirects"),
        "iommu=pt: no translation warning, ACS warning stays (%s)", warn);
 
     fake_sysfs(root, 1);
     warn[0] = '\0';
     arb_topo_preflight_iommu(node, root, cmdline, warn, sizeof warn);
-    ok(warn[0] == '\0', "iommu=pt and both GPUs in one group: no warning (got '%s')", warn);
+    tap_ok(warn[0] == '\0', "iommu=pt and both GPUs in one group: no warning (got '%s')", warn);
 
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
@@ -307,8 +296,7 @@ int main(int argc, char **argv)
     test_nvlink_boxes(node);
     test_busids_and_multinode(node);
     test_iommu(node);
-    printf("1..%d\n", tests_run);
     free(sub);
     free(node);
-    return tests_failed ? 1 : 0;
+    return tap_done();
 }

@@ -1,0 +1,39 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# tests/model/cli_test.sh ARBENCH SOURCE_ROOT: `arbench model` end to end on the committed
+# 2 x H200 runs: fit, predict a PCIe spec, the prediction is marked and banded, `arbench
+# profile` accepts it, check fails when it should, bad input exits 2 with a message. TAP.
+set -u
+arb=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") root=$2
+cd "$root" || exit 1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0 bad=0
+ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; bad=1; fi; }
+echo "1..9"
+"$arb" model fit --fabric model/fabrics/h200x2-nvlink.spec --out "$tmp/fit.csv" results/h200x2-default.csv results/h200x2-p2poff.csv > "$tmp/fit.txt"
+ok $? "fit on the committed runs"
+"$arb" model predict --fit "$tmp/fit.csv" --fabric model/fabrics/pcie-switch-pairs-8.spec --ranks 8 --sizes 14336,43008,1M --out "$tmp/pred.csv" > /dev/null
+ok $? "predict 8 ranks of pcie-switch-pairs-8"
+# every row source=model: the third field from the end (source, band_lo_us, band_hi_us are
+# never quoted, params earlier may hold commas)
+awk -F, 'NR == 1 { if ($(NF - 2) != "source") bad = 1; next }
+         { if ($(NF - 2) != "model") bad = 1 }
+         END { exit bad || NR < 10 }' "$tmp/pred.csv"
+ok $? "every predicted row is source=model"
+grep -q ',model,.*band' "$tmp/pred.csv" && head -1 "$tmp/pred.csv" | grep -q 'band_lo_us,band_hi_us$'
+ok $? "predicted rows carry their band columns"
+grep -q 'LL128 on PCIe' "$tmp/pred.csv"
+ok $? "LL128 rows are skips saying NCCL disables it on PCIe"
+"$arb" profile --quiet --out "$tmp/prof.csv" "$tmp/pred.csv"
+ok $? "arbench profile accepts the prediction"
+"$arb" model check --fit "$tmp/fit.csv" --tolerance 0.01 results/h200x2-default.csv > "$tmp/check.txt"
+[ $? = 1 ] && grep -q FAIL "$tmp/check.txt"
+ok $? "check exits 1 when the model misses by more than the tolerance"
+err=$("$arb" model predict --fit "$tmp/fit.csv" --fabric /nonexistent.spec --ranks 8 --out "$tmp/x.csv" 2>&1)
+[ $? = 2 ] && echo "$err" | grep -q 'nonexistent.spec'
+ok $? "a missing spec exits 2 naming it"
+err=$("$arb" model predict --fit "$tmp/fit.csv" --fabric model/fabrics/pcie-1socket-4.spec --ranks 8 --out "$tmp/x.csv" 2>&1)
+[ $? = 2 ] && echo "$err" | grep -q 'has 4 GPUs'
+ok $? "more ranks than the fabric has GPUs exits 2"
+exit $bad
