@@ -108,12 +108,32 @@ __device__ __forceinline__ void rope_pair(float x0, float x1, float2 cs, bf16 *o
 // PDL: a kernel launched with programmatic stream serialization may start while its
 // predecessor runs; it must wait before touching anything the predecessor writes, and
 // lets its own successor start launching once it is under way. No-ops without PDL.
-__device__ __forceinline__ void pdl_begin()
+__device__ __forceinline__ void pdl_launch_dependents()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait()
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+__device__ __forceinline__ void pdl_begin()
+{
+    pdl_wait();
+    pdl_launch_dependents();
+}
+
+// Pull `bytes` at p (a weight row: nothing a predecessor writes) toward L2 before waiting
+// on the predecessor, one 128-byte line per lane and step: under PDL the fetch overlaps
+// the previous kernel's tail.
+__device__ __forceinline__ void warp_prefetch_l2(const void *p, size_t bytes)
+{
+    const char *c = static_cast<const char *>(p);
+    for (size_t off = (size_t)(threadIdx.x % kWarp) * 128; off < bytes; off += kWarp * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(c + off));
 }
 
 // Every engine kernel is launched here, so PDL is one switch.

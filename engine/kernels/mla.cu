@@ -128,29 +128,42 @@ __global__ void __launch_bounds__(kAttendWarps *kWarp)
         if (lane < dr / 8)
             unpack8(reinterpret_cast<const uint4 *>(qpe + (size_t)r * dr)[lane], pf);
         float *row_sc = sc + (size_t)r * kAttnChunk;
-        for (int p = 0; p < n; p++) {
-            float s = 0.0f;
+        constexpr int kPos = 4; // positions whose warp reductions interleave
+        for (int p0 = 0; p0 < n; p0 += kPos) {
+            float s[kPos];
 #pragma unroll
-            for (int i = 0; i < kMaxLatVec; i++) {
-                const int v = lane + kWarp * i;
-                if (v < nv) {
+            for (int j = 0; j < kPos; j++) {
+                const int p = min(p0 + j, n - 1); // a repeated last position is computed, not stored
+                s[j] = 0.0f;
+#pragma unroll
+                for (int i = 0; i < kMaxLatVec; i++) {
+                    const int v = lane + kWarp * i;
+                    if (v < nv) {
+                        float kf[8];
+                        unpack8(reinterpret_cast<const uint4 *>(ckv + (size_t)p * rkv)[v], kf);
+#pragma unroll
+                        for (int q8 = 0; q8 < 8; q8++)
+                            s[j] = fmaf(qf[i][q8], kf[q8], s[j]);
+                    }
+                }
+                if (lane < dr / 8) {
                     float kf[8];
-                    unpack8(reinterpret_cast<const uint4 *>(ckv + (size_t)p * rkv)[v], kf);
+                    unpack8(reinterpret_cast<const uint4 *>(kpe + (size_t)p * dr)[lane], kf);
 #pragma unroll
-                    for (int j = 0; j < 8; j++)
-                        s = fmaf(qf[i][j], kf[j], s);
+                    for (int q8 = 0; q8 < 8; q8++)
+                        s[j] = fmaf(pf[q8], kf[q8], s[j]);
                 }
             }
-            if (lane < dr / 8) {
-                float kf[8];
-                unpack8(reinterpret_cast<const uint4 *>(kpe + (size_t)p * dr)[lane], kf);
 #pragma unroll
-                for (int j = 0; j < 8; j++)
-                    s = fmaf(pf[j], kf[j], s);
-            }
-            s = warp_sum(s) * scale;
+            for (int o = kWarp / 2; o > 0; o >>= 1)
+#pragma unroll
+                for (int j = 0; j < kPos; j++)
+                    s[j] += __shfl_xor_sync(0xffffffffu, s[j], o);
             if (lane == 0)
-                row_sc[p] = c0 + p <= P0 + t ? s : -INFINITY;
+#pragma unroll
+                for (int j = 0; j < kPos; j++)
+                    if (p0 + j < n)
+                        row_sc[p0 + j] = c0 + p0 + j <= P0 + t ? s[j] * scale : -INFINITY;
         }
         __syncwarp();
         float m = -INFINITY;

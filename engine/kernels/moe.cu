@@ -21,15 +21,19 @@ constexpr int kMoeWarps = 8;
 constexpr int kDownRowsPerWarp = 4;
 
 // The eight INT4 values of one packed word as four bf16 pairs: pair k holds values k
-// (low half) and k + 4 (high half) as 136 + q, exact; minus 136 gives q in fp32.
+// (low half) and k + 4 (high half) as 136 + q, exact; one bf16x2 subtraction of 136
+// leaves q exactly, widened to fp32 by a shift or a mask.
 __device__ __forceinline__ void dequant_word(uint32_t w, float (&q)[8])
 {
     const uint32_t u = w ^ 0x88888888u; // q + 8 in every nibble, unsigned
+    const __nv_bfloat162 bias = __floats2bfloat162_rn(136.0f, 136.0f);
 #pragma unroll
     for (int k = 0; k < 4; k++) {
-        const uint32_t p = ((u >> (4 * k)) & 0x000f000fu) | 0x43004300u;
-        q[k] = bf16_lo(p) - 136.0f;
-        q[k + 4] = bf16_hi(p) - 136.0f;
+        uint32_t p = ((u >> (4 * k)) & 0x000f000fu) | 0x43004300u;
+        __nv_bfloat162 v = __hsub2(*reinterpret_cast<__nv_bfloat162 *>(&p), bias);
+        const uint32_t r = *reinterpret_cast<uint32_t *>(&v);
+        q[k] = bf16_lo(r);
+        q[k + 4] = bf16_hi(r);
     }
 }
 
@@ -45,6 +49,21 @@ __device__ __forceinline__ void dequant_group(const uint4 packed, float (&q)[32]
 #pragma unroll
         for (int j = 0; j < 8; j++)
             q[wi * 8 + j] = qw[j];
+    }
+}
+
+// Gate and up share the input: each x vector is widened once for both.
+__device__ __forceinline__ void group_dot2(const float (&qa)[32], const float (&qb)[32], const uint4 *x, float &sa,
+                                           float &sb)
+{
+    sa = 0.0f, sb = 0.0f;
+#pragma unroll
+    for (int wi = 0; wi < 4; wi++) {
+        float xf[8];
+        unpack8(__ldg(x + wi), xf);
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            sa = fmaf(qa[wi * 8 + j], xf[j], sa), sb = fmaf(qb[wi * 8 + j], xf[j], sb);
     }
 }
 
@@ -96,9 +115,10 @@ __device__ __forceinline__ void warp_rowdot_int4_pair(const uint32_t *__restrict
             dequant_group(pu[j], qu);
 #pragma unroll
             for (int t = 0; t < T; t++) {
-                const uint4 *xt = xv + (size_t)t * (K / 8) + g * 4;
-                acc[t] = fmaf(group_dot(qg, xt), sg[j], acc[t]);
-                acc2[t] = fmaf(group_dot(qu, xt), su[j], acc2[t]);
+                float dg, du;
+                group_dot2(qg, qu, xv + (size_t)t * (K / 8) + g * 4, dg, du);
+                acc[t] = fmaf(dg, sg[j], acc[t]);
+                acc2[t] = fmaf(du, su[j], acc2[t]);
             }
         }
     }
@@ -122,9 +142,14 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp)
     moe_gate_up_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ h, bf16 *__restrict__ act,
                        bf16 *__restrict__ act_sh)
 {
-    pdl_begin();
     const int warp = blockIdx.x * kMoeWarps + threadIdx.x / kWarp;
     const int H = w.H, I = w.I;
+    pdl_launch_dependents();
+    if (warp < w.Is) { // the shared expert's rows do not depend on the router: fetch them early
+        warp_prefetch_l2(w.sh_gate + (size_t)warp * H, (size_t)H * 2);
+        warp_prefetch_l2(w.sh_up + (size_t)warp * H, (size_t)H * 2);
+    }
+    pdl_wait();
     float g[T], u[T];
     if (warp < w.Is) { // the shared expert's row
         warp_rowdot<T, true>(w.sh_gate + (size_t)warp * H, w.sh_up + (size_t)warp * H, h, H, H, g, u);
@@ -252,10 +277,13 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp)
     moe_down_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ act, const bf16 *__restrict__ act_sh,
                     bf16 *__restrict__ part)
 {
-    pdl_begin();
     const int lane = threadIdx.x % kWarp;
     const int i0 = (blockIdx.x * kMoeWarps + threadIdx.x / kWarp) * kDownRowsPerWarp;
     const int H = w.H;
+    pdl_launch_dependents();
+    if (i0 < H)
+        warp_prefetch_l2(w.sh_down + (size_t)i0 * w.Is, (size_t)min(kDownRowsPerWarp, H - i0) * w.Is * 2);
+    pdl_wait();
     if (i0 >= H)
         return;
     float acc[kDownRowsPerWarp][T] = {};

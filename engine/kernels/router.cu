@@ -17,7 +17,7 @@
 namespace arbk {
 namespace {
 
-constexpr int kRouterWarps = 8;
+constexpr int kRouterWarps = 4; // more blocks for the logits; warps route tokens t, t + 4
 
 struct best_t {
     float v;
@@ -141,8 +141,11 @@ __global__ void __launch_bounds__(kRouterWarps *kWarp)
                   float scaling)
 {
     __shared__ int last;
-    pdl_begin();
     const int e = blockIdx.x * kRouterWarps + threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+    pdl_launch_dependents();
+    if (e < E)
+        warp_prefetch_l2(W + (size_t)e * H, (size_t)H * 2);
+    pdl_wait();
     if (e < E) {
         float acc[T], unused[T];
         warp_rowdot<T, false>(W + (size_t)e * H, nullptr, h, H, H, acc, unused);
