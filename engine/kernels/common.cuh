@@ -27,6 +27,17 @@ __device__ __forceinline__ void unpack8(const uint4 v, float (&f)[8])
     f[4] = bf16_lo(v.z), f[5] = bf16_hi(v.z), f[6] = bf16_lo(v.w), f[7] = bf16_hi(v.w);
 }
 
+// w . x over one vector of eight bf16 inputs, fp32.
+__device__ __forceinline__ float dot8(const float (&w)[8], const uint4 xv)
+{
+    float xf[8], s = 0.0f;
+    unpack8(xv, xf);
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        s = fmaf(w[j], xf[j], s);
+    return s;
+}
+
 __device__ __forceinline__ float bf(bf16 v) { return __bfloat162float(v); }
 __device__ __forceinline__ bf16 to_bf(float v) { return __float2bfloat16_rn(v); }
 

@@ -186,12 +186,7 @@ __device__ __forceinline__ void rows_dot_shared(const bf16 *__restrict__ W, int 
         unpack8(ld_stream(reinterpret_cast<const uint4 *>(W + (size_t)q * K) + v), wf);
 #pragma unroll
         for (int t = 0; t < T; t++) {
-            float xf[8];
-            unpack8(__ldg(reinterpret_cast<const uint4 *>(x + (size_t)t * K) + v), xf);
-            float s = 0.0f;
-#pragma unroll
-            for (int j = 0; j < 8; j++)
-                s = fmaf(wf[j], xf[j], s);
+            const float s = dot8(wf, __ldg(reinterpret_cast<const uint4 *>(x + (size_t)t * K) + v));
 #pragma unroll
             for (int qq = 0; qq < kDownRowsPerWarp; qq++)
                 if (qq == q)
@@ -255,13 +250,7 @@ __device__ __forceinline__ void rows_dot_routed(const moe_weights &w, const moe_
                 unpack8(p[j], wf);
 #pragma unroll
                 for (int t = 0; t < T; t++) {
-                    float xf[8];
-                    unpack8(__ldg(reinterpret_cast<const uint4 *>(x + (size_t)t * I) + g), xf);
-                    float d = 0.0f;
-#pragma unroll
-                    for (int k = 0; k < 8; k++)
-                        d = fmaf(wf[k], xf[k], d);
-                    d *= c[j][t];
+                    const float d = dot8(wf, __ldg(reinterpret_cast<const uint4 *>(x + (size_t)t * I) + g)) * c[j][t];
 #pragma unroll
                     for (int qq = 0; qq < kDownRowsPerWarp; qq++)
                         if (qq == q)
