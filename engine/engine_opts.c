@@ -18,6 +18,7 @@ void arb_engine_opts_defaults(arb_engine_opts_t *o)
     o->modes = (1u << ARB_MODE_GRAPH) | (1u << ARB_MODE_EAGER);
     o->seed = ARB_ENGINE_DEFAULT_SEED;
     o->backend = ARB_ENGINE_GPU;
+    o->accept_rate = -1;
 }
 
 void arb_engine_opts_usage(FILE *f)
@@ -43,6 +44,8 @@ void arb_engine_opts_usage(FILE *f)
             "  --dry-run           print the per-rank memory plan and exit\n"
             "  --check-steps N     gpu: compare the first N decode tokens with the CPU reference (0: off)\n"
             "  --no-noop-replay    skip the compute-only replay (no all-reduce share in the rows)\n"
+            "  --accept-rate p     also run speculative cycles: k drafts per verify step, each the right token with\n"
+            "                      probability p (draws seeded, wgen ARB_W_ACCEPT), the longest matching prefix accepted\n"
             "  --dump-tokens FILE  write every step's greedy tokens (rank 0), for tests\n"
             "  --dump-logits FILE  write the last step's logits of rank 0's shard, for tests\n"
             "  --quiet             no progress lines\n");
@@ -50,7 +53,7 @@ void arb_engine_opts_usage(FILE *f)
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
        O_CHUNK, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
-       O_HELP };
+       O_ACCEPT, O_HELP };
 
 static int parse_uint(const char *opt, const char *v, unsigned lo, unsigned hi, unsigned *out, char *err, size_t len)
 {
@@ -135,6 +138,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"dry-run", no_argument, 0, O_DRY},           {"check-steps", required_argument, 0, O_CHECK},
         {"no-noop-replay", no_argument, 0, O_NONOOP}, {"dump-tokens", required_argument, 0, O_DTOK},
         {"dump-logits", required_argument, 0, O_DLOG}, {"quiet", no_argument, 0, O_QUIET},
+        {"accept-rate", required_argument, 0, O_ACCEPT},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0},
     };
     arb_engine_opts_defaults(o);
@@ -193,6 +197,16 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         case O_DTOK: bad = parse_path("--dump-tokens", optarg, o->dump_tokens, sizeof o->dump_tokens, err, len); break;
         case O_DLOG: bad = parse_path("--dump-logits", optarg, o->dump_logits, sizeof o->dump_logits, err, len); break;
         case O_QUIET: o->quiet = 1; break;
+        case O_ACCEPT: {
+            char *end;
+            double x = strtod(optarg, &end);
+            if (!*optarg || *end || !(x >= 0 && x <= 1)) {
+                snprintf(err, len, "--accept-rate '%s': expected a probability in 0..1", optarg);
+                bad = 1;
+            }
+            o->accept_rate = x;
+            break;
+        }
         case O_HELP: return 1;
         default:
             snprintf(err, len, "unknown or incomplete option '%s' (see arbench engine --help)", argv[optind - 1]);

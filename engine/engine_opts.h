@@ -51,6 +51,7 @@ typedef struct arb_engine_opts {
     unsigned check_steps;            /* --check-steps N: GPU vs CPU reference, tokens of the first N steps (0: none) */
     char dump_logits[4096];          /* --dump-logits FILE: last step's logits (rank 0's view), for tests */
     char dump_tokens[4096];          /* --dump-tokens FILE: greedy tokens of every step, for tests */
+    double accept_rate;              /* --accept-rate p: speculative cycles, each draft right with probability p (< 0: off) */
 } arb_engine_opts_t;
 
 void arb_engine_opts_defaults(arb_engine_opts_t *o);

@@ -25,7 +25,8 @@
 #define ARB_ENGINE_MAX_CFGS 4
 #define ARB_ENGINE_MAX_INSTS 8 /* distinct instances of one configuration */
 
-enum { ARB_PHASE_DECODE = 0, ARB_PHASE_VERIFY = 1, ARB_PHASES };
+/* decode: T = 1; verify: T = k + 1 on the decode chain; spec: speculative cycles (--accept-rate) */
+enum { ARB_PHASE_DECODE = 0, ARB_PHASE_VERIFY = 1, ARB_PHASE_SPEC = 2, ARB_PHASES };
 extern const char *const arb_phase_names[ARB_PHASES];
 
 /* What one (configuration, mode, phase) measured. */
@@ -40,6 +41,8 @@ typedef struct arb_phase_result {
     uint32_t *tokens;     /* decode: [nsteps + spec_k] greedy outputs; verify: [nsteps * T] */
     unsigned agree, compared; /* verify outputs equal to the decode run's tokens */
     double moe_ours_us, moe_ours_bytes, moe_cublas_us, moe_cublas_bytes; /* < 0: not measured */
+    unsigned produced;    /* spec: tokens the cycles produced (accepted drafts + one per cycle) */
+    double total_us;      /* spec: sum of the cycles' times */
 } arb_phase_result_t;
 
 /* One run configuration: which instance serves each site. */
@@ -81,7 +84,16 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
 /* run_steps.c */
 arb_status_t arb_run_config(arb_engine_run_t *r, arb_runcfg_t *c, char *why, size_t len);
 arb_status_t arb_run_check(arb_engine_run_t *r, void *gpu_model, uint32_t gpu_g0, char *why, size_t len);
-/* run_steps.c helpers shared with run_check.c */
+/* run_spec.c: speculative cycles on the decode chain g (--accept-rate) */
+arb_status_t arb_run_spec_phase(arb_engine_run_t *r, arb_runcfg_t *c, void *model, arb_mode_t mode, const uint32_t *g,
+                                arb_phase_result_t *pr, int32_t *ebuf, char *why, size_t len);
+/* run_steps.c helpers shared with run_check.c and run_spec.c */
+arb_status_t arb_run_phase_alloc(arb_phase_result_t *pr, unsigned T, unsigned nsteps, size_t ntokens, double **mine,
+                                 char *why, size_t len);
+arb_status_t arb_run_step_bytes(arb_engine_run_t *r, void *model, unsigned T, unsigned pos0, double *bytes,
+                                double *experts, int32_t *ebuf, char *why, size_t len);
+arb_status_t arb_run_finish_times(arb_engine_run_t *r, arb_phase_result_t *pr, double *mine, char *why, size_t len);
+void arb_run_progress(const arb_engine_run_t *r, const char *what, unsigned done, unsigned total);
 arb_status_t arb_run_agree(arb_engine_run_t *r, arb_status_t st, char *why, size_t len);
 arb_status_t arb_run_greedy(arb_engine_run_t *r, const arb_backend_ops_t *be, void *model, unsigned T, uint32_t *out,
                             char *why, size_t len);

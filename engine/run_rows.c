@@ -12,13 +12,13 @@
 #define ARB_ENGINE_COLUMNS(X)                                                                    \
     X(schema) X(run_id) X(time) X(git_rev) X(arbench_version) X(host) X(argv) X(gpu) X(sm)       \
     X(driver) X(cuda) X(nccl) X(nccl_header) X(mpi) X(fabric) X(binding) X(ranks) X(nodes)       \
-    X(impl) X(params) X(backend) X(env)                                                          \
+    X(impl) X(params) X(backend) X(env) X(source)                                                \
     X(config) X(model_type) X(layers) X(experts) X(topk) X(overrides) X(weights) X(tp)           \
     X(tp_shape) X(shards_per_rank) X(context) X(phase) X(tokens) X(mode) X(steps) X(sites)       \
     X(fusion) X(median_us) X(p10_us) X(p90_us) X(mean_us) X(min_us) X(max_us) X(tok_s)           \
     X(compute_only_us) X(allreduce_us) X(allreduce_share) X(step_bytes) X(read_gbs)              \
     X(hbm_floor_us) X(floor_ratio) X(experts_per_layer) X(moe_us) X(moe_gbs) X(moe_cublas_us)    \
-    X(moe_cublas_gbs) X(moe_speedup) X(agree) X(check_agree) X(check_logit_diff) X(logit_tol)    \
+    X(moe_cublas_gbs) X(moe_speedup) X(accept_rate) X(accepted_per_cycle) X(agree) X(check_agree) X(check_logit_diff) X(logit_tol)    \
     X(greedy) X(note) X(samples_us)
 
 enum {
@@ -94,6 +94,7 @@ void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase
     snprintf(t.b[EC_nodes], 96, "%d", r->m->nnodes);
     f[EC_impl] = c->spec.name, f[EC_params] = c->describe;
     f[EC_backend] = r->be->name;
+    snprintf(t.b[EC_source], 96, "measured");
     f[EC_config] = r->cfg.name, f[EC_model_type] = r->cfg.model_type_str, f[EC_overrides] = r->cfg.overrides;
     snprintf(t.b[EC_layers], 96, "%u", r->cfg.num_hidden_layers);
     snprintf(t.b[EC_experts], 96, "%u", r->cfg.n_routed_experts);
@@ -118,6 +119,11 @@ void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase
     setd(&t, EC_max_us, p->st.max, "%.3f");
     if (phase == ARB_PHASE_DECODE)
         setd(&t, EC_tok_s, 1e6 / p->st.median, "%.2f");
+    if (phase == ARB_PHASE_SPEC) {
+        setd(&t, EC_tok_s, p->produced / p->total_us * 1e6, "%.2f");
+        setd(&t, EC_accept_rate, o->accept_rate, "%.3f");
+        setd(&t, EC_accepted_per_cycle, (double)p->produced / p->nsteps - 1.0, "%.3f");
+    }
     if (q) {
         setd(&t, EC_compute_only_us, q->st.median, "%.3f");
         setd(&t, EC_allreduce_us, p->st.median - q->st.median, "%.3f");
@@ -138,7 +144,7 @@ void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase
         setd(&t, EC_moe_cublas_gbs, p->moe_cublas_bytes / p->moe_cublas_us / 1e3, "%.1f");
         setd(&t, EC_moe_speedup, p->moe_cublas_us / p->moe_ours_us, "%.3f");
     }
-    if (phase == ARB_PHASE_VERIFY && p->compared)
+    if (phase != ARB_PHASE_DECODE && p->compared)
         snprintf(t.b[EC_agree], 96, "%u/%u", p->agree, p->compared);
     if (r->check_max_logit_diff >= 0) {
         snprintf(t.b[EC_check_agree], 96, "%u/%u", r->check_agree, r->check_compared);
@@ -146,7 +152,7 @@ void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase
     }
     setd(&t, EC_logit_tol, ARB_ENGINE_LOGIT_TOL, "%.3f");
     /* the greedy tokens (decode: the chain; verify: every output), for cross-run agreement */
-    size_t n = phase == ARB_PHASE_DECODE ? p->nsteps + 1 : (size_t)p->nsteps * p->T;
+    size_t n = phase == ARB_PHASE_DECODE ? p->nsteps + 1 : phase == ARB_PHASE_SPEC ? p->produced : (size_t)p->nsteps * p->T;
     t.greedy = calloc(n * 8 + 1, 1);
     t.samples = calloc((size_t)p->nsteps * 16 + 1, 1);
     if (t.greedy && t.samples) {
@@ -200,6 +206,8 @@ void arb_run_print_table(const arb_engine_run_t *r)
                 snprintf(ag, sizeof ag, "%u/%u", p->agree, p->compared);
             if (ph == ARB_PHASE_DECODE)
                 snprintf(tk, sizeof tk, "%.1f", 1e6 / p->st.median);
+            else if (ph == ARB_PHASE_SPEC)
+                snprintf(tk, sizeof tk, "%.1f", p->produced / p->total_us * 1e6);
             printf("# %-6s %-6s %3u %11.1f %11.1f %11.1f %10s %9s %11s %10s %9s\n", arb_mode_names[mode],
                    arb_phase_names[ph], p->T, p->st.median, p->st.p10, p->st.p90, tk, share, fl, xf, ag);
         }

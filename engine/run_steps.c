@@ -16,7 +16,7 @@
 #include "run.h"
 #include "wgen.h"
 
-const char *const arb_phase_names[ARB_PHASES] = {"decode", "verify"};
+const char *const arb_phase_names[ARB_PHASES] = {"decode", "verify", "spec"};
 
 uint32_t arb_prompt_token(const arb_engine_run_t *r, unsigned pos)
 {
@@ -62,7 +62,7 @@ arb_status_t arb_run_step(arb_engine_run_t *r, const arb_backend_ops_t *be, arb_
     return arb_run_agree(r, st, why, len);
 }
 
-static void progress(const arb_engine_run_t *r, const char *what, unsigned done, unsigned total)
+void arb_run_progress(const arb_engine_run_t *r, const char *what, unsigned done, unsigned total)
 {
     if (r->progress && (done == total || done % 16 == 0))
         fprintf(stderr, "\r# %-40s %6u/%-6u%s", what, done, total, done == total ? "\n" : "");
@@ -86,7 +86,7 @@ arb_status_t arb_run_prefill(arb_engine_run_t *r, const arb_backend_ops_t *be, a
         for (unsigned t = 0; t < T; t++)
             toks[t] = arb_prompt_token(r, p + t);
         ARB_TRY(arb_run_step(r, be, c, model, toks, T, p, ARB_MODE_EAGER, &us, why, len));
-        progress(r, what, p + T, ctx);
+        arb_run_progress(r, what, p + T, ctx);
         if (p + T == ctx) {
             uint32_t out[64];
             ARB_TRY(arb_run_greedy(r, be, model, T, out, why, len));
@@ -110,7 +110,7 @@ static unsigned decode_pos0(const arb_engine_run_t *r)
 }
 
 /* Step bytes of the last step (experts read back), max over ranks. */
-static arb_status_t last_step_bytes(arb_engine_run_t *r, void *model, unsigned T, unsigned pos0, double *bytes,
+arb_status_t arb_run_step_bytes(arb_engine_run_t *r, void *model, unsigned T, unsigned pos0, double *bytes,
                                     double *experts, int32_t *ebuf, char *why, size_t len)
 {
     arb_status_t st = r->be->experts(model, T, ebuf, why, len);
@@ -123,12 +123,28 @@ static arb_status_t last_step_bytes(arb_engine_run_t *r, void *model, unsigned T
     return ARB_OK;
 }
 
-static arb_status_t finish_times(arb_engine_run_t *r, arb_phase_result_t *pr, double *mine, char *why, size_t len)
+arb_status_t arb_run_finish_times(arb_engine_run_t *r, arb_phase_result_t *pr, double *mine, char *why, size_t len)
 {
     MPI_Allreduce(mine, pr->us, (int)pr->nsteps, MPI_DOUBLE, MPI_MAX, r->m->world);
     if (arb_stats_compute(pr->us, pr->nsteps, &pr->st) != 0)
         ARB_RAISE(ARB_ERR_SYSTEM, why, len, "step times are not finite");
     pr->ran = 1;
+    return ARB_OK;
+}
+
+/* A phase's arrays: pr->us [nsteps], pr->tokens [ntokens] and this rank's times *mine. */
+arb_status_t arb_run_phase_alloc(arb_phase_result_t *pr, unsigned T, unsigned nsteps, size_t ntokens, double **mine,
+                                 char *why, size_t len)
+{
+    pr->T = T, pr->nsteps = nsteps;
+    *mine = calloc(nsteps, sizeof **mine);
+    pr->us = calloc(nsteps, sizeof *pr->us);
+    pr->tokens = calloc(ntokens, sizeof *pr->tokens);
+    if (!*mine || !pr->us || !pr->tokens) {
+        free(*mine);
+        *mine = NULL;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");
+    }
     return ARB_OK;
 }
 
@@ -172,14 +188,8 @@ static arb_status_t decode_phase(arb_engine_run_t *r, arb_runcfg_t *c, void *mod
                                  arb_phase_result_t *pr, int32_t *ebuf, char *why, size_t len)
 {
     const unsigned S = r->o->steps, k = r->o->spec_k, P0 = decode_pos0(r);
-    double *mine = calloc(S, sizeof *mine), bsum = 0, esum = 0;
-    pr->T = 1, pr->nsteps = S;
-    pr->us = calloc(S, sizeof *pr->us);
-    pr->tokens = calloc(S + k + 1, sizeof *pr->tokens);
-    if (!mine || !pr->us || !pr->tokens) {
-        free(mine);
-        ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");
-    }
+    double *mine = NULL, bsum = 0, esum = 0;
+    ARB_TRY(arb_run_phase_alloc(pr, 1, S, S + k + 1, &mine, why, len));
     pr->tokens[0] = g0;
     char what[64];
     snprintf(what, sizeof what, "%s %s: decode", c->label, arb_mode_names[mode]);
@@ -198,10 +208,10 @@ static arb_status_t decode_phase(arb_engine_run_t *r, arb_runcfg_t *c, void *mod
             st = dump_logits(r, model, df, why, len);
         if (st == ARB_OK && i < S) {
             mine[i] = us;
-            st = last_step_bytes(r, model, 1, P0 + i, &b, &e, ebuf, why, len);
+            st = arb_run_step_bytes(r, model, 1, P0 + i, &b, &e, ebuf, why, len);
             bsum += b, esum += e;
         }
-        progress(r, what, i + 1, S + k);
+        arb_run_progress(r, what, i + 1, S + k);
     }
     if (df)
         fclose(df);
@@ -214,7 +224,7 @@ static arb_status_t decode_phase(arb_engine_run_t *r, arb_runcfg_t *c, void *mod
     }
     if (st == ARB_OK) {
         pr->bytes = bsum / S, pr->experts = esum / S;
-        st = finish_times(r, pr, mine, why, len);
+        st = arb_run_finish_times(r, pr, mine, why, len);
     }
     free(mine);
     return st;
@@ -224,14 +234,8 @@ static arb_status_t verify_phase(arb_engine_run_t *r, arb_runcfg_t *c, void *mod
                                  const uint32_t *g, arb_phase_result_t *pr, int32_t *ebuf, char *why, size_t len)
 {
     const unsigned S = r->o->steps, T = r->o->spec_k + 1, P0 = decode_pos0(r);
-    double *mine = calloc(S, sizeof *mine), bsum = 0, esum = 0;
-    pr->T = T, pr->nsteps = S;
-    pr->us = calloc(S, sizeof *pr->us);
-    pr->tokens = calloc((size_t)S * T, sizeof *pr->tokens);
-    if (!mine || !pr->us || !pr->tokens) {
-        free(mine);
-        ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");
-    }
+    double *mine = NULL, bsum = 0, esum = 0;
+    ARB_TRY(arb_run_phase_alloc(pr, T, S, (size_t)S * T, &mine, why, len));
     char what[64];
     snprintf(what, sizeof what, "%s %s: verify", c->label, arb_mode_names[mode]);
     arb_status_t st = ARB_OK;
@@ -245,14 +249,14 @@ static arb_status_t verify_phase(arb_engine_run_t *r, arb_runcfg_t *c, void *mod
             mine[i] = us;
             for (unsigned j = 0; j < T; j++, pr->compared++)
                 pr->agree += pr->tokens[(size_t)i * T + j] == g[i + j + 1];
-            st = last_step_bytes(r, model, T, P0 + i, &b, &e, ebuf, why, len);
+            st = arb_run_step_bytes(r, model, T, P0 + i, &b, &e, ebuf, why, len);
             bsum += b, esum += e;
         }
-        progress(r, what, i + 1, S);
+        arb_run_progress(r, what, i + 1, S);
     }
     if (st == ARB_OK) {
         pr->bytes = bsum / S, pr->experts = esum / S;
-        st = finish_times(r, pr, mine, why, len);
+        st = arb_run_finish_times(r, pr, mine, why, len);
     }
     free(mine);
     return st;
@@ -327,6 +331,12 @@ arb_status_t arb_run_config(arb_engine_run_t *r, arb_runcfg_t *c, char *why, siz
             moe_bench(r, model, v);
             if (r->m->rank == 0)
                 arb_run_row(r, c, mode, ARB_PHASE_VERIFY);
+        }
+        if (st == ARB_OK && r->o->accept_rate >= 0) {
+            arb_phase_result_t *sp = &c->res[mode][ARB_PHASE_SPEC];
+            st = arb_run_spec_phase(r, c, model, (arb_mode_t)mode, d->tokens, sp, ebuf, why, len);
+            if (st == ARB_OK && arb_run_is_impl(c) && r->m->rank == 0)
+                arb_run_row(r, c, mode, ARB_PHASE_SPEC);
         }
     }
     if (model)

@@ -71,6 +71,24 @@ csv)
     [ -s "$tmp/r-memplan.txt" ] || fail "no memory plan file next to the results"
     echo "ok: 2 rows with the engine columns; verify agrees 36/36"
     ;;
+spec)
+    # Speculative cycles on 2 ranks: greedy speculative decoding reproduces the decode chain
+    # (agree = every produced token), p = 0 accepts nothing (12 cycles of 1 token), p = 1
+    # every draft (4 cycles of 3 tokens), p = 0.6 in between.
+    for p in 0 1 0.6; do
+        engine 2 s$p --accept-rate $p
+        "$check" "$tmp/s$p.csv" --where phase=spec --rows 1 --all tokens=3 --positive tok_s --positive median_us \
+            || fail "p=$p: no spec row"
+    done
+    "$check" "$tmp/s0.csv" --where phase=spec --all steps=12 --all accepted_per_cycle=0.000 --all agree=12/12 \
+        || fail "p=0: every draft must be rejected, one token per cycle, all equal to the decode chain"
+    "$check" "$tmp/s1.csv" --where phase=spec --all steps=4 --all accepted_per_cycle=2.000 --all agree=12/12 \
+        || fail "p=1: every draft must be accepted, 3 tokens per cycle, all equal to the decode chain"
+    "$check" "$tmp/s0.6.csv" --where phase=spec --all agree=12/12 --all accept_rate=0.600 \
+        || fail "p=0.6: the produced tokens must equal the decode chain"
+    grep -q "spec" "$tmp/s0.6.out" || fail "no spec line in the table"
+    echo "ok: speculative cycles reproduce the decode chain at p = 0, 0.6, 1"
+    ;;
 bad_input)
     expect_error 2 "--weights 'int8': expected bf16 or int4" --config tiny --backend cpu --weights int8
     expect_error 1 "num_attention_heads 4 is not a multiple of --tp-shape 3" --config tiny --backend cpu --tp-shape 3
@@ -81,9 +99,18 @@ bad_input)
     expect_error 2 "unknown or incomplete option '--frobnicate'" --frobnicate
     expect_error 2 "unexpected argument 'extra'" --config tiny extra
     expect_error 2 "--steps '0': expected an integer" --steps 0
+    expect_error 2 "--accept-rate '1.5': expected a probability" --accept-rate 1.5
     expect_error 2 "2 ranks need at least 2 shards" --config tiny --backend cpu --tp-shape 1
     expect_error 2 "--impl nosuch" --config tiny --backend cpu --context 4 --steps 1 --impl nosuch --out "$tmp/x.csv"
-    expect_error 1 "backend gpu" --config tiny --backend gpu --context 4 --steps 1 --out "$tmp/x.csv"
+    # --backend gpu where no GPU (or no GPU engine) is: a clear error; where one is, it runs
+    run -np 1 "$arbench" engine --quiet --config tiny --backend gpu --context 4 --steps 1 --out "$tmp/g.csv" >"$tmp/out" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then
+        echo "ok: a GPU is visible here: --backend gpu ran"
+    else
+        [ $rc -eq 2 ] && grep -q -- "--backend gpu: " "$tmp/out" || { cat "$tmp/out"; fail "--backend gpu without a GPU: exit $rc, expected 2 and a message"; }
+        echo "ok: --backend gpu -> exit 2: $(grep -m1 -- "--backend gpu: " "$tmp/out")"
+    fi
     echo '{"model_type": "qwen2"}' >"$tmp/q.json"
     expect_error 1 "model_type 'qwen2' is not supported" --config "$tmp/q.json" --backend cpu
     ;;
