@@ -12,6 +12,7 @@ static const struct {
     const char *what;
 } commands[] = {
     {"sweep", cmd_sweep, "measure all-reduce implementations over sizes and modes (run under mpirun)"},
+    {"engine", cmd_engine, "run the MoE decode/verify engine with a plugin at every all-reduce call site (run under mpirun)"},
     {"plugins", cmd_plugins, "list the implementations this build can load, and GPUs visible"},
     {"topo", cmd_topo, "print the GPU topology, the fabric label and the reasoning"},
     {"profile", cmd_profile, "turn results into a tuning profile (CSV, JSON)"},

@@ -9,6 +9,7 @@ int cmd_plugins(int argc, char **argv); /* harness/cmd_plugins.c */
 int cmd_topo(int argc, char **argv);    /* harness/cmd_topo.c */
 int cmd_profile(int argc, char **argv); /* harness/cmd_profile.c */
 int cmd_gate(int argc, char **argv);    /* harness/cmd_gate.c */
+int cmd_engine(int argc, char **argv);  /* harness/cmd_engine.c */
 int cmd_model(int argc, char **argv);   /* harness/cmd_model.c */
 
 #endif

@@ -58,32 +58,37 @@ static int flush_sync(FILE *f)
     return fsync(fileno(f));
 }
 
-/* First line of an existing file equals our header? */
-static int header_matches(const char *path)
+/* First line of an existing file equals the header `names`? */
+static int header_matches(const char *path, const char *const *names, size_t ncols)
 {
     FILE *f = fopen(path, "r");
     if (!f)
         return 0;
-    char *line = NULL;
-    size_t cap = 0;
+    char *line = NULL, *expect = NULL;
+    size_t cap = 0, elen = 0;
     ssize_t n = getline(&line, &cap, f);
     fclose(f);
     int ok = 0;
-    if (n > 0) {
+    FILE *m = n > 0 ? open_memstream(&expect, &elen) : NULL;
+    if (m) {
         line[strcspn(line, "\r\n")] = '\0';
-        char expect[4096] = "";
-        for (int i = 0; i < ARB_COL_COUNT; i++) {
-            if (i)
-                strcat(expect, ",");
-            strcat(expect, arb_result_col_names[i]);
-        }
-        ok = strcmp(line, expect) == 0;
+        for (size_t i = 0; i < ncols; i++)
+            fprintf(m, "%s%s", i ? "," : "", names[i]);
+        if (fclose(m) == 0)
+            ok = strcmp(line, expect) == 0;
     }
+    free(expect);
     free(line);
     return ok;
 }
 
 arb_results_writer_t *arb_results_open(const char *path, char *err, size_t err_len)
+{
+    return arb_csv_open(path, arb_result_col_names, ARB_COL_COUNT, err, err_len);
+}
+
+arb_results_writer_t *arb_csv_open(const char *path, const char *const *header, size_t ncols, char *err,
+                                   size_t err_len)
 {
     struct stat st;
     int exists = stat(path, &st) == 0;
@@ -91,7 +96,7 @@ arb_results_writer_t *arb_results_open(const char *path, char *err, size_t err_l
         snprintf(err, err_len, "--out '%s': not a regular file", path);
         return NULL;
     }
-    if (exists && st.st_size > 0 && !header_matches(path)) {
+    if (exists && st.st_size > 0 && !header_matches(path, header, ncols)) {
         snprintf(err, err_len, "--out '%s': the file exists with a different header (another schema?); choose a new file", path);
         return NULL;
     }
@@ -109,7 +114,7 @@ arb_results_writer_t *arb_results_open(const char *path, char *err, size_t err_l
             free(tmp);
             return NULL;
         }
-        int bad = write_fields(t, arb_result_col_names, ARB_COL_COUNT) || flush_sync(t);
+        int bad = write_fields(t, header, ncols) || flush_sync(t);
         bad |= fclose(t) != 0;
         if (bad || rename(tmp, path)) {
             snprintf(err, err_len, "--out '%s': cannot write (%s)", path, strerror(errno));
@@ -132,13 +137,18 @@ arb_results_writer_t *arb_results_open(const char *path, char *err, size_t err_l
 
 int arb_results_append(arb_results_writer_t *w, const arb_row_t *row)
 {
+    return arb_csv_append(w, row->f, ARB_COL_COUNT);
+}
+
+int arb_csv_append(arb_results_writer_t *w, const char *const *fields, size_t n)
+{
     /* Build the row in memory first so that a row reaches the file in one write. */
     char *buf = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&buf, &len);
     if (!m)
         return -1;
-    int bad = write_fields(m, row->f, ARB_COL_COUNT);
+    int bad = write_fields(m, fields, n);
     bad |= fclose(m) != 0;
     if (!bad)
         bad = fwrite(buf, 1, len, w->f) != len || flush_sync(w->f);

@@ -53,6 +53,12 @@ arb_results_writer_t *arb_results_open(const char *path, char *err, size_t err_l
 /* Appends one row, flushes and fsyncs it, so an interrupted sweep keeps it. */
 int arb_results_append(arb_results_writer_t *w, const arb_row_t *row);
 int arb_results_close(arb_results_writer_t *w);
+/* The same writer for another schema (the engine's rows, docs/engine.md): `header` names
+ * the ncols columns; rows are appended with arb_csv_append (ncols fields, NULL = empty)
+ * and the file is closed with arb_results_close. */
+arb_results_writer_t *arb_csv_open(const char *path, const char *const *header, size_t ncols, char *err,
+                                   size_t err_len);
+int arb_csv_append(arb_results_writer_t *w, const char *const *fields, size_t n);
 
 /* ---- reading ---- */
 typedef struct arb_table {

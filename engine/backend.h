@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the run driver needs from a backend (the CPU reference, or the GPU model of
+ * engine/gpu_model.h): a model built for one set of call-site instances, one timed
+ * step, the distributed argmax's local half, the selected experts. One model exists at
+ * a time; a run configuration (a set of sites: the chosen implementation, or noop for
+ * the compute-only replay) creates its own.
+ */
+#ifndef ARB_ENGINE_BACKEND_H
+#define ARB_ENGINE_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "engine_opts.h"
+#include "instance.h"
+#include "rope.h"
+#include "shard.h"
+
+typedef struct arb_engine_setup {
+    const arb_engine_opts_t *opts;
+    const arb_model_config_t *cfg;
+    arb_rope_t rope;
+    unsigned tp_shape;       /* K */
+    unsigned shard_first;    /* held shards of this rank */
+    unsigned shard_count;
+    arb_shard_t shard;       /* their union */
+    unsigned max_tokens;     /* largest T: max(spec_k + 1, prefill chunk) */
+    unsigned positions;      /* cache capacity */
+    int cuda_device;         /* -1 on the CPU backend */
+} arb_engine_setup_t;
+
+typedef struct arb_backend_ops {
+    const char *name; /* "cpu", "gpu" */
+    /* Device (or host) memory free for this rank, bytes; < 0 when unknown. */
+    double (*available)(const arb_engine_setup_t *s, char *what, size_t what_len);
+    /* Builds and fills the model (weights from the seed); sites [2 * layers], entries may be NULL. */
+    arb_status_t (*create)(const arb_engine_setup_t *s, arb_inst_t *const *sites, void **model, char *why,
+                           size_t why_len);
+    /* One step of T tokens at pos0, finished on return; *us = its time on this rank.
+     * mode ARB_MODE_GRAPH replays a graph captured at the first step of each T. */
+    arb_status_t (*step)(void *model, const uint32_t *tokens, unsigned T, unsigned pos0, arb_mode_t mode,
+                         double *us, char *why, size_t why_len);
+    /* This rank's (max logit, global index) per token of the last step. */
+    arb_status_t (*argmax)(void *model, unsigned T, float *best, uint32_t *index, char *why, size_t why_len);
+    /* experts[(l * T + t) * topk + j] of the last step (-1 in dense layers). */
+    arb_status_t (*experts)(void *model, unsigned T, int32_t *experts, char *why, size_t why_len);
+    /* This rank's logits [T x vocab_rank] of the last step; *vocab_rank, *vocab_base. */
+    arb_status_t (*logits)(void *model, unsigned T, float *out, unsigned *vocab_rank, unsigned *vocab_base,
+                           char *why, size_t why_len);
+    /* Which path site s took at the last step (ARB_FUSION_PLUGIN/_COMPOSED; _AUTO: no instance). */
+    arb_fusion_t (*site_path)(void *model, unsigned site);
+    /* Streaming-read bandwidth, bytes/s (NULL: not measured on this backend). */
+    arb_status_t (*read_bandwidth)(void *model, double *bytes_per_s, char *why, size_t why_len);
+    /* One layer's MoE block vs a per-expert cuBLAS loop at T (NULL: not on this backend). */
+    arb_status_t (*moe_bench)(void *model, unsigned T, double *ours_us, double *ours_bytes, double *cublas_us,
+                              double *cublas_bytes, char *why, size_t why_len);
+    void (*destroy)(void *model);
+} arb_backend_ops_t;
+
+extern const arb_backend_ops_t arb_engine_backend_cpu;
+/* The GPU backend, or NULL when this build has no GPU engine (no CUDA). */
+const arb_backend_ops_t *arb_engine_backend_gpu(void);
+
+#endif

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The GPU model (engine/gpu_model.h) as a driver backend: eager steps timed with CUDA
+ * events; graph mode captures one CUDA graph per step shape T at its first use and
+ * replays it (the inputs live in device memory, set before each replay).
+ */
+#include <cuda_runtime.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arbench/status.h"
+#include "backend.h"
+#include "gpu_dims.h"
+#include "gpu_model.h"
+
+typedef struct gpu_backend_model {
+    arb_gpu_model_t *m;
+    cudaStream_t stream;
+    cudaEvent_t e0, e1;
+    cudaGraphExec_t graph[ARB_GPU_MAX_T + 1]; /* by T */
+    unsigned layers, topk;
+} gpu_backend_model_t;
+
+static double gpu_available(const arb_engine_setup_t *s, char *what, size_t len)
+{
+    size_t free_b = 0, total_b = 0;
+    if (cudaSetDevice(s->cuda_device) != cudaSuccess || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+        snprintf(what, len, "device %d: cudaMemGetInfo failed", s->cuda_device);
+        return -1;
+    }
+    snprintf(what, len, "device %d free of %.1f GB, cudaMemGetInfo", s->cuda_device, (double)total_b / 1e9);
+    return (double)free_b;
+}
+
+static void gpu_destroy(void *model)
+{
+    gpu_backend_model_t *g = model;
+    if (!g)
+        return;
+    for (unsigned t = 0; t <= ARB_GPU_MAX_T; t++)
+        if (g->graph[t])
+            cudaGraphExecDestroy(g->graph[t]);
+    arb_gpu_model_destroy(g->m);
+    if (g->e0)
+        cudaEventDestroy(g->e0);
+    if (g->e1)
+        cudaEventDestroy(g->e1);
+    if (g->stream)
+        cudaStreamDestroy(g->stream);
+    free(g);
+}
+
+static arb_status_t gpu_create(const arb_engine_setup_t *s, arb_inst_t *const *sites, void **model, char *why,
+                               size_t len)
+{
+    const arb_model_config_t *c = s->cfg;
+    *model = NULL;
+    if (s->shard_count != 1)
+        ARB_RAISE(ARB_ERR_INVALID, why, len, "gpu backend: one shard per rank (got %u)", s->shard_count);
+    if (s->max_tokens > ARB_GPU_MAX_T)
+        ARB_RAISE(ARB_ERR_INVALID, why, len,
+                  "gpu backend: steps of %u tokens exceed the kernels' limit of %d (lower --spec-k or --prefill-chunk)",
+                  s->max_tokens, ARB_GPU_MAX_T);
+    gpu_backend_model_t *g = calloc(1, sizeof *g);
+    if (!g)
+        ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");
+    arb_status_t st;
+    ARB_CUDA_GOTO(st, cudaSetDevice(s->cuda_device), err, why, len);
+    ARB_CUDA_GOTO(st, cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), err, why, len);
+    ARB_CUDA_GOTO(st, cudaEventCreate(&g->e0), err, why, len);
+    ARB_CUDA_GOTO(st, cudaEventCreate(&g->e1), err, why, len);
+    arb_gpu_model_opts_t o = {0};
+    ARB_TRY_GOTO(st, arb_gpu_dims_from_config(c, &s->rope, s->tp_shape, s->shard_first, &o.dims, why, len), err);
+    o.format = s->opts->weights == ARB_WEIGHTS_INT4 ? ARB_GPU_INT4 : ARB_GPU_BF16;
+    o.seed = s->opts->seed;
+    o.max_tokens = s->max_tokens;
+    o.context = s->positions;
+    o.sites = sites;
+    o.fusion = ARB_FUSION_AUTO;
+    o.pdl = 0;
+    g->layers = c->num_hidden_layers, g->topk = c->num_experts_per_tok;
+    ARB_TRY_GOTO(st, arb_gpu_model_create(&o, &g->m, why, len), err);
+    ARB_TRY_GOTO(st, arb_gpu_model_generate(g->m, why, len), err);
+    *model = g;
+    return ARB_OK;
+err:
+    gpu_destroy(g);
+    return st;
+}
+
+static arb_status_t gpu_step(void *model, const uint32_t *tokens, unsigned T, unsigned pos0, arb_mode_t mode,
+                             double *us, char *why, size_t len)
+{
+    gpu_backend_model_t *g = model;
+    if (T == 0 || T > ARB_GPU_MAX_T)
+        ARB_RAISE(ARB_ERR_INVALID, why, len, "gpu step: T %u outside 1..%d", T, ARB_GPU_MAX_T);
+    ARB_TRY(arb_gpu_model_set_input(g->m, tokens, T, pos0, g->stream, why, len));
+    if (mode == ARB_MODE_GRAPH && !g->graph[T]) {
+        cudaGraph_t graph;
+        ARB_CUDA_TRY(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal), why, len);
+        arb_status_t st = arb_gpu_model_step(g->m, T, g->stream, why, len);
+        cudaError_t ce = cudaStreamEndCapture(g->stream, &graph);
+        if (st != ARB_OK)
+            return st;
+        ARB_CUDA_TRY(ce, why, len);
+        ce = cudaGraphInstantiate(&g->graph[T], graph, 0);
+        cudaGraphDestroy(graph);
+        ARB_CUDA_TRY(ce, why, len);
+    }
+    ARB_CUDA_TRY(cudaEventRecord(g->e0, g->stream), why, len);
+    if (mode == ARB_MODE_GRAPH)
+        ARB_CUDA_TRY(cudaGraphLaunch(g->graph[T], g->stream), why, len);
+    else
+        ARB_TRY(arb_gpu_model_step(g->m, T, g->stream, why, len));
+    ARB_CUDA_TRY(cudaEventRecord(g->e1, g->stream), why, len);
+    ARB_CUDA_TRY(cudaStreamSynchronize(g->stream), why, len);
+    float ms = 0;
+    ARB_CUDA_TRY(cudaEventElapsedTime(&ms, g->e0, g->e1), why, len);
+    *us = (double)ms * 1e3;
+    return ARB_OK;
+}
+
+static arb_status_t gpu_argmax(void *model, unsigned T, float *best, uint32_t *index, char *why, size_t len)
+{
+    return arb_gpu_model_read_argmax(((gpu_backend_model_t *)model)->m, T, best, index, why, len);
+}
+
+static arb_status_t gpu_experts(void *model, unsigned T, int32_t *experts, char *why, size_t len)
+{
+    return arb_gpu_model_read_experts(((gpu_backend_model_t *)model)->m, T, experts, why, len);
+}
+
+static arb_status_t gpu_logits(void *model, unsigned T, float *out, unsigned *vr, unsigned *vb, char *why,
+                               size_t len)
+{
+    gpu_backend_model_t *g = model;
+    *vr = arb_gpu_model_vocab_rank(g->m);
+    *vb = arb_gpu_model_vocab_base(g->m);
+    return arb_gpu_model_read_logits(g->m, T, out, why, len);
+}
+
+static arb_status_t gpu_bandwidth(void *model, double *bps, char *why, size_t len)
+{
+    gpu_backend_model_t *g = model;
+    return arb_gpu_read_bandwidth(g->m, 20, g->stream, bps, why, len);
+}
+
+static arb_status_t gpu_moe_bench(void *model, unsigned T, double *ours_us, double *ours_bytes, double *cublas_us,
+                                  double *cublas_bytes, char *why, size_t len)
+{
+    gpu_backend_model_t *g = model;
+    arb_gpu_moe_bench_t b;
+    ARB_TRY(arb_gpu_moe_bench(g->m, T, 20, g->stream, &b, why, len));
+    *ours_us = b.ours_us, *ours_bytes = b.ours_bytes, *cublas_us = b.cublas_us, *cublas_bytes = b.cublas_bytes;
+    return ARB_OK;
+}
+
+static const arb_backend_ops_t gpu_backend = {
+    .name = "gpu",
+    .available = gpu_available,
+    .create = gpu_create,
+    .step = gpu_step,
+    .argmax = gpu_argmax,
+    .experts = gpu_experts,
+    .logits = gpu_logits,
+    .site_path = NULL, /* gpu_model.h does not report the path; the instance's fusion is recorded */
+    .read_bandwidth = gpu_bandwidth,
+    .moe_bench = gpu_moe_bench,
+    .destroy = gpu_destroy,
+};
+
+const arb_backend_ops_t *arb_engine_backend_gpu(void)
+{
+    return &gpu_backend;
+}

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/* `arbench engine` option parsing (engine/engine_opts.h); messages as `arbench sweep`'s. */
+#include "engine_opts.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+void arb_engine_opts_defaults(arb_engine_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    snprintf(o->config, sizeof o->config, "%s", ARB_ENGINE_DEFAULT_CONFIG);
+    o->weights = ARB_WEIGHTS_BF16;
+    o->context = ARB_ENGINE_DEFAULT_CONTEXT;
+    o->steps = ARB_ENGINE_DEFAULT_STEPS;
+    o->spec_k = ARB_ENGINE_DEFAULT_SPEC_K;
+    o->prefill_chunk = ARB_ENGINE_DEFAULT_PREFILL_CHUNK;
+    o->modes = (1u << ARB_MODE_GRAPH) | (1u << ARB_MODE_EAGER);
+    o->seed = ARB_ENGINE_DEFAULT_SEED;
+    o->backend = ARB_ENGINE_GPU;
+    o->accept_rate = -1;
+}
+
+void arb_engine_opts_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mpirun -np N arbench engine [OPTIONS]\n"
+            "  --config NAME|PATH  model: kimi-k2, deepseek-v3, tiny (engine/configs/) or a config.json (default kimi-k2)\n"
+            "  --weights bf16|int4 routed experts' format (int4: W4A16 group 32, as Kimi-K2 Thinking/K2.5; default bf16)\n"
+            "  --tp-shape K        every rank holds the shard shapes of TP=K (default: the number of ranks)\n"
+            "  --layers L          override num_hidden_layers\n"
+            "  --experts E         override n_routed_experts\n"
+            "  --topk K            override num_experts_per_tok\n"
+            "  --vocab V           override vocab_size\n"
+            "  --context L         tokens in the KV cache before the timed steps (default 4096)\n"
+            "  --steps S           timed decode steps and verify steps per mode (default 32)\n"
+            "  --spec-k k          verify steps run T = k + 1 tokens (default 2: 3 tokens)\n"
+            "  --prefill-chunk T   tokens per prefill step (default 8)\n"
+            "  --impl NAME[:PARAMS]  all-reduce at every call site (default nccl on gpu, mpi-host on cpu)\n"
+            "  --modes LIST        graph,eager (default both; the cpu backend runs eager)\n"
+            "  --seed S            weights and prompt (default 1)\n"
+            "  --out FILE          results CSV (default results/engine-<UTC time>-<host>.csv)\n"
+            "  --backend gpu|cpu   CUDA kernels, or the float64 CPU reference on host memory (default gpu)\n"
+            "  --dry-run           print the per-rank memory plan and exit\n"
+            "  --check-steps N     gpu: compare the first N decode tokens with the CPU reference (0: off)\n"
+            "  --no-noop-replay    skip the compute-only replay (no all-reduce share in the rows)\n"
+            "  --accept-rate p     also run speculative cycles: k drafts per verify step, each the right token with\n"
+            "                      probability p (draws seeded, wgen ARB_W_ACCEPT), the longest matching prefix accepted\n"
+            "  --dump-tokens FILE  write every step's greedy tokens (rank 0), for tests\n"
+            "  --dump-logits FILE  write the last step's logits of rank 0's shard, for tests\n"
+            "  --quiet             no progress lines\n");
+}
+
+enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
+       O_CHUNK, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
+       O_ACCEPT, O_HELP };
+
+static int parse_uint(const char *opt, const char *v, unsigned lo, unsigned hi, unsigned *out, char *err, size_t len)
+{
+    char *end;
+    unsigned long x = strtoul(v, &end, 10);
+    if (!*v || *end || v[0] == '-' || x < lo || x > hi) {
+        snprintf(err, len, "%s '%s': expected an integer in %u..%u", opt, v, lo, hi);
+        return -1;
+    }
+    *out = (unsigned)x;
+    return 0;
+}
+
+static int parse_path(const char *opt, const char *v, char *dst, size_t n, char *err, size_t len)
+{
+    if (!*v || strlen(v) >= n) {
+        snprintf(err, len, "%s: expected a file path (1..%zu characters)", opt, n - 1);
+        return -1;
+    }
+    snprintf(dst, n, "%s", v);
+    return 0;
+}
+
+static int parse_impl(const char *v, arb_impl_spec_t *s, char *err, size_t len)
+{
+    const char *colon = strchr(v, ':');
+    size_t nl = colon ? (size_t)(colon - v) : strlen(v);
+    if (nl == 0 || nl >= sizeof s->name || strchr(v, '|') || (!colon && strchr(v, ','))) {
+        snprintf(err, len, "--impl '%s': expected one NAME[:PARAMS], e.g. nccl, nccl:algo=Ring,proto=LL, mpi-host", v);
+        return -1;
+    }
+    if (colon && strlen(colon + 1) >= sizeof s->params) {
+        snprintf(err, len, "--impl '%s': parameters longer than %zu characters", v, sizeof s->params - 1);
+        return -1;
+    }
+    memset(s, 0, sizeof *s);
+    memcpy(s->name, v, nl);
+    if (colon) {
+        snprintf(s->params, sizeof s->params, "%s", colon + 1);
+        s->has_params = 1;
+    }
+    return 0;
+}
+
+static int parse_modes(const char *v, unsigned *modes, char *err, size_t len)
+{
+    char buf[256];
+    if (!*v || strlen(v) >= sizeof buf) {
+        snprintf(err, len, "--modes '%s': expected graph, eager or graph,eager", v);
+        return -1;
+    }
+    snprintf(buf, sizeof buf, "%s", v);
+    *modes = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (strcmp(tok, "graph") == 0)
+            *modes |= 1u << ARB_MODE_GRAPH;
+        else if (strcmp(tok, "eager") == 0)
+            *modes |= 1u << ARB_MODE_EAGER;
+        else {
+            snprintf(err, len, "--modes '%s': unknown mode '%s' (expected graph, eager or graph,eager)", v, tok);
+            return -1;
+        }
+    }
+    if (!*modes) {
+        snprintf(err, len, "--modes '%s': expected graph, eager or graph,eager", v);
+        return -1;
+    }
+    return 0;
+}
+
+int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err, size_t len)
+{
+    static const struct option lo[] = {
+        {"config", required_argument, 0, O_CONFIG},   {"weights", required_argument, 0, O_WEIGHTS},
+        {"tp-shape", required_argument, 0, O_TPSHAPE}, {"layers", required_argument, 0, O_LAYERS},
+        {"experts", required_argument, 0, O_EXPERTS}, {"topk", required_argument, 0, O_TOPK},
+        {"vocab", required_argument, 0, O_VOCAB},     {"context", required_argument, 0, O_CONTEXT},
+        {"steps", required_argument, 0, O_STEPS},     {"spec-k", required_argument, 0, O_SPECK},
+        {"prefill-chunk", required_argument, 0, O_CHUNK}, {"impl", required_argument, 0, O_IMPL},
+        {"modes", required_argument, 0, O_MODES},     {"seed", required_argument, 0, O_SEED},
+        {"out", required_argument, 0, O_OUT},         {"backend", required_argument, 0, O_BACKEND},
+        {"dry-run", no_argument, 0, O_DRY},           {"check-steps", required_argument, 0, O_CHECK},
+        {"no-noop-replay", no_argument, 0, O_NONOOP}, {"dump-tokens", required_argument, 0, O_DTOK},
+        {"dump-logits", required_argument, 0, O_DLOG}, {"quiet", no_argument, 0, O_QUIET},
+        {"accept-rate", required_argument, 0, O_ACCEPT},
+        {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0},
+    };
+    arb_engine_opts_defaults(o);
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        int bad = 0;
+        switch (c) {
+        case O_CONFIG: bad = parse_path("--config", optarg, o->config, sizeof o->config, err, len); break;
+        case O_WEIGHTS:
+            if (strcmp(optarg, "bf16") == 0)
+                o->weights = ARB_WEIGHTS_BF16;
+            else if (strcmp(optarg, "int4") == 0)
+                o->weights = ARB_WEIGHTS_INT4;
+            else {
+                snprintf(err, len, "--weights '%s': expected bf16 or int4", optarg);
+                bad = 1;
+            }
+            break;
+        case O_TPSHAPE: bad = parse_uint("--tp-shape", optarg, 1, 1024, &o->tp_shape, err, len); break;
+        case O_LAYERS: bad = parse_uint("--layers", optarg, 1, 1024, &o->overrides.layers, err, len); break;
+        case O_EXPERTS: bad = parse_uint("--experts", optarg, 1, 1024, &o->overrides.experts, err, len); break;
+        case O_TOPK: bad = parse_uint("--topk", optarg, 1, 64, &o->overrides.topk, err, len); break;
+        case O_VOCAB: bad = parse_uint("--vocab", optarg, 1, 1u << 24, &o->overrides.vocab, err, len); break;
+        case O_CONTEXT: bad = parse_uint("--context", optarg, 0, 1u << 20, &o->context, err, len); break;
+        case O_STEPS: bad = parse_uint("--steps", optarg, 1, 100000, &o->steps, err, len); break;
+        case O_SPECK: bad = parse_uint("--spec-k", optarg, 1, 63, &o->spec_k, err, len); break;
+        case O_CHUNK: bad = parse_uint("--prefill-chunk", optarg, 1, 4096, &o->prefill_chunk, err, len); break;
+        case O_IMPL: bad = parse_impl(optarg, &o->impl, err, len); o->impl_given = !bad; break;
+        case O_MODES: bad = parse_modes(optarg, &o->modes, err, len); break;
+        case O_SEED: {
+            char *end;
+            unsigned long long x = strtoull(optarg, &end, 0);
+            if (!*optarg || *end || optarg[0] == '-') {
+                snprintf(err, len, "--seed '%s': expected a non-negative integer", optarg);
+                bad = 1;
+            }
+            o->seed = x;
+            break;
+        }
+        case O_OUT: bad = parse_path("--out", optarg, o->out, sizeof o->out, err, len); break;
+        case O_BACKEND:
+            if (strcmp(optarg, "gpu") == 0)
+                o->backend = ARB_ENGINE_GPU;
+            else if (strcmp(optarg, "cpu") == 0)
+                o->backend = ARB_ENGINE_CPU;
+            else {
+                snprintf(err, len, "--backend '%s': expected gpu or cpu", optarg);
+                bad = 1;
+            }
+            break;
+        case O_DRY: o->dry_run = 1; break;
+        case O_CHECK: bad = parse_uint("--check-steps", optarg, 0, 100000, &o->check_steps, err, len); break;
+        case O_NONOOP: o->no_compute_only = 1; break;
+        case O_DTOK: bad = parse_path("--dump-tokens", optarg, o->dump_tokens, sizeof o->dump_tokens, err, len); break;
+        case O_DLOG: bad = parse_path("--dump-logits", optarg, o->dump_logits, sizeof o->dump_logits, err, len); break;
+        case O_QUIET: o->quiet = 1; break;
+        case O_ACCEPT: {
+            char *end;
+            double x = strtod(optarg, &end);
+            if (!*optarg || *end || !(x >= 0 && x <= 1)) {
+                snprintf(err, len, "--accept-rate '%s': expected a probability in 0..1", optarg);
+                bad = 1;
+            }
+            o->accept_rate = x;
+            break;
+        }
+        case O_HELP: return 1;
+        default:
+            snprintf(err, len, "unknown or incomplete option '%s' (see arbench engine --help)", argv[optind - 1]);
+            return -1;
+        }
+        if (bad)
+            return -1;
+    }
+    if (optind < argc) {
+        snprintf(err, len, "unexpected argument '%s' (see arbench engine --help)", argv[optind]);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The options of `arbench engine` as one struct (parsed by engine/engine_opts.c, used by
+ * the driver, the CPU reference and the GPU step). Stable: fields are only added.
+ */
+#ifndef ARB_ENGINE_OPTS_H
+#define ARB_ENGINE_OPTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "plan.h" /* arb_impl_spec_t, arb_mode_t */
+#include "shard.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum arb_engine_backend {
+    ARB_ENGINE_GPU = 0, /* CUDA kernels and graphs (engine/gpu_*) */
+    ARB_ENGINE_CPU = 1, /* the float64 reference (engine/cpu_ref*), host memory, host plugins */
+} arb_engine_backend_t;
+
+#define ARB_ENGINE_DEFAULT_CONFIG "kimi-k2"
+#define ARB_ENGINE_DEFAULT_CONTEXT 4096u
+#define ARB_ENGINE_DEFAULT_STEPS 32u
+#define ARB_ENGINE_DEFAULT_SPEC_K 2u     /* verify T = k + 1 = 3 tokens: 43,008 B at hidden 7168 */
+#define ARB_ENGINE_DEFAULT_SEED 1u
+#define ARB_ENGINE_DEFAULT_PREFILL_CHUNK 8u  /* the GPU step's largest T (ARB_GPU_MAX_T) */
+
+typedef struct arb_engine_opts {
+    char config[1024];               /* --config NAME|PATH */
+    arb_config_overrides_t overrides; /* --layers, --experts, --topk, --vocab */
+    arb_weight_format_t weights;     /* --weights bf16|int4 (routed experts only) */
+    unsigned tp_shape;               /* --tp-shape K; 0 = the number of ranks */
+    unsigned context;                /* --context L: tokens in the KV cache before timing */
+    unsigned steps;                  /* --steps S: timed decode steps and verify steps per mode */
+    unsigned spec_k;                 /* --spec-k k: verify steps have T = k + 1 */
+    unsigned prefill_chunk;          /* --prefill-chunk T: tokens per prefill step */
+    arb_impl_spec_t impl;            /* --impl NAME[:params], every call site */
+    int impl_given;                  /* 0: the default (nccl on GPU, mpi-host on CPU) */
+    unsigned modes;                  /* --modes: bits (1 << ARB_MODE_GRAPH), (1 << ARB_MODE_EAGER) */
+    uint64_t seed;                   /* --seed S: weights and prompt */
+    char out[4096];                  /* --out FILE ("" = results/engine-<UTC>-<host>.csv) */
+    arb_engine_backend_t backend;    /* --backend gpu|cpu */
+    int dry_run;                     /* --dry-run: print the memory plan and exit */
+    int quiet;                       /* --quiet: no progress lines */
+    int no_compute_only;             /* --no-noop-replay: skip the noop (compute-only) replay */
+    unsigned check_steps;            /* --check-steps N: GPU vs CPU reference, tokens of the first N steps (0: none) */
+    char dump_logits[4096];          /* --dump-logits FILE: last step's logits (rank 0's view), for tests */
+    char dump_tokens[4096];          /* --dump-tokens FILE: greedy tokens of every step, for tests */
+    double accept_rate;              /* --accept-rate p: speculative cycles, each draft right with probability p (< 0: off) */
+} arb_engine_opts_t;
+
+void arb_engine_opts_defaults(arb_engine_opts_t *o);
+
+/* Parses `arbench engine` arguments (argv[0] is the subcommand). Returns 0, 1 when
+ * --help was given, -1 on bad input with a one-line message naming the option and the
+ * accepted form in err. */
+int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err, size_t err_len);
+
+/* The usage text. */
+void arb_engine_opts_usage(FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside the GPU model (engine/gpu_model.h): the per-rank shapes, where every weight
+ * lives on the device, the step's buffers. Shared by gpu_model.cu (allocation, weights,
+ * reads), gpu_step.cu (the forward pass) and gpu_bench.cu. C++ only.
+ */
+#ifndef ARB_ENGINE_GPU_LAYOUT_H
+#define ARB_ENGINE_GPU_LAYOUT_H
+
+#include "gpu_model.h"
+#include "kernels/kernels.h"
+
+/* Shapes of this rank (forward.md's symbols, _r = per rank). */
+struct arb_gpu_shapes {
+    unsigned H, Lz, nh_r, dn, dr, dv, rq, rkv;
+    unsigned E, k, I, I0;  /* routed experts; I = I_e_r rows of gate/up from I0 = r I_e_r */
+    unsigned Is, Is0;      /* shared expert intermediate per rank and its first row */
+    unsigned Id, Id0;      /* dense intermediate per rank and its first row */
+    unsigned Vr, V0;       /* lm_head rows of this rank and the first */
+    unsigned qkva_w;       /* rq + rkv + dr: width of the fused q_a + kv_a output */
+    unsigned max_slots;    /* distinct experts of a step at most: min(max_tokens k, E) */
+    unsigned chunks;       /* attention chunks of the full context */
+};
+
+struct arb_gpu_layer {
+    int dense;
+    arbk::bf16 *attn_norm, *q_a_norm, *kv_a_norm, *ffn_norm;
+    arbk::bf16 *qkv_a;  /* [(rq + rkv + dr) x H]: q_a's rows, then kv_a_proj_with_mqa's */
+    arbk::bf16 *q_b;    /* [nh_r (dn + dr) x rq] */
+    arbk::bf16 *kv_b;   /* [nh_r (dn + dv) x rkv]: per head dn rows of W_uk, then dv of W_uv */
+    arbk::bf16 *o_proj; /* [H x nh_r dv] */
+    arbk::bf16 *gate, *up, *down; /* dense: [Id x H], [Id x H], [H x Id] */
+    arbk::bf16 *router;           /* [E x H] */
+    float *router_bias;           /* [E] */
+    arbk::moe_weights moe;        /* routed (expert-major) and shared expert */
+    arbk::bf16 *cache_ckv;        /* [context x rkv] */
+    arbk::bf16 *cache_kpe;        /* [context x dr] */
+};
+
+/* A call site: its instance (NULL: one rank, local residual + RMSNorm) and the buffer
+ * that feeds it (from arb_inst_alloc; shared by the sites of one instance). */
+struct arb_gpu_site {
+    arb_inst_t *inst;
+    arbk::bf16 *part; /* [max_tokens x H] */
+};
+
+struct arb_gpu_model {
+    arb_gpu_model_opts_t o;
+    double inv_freq[256];
+    arb_gpu_shapes s;
+    arb_gpu_mem_t mem;
+    int sms;
+    void *weights, *cache, *act; /* the three device allocations */
+    size_t weight_bytes;
+    arb_gpu_layer *layers;
+    arbk::bf16 *embed, *final_norm, *lm_head;
+    /* step buffers (max_tokens = Tm rows) */
+    int32_t *tokens, *pos0;       /* [Tm], [1]: the inputs a captured step reads */
+    unsigned *ticket;             /* the router's last-block ticket, kept zero */
+    float2 *rope_cs;              /* [context x dr/2] (cos * m, sin * m) */
+    arbk::bf16 *res, *h;          /* [Tm x H] residual stream, normed hidden */
+    arbk::bf16 *qkva, *qa, *q, *qlat, *qpe, *o_heads;
+    float *partial;               /* [chunks x Tm nh_r x (rkv + 4)] */
+    float *router_logits;         /* [Tm x E] */
+    arbk::moe_route route;        /* coef, uniq, n_uniq (experts: per layer below) */
+    int32_t *experts;             /* [Lz x Tm x k]: layer l of a T-step at l T k */
+    arbk::bf16 *act_moe, *act_sh, *act_dense;
+    float *logits, *best_logit;   /* [Tm x Vr], [Tm] */
+    int32_t *best_index;          /* [Tm] */
+    arbk::bf16 *local_part;       /* [Tm x H] for sites without an instance */
+    arb_gpu_site *sites;          /* [2 Lz] */
+    /* profiling (arb_gpu_model_profile): an event after every launch of one step */
+    int prof_n, prof_cap;
+    cudaEvent_t *prof_ev;
+    int *prof_kind;
+    unsigned last_T;
+};
+
+/* Bytes of one routed expert's shard (gate, up, down; INT4 with scales). */
+double arb_gpu_expert_bytes(const arb_gpu_model_t *m);
+
+#endif

@@ -1,0 +1,540 @@
+// SPDX-License-Identifier: MIT
+// The GPU model's life: per-rank shapes (refusing splits that are not exact), one layout
+// pass that both sizes the memory plan and places every tensor, weight generation on the
+// device, inputs and read-backs. The forward pass is gpu_step.cu.
+#define OMPI_SKIP_MPICXX 1 // instance.h includes mpi.h: the C API only
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include <cuda_runtime.h>
+
+#include "arbench/status.h"
+#include "gpu_layout.h"
+#include "wgen.h"
+
+using arbk::bf16;
+
+namespace {
+
+arb_status_t shapes_of(const arb_gpu_model_opts_t *o, arb_gpu_shapes *s, char *why, size_t len)
+{
+    const arb_gpu_dims_t *d = &o->dims;
+    const unsigned K = d->tp_shape, r = d->shard;
+    if (K == 0 || r >= K)
+        ARB_RAISE(ARB_ERR_INVALID, why, len, "gpu model: shard %u of tp_shape %u: need tp_shape >= 1 and shard < tp_shape", r, K);
+#define ARB_GPU_SPLIT(field, value)                                                                                  \
+    if ((value) % K)                                                                                                 \
+        ARB_RAISE(ARB_ERR_INVALID, why, len, "gpu model: " field " %u is not a multiple of tp_shape %u", (unsigned)(value), K);
+    ARB_GPU_SPLIT("num_attention_heads", d->heads)
+    ARB_GPU_SPLIT("moe_intermediate_size", d->moe_inter)
+    ARB_GPU_SPLIT("n_shared_experts * moe_intermediate_size", d->n_shared * d->moe_inter)
+    ARB_GPU_SPLIT("intermediate_size", d->dense_inter)
+#undef ARB_GPU_SPLIT
+    *s = arb_gpu_shapes{};
+    s->H = d->hidden, s->Lz = d->layers, s->nh_r = d->heads / K, s->dn = d->nope, s->dr = d->rope, s->dv = d->v_head;
+    s->rq = d->q_lora, s->rkv = d->kv_lora, s->E = d->experts, s->k = d->topk;
+    s->I = d->moe_inter / K, s->I0 = r * s->I;
+    s->Is = d->n_shared * d->moe_inter / K, s->Is0 = r * s->Is;
+    s->Id = d->dense_inter / K, s->Id0 = r * s->Id;
+    s->Vr = d->vocab / K, s->V0 = r * s->Vr;
+    if (r == K - 1)
+        s->Vr = d->vocab - r * s->Vr; // the last rank takes the remainder
+    s->qkva_w = s->rq + s->rkv + s->dr;
+    struct {
+        const char *what;
+        int bad;
+        const char *need;
+    } const lim[] = {
+        {"hidden_size", s->H == 0 || s->H % 32, "a positive multiple of 32"},
+        {"num_hidden_layers", s->Lz == 0, ">= 1"},
+        {"kv_lora_rank", s->rkv == 0 || s->rkv % 8 || s->rkv > (unsigned)arbk::kMaxLatent, "a multiple of 8 up to 512"},
+        {"qk_rope_head_dim", s->dr == 0 || s->dr % 8 || s->dr > 256, "a multiple of 8 up to 256"},
+        {"qk_nope_head_dim", s->dn == 0 || s->dn > (unsigned)arbk::kMaxNope, "1 .. 256"},
+        {"v_head_dim", s->dv == 0 || (s->nh_r * s->dv) % 8, "with heads/tp_shape x v_head_dim a multiple of 8"},
+        {"q_lora_rank", s->rq == 0 || s->rq % 8, "a positive multiple of 8"},
+        {"vocab_size", s->Vr == 0, "at least tp_shape"},
+        {"n_routed_experts", s->E == 0 || s->E > (unsigned)arbk::kMaxExperts, "1 .. 1024"},
+        {"num_experts_per_tok", s->k == 0 || s->k > (unsigned)arbk::kMaxTopk || s->k > s->E, "1 .. min(16, n_routed_experts)"},
+        {"n_group", d->n_group == 0 || d->n_group > (unsigned)arbk::kMaxGroups || s->E % d->n_group, "1 .. 32 dividing n_routed_experts"},
+        {"topk_group", d->topk_group == 0 || d->topk_group > d->n_group || (d->n_group > 0 && s->k > d->topk_group * (s->E / d->n_group)), "1 .. n_group, with room for num_experts_per_tok"},
+        {"moe_intermediate_size / tp_shape", s->I == 0 || s->I % (o->format == ARB_GPU_INT4 ? 32 : 8), o->format == ARB_GPU_INT4 ? "a multiple of 32 with INT4 experts" : "a positive multiple of 8"},
+        {"n_shared_experts * moe_intermediate_size / tp_shape", s->Is % 8 || s->Is == 0, "a positive multiple of 8"},
+        {"intermediate_size / tp_shape", d->first_dense > 0 && (s->Id == 0 || s->Id % 8), "a positive multiple of 8"},
+        {"max_tokens", o->max_tokens == 0 || o->max_tokens > ARB_GPU_MAX_T, "1 .. 8"},
+        {"context", o->context == 0 || o->context > (unsigned)(arbk::kMaxChunks * arbk::kAttnChunk), "1 .. 131072"},
+        {"format", o->format != ARB_GPU_BF16 && o->format != ARB_GPU_INT4, "bf16 or int4"},
+        {"inv_freq", d->inv_freq == nullptr, "the RoPE table (engine/rope.h)"},
+    };
+    for (const auto &l : lim)
+        if (l.bad)
+            ARB_RAISE(ARB_ERR_INVALID, why, len, "gpu model: %s must be %s", l.what, l.need);
+    s->max_slots = o->max_tokens * s->k < s->E ? o->max_tokens * s->k : s->E;
+    s->chunks = (o->context + arbk::kAttnChunk - 1) / arbk::kAttnChunk;
+    return ARB_OK;
+}
+
+// One bump allocator per device allocation; with base == NULL it only counts.
+struct bump {
+    char *base;
+    size_t off;
+};
+
+template <typename P> void take(bump &b, P *&p, size_t n, size_t *kind)
+{
+    const size_t bytes = (n * sizeof(P) + 255) & ~(size_t)255;
+    p = b.base ? reinterpret_cast<P *>(b.base + b.off) : nullptr;
+    b.off += bytes;
+    if (kind)
+        *kind += bytes;
+}
+
+// Places every tensor (or, with NULL bases, only counts): weights, cache, activations.
+void layout(arb_gpu_model_t *m, bump &w, bump &c, bump &a)
+{
+    const arb_gpu_shapes &s = m->s;
+    const unsigned Tm = m->o.max_tokens, ctx = m->o.context, V = m->o.dims.vocab;
+    arb_gpu_mem_t &mem = m->mem;
+    mem = arb_gpu_mem_t{};
+    take(w, m->embed, (size_t)V * s.H, &mem.embed);
+    for (unsigned l = 0; l < s.Lz; l++) {
+        arb_gpu_layer &L = m->layers[l];
+        L.dense = l < m->o.dims.first_dense;
+        take(w, L.attn_norm, s.H, &mem.norms_router);
+        take(w, L.ffn_norm, s.H, &mem.norms_router);
+        take(w, L.q_a_norm, s.rq, &mem.norms_router);
+        take(w, L.kv_a_norm, s.rkv, &mem.norms_router);
+        take(w, L.qkv_a, (size_t)s.qkva_w * s.H, &mem.attention);
+        take(w, L.q_b, (size_t)s.nh_r * (s.dn + s.dr) * s.rq, &mem.attention);
+        take(w, L.kv_b, (size_t)s.nh_r * (s.dn + s.dv) * s.rkv, &mem.attention);
+        take(w, L.o_proj, (size_t)s.H * s.nh_r * s.dv, &mem.attention);
+        take(c, L.cache_ckv, (size_t)ctx * s.rkv, &mem.kv_cache);
+        take(c, L.cache_kpe, (size_t)ctx * s.dr, &mem.kv_cache);
+        L.moe = arbk::moe_weights{};
+        if (L.dense) {
+            take(w, L.gate, (size_t)s.Id * s.H, &mem.dense_mlp);
+            take(w, L.up, (size_t)s.Id * s.H, &mem.dense_mlp);
+            take(w, L.down, (size_t)s.H * s.Id, &mem.dense_mlp);
+            continue;
+        }
+        take(w, L.router, (size_t)s.E * s.H, &mem.norms_router);
+        take(w, L.router_bias, s.E, &mem.norms_router);
+        bf16 *sg, *su, *sd;
+        take(w, sg, (size_t)s.Is * s.H, &mem.shared_expert);
+        take(w, su, (size_t)s.Is * s.H, &mem.shared_expert);
+        take(w, sd, (size_t)s.H * s.Is, &mem.shared_expert);
+        L.moe.sh_gate = sg, L.moe.sh_up = su, L.moe.sh_down = sd;
+        const size_t in_elems = (size_t)s.E * s.I * s.H; // gate, up and down have as many
+        if (m->o.format == ARB_GPU_INT4) {
+            uint32_t *g, *u, *dn;
+            bf16 *gs, *us, *ds;
+            take(w, g, in_elems / 8, &mem.routed_experts);
+            take(w, u, in_elems / 8, &mem.routed_experts);
+            take(w, dn, in_elems / 8, &mem.routed_experts);
+            take(w, gs, in_elems / 32, &mem.routed_experts);
+            take(w, us, in_elems / 32, &mem.routed_experts);
+            take(w, ds, in_elems / 32, &mem.routed_experts);
+            L.moe.gate = g, L.moe.up = u, L.moe.down = dn, L.moe.gate_s = gs, L.moe.up_s = us, L.moe.down_s = ds;
+        } else {
+            bf16 *g, *u, *dn;
+            take(w, g, in_elems, &mem.routed_experts);
+            take(w, u, in_elems, &mem.routed_experts);
+            take(w, dn, in_elems, &mem.routed_experts);
+            L.moe.gate = g, L.moe.up = u, L.moe.down = dn;
+        }
+        L.moe.H = (int)s.H, L.moe.I = (int)s.I, L.moe.Is = (int)s.Is;
+    }
+    take(w, m->final_norm, s.H, &mem.norms_router);
+    take(w, m->lm_head, (size_t)s.Vr * s.H, &mem.lm_head);
+
+    size_t *act = &mem.activations;
+    take(a, m->tokens, Tm, act);
+    take(a, m->pos0, 1, act);
+    take(a, m->ticket, 1, act);
+    take(a, m->rope_cs, (size_t)ctx * (s.dr / 2), act);
+    take(a, m->res, (size_t)Tm * s.H, act);
+    take(a, m->h, (size_t)Tm * s.H, act);
+    take(a, m->qkva, (size_t)Tm * s.qkva_w, act);
+    take(a, m->qa, (size_t)Tm * s.rq, act);
+    take(a, m->q, (size_t)Tm * s.nh_r * (s.dn + s.dr), act);
+    take(a, m->qlat, (size_t)Tm * s.nh_r * s.rkv, act);
+    take(a, m->qpe, (size_t)Tm * s.nh_r * s.dr, act);
+    take(a, m->o_heads, (size_t)Tm * s.nh_r * s.dv, act);
+    take(a, m->partial, (size_t)s.chunks * Tm * s.nh_r * (s.rkv + 4), act);
+    take(a, m->router_logits, (size_t)Tm * s.E, act);
+    take(a, m->route.coef, (size_t)arbk::kMaxSlots * arbk::kMaxT, act);
+    take(a, m->route.uniq, arbk::kMaxSlots, act);
+    take(a, m->route.n_uniq, 1, act);
+    take(a, m->experts, (size_t)s.Lz * Tm * s.k, act);
+    take(a, m->act_moe, (size_t)s.max_slots * arbk::kMaxT * s.I, act);
+    take(a, m->act_sh, (size_t)arbk::kMaxT * s.Is, act);
+    take(a, m->act_dense, (size_t)Tm * (s.Id ? s.Id : 1), act);
+    take(a, m->logits, (size_t)Tm * s.Vr, act);
+    take(a, m->best_logit, Tm, act);
+    take(a, m->best_index, Tm, act);
+    take(a, m->local_part, (size_t)Tm * s.H, act);
+    mem.total = mem.embed + mem.attention + mem.norms_router + mem.dense_mlp + mem.shared_expert +
+                mem.routed_experts + mem.lm_head + mem.kv_cache + mem.activations;
+}
+
+arb_gpu_model_t *model_new(const arb_gpu_model_opts_t *opts, char *why, size_t len, arb_status_t *st)
+{
+    arb_gpu_model_t *m = static_cast<arb_gpu_model_t *>(calloc(1, sizeof *m));
+    arb_gpu_shapes s;
+    *st = shapes_of(opts, &s, why, len);
+    if (*st != ARB_OK) {
+        free(m);
+        return nullptr;
+    }
+    if (!m) {
+        *st = ARB_ERR_SYSTEM;
+        ARB_WHY(why, len, "gpu model: out of host memory");
+        return nullptr;
+    }
+    m->o = *opts;
+    m->s = s;
+    memcpy(m->inv_freq, opts->dims.inv_freq, sizeof(double) * (s.dr / 2));
+    m->o.dims.inv_freq = m->inv_freq;
+    m->o.sites = nullptr; // copied into m->sites at create
+    m->layers = static_cast<arb_gpu_layer *>(calloc(s.Lz, sizeof *m->layers));
+    m->sites = static_cast<arb_gpu_site *>(calloc(2 * (size_t)s.Lz, sizeof *m->sites));
+    if (!m->layers || !m->sites) {
+        free(m->layers), free(m->sites), free(m);
+        *st = ARB_ERR_SYSTEM;
+        ARB_WHY(why, len, "gpu model: out of host memory for %u layers", s.Lz);
+        return nullptr;
+    }
+    return m;
+}
+
+void model_free_host(arb_gpu_model_t *m)
+{
+    free(m->layers);
+    free(m->sites);
+    free(m);
+}
+
+double c64_of(unsigned in, int residual_out, unsigned layers)
+{
+    const double c = sqrt(3.0) / sqrt((double)in);
+    return residual_out ? c / sqrt(2.0 * layers) : c;
+}
+
+} // namespace
+
+double arb_gpu_expert_bytes(const arb_gpu_model_t *m)
+{
+    const double elems = 3.0 * m->s.I * m->s.H;
+    return m->o.format == ARB_GPU_INT4 ? elems / 2 + elems / 32 * 2 : elems * 2;
+}
+
+extern "C" arb_status_t arb_gpu_model_plan(const arb_gpu_model_opts_t *opts, arb_gpu_mem_t *mem, char *why,
+                                           size_t why_len)
+{
+    arb_status_t st;
+    arb_gpu_model_t *m = model_new(opts, why, why_len, &st);
+    if (!m)
+        return st;
+    bump w = {nullptr, 0}, c = {nullptr, 0}, a = {nullptr, 0};
+    layout(m, w, c, a);
+    *mem = m->mem;
+    model_free_host(m);
+    return ARB_OK;
+}
+
+extern "C" arb_status_t arb_gpu_model_create(const arb_gpu_model_opts_t *opts, arb_gpu_model_t **out, char *why,
+                                             size_t why_len)
+{
+    arb_status_t st;
+    *out = nullptr;
+    arb_gpu_model_t *m = model_new(opts, why, why_len, &st);
+    if (!m)
+        return st;
+    int dev = 0;
+    ARB_CUDA_GOTO(st, cudaGetDevice(&dev), err_free_host, why, why_len);
+    ARB_CUDA_GOTO(st, cudaDeviceGetAttribute(&m->sms, cudaDevAttrMultiProcessorCount, dev), err_free_host, why, why_len);
+    {
+        bump w = {nullptr, 0}, c = {nullptr, 0}, a = {nullptr, 0};
+        layout(m, w, c, a);
+        m->weight_bytes = w.off;
+        const size_t sizes[3] = {w.off, c.off, a.off};
+        void **dst[3] = {&m->weights, &m->cache, &m->act};
+        const char *what[3] = {"weights", "KV cache", "activations"};
+        for (int i = 0; i < 3; i++) {
+            cudaError_t e = cudaMalloc(dst[i], sizes[i]);
+            if (e != cudaSuccess)
+                ARB_RAISE_GOTO(st, ARB_CUDA_STATUS_(e), err_free_dev, why, why_len,
+                               "gpu model: cudaMalloc of %.3f GB for the %s: %s", sizes[i] / 1e9, what[i],
+                               cudaGetErrorString(e));
+        }
+        w = {static_cast<char *>(m->weights), 0}, c = {static_cast<char *>(m->cache), 0},
+        a = {static_cast<char *>(m->act), 0};
+        layout(m, w, c, a);
+    }
+    ARB_CUDA_GOTO(st, cudaMemset(m->act, 0, m->mem.activations), err_free_dev, why, why_len);
+    ARB_CUDA_GOTO(st, cudaMemset(m->experts, 0xff, sizeof(int32_t) * m->s.Lz * m->o.max_tokens * m->s.k), err_free_dev,
+                  why, why_len);
+    { // RoPE table (cos * m, sin * m) per position, from float64 (forward.md)
+        const unsigned pairs = m->s.dr / 2, ctx = m->o.context;
+        float2 *cs = static_cast<float2 *>(malloc(sizeof(float2) * pairs * ctx));
+        if (!cs)
+            ARB_RAISE_GOTO(st, ARB_ERR_SYSTEM, err_free_dev, why, why_len, "gpu model: out of host memory for RoPE");
+        for (unsigned p = 0; p < ctx; p++)
+            for (unsigned i = 0; i < pairs; i++) {
+                const double ang = (double)p * m->inv_freq[i];
+                cs[(size_t)p * pairs + i] = make_float2((float)(cos(ang) * m->o.dims.rope_mscale),
+                                                        (float)(sin(ang) * m->o.dims.rope_mscale));
+            }
+        cudaError_t e = cudaMemcpy(m->rope_cs, cs, sizeof(float2) * pairs * ctx, cudaMemcpyHostToDevice);
+        free(cs);
+        ARB_CUDA_GOTO(st, e, err_free_dev, why, why_len);
+    }
+    ARB_CUDA_GOTO(st, arbk::mla_setup((int)m->s.rkv, (int)m->s.dr, (int)m->s.nh_r), err_free_dev, why, why_len);
+    for (unsigned i = 0; i < 2 * m->s.Lz; i++) { // one input buffer per distinct instance, in site order
+        arb_gpu_site &site = m->sites[i];
+        site.inst = opts->sites ? opts->sites[i] : nullptr;
+        site.part = m->local_part;
+        if (!site.inst)
+            continue;
+        for (unsigned j = 0; j < i; j++)
+            if (m->sites[j].inst == site.inst)
+                site.part = m->sites[j].part;
+        if (site.part != m->local_part)
+            continue;
+        void *p = nullptr;
+        ARB_TRY_GOTO(st, arb_inst_alloc(site.inst, (size_t)m->o.max_tokens * m->s.H * 2, &p, why, why_len),
+                     err_free_sites);
+        site.part = static_cast<bf16 *>(p);
+    }
+    *out = m;
+    return ARB_OK;
+
+err_free_sites:
+    arb_gpu_model_destroy(m);
+    return st;
+err_free_dev:
+    cudaFree(m->weights), cudaFree(m->cache), cudaFree(m->act);
+err_free_host:
+    model_free_host(m);
+    return st;
+}
+
+extern "C" arb_status_t arb_gpu_model_generate(arb_gpu_model_t *m, char *why, size_t why_len)
+{
+    const arb_gpu_shapes &s = m->s;
+    const arb_gpu_dims_t &d = m->o.dims;
+    const uint64_t seed = m->o.seed;
+    const unsigned Lz = s.Lz, r = d.shard;
+    const int sms = m->sms;
+    cudaStream_t st = nullptr;
+    arb_status_t rs = ARB_OK;
+    ARB_CUDA_TRY(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), why, why_len);
+    // bf16(c * u) over rows x cols of an expert-major tensor (see arbk::wgen_block)
+    auto lin = [&](bf16 *dst, uint32_t t, uint32_t l, unsigned experts, unsigned rows, unsigned cols, unsigned row0,
+                   unsigned col0, unsigned grows, unsigned gcols, double c) {
+        const arbk::wgen_block b = {seed, t, l, experts, rows, cols, row0, col0, grows, gcols, (float)c};
+        return arbk::gen_linear(st, dst, b, sms);
+    };
+    auto int4 = [&](const void *packed, const bf16 *scale, uint32_t t, uint32_t ts, uint32_t l, unsigned rows,
+                    unsigned cols, unsigned row0, unsigned col0, unsigned grows, unsigned gcols, double c) {
+        const arbk::wgen_block b = {seed, t, l, s.E, rows, cols, row0, col0, grows, gcols, 0.0f};
+        return arbk::gen_int4(st, static_cast<uint32_t *>(const_cast<void *>(packed)), const_cast<bf16 *>(scale), b,
+                              ts, (float)(c / 4.61), sms);
+    };
+    cudaError_t e = lin(m->embed, ARB_W_EMBED, 0, 1, d.vocab, s.H, 0, 0, d.vocab, s.H, sqrt(3.0));
+    const unsigned qb_rows = s.nh_r * (s.dn + s.dr), kvb_rows = s.nh_r * (s.dn + s.dv), ocols = s.nh_r * s.dv;
+    const unsigned Ie = d.moe_inter, Is_all = d.n_shared * d.moe_inter;
+    for (unsigned l = 0; l < Lz && e == cudaSuccess; l++) {
+        arb_gpu_layer &L = m->layers[l];
+        cudaError_t es[24];
+        int n = 0;
+        es[n++] = arbk::gen_norm(st, L.attn_norm, s.H, seed, ARB_W_ATTN_NORM, l, sms);
+        es[n++] = arbk::gen_norm(st, L.q_a_norm, s.rq, seed, ARB_W_Q_A_NORM, l, sms);
+        es[n++] = arbk::gen_norm(st, L.kv_a_norm, s.rkv, seed, ARB_W_KV_A_NORM, l, sms);
+        es[n++] = arbk::gen_norm(st, L.ffn_norm, s.H, seed, ARB_W_FFN_NORM, l, sms);
+        es[n++] = lin(L.qkv_a, ARB_W_Q_A, l, 1, s.rq, s.H, 0, 0, s.rq, s.H, c64_of(s.H, 0, Lz));
+        es[n++] = lin(L.qkv_a + (size_t)s.rq * s.H, ARB_W_KV_A, l, 1, s.rkv + s.dr, s.H, 0, 0, s.rkv + s.dr, s.H,
+                      c64_of(s.H, 0, Lz));
+        es[n++] = lin(L.q_b, ARB_W_Q_B, l, 1, qb_rows, s.rq, r * qb_rows, 0, d.heads * (s.dn + s.dr), s.rq,
+                      c64_of(s.rq, 0, Lz));
+        es[n++] = lin(L.kv_b, ARB_W_KV_B, l, 1, kvb_rows, s.rkv, r * kvb_rows, 0, d.heads * (s.dn + s.dv), s.rkv,
+                      c64_of(s.rkv, 0, Lz));
+        es[n++] = lin(L.o_proj, ARB_W_O, l, 1, s.H, ocols, 0, r * ocols, s.H, d.heads * s.dv,
+                      c64_of(d.heads * s.dv, 1, Lz));
+        if (L.dense) {
+            es[n++] = lin(L.gate, ARB_W_DENSE_GATE, l, 1, s.Id, s.H, s.Id0, 0, d.dense_inter, s.H, c64_of(s.H, 0, Lz));
+            es[n++] = lin(L.up, ARB_W_DENSE_UP, l, 1, s.Id, s.H, s.Id0, 0, d.dense_inter, s.H, c64_of(s.H, 0, Lz));
+            es[n++] = lin(L.down, ARB_W_DENSE_DOWN, l, 1, s.H, s.Id, 0, s.Id0, s.H, d.dense_inter,
+                          c64_of(d.dense_inter, 1, Lz));
+        } else {
+            const arbk::moe_weights &w = L.moe;
+            es[n++] = lin(L.router, ARB_W_ROUTER, l, 1, s.E, s.H, 0, 0, s.E, s.H, c64_of(s.H, 0, Lz));
+            es[n++] = arbk::gen_bias(st, L.router_bias, s.E, seed, ARB_W_ROUTER_BIAS, l, sms);
+            es[n++] = lin(const_cast<bf16 *>(w.sh_gate), ARB_W_SHARED_GATE, l, 1, s.Is, s.H, s.Is0, 0, Is_all, s.H,
+                          c64_of(s.H, 0, Lz));
+            es[n++] = lin(const_cast<bf16 *>(w.sh_up), ARB_W_SHARED_UP, l, 1, s.Is, s.H, s.Is0, 0, Is_all, s.H,
+                          c64_of(s.H, 0, Lz));
+            es[n++] = lin(const_cast<bf16 *>(w.sh_down), ARB_W_SHARED_DOWN, l, 1, s.H, s.Is, 0, s.Is0, s.H, Is_all,
+                          c64_of(Is_all, 1, Lz));
+            if (m->o.format == ARB_GPU_INT4) {
+                es[n++] = int4(w.gate, w.gate_s, ARB_W_EXP_GATE, ARB_W_EXP_GATE_SCALE, l, s.I, s.H, s.I0, 0, Ie, s.H,
+                               c64_of(s.H, 0, Lz));
+                es[n++] = int4(w.up, w.up_s, ARB_W_EXP_UP, ARB_W_EXP_UP_SCALE, l, s.I, s.H, s.I0, 0, Ie, s.H,
+                               c64_of(s.H, 0, Lz));
+                es[n++] = int4(w.down, w.down_s, ARB_W_EXP_DOWN, ARB_W_EXP_DOWN_SCALE, l, s.H, s.I, 0, s.I0, s.H, Ie,
+                               c64_of(Ie, 1, Lz));
+            } else {
+                bf16 *g = static_cast<bf16 *>(const_cast<void *>(w.gate));
+                bf16 *u = static_cast<bf16 *>(const_cast<void *>(w.up));
+                bf16 *dn = static_cast<bf16 *>(const_cast<void *>(w.down));
+                const arbk::wgen_block bg = {seed, ARB_W_EXP_GATE, l, s.E, s.I, s.H, s.I0, 0, Ie, s.H, (float)c64_of(s.H, 0, Lz)};
+                arbk::wgen_block bu = bg;
+                bu.tensor = ARB_W_EXP_UP;
+                const arbk::wgen_block bd = {seed, ARB_W_EXP_DOWN, l, s.E, s.H, s.I, 0, s.I0, s.H, Ie, (float)c64_of(Ie, 1, Lz)};
+                es[n++] = arbk::gen_linear(st, g, bg, sms);
+                es[n++] = arbk::gen_linear(st, u, bu, sms);
+                es[n++] = arbk::gen_linear(st, dn, bd, sms);
+            }
+        }
+        for (int i = 0; i < n; i++)
+            if (es[i] != cudaSuccess)
+                e = es[i];
+    }
+    if (e == cudaSuccess)
+        e = arbk::gen_norm(st, m->final_norm, s.H, seed, ARB_W_FINAL_NORM, 0, sms);
+    if (e == cudaSuccess)
+        e = lin(m->lm_head, ARB_W_LM_HEAD, 0, 1, s.Vr, s.H, s.V0, 0, d.vocab, s.H, c64_of(s.H, 0, Lz));
+    if (e == cudaSuccess)
+        e = cudaMemsetAsync(m->cache, 0, m->mem.kv_cache, st);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(st);
+    if (e != cudaSuccess) {
+        ARB_WHY(why, why_len, "gpu model: weight generation: %s", cudaGetErrorString(e));
+        rs = ARB_CUDA_STATUS_(e);
+    }
+    cudaStreamDestroy(st);
+    return rs;
+}
+
+extern "C" arb_status_t arb_gpu_model_set_input(arb_gpu_model_t *m, const uint32_t *tokens, unsigned T, unsigned pos0,
+                                                void *stream, char *why, size_t why_len)
+{
+    if (T == 0 || T > m->o.max_tokens || (size_t)pos0 + T > m->o.context)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu step: T %u at position %u: need 1 <= T <= %u and P0 + T <= %u", T,
+                  pos0, m->o.max_tokens, m->o.context);
+    int32_t in[ARB_GPU_MAX_T + 1];
+    for (unsigned t = 0; t < T; t++) {
+        if (tokens[t] >= m->o.dims.vocab)
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu step: token %u >= vocab_size %u", tokens[t], m->o.dims.vocab);
+        in[t] = (int32_t)tokens[t];
+    }
+    in[T] = (int32_t)pos0;
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    // From pageable memory: the copy has taken `in` when the call returns.
+    ARB_CUDA_TRY(cudaMemcpyAsync(m->tokens, in, sizeof(int32_t) * T, cudaMemcpyHostToDevice, s), why, why_len);
+    ARB_CUDA_TRY(cudaMemcpyAsync(m->pos0, in + T, sizeof(int32_t), cudaMemcpyHostToDevice, s), why, why_len);
+    return ARB_OK;
+}
+
+namespace {
+
+// A read-back of `bytes` from the device after the stream synchronized, for a step of T.
+arb_status_t read_back(const arb_gpu_model_t *m, unsigned T, void *dst, const void *src, size_t bytes, char *why,
+                       size_t why_len)
+{
+    if (T == 0 || T > m->o.max_tokens)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu read: T %u outside 1 .. %u", T, m->o.max_tokens);
+    ARB_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), why, why_len);
+    return ARB_OK;
+}
+
+} // namespace
+
+extern "C" arb_status_t arb_gpu_model_read_argmax(arb_gpu_model_t *m, unsigned T, float *best_logit,
+                                                  uint32_t *best_index, char *why, size_t why_len)
+{
+    ARB_TRY(read_back(m, T, best_logit, m->best_logit, sizeof(float) * T, why, why_len));
+    return read_back(m, T, best_index, m->best_index, sizeof(uint32_t) * T, why, why_len);
+}
+
+extern "C" arb_status_t arb_gpu_model_read_logits(arb_gpu_model_t *m, unsigned T, float *logits, char *why,
+                                                  size_t why_len)
+{
+    return read_back(m, T, logits, m->logits, sizeof(float) * T * m->s.Vr, why, why_len);
+}
+
+extern "C" arb_status_t arb_gpu_model_read_hidden(arb_gpu_model_t *m, unsigned T, uint16_t *hidden, char *why,
+                                                  size_t why_len)
+{
+    return read_back(m, T, hidden, m->h, sizeof(uint16_t) * T * m->s.H, why, why_len);
+}
+
+extern "C" arb_status_t arb_gpu_model_read_experts(arb_gpu_model_t *m, unsigned T, int32_t *experts, char *why,
+                                                   size_t why_len)
+{
+    const size_t per_layer = (size_t)T * m->s.k;
+    ARB_TRY(read_back(m, T, experts, m->experts, sizeof(int32_t) * per_layer * m->s.Lz, why, why_len));
+    for (unsigned l = 0; l < m->s.Lz; l++)
+        if (m->layers[l].dense)
+            for (size_t i = 0; i < per_layer; i++)
+                experts[l * per_layer + i] = -1;
+    return ARB_OK;
+}
+
+extern "C" unsigned arb_gpu_model_vocab_rank(const arb_gpu_model_t *m) { return m->s.Vr; }
+extern "C" unsigned arb_gpu_model_vocab_base(const arb_gpu_model_t *m) { return m->s.V0; }
+extern "C" const arb_gpu_mem_t *arb_gpu_model_mem(const arb_gpu_model_t *m) { return &m->mem; }
+
+extern "C" void arb_gpu_model_step_bytes(const arb_gpu_model_t *m, unsigned T, unsigned pos0, const int32_t *experts,
+                                         arb_gpu_step_bytes_t *out)
+{
+    const arb_gpu_shapes &s = m->s;
+    *out = arb_gpu_step_bytes_t{};
+    const double bf = 2.0;
+    const double attn = ((double)s.qkva_w * s.H + (double)s.nh_r * (s.dn + s.dr) * s.rq +
+                         (double)s.nh_r * (s.dn + s.dv) * s.rkv + (double)s.H * s.nh_r * s.dv) * bf;
+    const double norms = (2.0 * s.H + s.rq + s.rkv) * bf;
+    for (unsigned l = 0; l < s.Lz; l++) {
+        out->attention += attn;
+        out->other += norms;
+        out->kv_cache += (double)(pos0 + T) * (s.rkv + s.dr) * bf;
+        if (m->layers[l].dense) {
+            out->dense_mlp += 3.0 * s.Id * s.H * bf;
+            continue;
+        }
+        out->router += (double)s.E * s.H * bf + s.E * 4.0;
+        out->shared_expert += 3.0 * s.Is * s.H * bf;
+        unsigned distinct = 0;
+        const int32_t *sel = experts + (size_t)l * T * s.k;
+        for (unsigned i = 0; i < T * s.k; i++) {
+            unsigned j = 0;
+            while (j < i && sel[j] != sel[i])
+                j++;
+            distinct += j == i && sel[i] >= 0;
+        }
+        out->routed_experts += distinct * arb_gpu_expert_bytes(m);
+    }
+    out->lm_head = (double)s.Vr * s.H * bf;
+    out->other += (double)T * s.H * bf + s.H * bf; // embedding rows, final norm
+    out->total = out->attention + out->kv_cache + out->dense_mlp + out->shared_expert + out->routed_experts +
+                 out->router + out->lm_head + out->other;
+}
+
+extern "C" void arb_gpu_model_destroy(arb_gpu_model_t *m)
+{
+    if (!m)
+        return;
+    for (unsigned i = 0; i < 2 * m->s.Lz; i++) { // free each distinct instance's buffer once, in site order
+        arb_gpu_site &site = m->sites[i];
+        if (!site.inst || site.part == m->local_part || !site.part)
+            continue;
+        bool first = true;
+        for (unsigned j = 0; j < i; j++)
+            if (m->sites[j].inst == site.inst)
+                first = false;
+        if (first)
+            arb_inst_free(site.inst, site.part);
+    }
+    cudaFree(m->weights), cudaFree(m->cache), cudaFree(m->act);
+    model_free_host(m);
+}

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine on the GPU: one rank's shard of a DeepSeek-V3 / Kimi-K2 model (weights
+ * generated on the device from a seed, engine/wgen.h), its latent KV cache, and one step
+ * of T new tokens at positions P0 .. P0+T-1 exactly as engine/forward.md defines it.
+ *
+ * What the driver does with it:
+ *   arb_gpu_model_plan      bytes by kind, before anything is allocated (memory plan)
+ *   arb_gpu_model_create    allocate (collective when call sites have instances)
+ *   arb_gpu_model_generate  fill the weights from the seed (seconds for a 70 GB shard)
+ *   arb_gpu_model_set_input token ids and P0 into device memory (outside any capture)
+ *   arb_gpu_model_step      enqueue one step on a stream; capturable: it reads the tokens
+ *                           and P0 from device memory, so one CUDA graph per T replays
+ *   arb_gpu_model_read_*    this rank's (max logit, global index) per token, its logits,
+ *                           the final hidden state, the experts each layer selected
+ *   arb_gpu_model_step_bytes what a step must read (the HBM floor's numerator)
+ *   arb_gpu_read_bandwidth  streaming-read bandwidth of the device (the floor's denominator)
+ *   arb_gpu_moe_bench       one layer's MoE block against a per-expert cuBLAS loop
+ *   arb_gpu_model_destroy
+ *
+ * Shapes are per rank of tp_shape = K (forward.md's sharding); T <= ARB_GPU_MAX_T (the
+ * skinny kernels' limit; prefill runs in chunks of at most that many tokens).
+ * All functions return arb_status_t with a one-line reason in why (include/arbench/status.h).
+ */
+#ifndef ARB_ENGINE_GPU_MODEL_H
+#define ARB_ENGINE_GPU_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arbench/plugin.h"
+#include "instance.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest T of one step: every kernel keeps T accumulators per thread. */
+#define ARB_GPU_MAX_T 8
+
+typedef enum arb_gpu_wformat {
+    ARB_GPU_BF16 = 0, /* every weight bf16 */
+    ARB_GPU_INT4 = 1, /* routed experts W4A16 group 32 (forward.md's packing), the rest bf16 */
+} arb_gpu_wformat_t;
+
+/* The model, unsharded, as the driver read it from config.json (after overrides), plus
+ * which shard this rank holds. The GPU model derives the per-rank splits itself and
+ * refuses a split that is not exact (naming the field). */
+typedef struct arb_gpu_dims {
+    unsigned hidden;                /* H, hidden_size */
+    unsigned layers;                /* Lz, num_hidden_layers after overrides */
+    unsigned heads;                 /* nh, num_attention_heads */
+    unsigned nope, rope, v_head;    /* qk_nope_head_dim, qk_rope_head_dim, v_head_dim */
+    unsigned q_lora, kv_lora;       /* q_lora_rank, kv_lora_rank */
+    unsigned experts, topk;         /* n_routed_experts after overrides, num_experts_per_tok */
+    unsigned n_group, topk_group;   /* routing groups (1, 1 for Kimi-K2) */
+    unsigned moe_inter, n_shared;   /* moe_intermediate_size, n_shared_experts */
+    unsigned dense_inter;           /* intermediate_size (dense layers) */
+    unsigned first_dense;           /* first_k_dense_replace: layers < it are dense */
+    unsigned vocab;                 /* vocab_size */
+    float routed_scaling;           /* routed_scaling_factor */
+    float rms_eps;                  /* rms_norm_eps */
+    float softmax_scale;            /* forward.md: (dn+dr)^-0.5 times the YaRN mscale^2 */
+    const double *inv_freq;         /* [rope / 2] RoPE inverse frequencies (engine/rope.h), copied at create */
+    double rope_mscale;             /* m of forward.md's RoPE (1 without YaRN) */
+    unsigned tp_shape;              /* K: shard shapes of TP = K */
+    unsigned shard;                 /* r < K: which shard this rank holds */
+} arb_gpu_dims_t;
+
+/* Per-rank byte counts of one shard; the memory plan prints them by kind. */
+typedef struct arb_gpu_mem {
+    size_t embed;         /* embed_tokens, replicated */
+    size_t attention;     /* q_a, kv_a, q_b, kv_b, o_proj of all layers */
+    size_t norms_router;  /* all norms, routers and their biases */
+    size_t dense_mlp;     /* dense layers' gate/up/down shards */
+    size_t shared_expert; /* shared experts' shards */
+    size_t routed_experts;/* routed experts' shards (packed INT4 plus scales, or bf16) */
+    size_t lm_head;       /* lm_head shard */
+    size_t kv_cache;      /* latent cache, replicated: layers x context x (kv_lora + rope) bf16 */
+    size_t activations;   /* step buffers for max_tokens tokens (attention partials included) */
+    size_t total;         /* the sum of the above (plugin buffers are the instances', not counted) */
+} arb_gpu_mem_t;
+
+/* What one step must read from memory, bytes, for the HBM floor. */
+typedef struct arb_gpu_step_bytes {
+    double attention;      /* attention weights of all layers (replicated q_a/kv_a included) */
+    double kv_cache;       /* latent cache rows read: layers x (P0 + T) x (kv_lora + rope) x 2 */
+    double dense_mlp;      /* dense layers' shards */
+    double shared_expert;  /* shared experts' shards */
+    double routed_experts; /* distinct selected experts per layer x one expert's shard bytes */
+    double router;         /* routers (replicated) */
+    double lm_head;        /* lm_head shard */
+    double other;          /* embedding rows and norms */
+    double total;
+} arb_gpu_step_bytes_t;
+
+typedef struct arb_gpu_model_opts {
+    arb_gpu_dims_t dims;
+    arb_gpu_wformat_t format;
+    uint64_t seed;
+    unsigned max_tokens;   /* largest T of any step, 1 .. ARB_GPU_MAX_T */
+    unsigned context;      /* cache capacity in positions: every step needs P0 + T <= context */
+    /* [2 * layers]: site A (after o_proj) of layer l at 2l, site B (after the MLP) at
+     * 2l + 1. The model allocates each distinct instance's input buffer with
+     * arb_inst_alloc (collective, in site order) and calls arb_inst_allreduce_rmsnorm
+     * there. NULL (the array or an entry): one rank without a plugin, the residual add +
+     * RMSNorm kernel on this rank's partial sums alone (single-GPU tests). */
+    arb_inst_t *const *sites;
+    arb_fusion_t fusion;   /* passed to every arb_inst_allreduce_rmsnorm */
+    int pdl;               /* 1: kernels launched with programmatic dependent launch */
+} arb_gpu_model_opts_t;
+
+typedef struct arb_gpu_model arb_gpu_model_t;
+
+/* Per-rank bytes of the model create would allocate for opts (nothing is allocated). */
+arb_status_t arb_gpu_model_plan(const arb_gpu_model_opts_t *opts, arb_gpu_mem_t *mem, char *why, size_t why_len);
+
+/* Allocate weights, cache and step buffers on the current device. Collective over the
+ * sites' instances when there are any. Weights are not filled: call generate. */
+arb_status_t arb_gpu_model_create(const arb_gpu_model_opts_t *opts, arb_gpu_model_t **out, char *why,
+                                  size_t why_len);
+
+/* Fill every weight from opts.seed on the device and zero the cache; synchronizes. */
+arb_status_t arb_gpu_model_generate(arb_gpu_model_t *m, char *why, size_t why_len);
+
+/* Copy T token ids and the position P0 of the first into the model's device inputs,
+ * enqueued on stream (not inside a capture). Fails when T > max_tokens or
+ * P0 + T > context or a token >= vocab. */
+arb_status_t arb_gpu_model_set_input(arb_gpu_model_t *m, const uint32_t *tokens, unsigned T, unsigned pos0,
+                                     void *stream, char *why, size_t why_len);
+
+/* Enqueue one step of T tokens (reading the inputs set above from device memory):
+ * writes the cache rows P0 .. P0+T-1 of every layer, the logits, this rank's argmax and
+ * the selected experts. Nothing synchronizes; a capture of this call replays as a step
+ * of the same T with whatever inputs the device memory holds then. */
+arb_status_t arb_gpu_model_step(arb_gpu_model_t *m, unsigned T, void *stream, char *why, size_t why_len);
+
+/* After the stream synchronized. best_logit[t], best_index[t] (global vocabulary index;
+ * ties: lower index) of this rank's shard for the last step's T tokens. */
+arb_status_t arb_gpu_model_read_argmax(arb_gpu_model_t *m, unsigned T, float *best_logit, uint32_t *best_index,
+                                       char *why, size_t why_len);
+/* logits[t * vocab_rank + v], fp32, vocab_rank = arb_gpu_model_vocab_rank(m). */
+arb_status_t arb_gpu_model_read_logits(arb_gpu_model_t *m, unsigned T, float *logits, char *why, size_t why_len);
+/* The final normed hidden state (model.norm's output), bf16 bits [T x H]. */
+arb_status_t arb_gpu_model_read_hidden(arb_gpu_model_t *m, unsigned T, uint16_t *hidden, char *why,
+                                       size_t why_len);
+/* experts[(l * T + t) * topk + j] for every layer l (entries of dense layers are -1),
+ * in the router's order (descending choice score). */
+arb_status_t arb_gpu_model_read_experts(arb_gpu_model_t *m, unsigned T, int32_t *experts, char *why,
+                                        size_t why_len);
+
+/* Per-rank row counts and offsets the driver needs for the distributed argmax. */
+unsigned arb_gpu_model_vocab_rank(const arb_gpu_model_t *m);
+unsigned arb_gpu_model_vocab_base(const arb_gpu_model_t *m);
+/* The sizes create allocated (equal to plan's). */
+const arb_gpu_mem_t *arb_gpu_model_mem(const arb_gpu_model_t *m);
+
+/* Bytes a step of T tokens at P0 reads, given the experts it selected (read_experts'
+ * layout). Pure arithmetic on the model's layout. */
+void arb_gpu_model_step_bytes(const arb_gpu_model_t *m, unsigned T, unsigned pos0, const int32_t *experts,
+                              arb_gpu_step_bytes_t *out);
+
+/* Streaming-read bandwidth of the current device, bytes/s: the median of `reps` timed
+ * reads of the model's weights (at least several GB, so past L2). */
+arb_status_t arb_gpu_read_bandwidth(arb_gpu_model_t *m, int reps, void *stream, double *bytes_per_s, char *why,
+                                    size_t why_len);
+
+/* One layer's MoE block (routed experts of the last step's selection plus the shared
+ * expert, T tokens), each form captured in a CUDA graph over many layers so weights
+ * rotate past L2, replayed, timed per layer (median of reps). */
+typedef struct arb_gpu_moe_bench {
+    unsigned T;
+    double experts_per_layer;   /* distinct routed experts, mean over MoE layers */
+    double ours_us;             /* our two kernels, the model's format */
+    double ours_bytes;          /* bytes they read per layer (weights + scales) */
+    double cublas_us;           /* per-expert cuBLAS loop (bf16 gate|up GEMM, SiLU*up, down GEMM, weighted add) */
+    double cublas_bytes;        /* bf16 bytes it reads per layer */
+    int layers_timed;           /* MoE layers in one replay */
+} arb_gpu_moe_bench_t;
+
+arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int reps, void *stream, arb_gpu_moe_bench_t *out,
+                               char *why, size_t why_len);
+
+/* Where a step's time goes: the launches of a step by kind. */
+typedef enum arb_gpu_prof_kind {
+    ARB_GPU_PROF_EMBED = 0,
+    ARB_GPU_PROF_QKV_A,      /* fused q_a + kv_a GEMV */
+    ARB_GPU_PROF_MLA_PREP,   /* latent norms, RoPE, cache rows */
+    ARB_GPU_PROF_Q_B,
+    ARB_GPU_PROF_ABSORB,     /* q_nope @ W_uk, RoPE of q_pe */
+    ARB_GPU_PROF_ATTEND,     /* flash-decoding partials over the cache */
+    ARB_GPU_PROF_COMBINE,    /* merge + W_uv */
+    ARB_GPU_PROF_O_PROJ,
+    ARB_GPU_PROF_SITE_A,
+    ARB_GPU_PROF_ROUTER,
+    ARB_GPU_PROF_MOE_GATE_UP,
+    ARB_GPU_PROF_MOE_DOWN,
+    ARB_GPU_PROF_DENSE,
+    ARB_GPU_PROF_SITE_B,
+    ARB_GPU_PROF_LM_HEAD,    /* lm_head GEMV + argmax */
+    ARB_GPU_PROF_KINDS
+} arb_gpu_prof_kind_t;
+
+const char *arb_gpu_prof_name(int kind);
+
+/* One eager step of T tokens (the inputs as set) with an event after every launch:
+ * us[kind] = the summed device time of that kind's launches over the step, from the
+ * previous launch's end (so launch gaps count with the kernel that follows). Synchronizes. */
+arb_status_t arb_gpu_model_profile(arb_gpu_model_t *m, unsigned T, void *stream, double us[ARB_GPU_PROF_KINDS],
+                                   char *why, size_t why_len);
+
+void arb_gpu_model_destroy(arb_gpu_model_t *m);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+// Device helpers shared by the engine's kernels: bf16 vectors, warp reductions,
+// programmatic dependent launch (PDL), and the one launch helper every kernel goes through.
+#ifndef ARB_ENGINE_KERNELS_COMMON_CUH
+#define ARB_ENGINE_KERNELS_COMMON_CUH
+
+#include <cmath>
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "kernels.h"
+
+namespace arbk {
+
+constexpr int kWarp = 32;
+
+// Two bf16 in a 32-bit word: element 0 in the low half (little endian).
+__device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+
+// Eight bf16 (one 16-byte vector) to float.
+__device__ __forceinline__ void unpack8(const uint4 v, float (&f)[8])
+{
+    f[0] = bf16_lo(v.x), f[1] = bf16_hi(v.x), f[2] = bf16_lo(v.y), f[3] = bf16_hi(v.y);
+    f[4] = bf16_lo(v.z), f[5] = bf16_hi(v.z), f[6] = bf16_lo(v.w), f[7] = bf16_hi(v.w);
+}
+
+// w . x over one vector of eight bf16 inputs, fp32.
+__device__ __forceinline__ float dot8(const float (&w)[8], const uint4 xv)
+{
+    float xf[8], s = 0.0f;
+    unpack8(xv, xf);
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        s = fmaf(w[j], xf[j], s);
+    return s;
+}
+
+__device__ __forceinline__ float bf(bf16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ bf16 to_bf(float v) { return __float2bfloat16_rn(v); }
+
+// Weights are read once per step: stream them past L1.
+__device__ __forceinline__ uint4 ld_stream(const uint4 *p)
+{
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+    for (int o = kWarp / 2; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v)
+{
+#pragma unroll
+    for (int o = kWarp / 2; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// Sum over the block (blockDim.x a multiple of 32, <= 1024), the same value in every
+// thread, in a fixed order. scratch: 32 floats of shared memory; reusable after return.
+__device__ __forceinline__ float block_sum(float v, float *scratch)
+{
+    v = warp_sum(v);
+    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    __syncthreads();
+    if (lane == 0)
+        scratch[warp] = v;
+    __syncthreads();
+    v = lane < (int)(blockDim.x / kWarp) ? scratch[lane] : 0.0f;
+    return warp_sum(v);
+}
+
+// Max over the block, the same value in every thread. scratch as block_sum's.
+__device__ __forceinline__ float block_max(float v, float *scratch)
+{
+    v = warp_max(v);
+    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    __syncthreads();
+    if (lane == 0)
+        scratch[warp] = v;
+    __syncthreads();
+    v = lane < (int)(blockDim.x / kWarp) ? scratch[lane] : -INFINITY;
+    return warp_max(v);
+}
+
+// out = bf16(in / sqrt(mean(in^2) + eps) * w) over one row of n values, by the whole
+// block (forward.md's rmsnorm; the mean over the stored bf16 inputs).
+__device__ __forceinline__ void block_rmsnorm(const bf16 *in, const bf16 *w, bf16 *out, int n, float eps,
+                                              float *scratch)
+{
+    float ss = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const float v = bf(in[i]);
+        ss += v * v;
+    }
+    const float inv = 1.0f / sqrtf(block_sum(ss, scratch) / (float)n + eps);
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+        out[i] = to_bf(bf(in[i]) * inv * bf(w[i]));
+}
+
+// Interleaved-pair RoPE of forward.md with a (cos * m, sin * m) table per position.
+__device__ __forceinline__ void rope_pair(float x0, float x1, float2 cs, bf16 *out)
+{
+    out[0] = to_bf(x0 * cs.x - x1 * cs.y);
+    out[1] = to_bf(x0 * cs.y + x1 * cs.x);
+}
+
+// PDL: a kernel launched with programmatic stream serialization may start while its
+// predecessor runs; it must wait before touching anything the predecessor writes, and
+// lets its own successor start launching once it is under way. No-ops without PDL.
+__device__ __forceinline__ void pdl_launch_dependents()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_begin()
+{
+    pdl_wait();
+    pdl_launch_dependents();
+}
+
+// Pull `bytes` at p (a weight row: nothing a predecessor writes) toward L2 before waiting
+// on the predecessor, one 128-byte line per lane and step: under PDL the fetch overlaps
+// the previous kernel's tail.
+__device__ __forceinline__ void warp_prefetch_l2(const void *p, size_t bytes)
+{
+    const char *c = static_cast<const char *>(p);
+    for (size_t off = (size_t)(threadIdx.x % kWarp) * 128; off < bytes; off += kWarp * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(c + off));
+}
+
+// Every engine kernel is launched here, so PDL is one switch.
+template <typename... KArgs, typename... Args>
+cudaError_t launch(const launch_ctx &c, void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                   Args... args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = c.stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = c.pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
+}
+
+} // namespace arbk
+
+#endif

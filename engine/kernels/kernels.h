@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+// The engine's kernels: one launcher per kernel, each enqueued on the launch context's
+// stream (a plain launch, so it may be captured in a CUDA graph) and returning the
+// launch's cudaError_t. Shapes are per rank (engine/forward.md); T <= kMaxT tokens.
+// Inputs that change between replays of one captured step (token ids, P0) are read from
+// device memory. C++ only (the step and the tests are .cu).
+#ifndef ARB_ENGINE_KERNELS_H
+#define ARB_ENGINE_KERNELS_H
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+namespace arbk {
+
+using bf16 = __nv_bfloat16;
+
+struct launch_ctx {
+    cudaStream_t stream;
+    int pdl; // 1: launch with programmatic stream serialization (PDL)
+};
+
+constexpr int kMaxT = 8;          // tokens per step (ARB_GPU_MAX_T)
+constexpr int kMaxNope = 256;     // qk_nope_head_dim
+constexpr int kMaxLatVec = 2;     // 16-byte vectors of a latent row per lane
+constexpr int kMaxLatent = kMaxLatVec * 32 * 8; // kv_lora_rank <= 512
+constexpr int kAttnChunk = 64;    // cache positions per attention CTA
+constexpr int kMaxChunks = 2048;  // context <= kMaxChunks * kAttnChunk (131072 positions)
+constexpr int kMaxExperts = 1024; // n_routed_experts
+constexpr int kMaxTopk = 16;      // num_experts_per_tok
+constexpr int kMaxGroups = 32;    // n_group: one lane per group
+constexpr int kMaxSlots = 128;    // distinct experts of one step (min(T k, E))
+
+// ---- embed.cu: res[t] = embed[token[t]]; h[t] = rmsnorm(res[t], norm) ----
+cudaError_t embed_rmsnorm(const launch_ctx &c, const bf16 *table, const int32_t *tokens, const bf16 *norm, bf16 *res,
+                          bf16 *h, int H, float eps, int T);
+
+// ---- gemv.cu: y[t][n] = W[n] . x[t] for T <= 8 (x [T x ldx], y [T x ldy]) ----
+enum gemv_epilogue {
+    GEMV_BF16 = 0,     // y bf16
+    GEMV_F32 = 1,      // y fp32
+    GEMV_SILU_MUL = 2, // y bf16 = silu(W[n] . x) * (W2[n] . x)
+};
+cudaError_t gemv(const launch_ctx &c, gemv_epilogue epi, const bf16 *W, const bf16 *W2, const bf16 *x, int ldx,
+                 int N, int K, void *y, int ldy, int T);
+
+// ---- mla_prep.cu: qa = norm(qkva[:, :rq]); cache rows P0+t: norm(ckv), rope(kpe) ----
+cudaError_t mla_prep(const launch_ctx &c, const bf16 *qkva, const bf16 *q_a_norm, const bf16 *kv_a_norm,
+                     const float2 *rope_cs, const int32_t *pos0, bf16 *qa, bf16 *cache_ckv, bf16 *cache_kpe, int rq,
+                     int rkv, int dr, float eps, int T);
+
+// ---- mla.cu: absorbed attention over the latent cache ----
+// rope_cs [context x dr/2] (cos * m, sin * m); partial [chunks x T nh_r x (rkv + 4)] fp32.
+cudaError_t mla_setup(int rkv, int dr, int nh_r); // once per process: the attend kernel's shared memory
+size_t mla_attend_smem(int rkv, int dr, int nh_r, int T);
+cudaError_t mla_absorb(const launch_ctx &c, const bf16 *q, const bf16 *kv_b, const float2 *rope_cs,
+                       const int32_t *pos0, bf16 *qlat, bf16 *qpe, int nh_r, int dn, int dr, int dv, int rkv, int T);
+cudaError_t mla_attend(const launch_ctx &c, const bf16 *qlat, const bf16 *qpe, const bf16 *cache_ckv,
+                       const bf16 *cache_kpe, const int32_t *pos0, float *partial, int nh_r, int dr, int rkv,
+                       float scale, int T, int context);
+cudaError_t mla_combine(const launch_ctx &c, const float *partial, const bf16 *kv_b, const int32_t *pos0, bf16 *o,
+                        int nh_r, int dn, int dv, int rkv, int T);
+
+// ---- router.cu and moe.cu ----
+struct moe_route {   // device buffers the router fills and the MoE kernels read
+    int32_t *experts; // [T x k] this layer's selection, router order
+    float *coef;      // [kMaxSlots x kMaxT]: weight token t gives expert uniq[u] (0: not selected)
+    int32_t *uniq;    // [kMaxSlots] distinct selected experts, ascending
+    int32_t *n_uniq;  // [1]
+};
+// logits [T x E] fp32 scratch; ticket: one zeroed unsigned (left zero after each launch).
+cudaError_t router(const launch_ctx &c, const bf16 *h, const bf16 *W, const float *bias, float *logits,
+                   unsigned *ticket, const moe_route &rt, int H, int E, int k, int n_group, int topk_group,
+                   float scaling, int T);
+
+struct moe_weights {
+    const void *gate, *up, *down;       // routed: bf16 [E x I x H], [E x H x I]; or int32 packed (in / 8 words per row)
+    const bf16 *gate_s, *up_s, *down_s; // INT4 scales [E x I x H/32], [E x H x I/32]; NULL: bf16 experts
+    const bf16 *sh_gate, *sh_up, *sh_down; // shared expert bf16 [Is x H], [H x Is]
+    int H, I, Is;                       // hidden, routed and shared intermediate per rank
+};
+// act [kMaxSlots x kMaxT x I], act_sh [kMaxT x Is] bf16 scratch; part [T x H] bf16.
+// max_slots: the grid's bound on distinct experts, min(T k, E).
+// The two launches of moe_block, for a step that marks each (gate/up, then down).
+cudaError_t moe_gate_up(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
+                        bf16 *act_sh, int T, int max_slots);
+cudaError_t moe_down(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *act,
+                     const bf16 *act_sh, bf16 *part, int T);
+cudaError_t moe_block(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
+                      bf16 *act_sh, bf16 *part, int T, int max_slots);
+
+// ---- argmax.cu: best[t] over logits [T x Vr], global index = vocab_base + v ----
+cudaError_t argmax(const launch_ctx &c, const float *logits, int Vr, int vocab_base, float *best_logit,
+                   int32_t *best_index, int T);
+
+// ---- wgen.cu: device weight generation (engine/wgen.h, forward.md "Weights") ----
+struct wgen_block {
+    uint64_t seed;
+    uint32_t tensor, layer;
+    unsigned experts;     // 1 for a plain tensor
+    unsigned rows, cols;  // the block held, per expert
+    unsigned row0, col0;  // its first global row and column
+    unsigned grows, gcols; // the unsharded tensor's rows and columns per expert
+    float c;              // bf16(c * u); for INT4 unused
+};
+cudaError_t gen_linear(cudaStream_t s, bf16 *dst, const wgen_block &b, int sms);
+cudaError_t gen_norm(cudaStream_t s, bf16 *dst, size_t n, uint64_t seed, uint32_t tensor, uint32_t layer, int sms);
+cudaError_t gen_bias(cudaStream_t s, float *dst, size_t n, uint64_t seed, uint32_t tensor, uint32_t layer, int sms);
+cudaError_t gen_int4(cudaStream_t s, uint32_t *packed, bf16 *scale, const wgen_block &b, uint32_t scale_tensor,
+                     float cs, int sms);
+
+// ---- bw.cu: read `bytes` (a multiple of 16) once; sink: one word per block (4 per SM) ----
+cudaError_t stream_read(cudaStream_t s, const void *src, size_t bytes, uint32_t *sink, int sms);
+
+} // namespace arbk
+
+#endif

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+// The MoE router in one launch (forward.md):
+//   logits[t][e] = h[t] . router[e]  (fp32)                       one warp per expert
+//   then the last block to finish (an integer ticket, so no float atomics anywhere):
+//   score = sigmoid(logits); choice = score + e_score_correction_bias
+//   groups: keep the topk_group groups whose top-2 choice sum is largest (all if n_group 1)
+//   top-k experts by choice among the kept groups, ties to the lower index
+//   w_j = score[e_j] / sum_j score[e_j] * routed_scaling_factor
+// and the step's dedupe for the MoE kernels: the distinct experts in ascending order
+// (uniq, n_uniq) and coef[u][t] = the weight token t gives expert uniq[u] (0 if none).
+#include "kernels.h"
+
+#include <cmath>
+
+#include "rowdot.cuh"
+
+namespace arbk {
+namespace {
+
+constexpr int kRouterWarps = 4; // more blocks for the logits; warps route tokens t, t + 4
+
+struct best_t {
+    float v;
+    int i;
+};
+
+__device__ __forceinline__ best_t better(best_t a, best_t b)
+{
+    return (b.v > a.v || (b.v == a.v && b.i < a.i)) ? b : a;
+}
+
+__device__ __forceinline__ best_t warp_best(best_t b)
+{
+    for (int o = kWarp / 2; o > 0; o >>= 1) {
+        const best_t other = {__shfl_xor_sync(0xffffffffu, b.v, o), __shfl_xor_sync(0xffffffffu, b.i, o)};
+        b = better(b, other);
+    }
+    return b;
+}
+
+// Top-k of every token (warp t routes token t, shuffles only) and the dedupe; run by the
+// whole (last) block. Shared memory per token: choice values, the kept-group mask.
+__device__ void route_tokens(const float *logits, const float *__restrict__ bias, const moe_route &rt, int E, int k,
+                             int n_group, int topk_group, float scaling, int T)
+{
+    __shared__ float choice[kRouterWarps][kMaxExperts];
+    __shared__ float score_sel[kMaxT * kMaxTopk];
+    __shared__ int sel[kMaxT * kMaxTopk];
+    __shared__ float selw[kMaxT * kMaxTopk];
+    __shared__ unsigned char used[kMaxExperts];
+    __shared__ int slot_of[kMaxExperts];
+    __shared__ int n_uniq_s;
+    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, gsz = E / n_group;
+    for (int e = threadIdx.x; e < E; e += blockDim.x)
+        used[e] = 0;
+    __syncthreads();
+    for (int t = warp; t < T; t += kRouterWarps) {
+        float *ch = choice[warp];
+        for (int e = lane; e < E; e += kWarp)
+            ch[e] = 1.0f / (1.0f + expf(-__ldcg(logits + (size_t)t * E + e))) + bias[e];
+        __syncwarp();
+        unsigned long long keep = ~0ull; // kept groups (n_group <= 64)
+        if (n_group > 1) {
+            float gs = -INFINITY; // lane g < n_group: the sum of its group's two largest choices
+            if (lane < n_group) {
+                float a = -INFINITY, b2 = -INFINITY;
+                for (int e = lane * gsz; e < (lane + 1) * gsz; e++) {
+                    const float c = ch[e];
+                    if (c > a)
+                        b2 = a, a = c;
+                    else if (c > b2)
+                        b2 = c;
+                }
+                gs = a + b2;
+            }
+            keep = 0;
+            for (int kept = 0; kept < topk_group; kept++) { // ties: the lower group index
+                best_t b = {(lane < n_group && !((keep >> lane) & 1)) ? gs : -INFINITY, lane < n_group ? lane : 0x7fffffff};
+                b = warp_best(b);
+                keep |= 1ull << b.i;
+            }
+        }
+        for (int j = 0; j < k; j++) {
+            best_t b = {-INFINITY, 0x7fffffff};
+            for (int e = lane; e < E; e += kWarp)
+                if ((keep >> (e / gsz)) & 1)
+                    b = better(b, best_t{ch[e], e});
+            b = warp_best(b);
+            if (lane == 0) {
+                sel[t * k + j] = b.i;
+                score_sel[t * k + j] = ch[b.i] - bias[b.i];
+                ch[b.i] = -INFINITY; // taken
+            }
+            __syncwarp();
+        }
+        if (lane == 0) { // w_j = score / sum score * scaling, scores as sigmoid of the logit
+            float sum = 0.0f;
+            for (int j = 0; j < k; j++) {
+                const int e = sel[t * k + j];
+                score_sel[t * k + j] = 1.0f / (1.0f + expf(-__ldcg(logits + (size_t)t * E + e)));
+                sum += score_sel[t * k + j];
+            }
+            for (int j = 0; j < k; j++) {
+                const int e = sel[t * k + j];
+                selw[t * k + j] = score_sel[t * k + j] / sum * scaling;
+                rt.experts[t * k + j] = e;
+                used[e] = 1;
+            }
+        }
+        __syncwarp();
+    }
+    __syncthreads();
+    if (threadIdx.x < kWarp) { // distinct experts, ascending: ballot and prefix count
+        int count = 0;
+        for (int base = 0; base < E; base += kWarp) {
+            const int e = base + threadIdx.x;
+            const bool f = e < E && used[e];
+            const unsigned mask = __ballot_sync(0xffffffffu, f);
+            if (f) {
+                const int pos = count + __popc(mask & ((1u << threadIdx.x) - 1u));
+                rt.uniq[pos] = e;
+                slot_of[e] = pos;
+            }
+            count += __popc(mask);
+        }
+        if (threadIdx.x == 0)
+            n_uniq_s = count, *rt.n_uniq = count;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < n_uniq_s * kMaxT; i += blockDim.x)
+        rt.coef[i] = 0.0f;
+    __syncthreads();
+    for (int i = threadIdx.x; i < T * k; i += blockDim.x)
+        rt.coef[slot_of[sel[i]] * kMaxT + i / k] = selw[i];
+}
+
+template <int T>
+__global__ void __launch_bounds__(kRouterWarps *kWarp)
+    router_kernel(const bf16 *__restrict__ h, const bf16 *__restrict__ W, const float *__restrict__ bias,
+                  float *logits, unsigned *ticket, moe_route rt, int H, int E, int k, int n_group, int topk_group,
+                  float scaling)
+{
+    __shared__ int last;
+    const int e = blockIdx.x * kRouterWarps + threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+    pdl_launch_dependents();
+    if (e < E)
+        warp_prefetch_l2(W + (size_t)e * H, (size_t)H * 2);
+    pdl_wait();
+    if (e < E) {
+        float acc[T], unused[T];
+        warp_rowdot<T, false>(W + (size_t)e * H, nullptr, h, H, H, acc, unused);
+#pragma unroll
+        for (int t = 0; t < T; t++)
+            if (lane == t)
+                logits[(size_t)t * E + e] = acc[t];
+    }
+    // Release this block's logits, take a ticket; the last block sees every block's.
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence();
+    route_tokens(logits, bias, rt, E, k, n_group, topk_group, scaling, T);
+    if (threadIdx.x == 0)
+        *ticket = 0; // ready for the next launch (the next layer, or the graph's next replay)
+}
+
+} // namespace
+
+cudaError_t router(const launch_ctx &c, const bf16 *h, const bf16 *W, const float *bias, float *logits,
+                   unsigned *ticket, const moe_route &rt, int H, int E, int k, int n_group, int topk_group,
+                   float scaling, int T)
+{
+    if (E > kMaxExperts || k > kMaxTopk || n_group > kMaxGroups || n_group < 1 || E % n_group || H % 8)
+        return cudaErrorInvalidValue;
+    const dim3 grid((E + kRouterWarps - 1) / kRouterWarps), block(kRouterWarps * kWarp);
+    switch (T) {
+    case 1: return launch(c, router_kernel<1>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 2: return launch(c, router_kernel<2>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 3: return launch(c, router_kernel<3>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 4: return launch(c, router_kernel<4>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 5: return launch(c, router_kernel<5>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 6: return launch(c, router_kernel<6>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 7: return launch(c, router_kernel<7>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 8: return launch(c, router_kernel<8>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+} // namespace arbk

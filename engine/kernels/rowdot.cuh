@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+// One warp, one weight row (or two: gate and up), T input rows: the inner loop of every
+// skinny bf16 projection (gemv.cu, the router). The row streams in 16-byte vectors, eight
+// in flight per lane; the inputs come through L1. Sums are returned to every lane.
+#ifndef ARB_ENGINE_KERNELS_ROWDOT_CUH
+#define ARB_ENGINE_KERNELS_ROWDOT_CUH
+
+#include "common.cuh"
+
+namespace arbk {
+
+constexpr int kRowdotUnroll = 8;
+
+// acc[t] = W[row] . x[t] (and acc2[t] = W2[row] . x[t] when TWO), K % 8 == 0, ldx % 8 == 0.
+template <int T, bool TWO>
+__device__ __forceinline__ void warp_rowdot(const bf16 *__restrict__ wrow, const bf16 *__restrict__ wrow2,
+                                            const bf16 *__restrict__ x, int ldx, int K, float (&acc)[T],
+                                            float (&acc2)[T])
+{
+    const int lane = threadIdx.x % kWarp, nvec = K / 8, ldxv = ldx / 8;
+    const uint4 *w = reinterpret_cast<const uint4 *>(wrow);
+    const uint4 *w2 = reinterpret_cast<const uint4 *>(wrow2);
+    const uint4 *xv = reinterpret_cast<const uint4 *>(x);
+#pragma unroll
+    for (int t = 0; t < T; t++)
+        acc[t] = 0.0f, acc2[t] = 0.0f;
+    for (int v0 = lane; v0 < nvec; v0 += kWarp * kRowdotUnroll) {
+        uint4 wv[kRowdotUnroll], wv2[kRowdotUnroll];
+#pragma unroll
+        for (int u = 0; u < kRowdotUnroll; u++) {
+            const int v = v0 + u * kWarp;
+            if (v < nvec) {
+                wv[u] = ld_stream(w + v);
+                if (TWO)
+                    wv2[u] = ld_stream(w2 + v);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < kRowdotUnroll; u++) {
+            const int v = v0 + u * kWarp;
+            if (v < nvec) {
+                float wf[8], wf2[8];
+                unpack8(wv[u], wf);
+                if (TWO)
+                    unpack8(wv2[u], wf2);
+#pragma unroll
+                for (int t = 0; t < T; t++) {
+                    float xf[8];
+                    unpack8(__ldg(xv + (size_t)t * ldxv + v), xf);
+#pragma unroll
+                    for (int j = 0; j < 8; j++) {
+                        acc[t] = fmaf(wf[j], xf[j], acc[t]);
+                        if (TWO)
+                            acc2[t] = fmaf(wf2[j], xf[j], acc2[t]);
+                    }
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < T; t++) {
+        acc[t] = warp_sum(acc[t]);
+        if (TWO)
+            acc2[t] = warp_sum(acc2[t]);
+    }
+}
+
+} // namespace arbk
+
+#endif

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * --check-steps N (gpu backend): the CPU reference of the same shard on the same rank,
+ * with mpi-host at its call sites when there are several ranks, runs the same prefill
+ * and the first N decode steps on the GPU's token chain; greedy tokens are compared
+ * and the largest |logit difference| recorded against ARB_ENGINE_LOGIT_TOL.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arbench/status.h"
+#include "memplan.h"
+#include "run.h"
+
+/* The reference must fit easily in host memory: it holds the shard in bf16. */
+#define ARB_CHECK_MAX_BYTES 8e9
+
+static arb_status_t open_host_sites(arb_engine_run_t *r, arb_loaded_plugin_t *lp, arb_inst_t **inst,
+                                    arb_inst_t **sites, char *why, size_t len)
+{
+    unsigned nsites = 2 * r->cfg.num_hidden_layers;
+    *inst = NULL;
+    if (r->m->nranks == 1)
+        return ARB_OK; /* one rank: no communication, the reference's local residual + RMSNorm */
+    char err[1024];
+    if (arb_plugin_load("mpi-host", lp, err, sizeof err) != 0)
+        ARB_RAISE(ARB_ERR_SYSTEM, why, len, "--check-steps: cannot load mpi-host: %s", err);
+    arb_use_t use = {.op = ARB_OP_ALLREDUCE_RMSNORM, .dtype = ARB_DTYPE_BF16, .mode = ARB_MODE_EAGER,
+                     .max_bytes = (size_t)r->s.max_tokens * r->cfg.hidden_size * 2, .max_tokens = r->s.max_tokens,
+                     .hidden = r->cfg.hidden_size, .cuda_device = -1};
+    ARB_TRY(arb_inst_open(r->m, lp, "", &use, inst, why, len));
+    for (unsigned s = 0; s < nsites; s++)
+        sites[s] = *inst;
+    return ARB_OK;
+}
+
+arb_status_t arb_run_check(arb_engine_run_t *r, void *gpu_model, uint32_t gpu_g0, char *why, size_t len)
+{
+    const unsigned N = r->o->check_steps, P0 = r->o->context, L = r->cfg.num_hidden_layers;
+    arb_memplan_t plan;
+    arb_memplan_compute(&r->cfg, &r->s.shard, ARB_WEIGHTS_BF16, r->s.positions, r->s.max_tokens, 0, &plan);
+    if (plan.total > ARB_CHECK_MAX_BYTES)
+        ARB_RAISE(ARB_ERR_INVALID, why, len,
+                  "--check-steps: the CPU reference of this shard needs %.1f GB (limit %.0f GB): check a smaller "
+                  "model (--config tiny, --layers, --experts)",
+                  plan.total / 1e9, ARB_CHECK_MAX_BYTES / 1e9);
+    arb_loaded_plugin_t lp = {0};
+    arb_inst_t *inst = NULL, **sites = calloc(2 * L, sizeof *sites);
+    float *lg = NULL, *lc = NULL;
+    void *cpu = NULL;
+    const arb_backend_ops_t *cb = &arb_engine_backend_cpu;
+    arb_engine_setup_t cs = r->s;
+    cs.cuda_device = -1;
+    if (!sites)
+        ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");
+    arb_status_t st = arb_run_agree(r, open_host_sites(r, &lp, &inst, sites, why, len), why, len);
+    if (st == ARB_OK)
+        st = arb_run_agree(r, cb->create(&cs, inst ? sites : NULL, &cpu, why, len), why, len);
+    uint32_t g0 = 0;
+    if (st == ARB_OK)
+        st = arb_run_prefill(r, cb, NULL, cpu, &g0, why, len);
+    r->check_agree = r->check_compared = 0;
+    r->check_max_logit_diff = 0;
+    if (st == ARB_OK) {
+        r->check_agree += g0 == gpu_g0, r->check_compared++;
+    }
+    unsigned vr = r->s.shard.vocab, vb = 0;
+    lg = calloc(vr, sizeof *lg), lc = calloc(vr, sizeof *lc);
+    if (!lg || !lc)
+        st = ARB_ERR_SYSTEM;
+    uint32_t tok = gpu_g0;
+    for (unsigned i = 0; i < N && st == ARB_OK; i++) {
+        double us;
+        uint32_t tg = 0, tc = 0;
+        st = arb_run_step(r, r->be, &r->cfgs[r->ncfgs - 1], gpu_model, &tok, 1, P0 + i, ARB_MODE_EAGER, &us, why, len);
+        if (st == ARB_OK)
+            st = arb_run_step(r, cb, NULL, cpu, &tok, 1, P0 + i, ARB_MODE_EAGER, &us, why, len);
+        if (st == ARB_OK)
+            st = arb_run_greedy(r, r->be, gpu_model, 1, &tg, why, len);
+        if (st == ARB_OK)
+            st = arb_run_greedy(r, cb, cpu, 1, &tc, why, len);
+        if (st == ARB_OK)
+            st = arb_run_agree(r, r->be->logits(gpu_model, 1, lg, &vr, &vb, why, len), why, len);
+        if (st == ARB_OK)
+            st = arb_run_agree(r, cb->logits(cpu, 1, lc, &vr, &vb, why, len), why, len);
+        if (st != ARB_OK)
+            break;
+        for (unsigned v = 0; v < vr; v++) {
+            double d = fabs((double)lg[v] - lc[v]);
+            r->check_max_logit_diff = isnan(d) || d > r->check_max_logit_diff ? (isnan(d) ? INFINITY : d)
+                                                                               : r->check_max_logit_diff;
+        }
+        r->check_agree += tg == tc, r->check_compared++;
+        tok = tg; /* both follow the GPU's chain, so one disagreement does not cascade */
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &r->check_max_logit_diff, 1, MPI_DOUBLE, MPI_MAX, r->m->world);
+    if (cpu)
+        cb->destroy(cpu);
+    if (inst) {
+        arb_inst_close(inst);
+        arb_plugin_unload(&lp);
+    }
+    free(sites), free(lg), free(lc);
+    if (st == ARB_ERR_SYSTEM && !why[0])
+        snprintf(why, len, "out of host memory");
+    return st;
+}

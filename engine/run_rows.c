@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+/* The engine's results rows (docs/engine.md) and the summary table, rank 0 only. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memplan.h"
+#include "results.h"
+#include "run.h"
+
+/* The sweep's metadata columns (docs/results.md), then the engine's. */
+#define ARB_ENGINE_COLUMNS(X)                                                                    \
+    X(schema) X(run_id) X(time) X(git_rev) X(arbench_version) X(host) X(argv) X(gpu) X(sm)       \
+    X(driver) X(cuda) X(nccl) X(nccl_header) X(mpi) X(fabric) X(binding) X(ranks) X(nodes)       \
+    X(impl) X(params) X(backend) X(env) X(source)                                                \
+    X(config) X(model_type) X(layers) X(experts) X(topk) X(overrides) X(weights) X(tp)           \
+    X(tp_shape) X(shards_per_rank) X(context) X(phase) X(tokens) X(mode) X(steps) X(sites)       \
+    X(fusion) X(median_us) X(p10_us) X(p90_us) X(mean_us) X(min_us) X(max_us) X(tok_s)           \
+    X(compute_only_us) X(allreduce_us) X(allreduce_share) X(step_bytes) X(read_gbs)              \
+    X(hbm_floor_us) X(floor_ratio) X(experts_per_layer) X(moe_us) X(moe_gbs) X(moe_cublas_us)    \
+    X(moe_cublas_gbs) X(moe_speedup) X(accept_rate) X(accepted_per_cycle) X(agree) X(check_agree) X(check_logit_diff) X(logit_tol)    \
+    X(greedy) X(note) X(samples_us)
+
+enum {
+#define ARB_EC(name) EC_##name,
+    ARB_ENGINE_COLUMNS(ARB_EC)
+#undef ARB_EC
+    EC_COUNT
+};
+
+const char *const arb_engine_columns[] = {
+#define ARB_ECN(name) #name,
+    ARB_ENGINE_COLUMNS(ARB_ECN)
+#undef ARB_ECN
+};
+const unsigned arb_engine_ncolumns = EC_COUNT;
+
+#define ARB_ENGINE_SCHEMA "engine-1"
+
+int arb_run_open_rows(arb_engine_run_t *r, char *err, size_t len)
+{
+    r->rows = arb_csv_open(r->out, arb_engine_columns, EC_COUNT, err, len);
+    return r->rows ? 0 : -1;
+}
+
+void arb_run_close_rows(arb_engine_run_t *r)
+{
+    if (r->rows)
+        arb_results_close(r->rows);
+    r->rows = NULL;
+    printf("# results: %s\n", r->out);
+}
+
+static const arb_runcfg_t *compute_only(const arb_engine_run_t *r)
+{
+    for (unsigned i = 0; i < r->ncfgs; i++)
+        if (strcmp(r->cfgs[i].label, "compute-only") == 0)
+            return &r->cfgs[i];
+    return NULL;
+}
+
+typedef struct rowtext {
+    char b[EC_COUNT][96];
+    char *samples, *greedy;
+} rowtext_t;
+
+static void setd(rowtext_t *t, int col, double v, const char *fmt)
+{
+    if (isfinite(v))
+        snprintf(t->b[col], sizeof t->b[col], fmt, v);
+}
+
+void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase)
+{
+    const arb_phase_result_t *p = &c->res[mode][phase];
+    const arb_runcfg_t *co = compute_only(r);
+    const arb_phase_result_t *q = co && co->res[mode][phase].ran ? &co->res[mode][phase] : NULL;
+    const arb_engine_opts_t *o = r->o;
+    const arb_meta_t *mt = &r->meta;
+    rowtext_t t;
+    memset(&t, 0, sizeof t);
+    const char *f[EC_COUNT] = {0};
+    for (int i = 0; i < EC_COUNT; i++)
+        f[i] = t.b[i];
+    char now[32];
+    arb_utc_now(now, sizeof now);
+    snprintf(t.b[EC_schema], 96, ARB_ENGINE_SCHEMA);
+    f[EC_run_id] = mt->run_id, f[EC_git_rev] = mt->git_rev, f[EC_arbench_version] = mt->version;
+    f[EC_host] = mt->host, f[EC_argv] = mt->argv, f[EC_gpu] = mt->gpu, f[EC_sm] = mt->sm;
+    f[EC_driver] = mt->driver, f[EC_cuda] = mt->cuda, f[EC_nccl] = mt->nccl, f[EC_nccl_header] = mt->nccl_header;
+    f[EC_mpi] = mt->mpi, f[EC_fabric] = mt->fabric, f[EC_binding] = mt->binding, f[EC_env] = mt->env;
+    snprintf(t.b[EC_time], 96, "%s", now);
+    snprintf(t.b[EC_ranks], 96, "%d", r->m->nranks);
+    snprintf(t.b[EC_nodes], 96, "%d", r->m->nnodes);
+    f[EC_impl] = c->spec.name, f[EC_params] = c->describe;
+    f[EC_backend] = r->be->name;
+    snprintf(t.b[EC_source], 96, "measured");
+    f[EC_config] = r->cfg.name, f[EC_model_type] = r->cfg.model_type_str, f[EC_overrides] = r->cfg.overrides;
+    snprintf(t.b[EC_layers], 96, "%u", r->cfg.num_hidden_layers);
+    snprintf(t.b[EC_experts], 96, "%u", r->cfg.n_routed_experts);
+    snprintf(t.b[EC_topk], 96, "%u", r->cfg.num_experts_per_tok);
+    snprintf(t.b[EC_weights], 96, "%s", o->weights == ARB_WEIGHTS_INT4 ? "int4" : "bf16");
+    snprintf(t.b[EC_tp], 96, "%d", r->m->nranks);
+    snprintf(t.b[EC_tp_shape], 96, "%u", r->s.tp_shape);
+    snprintf(t.b[EC_shards_per_rank], 96, "%u", r->s.shard_count);
+    snprintf(t.b[EC_context], 96, "%u", o->context);
+    snprintf(t.b[EC_phase], 96, "%s", arb_phase_names[phase]);
+    snprintf(t.b[EC_tokens], 96, "%u", p->T);
+    snprintf(t.b[EC_mode], 96, "%s", arb_mode_names[mode]);
+    snprintf(t.b[EC_steps], 96, "%u", p->nsteps);
+    snprintf(t.b[EC_sites], 96, "all %u=%.40s%s%.40s", 2 * r->cfg.num_hidden_layers, c->spec.name,
+             c->spec.params[0] ? ":" : "", c->spec.params);
+    f[EC_fusion] = c->fusion;
+    setd(&t, EC_median_us, p->st.median, "%.3f");
+    setd(&t, EC_p10_us, p->st.p10, "%.3f");
+    setd(&t, EC_p90_us, p->st.p90, "%.3f");
+    setd(&t, EC_mean_us, p->st.mean, "%.3f");
+    setd(&t, EC_min_us, p->st.min, "%.3f");
+    setd(&t, EC_max_us, p->st.max, "%.3f");
+    if (phase == ARB_PHASE_DECODE)
+        setd(&t, EC_tok_s, 1e6 / p->st.median, "%.2f");
+    if (phase == ARB_PHASE_SPEC) {
+        setd(&t, EC_tok_s, p->produced / p->total_us * 1e6, "%.2f");
+        setd(&t, EC_accept_rate, o->accept_rate, "%.3f");
+        setd(&t, EC_accepted_per_cycle, (double)p->produced / p->nsteps - 1.0, "%.3f");
+    }
+    if (q) {
+        setd(&t, EC_compute_only_us, q->st.median, "%.3f");
+        setd(&t, EC_allreduce_us, p->st.median - q->st.median, "%.3f");
+        setd(&t, EC_allreduce_share, (p->st.median - q->st.median) / p->st.median, "%.4f");
+    }
+    setd(&t, EC_step_bytes, p->bytes, "%.0f");
+    if (r->bandwidth > 0) {
+        double floor_us = p->bytes / r->bandwidth * 1e6;
+        setd(&t, EC_read_gbs, r->bandwidth / 1e9, "%.1f");
+        setd(&t, EC_hbm_floor_us, floor_us, "%.3f");
+        setd(&t, EC_floor_ratio, p->st.median / floor_us, "%.3f");
+    }
+    setd(&t, EC_experts_per_layer, p->experts, "%.2f");
+    if (p->moe_ours_us > 0 && p->moe_cublas_us > 0) {
+        setd(&t, EC_moe_us, p->moe_ours_us, "%.3f");
+        setd(&t, EC_moe_gbs, p->moe_ours_bytes / p->moe_ours_us / 1e3, "%.1f");
+        setd(&t, EC_moe_cublas_us, p->moe_cublas_us, "%.3f");
+        setd(&t, EC_moe_cublas_gbs, p->moe_cublas_bytes / p->moe_cublas_us / 1e3, "%.1f");
+        setd(&t, EC_moe_speedup, p->moe_cublas_us / p->moe_ours_us, "%.3f");
+    }
+    if (phase != ARB_PHASE_DECODE && p->compared)
+        snprintf(t.b[EC_agree], 96, "%u/%u", p->agree, p->compared);
+    if (r->check_max_logit_diff >= 0) {
+        snprintf(t.b[EC_check_agree], 96, "%u/%u", r->check_agree, r->check_compared);
+        setd(&t, EC_check_logit_diff, r->check_max_logit_diff, "%.5f");
+    }
+    setd(&t, EC_logit_tol, ARB_ENGINE_LOGIT_TOL, "%.3f");
+    /* the greedy tokens (decode: the chain; verify: every output), for cross-run agreement */
+    size_t n = phase == ARB_PHASE_DECODE ? p->nsteps + 1 : phase == ARB_PHASE_SPEC ? p->produced : (size_t)p->nsteps * p->T;
+    t.greedy = calloc(n * 8 + 1, 1);
+    t.samples = calloc((size_t)p->nsteps * 16 + 1, 1);
+    if (t.greedy && t.samples) {
+        size_t u = 0;
+        for (size_t i = 0; i < n; i++)
+            u += (size_t)snprintf(t.greedy + u, 8, "%s%u", i ? " " : "", p->tokens[i] % 10000000u);
+        u = 0;
+        for (unsigned i = 0; i < p->nsteps; i++)
+            u += (size_t)snprintf(t.samples + u, 16, "%s%.3f", i ? " " : "", p->us[i]);
+    }
+    f[EC_greedy] = t.greedy, f[EC_samples_us] = t.samples;
+    if (strcmp(c->spec.name, "noop") == 0) {
+        setd(&t, EC_compute_only_us, p->st.median, "%.3f"); /* noop at every site: this run is compute-only */
+        snprintf(t.b[EC_note], 96, "noop at every site: the run is the compute-only replay");
+    } else if (!q && !o->no_compute_only) {
+        snprintf(t.b[EC_note], 96, "compute-only replay did not run in this mode");
+    }
+    if (arb_csv_append(r->rows, f, EC_COUNT) != 0)
+        fprintf(stderr, "arbench engine: cannot append to %s\n", r->out);
+    free(t.greedy);
+    free(t.samples);
+}
+
+void arb_run_print_table(const arb_engine_run_t *r)
+{
+    const arb_runcfg_t *c = NULL, *co = compute_only(r);
+    for (unsigned i = 0; i < r->ncfgs; i++)
+        if (arb_run_is_impl(&r->cfgs[i]))
+            c = &r->cfgs[i];
+    if (!c)
+        return;
+    printf("# engine: %s, %u layers, %u experts (%s), tp %d, tp-shape %u, context %u, %s at %u sites (%s)\n",
+           r->cfg.name, r->cfg.num_hidden_layers, r->cfg.n_routed_experts,
+           r->o->weights == ARB_WEIGHTS_INT4 ? "int4" : "bf16", r->m->nranks, r->s.tp_shape, r->o->context,
+           c->spec.name, 2 * r->cfg.num_hidden_layers, c->fusion);
+    printf("# %-6s %-6s %3s %11s %11s %11s %10s %9s %11s %10s %9s\n", "mode", "phase", "T", "median_us", "p10_us",
+           "p90_us", "tok/s", "ar_share", "floor_us", "x_floor", "agree");
+    for (int mode = 0; mode < ARB_MODE_COUNT; mode++)
+        for (int ph = 0; ph < ARB_PHASES; ph++) {
+            const arb_phase_result_t *p = &c->res[mode][ph];
+            if (!p->ran)
+                continue;
+            const arb_phase_result_t *q = co && co->res[mode][ph].ran ? &co->res[mode][ph] : NULL;
+            double floor_us = r->bandwidth > 0 ? p->bytes / r->bandwidth * 1e6 : NAN;
+            char share[16] = "-", fl[16] = "-", xf[16] = "-", ag[24] = "-", tk[16] = "-";
+            if (q)
+                snprintf(share, sizeof share, "%.1f%%", 100 * (p->st.median - q->st.median) / p->st.median);
+            if (isfinite(floor_us))
+                snprintf(fl, sizeof fl, "%.1f", floor_us), snprintf(xf, sizeof xf, "%.2f", p->st.median / floor_us);
+            if (p->compared)
+                snprintf(ag, sizeof ag, "%u/%u", p->agree, p->compared);
+            if (ph == ARB_PHASE_DECODE)
+                snprintf(tk, sizeof tk, "%.1f", 1e6 / p->st.median);
+            else if (ph == ARB_PHASE_SPEC)
+                snprintf(tk, sizeof tk, "%.1f", p->produced / p->total_us * 1e6);
+            printf("# %-6s %-6s %3u %11.1f %11.1f %11.1f %10s %9s %11s %10s %9s\n", arb_mode_names[mode],
+                   arb_phase_names[ph], p->T, p->st.median, p->st.p10, p->st.p90, tk, share, fl, xf, ag);
+        }
+    if (r->check_max_logit_diff >= 0)
+        printf("# check vs the CPU reference: %u/%u greedy tokens equal, max |logit diff| %.5f (tolerance %.3f)\n",
+               r->check_agree, r->check_compared, r->check_max_logit_diff, ARB_ENGINE_LOGIT_TOL);
+}

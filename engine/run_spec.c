@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Speculative cycles (--accept-rate p) on the decode chain g_0, g_1, ... of the same run:
+ * a cycle at position P (relative i) verifies [a, d_1 .. d_k] with T = k + 1, where a is
+ * the token accepted last and draft d_j is the right token g_{i+j} with probability p
+ * (draw j of cycle c: arb_wgen ARB_W_ACCEPT, index c * 64 + j) or a wrong one. Accepted
+ * is the longest prefix of drafts equal to the target's greedy outputs; the cycle
+ * produces accepted + 1 tokens (the target's output after the last accepted draft is
+ * the bonus token) and the next cycle starts after them: the rejected drafts' cache
+ * rows are rolled back by being overwritten. Greedy speculative decoding must produce
+ * exactly the decode chain: `agree` counts the produced tokens equal to it.
+ * (No draft model yet: a cycle's time is its verify step's.)
+ */
+#include <stdlib.h>
+
+#include "arbench/status.h"
+#include "run.h"
+#include "wgen.h"
+
+/* Draw j of cycle c in [0, 1). */
+static double accept_draw(const arb_engine_run_t *r, unsigned cycle, unsigned j)
+{
+    return ((double)arb_wgen_uniform(r->o->seed, ARB_W_ACCEPT, 0, (uint64_t)cycle * 64 + j) + 1.0) / 2.0;
+}
+
+arb_status_t arb_run_spec_phase(arb_engine_run_t *r, arb_runcfg_t *c, void *model, arb_mode_t mode, const uint32_t *g,
+                                arb_phase_result_t *pr, int32_t *ebuf, char *why, size_t len)
+{
+    const unsigned S = r->o->steps, k = r->o->spec_k, T = k + 1, P0 = r->o->context, V = r->cfg.vocab_size;
+    double *mine = NULL, bsum = 0, esum = 0;
+    ARB_TRY(arb_run_phase_alloc(pr, T, S, (size_t)S * T, &mine, why, len));
+    pr->nsteps = 0; /* counts the cycles run */
+    char what[64];
+    snprintf(what, sizeof what, "%s %s: spec", c->label, arb_mode_names[mode]);
+    arb_status_t st = ARB_OK;
+    unsigned i = 0; /* tokens produced so far: the chain position of the next input */
+    uint32_t in[64], out[64];
+    for (unsigned cyc = 0; cyc < S && i < S && st == ARB_OK; cyc++) {
+        in[0] = g[i];
+        for (unsigned j = 1; j <= k; j++) /* the chain has S + k + 1 tokens: g[i + j] exists */
+            in[j] = accept_draw(r, cyc, j) < r->o->accept_rate ? g[i + j] : (g[i + j] + 1) % V;
+        double us = 0, b = 0, e = 0;
+        st = arb_run_step(r, r->be, c, model, in, T, P0 + i, mode, &us, why, len);
+        if (st == ARB_OK)
+            st = arb_run_greedy(r, r->be, model, T, out, why, len);
+        if (st == ARB_OK)
+            st = arb_run_step_bytes(r, model, T, P0 + i, &b, &e, ebuf, why, len);
+        if (st != ARB_OK)
+            break;
+        unsigned acc = 0;
+        while (acc < k && in[acc + 1] == out[acc]) /* draft d_{acc+1} is what the target predicted */
+            acc++;
+        for (unsigned j = 0; j <= acc; j++) { /* the accepted drafts' predictions and the bonus token */
+            pr->tokens[pr->produced] = out[j];
+            pr->agree += out[j] == g[i + j + 1];
+            pr->produced++, pr->compared++;
+        }
+        mine[cyc] = us, bsum += b, esum += e;
+        pr->nsteps++;
+        i += acc + 1;
+        arb_run_progress(r, what, i < S ? i : S, S);
+    }
+    if (st == ARB_OK && pr->nsteps) {
+        pr->bytes = bsum / pr->nsteps, pr->experts = esum / pr->nsteps;
+        st = arb_run_finish_times(r, pr, mine, why, len);
+        pr->total_us = 0;
+        for (unsigned j = 0; j < pr->nsteps; j++)
+            pr->total_us += pr->us[j];
+    }
+    free(mine);
+    return st;
+}

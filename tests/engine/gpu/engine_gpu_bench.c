@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One rank's GPU work on one GPU, measured against issue 14's targets (no call-site
+ * instance: the residual + RMSNorm kernel alone stands in for `noop` at every site):
+ * chunked prefill of --context tokens, then --steps decode steps (T = 1) and verify
+ * steps (T = spec_k + 1), each shape captured once as a CUDA graph and replayed; the
+ * bytes each step must read (the experts it selected, attention, cache, lm_head) over
+ * the streaming-read bandwidth measured here is its HBM floor; the MoE block of a layer
+ * against a per-expert cuBLAS loop. Prints key=value lines. Not a test.
+ *
+ *   engine_gpu_bench [--config kimi-k2] [--weights int4|bf16] [--tp-shape 8] [--layers L]
+ *                    [--experts E] [--context 4096] [--steps 32] [--spec-k 2] [--eager]
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+
+#include "config.h"
+#include "gpu_dims.h"
+#include "gpu_model.h"
+#include "rope.h"
+#include "wgen.h"
+
+static char why[1024];
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double pct(double *v, int n, double q)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    int i = (int)(q * (n - 1) + 0.5);
+    return v[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+#define DIE(...)                                                                                                       \
+    do {                                                                                                               \
+        fprintf(stderr, "engine_gpu_bench: " __VA_ARGS__);                                                            \
+        fputc('\n', stderr);                                                                                           \
+        exit(1);                                                                                                       \
+    } while (0)
+#define CK(st)                                                                                                         \
+    do {                                                                                                               \
+        if ((st) != ARB_OK)                                                                                            \
+            DIE("%s", why);                                                                                            \
+    } while (0)
+#define CUDA(call)                                                                                                     \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess)                                                                                         \
+            DIE("%s: %s", #call, cudaGetErrorString(e_));                                                              \
+    } while (0)
+
+typedef struct run {
+    arb_gpu_model_t *m;
+    cudaStream_t st;
+    cudaGraphExec_t graph[ARB_GPU_MAX_T + 1]; /* per T, captured on first use */
+    int eager;
+    unsigned pos;     /* next position */
+    uint32_t next;    /* greedy token */
+    int32_t *experts; /* [layers x MAX_T x k] */
+    unsigned layers, k;
+} run_t;
+
+/* One step of T tokens at r->pos (graph replay unless eager); returns its time in ms. */
+static double step(run_t *r, const uint32_t *tok, unsigned T)
+{
+    cudaEvent_t a, b;
+    CUDA(cudaEventCreate(&a));
+    CUDA(cudaEventCreate(&b));
+    CK(arb_gpu_model_set_input(r->m, tok, T, r->pos, r->st, why, sizeof why));
+    if (!r->eager && !r->graph[T]) {
+        cudaGraph_t g;
+        CUDA(cudaStreamBeginCapture(r->st, cudaStreamCaptureModeThreadLocal));
+        arb_status_t s = arb_gpu_model_step(r->m, T, r->st, why, sizeof why);
+        CUDA(cudaStreamEndCapture(r->st, &g));
+        CK(s);
+        CUDA(cudaGraphInstantiate(&r->graph[T], g, 0));
+        CUDA(cudaGraphDestroy(g));
+    }
+    CUDA(cudaEventRecord(a, r->st));
+    if (r->eager)
+        CK(arb_gpu_model_step(r->m, T, r->st, why, sizeof why));
+    else
+        CUDA(cudaGraphLaunch(r->graph[T], r->st));
+    CUDA(cudaEventRecord(b, r->st));
+    CUDA(cudaEventSynchronize(b));
+    float ms = 0;
+    CUDA(cudaEventElapsedTime(&ms, a, b));
+    cudaEventDestroy(a), cudaEventDestroy(b);
+    float bl[ARB_GPU_MAX_T];
+    uint32_t bi[ARB_GPU_MAX_T];
+    CK(arb_gpu_model_read_argmax(r->m, T, bl, bi, why, sizeof why));
+    CK(arb_gpu_model_read_experts(r->m, T, r->experts, why, sizeof why));
+    for (unsigned t = 0; t < T; t++)
+        if (!isfinite(bl[t]))
+            DIE("step T %u at %u: logit of token %u is %g", T, r->pos, t, bl[t]);
+    r->next = bi[T - 1];
+    r->pos += T;
+    return ms;
+}
+
+/* S steps of T tokens: median/p10/p90 time, median floor (bytes / bw). */
+static void measure(run_t *r, unsigned T, int S, double bw, const char *name)
+{
+    double *t = malloc(sizeof(double) * S), *fl = malloc(sizeof(double) * S), *by = malloc(sizeof(double) * S);
+    for (int i = 0; i < S; i++) {
+        uint32_t tok[ARB_GPU_MAX_T];
+        tok[0] = r->next;
+        for (unsigned j = 1; j < T; j++) /* draft tokens: synthetic, as the driver's accept draws */
+            tok[j] = arb_wgen_below(1, ARB_W_PROMPT, 1, r->pos + j, 1000);
+        const unsigned p0 = r->pos;
+        t[i] = step(r, tok, T);
+        arb_gpu_step_bytes_t sb;
+        arb_gpu_model_step_bytes(r->m, T, p0, r->experts, &sb);
+        by[i] = sb.total;
+        fl[i] = sb.total / bw * 1e3;
+        if (i == S - 1)
+            printf("%s_bytes_last: attention=%.1fMB kv_cache=%.1fMB dense=%.1fMB shared=%.1fMB routed=%.1fMB router=%.1fMB "
+                   "lm_head=%.1fMB other=%.1fMB\n",
+                   name, sb.attention / 1e6, sb.kv_cache / 1e6, sb.dense_mlp / 1e6, sb.shared_expert / 1e6,
+                   sb.routed_experts / 1e6, sb.router / 1e6, sb.lm_head / 1e6, sb.other / 1e6);
+    }
+    const double med = pct(t, S, 0.5), p10 = pct(t, S, 0.1), p90 = pct(t, S, 0.9), floor_ms = pct(fl, S, 0.5);
+    printf("%s_T=%u steps=%d mode=%s\n", name, T, S, r->eager ? "eager" : "graph");
+    printf("%s_ms_median=%.4f p10=%.4f p90=%.4f\n", name, med, p10, p90);
+    printf("%s_bytes_median=%.4g floor_ms=%.4f ratio_to_floor=%.3f achieved_TBps=%.3f\n", name, pct(by, S, 0.5),
+           floor_ms, med / floor_ms, pct(by, S, 0.5) / (med * 1e-3) / 1e12);
+    free(t), free(fl), free(by);
+}
+
+/* Where one eager step's time goes (the last step's inputs again: the same cache rows). */
+static void profile(run_t *r, unsigned T, const char *name)
+{
+    double us[ARB_GPU_PROF_KINDS], total = 0;
+    CK(arb_gpu_model_profile(r->m, T, r->st, us, why, sizeof why));
+    printf("%s_profile_us (eager, events between launches):", name);
+    for (int k = 0; k < ARB_GPU_PROF_KINDS; k++) {
+        printf(" %s=%.1f", arb_gpu_prof_name(k), us[k]);
+        total += us[k];
+    }
+    printf(" total=%.1f\n", total);
+}
+
+int main(int argc, char **argv)
+{
+    const char *config = "kimi-k2";
+    arb_gpu_wformat_t wf = ARB_GPU_INT4;
+    unsigned K = 8, context = 4096, spec_k = 2, layers = 0, experts = 0;
+    int S = 32, eager = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--eager")) {
+            eager = 1;
+            continue;
+        }
+        if (!v)
+            DIE("%s needs a value (see the header of engine_gpu_bench.c)", a);
+        i++;
+        if (!strcmp(a, "--config"))
+            config = v;
+        else if (!strcmp(a, "--weights") && (!strcmp(v, "int4") || !strcmp(v, "bf16")))
+            wf = !strcmp(v, "int4") ? ARB_GPU_INT4 : ARB_GPU_BF16;
+        else if (!strcmp(a, "--tp-shape"))
+            K = (unsigned)atoi(v);
+        else if (!strcmp(a, "--context"))
+            context = (unsigned)atoi(v);
+        else if (!strcmp(a, "--steps"))
+            S = atoi(v);
+        else if (!strcmp(a, "--spec-k"))
+            spec_k = (unsigned)atoi(v);
+        else if (!strcmp(a, "--layers"))
+            layers = (unsigned)atoi(v);
+        else if (!strcmp(a, "--experts"))
+            experts = (unsigned)atoi(v);
+        else
+            DIE("unknown option or value: %s %s (accepted: --config --weights int4|bf16 --tp-shape --layers --experts "
+                "--context --steps --spec-k --eager)", a, v);
+    }
+    if (S < 1 || spec_k + 1 > ARB_GPU_MAX_T || context < ARB_GPU_MAX_T)
+        DIE("--steps >= 1, --spec-k <= %d and --context >= %d", ARB_GPU_MAX_T - 1, ARB_GPU_MAX_T);
+    arb_model_config_t cfg;
+    arb_rope_t rope;
+    CK(arb_config_load(config, &cfg, why, sizeof why));
+    arb_config_overrides_t ov = {.layers = layers, .experts = experts};
+    CK(arb_config_override(&cfg, &ov, why, sizeof why));
+    CK(arb_rope_make(&cfg, &rope, why, sizeof why));
+    const unsigned Tv = spec_k + 1, capacity = context + (unsigned)S * (1 + Tv) + ARB_GPU_MAX_T;
+    arb_gpu_model_opts_t o = {.format = wf, .seed = 1, .max_tokens = ARB_GPU_MAX_T, .context = capacity,
+                              .fusion = ARB_FUSION_AUTO, .pdl = 1};
+    CK(arb_gpu_dims_from_config(&cfg, &rope, K, 0, &o.dims, why, sizeof why));
+    if (getenv("ARB_ENGINE_NO_PDL"))
+        o.pdl = 0;
+    arb_gpu_mem_t mem;
+    CK(arb_gpu_model_plan(&o, &mem, why, sizeof why));
+    printf("config=%s layers=%u experts=%u weights=%s tp_shape=%u context=%u capacity=%u pdl=%d\n", cfg.name,
+           cfg.num_hidden_layers, cfg.n_routed_experts, wf == ARB_GPU_INT4 ? "int4" : "bf16", K, context, capacity,
+           o.pdl);
+    printf("memory_GB: embed=%.3f attention=%.3f norms_router=%.3f dense=%.3f shared=%.3f routed=%.3f lm_head=%.3f "
+           "kv_cache=%.3f activations=%.3f total=%.3f\n",
+           mem.embed / 1e9, mem.attention / 1e9, mem.norms_router / 1e9, mem.dense_mlp / 1e9, mem.shared_expert / 1e9,
+           mem.routed_experts / 1e9, mem.lm_head / 1e9, mem.kv_cache / 1e9, mem.activations / 1e9, mem.total / 1e9);
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0)
+        DIE("no CUDA device visible (the memory plan above needs none)");
+    run_t r = {.eager = eager, .layers = cfg.num_hidden_layers, .k = cfg.num_experts_per_tok};
+    CK(arb_gpu_model_create(&o, &r.m, why, sizeof why));
+    double t0 = now_s();
+    CK(arb_gpu_model_generate(r.m, why, sizeof why));
+    printf("generate_s=%.3f\n", now_s() - t0);
+    r.experts = malloc(sizeof(int32_t) * r.layers * ARB_GPU_MAX_T * r.k);
+    CUDA(cudaStreamCreateWithFlags(&r.st, cudaStreamNonBlocking));
+    double bw = 0;
+    CK(arb_gpu_read_bandwidth(r.m, 10, r.st, &bw, why, sizeof why));
+    printf("stream_read_TBps=%.4f\n", bw / 1e12);
+
+    t0 = now_s(); /* prefill: the synthetic prompt in chunks of 8 */
+    double pre_ms = 0;
+    while (r.pos < context) {
+        uint32_t tok[ARB_GPU_MAX_T];
+        unsigned T = context - r.pos < ARB_GPU_MAX_T ? context - r.pos : ARB_GPU_MAX_T;
+        for (unsigned t = 0; t < T; t++)
+            tok[t] = arb_wgen_below(1, ARB_W_PROMPT, 0, r.pos + t, cfg.vocab_size);
+        pre_ms += step(&r, tok, T);
+    }
+    printf("prefill_tokens=%u prefill_s=%.3f prefill_gpu_ms=%.1f\n", context, now_s() - t0, pre_ms);
+
+    measure(&r, 1, S, bw, "decode");
+    profile(&r, 1, "decode");
+    arb_gpu_moe_bench_t mb;
+    CK(arb_gpu_moe_bench(r.m, 1, 5, r.st, &mb, why, sizeof why));
+    printf("moe_T=1 experts_per_layer=%.2f ours_us=%.2f ours_TBps=%.3f cublas_us=%.2f cublas_TBps=%.3f speedup=%.2f\n",
+           mb.experts_per_layer, mb.ours_us, mb.ours_bytes / (mb.ours_us * 1e-6) / 1e12, mb.cublas_us,
+           mb.cublas_bytes / (mb.cublas_us * 1e-6) / 1e12, mb.cublas_us / mb.ours_us);
+    measure(&r, Tv, S, bw, "verify");
+    profile(&r, Tv, "verify");
+    CK(arb_gpu_moe_bench(r.m, Tv, 5, r.st, &mb, why, sizeof why));
+    printf("moe_T=%u experts_per_layer=%.2f ours_us=%.2f ours_TBps=%.3f cublas_us=%.2f cublas_TBps=%.3f speedup=%.2f\n",
+           Tv, mb.experts_per_layer, mb.ours_us, mb.ours_bytes / (mb.ours_us * 1e-6) / 1e12, mb.cublas_us,
+           mb.cublas_bytes / (mb.cublas_us * 1e-6) / 1e12, mb.cublas_us / mb.ours_us);
+    arb_gpu_model_destroy(r.m);
+    return 0;
+}

@@ -1,0 +1,468 @@
+// SPDX-License-Identifier: MIT
+// Each engine kernel at Kimi-K2's per-rank shapes (tp_shape 8) against a plain host loop
+// in double (checkasm style: same inputs, compare). TAP; exit 77 without a CUDA device.
+//   gemv        bf16 / fp32 / SiLU*up epilogues, T = 1, 3, 8, K not a multiple of 256
+//   wgen        device generation bit-identical to engine/wgen.h on the host (bf16, INT4)
+//   router      logits and top-k (Kimi: 384 experts, one group; DeepSeek: 256 in 8 groups,
+//               4 kept) against engine/router.h's arb_route on the same logits
+//   moe         INT4 and bf16 MoE block, T = 3 with one expert shared by two tokens
+//   mla         prep (norms, RoPE, cache rows), absorb, attend over 5 chunks, combine
+// Tolerances: fp32 outputs within 1e-5 of sum |terms| (accumulation order); bf16 outputs
+// additionally one rounding, 2^-8 relative; where a bf16 intermediate is rounded on both
+// sides (act, qlat, olat) a flip of one ulp is allowed through 4 x that.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "../../common/tap.h"
+#include "kernels/kernels.h"
+#include "rmsnorm.h"
+#include "router.h"
+#include "wgen.h"
+
+using arbk::bf16;
+
+namespace {
+
+const arbk::launch_ctx g_lc = {nullptr, 1};
+
+uint64_t g_rng = 0x1234567;
+float frand() // uniform in (-1, 1)
+{
+    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+    return ((g_rng >> 40) + 0.5f) / 8388608.0f - 1.0f;
+}
+double bfd(uint16_t h) { return arb_bf16_to_f32(h); }
+std::vector<uint16_t> rand_bf(size_t n, float scale)
+{
+    std::vector<uint16_t> v(n);
+    for (auto &x : v)
+        x = arb_f32_to_bf16(scale * frand());
+    return v;
+}
+
+template <typename T> T *to_dev(const std::vector<T> &h)
+{
+    T *d = nullptr;
+    if (cudaMalloc(&d, h.size() * sizeof(T) + 16) != cudaSuccess)
+        return nullptr;
+    cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice);
+    return d;
+}
+template <typename T> std::vector<T> from_dev(const T *d, size_t n)
+{
+    std::vector<T> h(n);
+    cudaDeviceSynchronize();
+    cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost);
+    return h;
+}
+
+// got within tol_abs + rel * |ref| of ref, else counted (and the first few printed).
+struct cmp {
+    const char *what;
+    size_t bad = 0, n = 0;
+    double worst = 0;
+    void operator()(double got, double ref, double tol)
+    {
+        n++;
+        const double d = std::isfinite(got) ? fabs(got - ref) : INFINITY;
+        if (d / (tol > 0 ? tol : 1e-30) > worst)
+            worst = d / (tol > 0 ? tol : 1e-30);
+        if (!(d <= tol) && bad++ < 4)
+            tap_diag("%s[%zu]: got %.7g, want %.7g (tolerance %.3g)", what, n - 1, got, ref, tol);
+    }
+    bool ok()
+    {
+        tap_diag("%s: %zu values, %zu outside, worst %.3f of the tolerance", what, n, bad, worst);
+        return bad == 0 && n > 0;
+    }
+};
+
+void t_gemv()
+{
+    const int N = 300, K = 1000; // 125 vectors per row: a partial last round of the unrolled loop
+    for (int T : {1, 3, 8}) {
+        auto W = rand_bf((size_t)N * K, 1.0f), W2 = rand_bf((size_t)N * K, 1.0f), x = rand_bf((size_t)T * K, 1.0f);
+        bf16 *dW = (bf16 *)to_dev(W), *dW2 = (bf16 *)to_dev(W2), *dx = (bf16 *)to_dev(x);
+        float *dy;
+        TAP_REQUIRE(cudaMalloc(&dy, sizeof(float) * T * N) == cudaSuccess);
+        for (int epi = 0; epi < 3; epi++) {
+            TAP_REQUIRE(arbk::gemv(g_lc, (arbk::gemv_epilogue)epi, dW, dW2, dx, K, N, K, dy, N, T) == cudaSuccess);
+            std::vector<float> yf;
+            std::vector<uint16_t> yb;
+            if (epi == arbk::GEMV_F32)
+                yf = from_dev(dy, (size_t)T * N);
+            else
+                yb = from_dev((uint16_t *)dy, (size_t)T * N);
+            cmp c{epi == 0 ? "gemv bf16" : epi == 1 ? "gemv f32" : "gemv silu*up"};
+            for (int t = 0; t < T; t++)
+                for (int n = 0; n < N; n++) {
+                    double a = 0, aa = 0, b = 0, bb = 0;
+                    for (int k = 0; k < K; k++) {
+                        const double xv = bfd(x[(size_t)t * K + k]);
+                        a += bfd(W[(size_t)n * K + k]) * xv, aa += fabs(bfd(W[(size_t)n * K + k]) * xv);
+                        b += bfd(W2[(size_t)n * K + k]) * xv, bb += fabs(bfd(W2[(size_t)n * K + k]) * xv);
+                    }
+                    if (epi == arbk::GEMV_F32)
+                        c(yf[(size_t)t * N + n], a, 1e-5 * aa);
+                    else if (epi == arbk::GEMV_BF16)
+                        c(bfd(yb[(size_t)t * N + n]), a, 1e-5 * aa + fabs(a) / 256);
+                    else {
+                        const double s = a / (1 + exp(-a)), ref = s * b;
+                        c(bfd(yb[(size_t)t * N + n]), ref, 1e-5 * (aa * fabs(b) + bb * fabs(s)) * 2 + fabs(ref) / 256);
+                    }
+                }
+            TAP_CHECK(c.ok());
+        }
+        cudaFree(dW), cudaFree(dW2), cudaFree(dx), cudaFree(dy);
+    }
+}
+
+void t_wgen()
+{
+    const uint64_t seed = 5;
+    // a shard block of an expert-major tensor: 3 experts x rows [64, 96) of 256 x cols [32, 96) of 128
+    arbk::wgen_block b = {seed, ARB_W_EXP_DOWN, 4, 3, 32, 64, 64, 32, 256, 128, 0.123f};
+    const size_t n = (size_t)b.experts * b.rows * b.cols;
+    bf16 *d;
+    uint32_t *dq;
+    bf16 *ds;
+    TAP_REQUIRE(cudaMalloc(&d, n * 2) == cudaSuccess && cudaMalloc(&dq, n / 2) == cudaSuccess &&
+                cudaMalloc(&ds, n / 16) == cudaSuccess);
+    TAP_REQUIRE(arbk::gen_linear(nullptr, d, b, 8) == cudaSuccess);
+    TAP_REQUIRE(arbk::gen_int4(nullptr, dq, ds, b, ARB_W_EXP_DOWN_SCALE, 0.0456f, 8) == cudaSuccess);
+    auto v = from_dev((uint16_t *)d, n);
+    auto q = from_dev(dq, n / 8);
+    auto s = from_dev((uint16_t *)ds, n / 32);
+    size_t bad = 0;
+    for (size_t e = 0; e < b.experts; e++)
+        for (size_t r = 0; r < b.rows; r++)
+            for (size_t c = 0; c < b.cols; c++) {
+                const uint64_t idx = ((e * b.grows) + b.row0 + r) * b.gcols + b.col0 + c;
+                const size_t i = (e * b.rows + r) * b.cols + c;
+                bad += v[i] != arb_f32_to_bf16(b.c * arb_wgen_uniform(seed, b.tensor, b.layer, idx));
+                const int qv = (int)((q[i / 8] >> (4 * (i % 8))) & 0xf), want = arb_wgen_int4(seed, b.tensor, b.layer, idx);
+                bad += (qv >= 8 ? qv - 16 : qv) != want;
+                if (c % 32 == 0) {
+                    const uint64_t sidx = ((e * b.grows) + b.row0 + r) * (b.gcols / 32) + (b.col0 + c) / 32;
+                    const float p = 0.25f * arb_wgen_uniform(seed, ARB_W_EXP_DOWN_SCALE, b.layer, sidx);
+                    bad += s[i / 32] != arb_f32_to_bf16(0.0456f * (1.0f + p));
+                }
+            }
+    if (bad)
+        tap_diag("wgen: %zu of %zu values differ from the host", bad, n * 2 + n / 32);
+    TAP_EQ_U64(bad, 0);
+    cudaFree(d), cudaFree(dq), cudaFree(ds);
+}
+
+struct route_dev {
+    arbk::moe_route rt;
+    int32_t *experts;
+};
+route_dev alloc_route(int T, int k)
+{
+    route_dev r{};
+    cudaMalloc(&r.experts, sizeof(int32_t) * T * k);
+    cudaMalloc(&r.rt.coef, sizeof(float) * arbk::kMaxSlots * arbk::kMaxT);
+    cudaMalloc(&r.rt.uniq, sizeof(int32_t) * arbk::kMaxSlots);
+    cudaMalloc(&r.rt.n_uniq, sizeof(int32_t));
+    r.rt.experts = r.experts;
+    return r;
+}
+
+void router_case(int E, int k, int ng, int kg, int T)
+{
+    const int H = 7168;
+    auto W = rand_bf((size_t)E * H, 0.02f), h = rand_bf((size_t)T * H, 1.0f);
+    std::vector<float> bias(E);
+    for (auto &x : bias)
+        x = 0.01f * frand();
+    bf16 *dW = (bf16 *)to_dev(W), *dh = (bf16 *)to_dev(h);
+    float *db = to_dev(bias), *dl;
+    unsigned *ticket;
+    cudaMalloc(&dl, sizeof(float) * T * E);
+    cudaMalloc(&ticket, sizeof(unsigned));
+    cudaMemset(ticket, 0, sizeof(unsigned));
+    route_dev r = alloc_route(T, k);
+    for (int rep = 0; rep < 2; rep++) // twice: the ticket must be left at zero
+        TAP_REQUIRE(arbk::router(g_lc, dh, dW, db, dl, ticket, r.rt, H, E, k, ng, kg, 2.827f, T) == cudaSuccess);
+    auto lg = from_dev(dl, (size_t)T * E);
+    auto ex = from_dev(r.experts, (size_t)T * k);
+    auto coef = from_dev(r.rt.coef, (size_t)arbk::kMaxSlots * arbk::kMaxT);
+    auto uniq = from_dev(r.rt.uniq, arbk::kMaxSlots);
+    auto nu = from_dev(r.rt.n_uniq, 1);
+    auto tk = from_dev(ticket, 1);
+    TAP_EQ_INT(tk[0], 0);
+    cmp cl{"router logits"};
+    arb_router_cfg_t rc = {(unsigned)E, (unsigned)k, (unsigned)ng, (unsigned)kg, 2.827, 1};
+    std::vector<int> seen;
+    size_t bad_sel = 0;
+    for (int t = 0; t < T; t++) {
+        std::vector<float> sc(E);
+        for (int e = 0; e < E; e++) {
+            double a = 0, aa = 0;
+            for (int i = 0; i < H; i++)
+                a += bfd(W[(size_t)e * H + i]) * bfd(h[(size_t)t * H + i]),
+                    aa += fabs(bfd(W[(size_t)e * H + i]) * bfd(h[(size_t)t * H + i]));
+            cl(lg[(size_t)t * E + e], a, 1e-5 * aa);
+            sc[e] = (float)(1.0 / (1.0 + exp(-(double)lg[(size_t)t * E + e]))); // the GPU's own logits
+        }
+        unsigned idx[64];
+        double wt[64];
+        TAP_REQUIRE(arb_route(&rc, sc.data(), bias.data(), idx, wt) == 0);
+        for (int j = 0; j < k; j++) {
+            bad_sel += ex[(size_t)t * k + j] != (int)idx[j];
+            int u = 0;
+            while (u < nu[0] && uniq[u] != (int)idx[j])
+                u++;
+            if (u == nu[0] || fabs(coef[(size_t)u * arbk::kMaxT + t] - wt[j]) > 1e-5 * wt[j]) {
+                bad_sel++;
+                tap_diag("router: token %d expert %u: weight %g, want %g", t, idx[j],
+                         u < nu[0] ? coef[(size_t)u * arbk::kMaxT + t] : -1.0, wt[j]);
+            }
+            seen.push_back((int)idx[j]);
+        }
+    }
+    for (int u = 1; u < nu[0]; u++)
+        bad_sel += uniq[u] <= uniq[u - 1]; // ascending, distinct
+    if (bad_sel)
+        tap_diag("router E %d k %d groups %d/%d: %zu selection errors", E, k, ng, kg, bad_sel);
+    TAP_EQ_U64(bad_sel, 0);
+    TAP_CHECK(cl.ok());
+    cudaFree(dW), cudaFree(dh), cudaFree(db), cudaFree(dl), cudaFree(ticket);
+}
+void t_router()
+{
+    router_case(384, 8, 1, 1, 3);
+    router_case(256, 8, 8, 4, 2);
+}
+
+// Host INT4 weight: q * s (value j of word at bits 4j).
+double w_int4(const std::vector<uint32_t> &q, const std::vector<uint16_t> &s, size_t i)
+{
+    int v = (int)((q[i / 8] >> (4 * (i % 8))) & 0xf);
+    return (v >= 8 ? v - 16 : v) * bfd(s[i / 32]);
+}
+
+void moe_case(bool int4)
+{
+    const int H = 7168, I = 256, Is = 256, E = 12, T = 3, k = 2;
+    // token 0: experts 3, 7; token 1: 7, 10; token 2: 0, 3 (7 and 3 shared by two tokens)
+    const int sel[T][k] = {{3, 7}, {7, 10}, {0, 3}};
+    const float w[T][k] = {{0.9f, 0.4f}, {1.3f, 0.2f}, {0.7f, 0.8f}};
+    const size_t in_el = (size_t)E * I * H;
+    std::vector<uint16_t> gb, ub, db;
+    std::vector<uint32_t> gq(in_el / 8), uq(in_el / 8), dq(in_el / 8);
+    std::vector<uint16_t> gs, us, ds;
+    if (int4) {
+        for (auto *v : {&gq, &uq, &dq})
+            for (auto &x : *v) {
+                g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+                x = (uint32_t)(g_rng >> 32);
+            }
+        gs = rand_bf(in_el / 32, 0.01f), us = rand_bf(in_el / 32, 0.01f), ds = rand_bf(in_el / 32, 0.03f);
+    } else {
+        gb = rand_bf(in_el, 0.02f), ub = rand_bf(in_el, 0.02f), db = rand_bf(in_el, 0.06f);
+    }
+    auto sg = rand_bf((size_t)Is * H, 0.02f), su = rand_bf((size_t)Is * H, 0.02f), sd = rand_bf((size_t)H * Is, 0.06f);
+    auto h = rand_bf((size_t)T * H, 1.0f);
+    arbk::moe_weights mw{};
+    mw.gate = int4 ? (void *)to_dev(gq) : (void *)to_dev(gb);
+    mw.up = int4 ? (void *)to_dev(uq) : (void *)to_dev(ub);
+    mw.down = int4 ? (void *)to_dev(dq) : (void *)to_dev(db);
+    if (int4)
+        mw.gate_s = (bf16 *)to_dev(gs), mw.up_s = (bf16 *)to_dev(us), mw.down_s = (bf16 *)to_dev(ds);
+    mw.sh_gate = (bf16 *)to_dev(sg), mw.sh_up = (bf16 *)to_dev(su), mw.sh_down = (bf16 *)to_dev(sd);
+    mw.H = H, mw.I = I, mw.Is = Is;
+    route_dev r = alloc_route(T, k);
+    std::vector<int32_t> uniq = {0, 3, 7, 10};
+    std::vector<float> coef((size_t)arbk::kMaxSlots * arbk::kMaxT, 0.0f);
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < k; j++) {
+            int u = 0;
+            while (uniq[u] != sel[t][j])
+                u++;
+            coef[(size_t)u * arbk::kMaxT + t] = w[t][j];
+        }
+    const int32_t nu = 4;
+    cudaMemcpy(r.rt.uniq, uniq.data(), 16, cudaMemcpyHostToDevice);
+    cudaMemcpy(r.rt.coef, coef.data(), coef.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(r.rt.n_uniq, &nu, 4, cudaMemcpyHostToDevice);
+    bf16 *dh = (bf16 *)to_dev(h), *act, *act_sh, *part;
+    cudaMalloc(&act, (size_t)arbk::kMaxSlots * arbk::kMaxT * I * 2);
+    cudaMalloc(&act_sh, (size_t)arbk::kMaxT * Is * 2);
+    cudaMalloc(&part, (size_t)T * H * 2);
+    TAP_REQUIRE(arbk::moe_block(g_lc, mw, r.rt, dh, act, act_sh, part, T, T * k) == cudaSuccess);
+    auto got = from_dev((uint16_t *)part, (size_t)T * H);
+    cmp c{int4 ? "moe int4" : "moe bf16"};
+    std::vector<double> a(I), as(Is);
+    std::vector<double> ref((size_t)T * H), mag((size_t)T * H);
+    for (int t = 0; t < T; t++) {
+        const uint16_t *ht = &h[(size_t)t * H];
+        for (int i = 0; i < Is; i++) { // shared expert
+            double g = 0, u = 0;
+            for (int x = 0; x < H; x++)
+                g += bfd(sg[(size_t)i * H + x]) * bfd(ht[x]), u += bfd(su[(size_t)i * H + x]) * bfd(ht[x]);
+            as[i] = bfd(arb_f64_to_bf16(g / (1 + exp(-g)) * u));
+        }
+        for (int o = 0; o < H; o++)
+            for (int i = 0; i < Is; i++)
+                ref[(size_t)t * H + o] += bfd(sd[(size_t)o * Is + i]) * as[i],
+                    mag[(size_t)t * H + o] += fabs(bfd(sd[(size_t)o * Is + i]) * as[i]);
+        for (int j = 0; j < k; j++) {
+            const size_t e = sel[t][j];
+            for (int i = 0; i < I; i++) {
+                double g = 0, u = 0;
+                for (int x = 0; x < H; x++) {
+                    const size_t idx = (e * I + i) * H + x;
+                    const double wgv = int4 ? w_int4(gq, gs, idx) : bfd(gb[idx]);
+                    const double wuv = int4 ? w_int4(uq, us, idx) : bfd(ub[idx]);
+                    g += wgv * bfd(ht[x]), u += wuv * bfd(ht[x]);
+                }
+                a[i] = bfd(arb_f64_to_bf16(g / (1 + exp(-g)) * u));
+            }
+            for (int o = 0; o < H; o++)
+                for (int i = 0; i < I; i++) {
+                    const size_t idx = (e * H + o) * I + i;
+                    const double wd = int4 ? w_int4(dq, ds, idx) : bfd(db[idx]);
+                    ref[(size_t)t * H + o] += w[t][j] * wd * a[i];
+                    mag[(size_t)t * H + o] += fabs(w[t][j] * wd * a[i]);
+                }
+        }
+    }
+    for (size_t i = 0; i < ref.size(); i++) // act flips of one ulp: 4 x 2^-8 of the terms
+        c(bfd(got[i]), ref[i], fabs(ref[i]) / 256 + mag[i] * (1e-5 + 4.0 / 256 / 16));
+    TAP_CHECK(c.ok());
+}
+void t_moe_int4() { moe_case(true); }
+void t_moe_bf16() { moe_case(false); }
+
+void t_mla()
+{
+    const int nh = 8, dn = 128, dr = 64, dv = 128, rkv = 512, rq = 1536, T = 3, P0 = 290, ctx = 320;
+    const int qw = nh * (dn + dr), width = rq + rkv + dr, pairs = dr / 2;
+    const float eps = 1e-6f, scale = 0.0722f;
+    auto qkva = rand_bf((size_t)T * width, 1.0f), qan = rand_bf(rq, 1.0f), kvn = rand_bf(rkv, 1.0f);
+    auto q = rand_bf((size_t)T * qw, 1.0f), kvb = rand_bf((size_t)nh * (dn + dv) * rkv, 0.05f);
+    auto ckv0 = rand_bf((size_t)ctx * rkv, 1.0f), kpe0 = rand_bf((size_t)ctx * dr, 1.0f);
+    std::vector<float2> cs((size_t)ctx * pairs);
+    for (int p = 0; p < ctx; p++)
+        for (int i = 0; i < pairs; i++) {
+            const double f = pow(10000.0, -2.0 * i / dr), m = 1.1;
+            cs[(size_t)p * pairs + i] = make_float2((float)(cos(p * f) * m), (float)(sin(p * f) * m));
+        }
+    int32_t pos = P0;
+    std::vector<int32_t> posv = {pos};
+    bf16 *d_qkva = (bf16 *)to_dev(qkva), *d_qan = (bf16 *)to_dev(qan), *d_kvn = (bf16 *)to_dev(kvn);
+    bf16 *d_q = (bf16 *)to_dev(q), *d_kvb = (bf16 *)to_dev(kvb), *d_ckv = (bf16 *)to_dev(ckv0),
+         *d_kpe = (bf16 *)to_dev(kpe0);
+    float2 *d_cs = to_dev(cs);
+    int32_t *d_pos = to_dev(posv);
+    bf16 *d_qa, *d_qlat, *d_qpe, *d_o;
+    float *d_part;
+    const int chunks = (ctx + arbk::kAttnChunk - 1) / arbk::kAttnChunk;
+    cudaMalloc(&d_qa, (size_t)T * rq * 2), cudaMalloc(&d_qlat, (size_t)T * nh * rkv * 2);
+    cudaMalloc(&d_qpe, (size_t)T * nh * dr * 2), cudaMalloc(&d_o, (size_t)T * nh * dv * 2);
+    cudaMalloc(&d_part, (size_t)chunks * T * nh * (rkv + 4) * 4);
+    TAP_REQUIRE(arbk::mla_setup(rkv, dr, nh) == cudaSuccess);
+    TAP_REQUIRE(arbk::mla_prep(g_lc, d_qkva, d_qan, d_kvn, d_cs, d_pos, d_qa, d_ckv, d_kpe, rq, rkv, dr, eps, T) ==
+                cudaSuccess);
+    TAP_REQUIRE(arbk::mla_absorb(g_lc, d_q, d_kvb, d_cs, d_pos, d_qlat, d_qpe, nh, dn, dr, dv, rkv, T) == cudaSuccess);
+    TAP_REQUIRE(arbk::mla_attend(g_lc, d_qlat, d_qpe, d_ckv, d_kpe, d_pos, d_part, nh, dr, rkv, scale, T, ctx) ==
+                cudaSuccess);
+    TAP_REQUIRE(arbk::mla_combine(g_lc, d_part, d_kvb, d_pos, d_o, nh, dn, dv, rkv, T) == cudaSuccess);
+    TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    auto qa = from_dev((uint16_t *)d_qa, (size_t)T * rq);
+    auto ckv = from_dev((uint16_t *)d_ckv, (size_t)ctx * rkv), kpe = from_dev((uint16_t *)d_kpe, (size_t)ctx * dr);
+    auto qlat = from_dev((uint16_t *)d_qlat, (size_t)T * nh * rkv), qpe = from_dev((uint16_t *)d_qpe, (size_t)T * nh * dr);
+    auto o = from_dev((uint16_t *)d_o, (size_t)T * nh * dv);
+    // prep: norms and RoPE, cache rows P0 .. P0+T-1 (rows before untouched)
+    cmp cp{"mla prep"};
+    auto norm_check = [&](const uint16_t *in, const std::vector<uint16_t> &wn, int n, const uint16_t *out) {
+        double ss = 0;
+        for (int i = 0; i < n; i++)
+            ss += bfd(in[i]) * bfd(in[i]);
+        const double inv = 1 / sqrt(ss / n + eps);
+        for (int i = 0; i < n; i++) {
+            const double r = bfd(in[i]) * inv * bfd(wn[i]);
+            cp(bfd(out[i]), r, fabs(r) / 128 + 1e-6);
+        }
+    };
+    for (int t = 0; t < T; t++) {
+        const uint16_t *row = &qkva[(size_t)t * width];
+        norm_check(row, qan, rq, &qa[(size_t)t * rq]);
+        norm_check(row + rq, kvn, rkv, &ckv[(size_t)(P0 + t) * rkv]);
+        for (int i = 0; i < pairs; i++) {
+            const double x0 = bfd(row[rq + rkv + 2 * i]), x1 = bfd(row[rq + rkv + 2 * i + 1]);
+            const float2 c = cs[(size_t)(P0 + t) * pairs + i];
+            cp(bfd(kpe[(size_t)(P0 + t) * dr + 2 * i]), x0 * c.x - x1 * c.y, fabs(x0 * c.x - x1 * c.y) / 128 + 1e-6);
+            cp(bfd(kpe[(size_t)(P0 + t) * dr + 2 * i + 1]), x0 * c.y + x1 * c.x, fabs(x0 * c.y + x1 * c.x) / 128 + 1e-6);
+        }
+    }
+    TAP_CHECK(memcmp(ckv.data(), ckv0.data(), (size_t)P0 * rkv * 2) == 0);
+    TAP_CHECK(cp.ok());
+    // absorb, attention and the W_uv projection, from the GPU's own cache rows and qlat
+    cmp ca{"mla absorb"}, co{"mla attention output"};
+    for (int t = 0; t < T; t++)
+        for (int hd = 0; hd < nh; hd++) {
+            const uint16_t *qh = &q[((size_t)t * nh + hd) * (dn + dr)];
+            const uint16_t *wuk = &kvb[(size_t)hd * (dn + dv) * rkv], *wuv = wuk + (size_t)dn * rkv;
+            for (int c = 0; c < rkv; c++) {
+                double a = 0, aa = 0;
+                for (int d = 0; d < dn; d++)
+                    a += bfd(qh[d]) * bfd(wuk[(size_t)d * rkv + c]), aa += fabs(bfd(qh[d]) * bfd(wuk[(size_t)d * rkv + c]));
+                ca(bfd(qlat[((size_t)t * nh + hd) * rkv + c]), a, fabs(a) / 256 + 1e-5 * aa);
+            }
+            const uint16_t *ql = &qlat[((size_t)t * nh + hd) * rkv], *qp = &qpe[((size_t)t * nh + hd) * dr];
+            const int L = P0 + t + 1;
+            std::vector<double> s(L);
+            double mx = -INFINITY;
+            for (int p = 0; p < L; p++) {
+                double a = 0;
+                for (int c = 0; c < rkv; c++)
+                    a += bfd(ql[c]) * bfd(ckv[(size_t)p * rkv + c]);
+                for (int c = 0; c < dr; c++)
+                    a += bfd(qp[c]) * bfd(kpe[(size_t)p * dr + c]);
+                s[p] = a * scale;
+                mx = s[p] > mx ? s[p] : mx;
+            }
+            double z = 0;
+            for (int p = 0; p < L; p++)
+                z += (s[p] = exp(s[p] - mx));
+            std::vector<double> olat(rkv);
+            for (int c = 0; c < rkv; c++) {
+                double a = 0;
+                for (int p = 0; p < L; p++)
+                    a += s[p] / z * bfd(ckv[(size_t)p * rkv + c]);
+                olat[c] = bfd(arb_f64_to_bf16(a));
+            }
+            for (int j = 0; j < dv; j++) {
+                double a = 0, aa = 0;
+                for (int c = 0; c < rkv; c++)
+                    a += olat[c] * bfd(wuv[(size_t)j * rkv + c]), aa += fabs(olat[c] * bfd(wuv[(size_t)j * rkv + c]));
+                co(bfd(o[((size_t)t * nh + hd) * dv + j]), a, fabs(a) / 256 + aa * (1e-5 + 4.0 / 256 / 16));
+            }
+        }
+    TAP_CHECK(ca.ok());
+    TAP_CHECK(co.ok());
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        printf("1..0 # SKIP no CUDA device visible\n");
+        return 77;
+    }
+    static const tap_test_t tests[] = {
+        {"gemv", t_gemv}, {"wgen", t_wgen}, {"router", t_router}, {"moe_int4", t_moe_int4},
+        {"moe_bf16", t_moe_bf16}, {"mla", t_mla},
+    };
+    return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
+}
