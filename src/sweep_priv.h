@@ -15,13 +15,14 @@
 #include "meta.h"
 #include "report.h"
 #include "results.h"
+#include "role.h"
 #include "runner.h"
 #include "sizes.h"
 #include "stats.h"
 #include "sweep.h"
 
 /* Samples written per row: 4096 x ~8 characters stays far below the readers' 1 MiB field limit. */
-#define ARB_MAX_STORED_SAMPLES 4096
+#define ARB_MAX_STORED_SAMPLES ARB_RESULTS_MAX_STORED_SAMPLES
 
 typedef struct sweep {
     arb_plan_t *plan;
@@ -33,13 +34,13 @@ typedef struct sweep {
     int device;                /* this rank's CUDA device, -1 for the host backend */
     size_t max_bytes;
     unsigned max_tokens;
-    double floor[ARB_MAX_SIZES][ARB_MODE_COUNT]; /* ping (preferred) or noop medians */
-    int floor_is_ping[ARB_MAX_SIZES][ARB_MODE_COUNT];
+    double floor[ARB_MAX_SIZES][ARB_MODE_COUNT]; /* the highest reference median (role.h) */
+    char floor_name[ARB_MAX_SIZES][ARB_MODE_COUNT][24];
     double *maxbuf;
     size_t maxcap;
     size_t npass, nfail, nskip;
     unsigned salt;
-    int cur_reference; /* the variant being run is a floor (noop, ping) */
+    arb_role_t cur_role; /* of the variant being run, from its plugin's capabilities */
     int interrupted;   /* every rank saw the signal flag: stop after this point */
 } sweep_t;
 
@@ -62,7 +63,8 @@ const char *sweep_fusion_name(const arb_plan_t *p, int fz);
         for (int mode = 0; mode < ARB_MODE_COUNT; mode++)                                            \
             if ((s)->plan->modes & (1u << mode))                                                     \
                 for (int fz = 0; fz < ((s)->plan->op == ARB_OP_ALLREDUCE_RMSNORM ? 2 : 1); fz++)
-/* Rank 0 writes the row and the table line; every rank counts nothing (rank 0 counts). */
+/* The row of one point: rank 0 writes it to the CSV and the table and counts its verdict;
+ * other ranks return at once. */
 void sweep_write_row(sweep_t *s, const char *impl, const char *params, const arb_point_t *pt, const char *fusion,
                      const char *check, unsigned long long wrong, const char *note, const arb_stats_t *st,
                      const double *samples, size_t nsamples, const char *timing, double tol);

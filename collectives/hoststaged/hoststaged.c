@@ -19,7 +19,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include "arb_plugin_util.h"
 #include "arbench/plugin.h"
+#include "arbench/status.h"
 #include "hoststaged.h"
 
 #define HS_DEFAULT_BLOCKS 16u
@@ -47,21 +49,35 @@ typedef struct hs_state {
 
 /* ---- parameters: validated before any CUDA call ---- */
 
-/* Parses a decimal integer in [lo, hi] from [s, s + len). */
-static int parse_int(const char *s, size_t len, long lo, long hi, long *out)
+enum { KEY_BLOCKS, KEY_THREADS, KEY_HANG, NKEYS };
+static const arb_kv_key_t hs_keys[NKEYS] = {{"blocks", NULL}, {"threads", NULL}, {"test_hang_rank", NULL}};
+
+typedef struct hs_parse_ctx {
+    hs_params_t *p;
+    int nranks;
+} hs_parse_ctx_t;
+
+static arb_status_t hs_on_pair(void *ctx, int key, const char *val, char *why, size_t why_len)
 {
-    char buf[32];
-    if (len == 0 || len >= sizeof buf)
-        return -1;
-    memcpy(buf, s, len);
-    buf[len] = '\0';
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(buf, &end, 10);
-    if (errno || *end || end == buf || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
+    hs_parse_ctx_t *c = ctx;
+    int v = 0;
+    switch (key) {
+    case KEY_BLOCKS:
+        if (arb_kv_int(val, 1, HS_MAX_BLOCKS, &v))
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "hoststaged: blocks='%s': expected an integer from 1 to %u (CTAs per call)", val, HS_MAX_BLOCKS);
+        c->p->blocks = (unsigned)v;
+        return ARB_OK;
+    case KEY_THREADS:
+        if (arb_kv_int(val, 32, 1024, &v) || v % 32)
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "hoststaged: threads='%s': expected a multiple of 32 from 32 to 1024 (threads per CTA)", val);
+        c->p->threads = (unsigned)v;
+        return ARB_OK;
+    default:
+        if (arb_kv_int(val, 0, c->nranks - 1, &v))
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "hoststaged: test_hang_rank='%s': expected a rank from 0 to %d (that rank never publishes its flag, to test the timeout)", val, c->nranks - 1);
+        c->p->hang_rank = v;
+        return ARB_OK;
+    }
 }
 
 static arb_status_t parse_params(const char *params, int nranks, hs_params_t *p, char *why, size_t why_len)
@@ -69,45 +85,8 @@ static arb_status_t parse_params(const char *params, int nranks, hs_params_t *p,
     p->blocks = HS_DEFAULT_BLOCKS;
     p->threads = HS_DEFAULT_THREADS;
     p->hang_rank = -1;
-    const char *s = params ? params : "";
-    while (*s) {
-        size_t item_len = strcspn(s, ",");
-        const char *eq = memchr(s, '=', item_len);
-        if (!eq) {
-            snprintf(why, why_len, "hoststaged: parameter '%.*s' has no value (expected key=value with keys blocks, threads, test_hang_rank)", (int)item_len, s);
-            return ARB_ERR_INVALID;
-        }
-        size_t key_len = (size_t)(eq - s);
-        const char *val = eq + 1;
-        size_t val_len = item_len - key_len - 1;
-        long v;
-        if (key_len == 6 && !memcmp(s, "blocks", 6)) {
-            if (parse_int(val, val_len, 1, HS_MAX_BLOCKS, &v)) {
-                snprintf(why, why_len, "hoststaged: blocks='%.*s': expected an integer from 1 to %u (CTAs per call)", (int)val_len, val, HS_MAX_BLOCKS);
-                return ARB_ERR_INVALID;
-            }
-            p->blocks = (unsigned)v;
-        } else if (key_len == 7 && !memcmp(s, "threads", 7)) {
-            if (parse_int(val, val_len, 32, 1024, &v) || v % 32) {
-                snprintf(why, why_len, "hoststaged: threads='%.*s': expected a multiple of 32 from 32 to 1024 (threads per CTA)", (int)val_len, val);
-                return ARB_ERR_INVALID;
-            }
-            p->threads = (unsigned)v;
-        } else if (key_len == 14 && !memcmp(s, "test_hang_rank", 14)) {
-            if (parse_int(val, val_len, 0, nranks - 1, &v)) {
-                snprintf(why, why_len, "hoststaged: test_hang_rank='%.*s': expected a rank from 0 to %d (that rank never publishes its flag, to test the timeout)", (int)val_len, val, nranks - 1);
-                return ARB_ERR_INVALID;
-            }
-            p->hang_rank = (int)v;
-        } else {
-            snprintf(why, why_len, "hoststaged: unknown parameter '%.*s' (expected blocks, threads, test_hang_rank)", (int)key_len, s);
-            return ARB_ERR_INVALID;
-        }
-        s += item_len;
-        if (*s == ',')
-            s++;
-    }
-    return ARB_OK;
+    hs_parse_ctx_t c = {p, nranks};
+    return arb_kv_parse("hoststaged", params, hs_keys, NKEYS, hs_on_pair, &c, NULL, why, why_len);
 }
 
 /* ---- shared host memory ---- */
@@ -144,56 +123,48 @@ static void shm_create(size_t bytes, hs_shm_offer_t *offer)
     offer->ok = 1;
 }
 
-static int shm_map(const char *name, size_t bytes, void **base, char *why, size_t why_len)
+static arb_status_t shm_map(const char *name, size_t bytes, void **base, char *why, size_t why_len)
 {
     int fd = shm_open(name, O_RDWR, 0600);
-    if (fd < 0) {
-        snprintf(why, why_len, "shm_open(%s): %s", name, strerror(errno));
-        return -1;
-    }
+    if (fd < 0)
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "shm_open(%s): %s", name, strerror(errno));
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     int e = errno;
     close(fd);
-    if (p == MAP_FAILED) {
-        snprintf(why, why_len, "mmap of %zu bytes of %s: %s", bytes, name, strerror(e));
-        return -1;
-    }
+    if (p == MAP_FAILED)
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "mmap of %zu bytes of %s: %s", bytes, name, strerror(e));
     *base = p;
-    return 0;
+    return ARB_OK;
 }
 
-/* Every rank passes its own status; all learn the first failing rank and its reason.
- * Returns 0 when every rank succeeded, else -1 with the reason in why. */
+/* Every rank passes its own status; all return the most severe one (arb_status_t's
+ * order) with the reason of the first rank that has it. */
 typedef struct hs_vote {
-    int ok;
+    int status; /* arb_status_t */
     char why[184];
 } hs_vote_t;
 
-static int agree(const arb_host_ops_t *ops, int nranks, int ok, const char *my_why, const char *step,
-                 char *why, size_t why_len)
+static arb_status_t agree(const arb_host_ops_t *ops, int nranks, arb_status_t st, const char *my_why,
+                          const char *step, char *why, size_t why_len)
 {
-    hs_vote_t mine = {.ok = ok};
-    snprintf(mine.why, sizeof mine.why, "%s", ok ? "" : my_why);
+    hs_vote_t mine = {.status = (int)st};
+    snprintf(mine.why, sizeof mine.why, "%s", st == ARB_OK ? "" : my_why);
     hs_vote_t *all = calloc((size_t)nranks, sizeof *all);
-    if (!all) {
-        snprintf(why, why_len, "hoststaged: out of host memory during %s", step);
-        return -1;
-    }
+    if (!all)
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "hoststaged: out of host memory during %s", step);
     if (ops->allgather(ops->ctx, &mine, all, sizeof mine)) {
-        snprintf(why, why_len, "hoststaged: allgather failed during %s", step);
         free(all);
-        return -1;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "hoststaged: allgather failed during %s", step);
     }
-    int rc = 0;
-    for (int r = 0; r < nranks; r++) {
-        if (!all[r].ok) {
-            snprintf(why, why_len, "hoststaged: %s failed on rank %d: %s", step, r, all[r].why);
-            rc = -1;
-            break;
-        }
-    }
+    int worst = 0;
+    for (int r = 1; r < nranks; r++)
+        if (all[r].status > all[worst].status)
+            worst = r;
+    const arb_status_t agreed = (arb_status_t)all[worst].status;
+    if (agreed != ARB_OK) /* the rank's reason names where it was raised */
+        snprintf(why, why_len, "hoststaged: %s failed on rank %d: %s", step, worst, all[worst].why);
     free(all);
-    return rc;
+    return agreed;
 }
 
 static void release(hs_state_t *st)
@@ -211,45 +182,45 @@ static void release(hs_state_t *st)
 
 /* ---- plugin callbacks ---- */
 
+/* Pins the shared host memory for this GPU (mapped: the kernel reaches the flags and
+ * slots through device pointers) and allocates the epochs and the error record. */
+static arb_status_t pin_and_alloc(hs_state_t *st, size_t flag_bytes, size_t epoch_bytes, char *why, size_t why_len)
+{
+    ARB_CUDA_TRY(cudaHostRegister(st->host_base, st->host_bytes, cudaHostRegisterMapped | cudaHostRegisterPortable),
+                 why, why_len);
+    st->registered = 1;
+    void *dev_base = NULL;
+    ARB_CUDA_TRY(cudaHostGetDevicePointer(&dev_base, st->host_base, 0), why, why_len);
+    st->launch.flags = (volatile uint32_t *)dev_base;
+    st->launch.slots = (char *)dev_base + flag_bytes;
+    ARB_CUDA_TRY(cudaMalloc(&st->dev_mem, epoch_bytes + sizeof(hs_error_t)), why, why_len);
+    ARB_CUDA_TRY(cudaMemset(st->dev_mem, 0, epoch_bytes + sizeof(hs_error_t)), why, why_len);
+    ARB_CUDA_TRY(cudaDeviceSynchronize(), why, why_len);
+    return ARB_OK;
+}
+
 static arb_status_t hs_init(const arb_comm_info_t *info, const arb_host_ops_t *ops, const char *params,
                             void **state, char *why, size_t why_len)
 {
     hs_params_t prm;
     hs_shm_offer_t offer = {0};
     char mine[192] = "";
-    int ok, agreed;
     arb_status_t s = parse_params(params, info->nranks, &prm, why, why_len);
     if (s != ARB_OK)
         return s;
     if (info->nnodes > 1) {
-        snprintf(why, why_len, "hoststaged: ranks span %d nodes; host-staged all-reduce shares host memory within one node only", info->nnodes);
-        return ARB_DECLINE;
+        ARB_RAISE(ARB_DECLINE, why, why_len, "hoststaged: ranks span %d nodes; host-staged all-reduce shares host memory within one node only", info->nnodes);
     }
-    if (info->cuda_device < 0) {
-        snprintf(why, why_len, "hoststaged: needs a CUDA device (this is a host-only run)");
-        return ARB_DECLINE;
-    }
-    int ndev = 0;
-    cudaError_t ce = cudaGetDeviceCount(&ndev);
-    if (ce != cudaSuccess || ndev == 0) {
-        snprintf(why, why_len, "hoststaged: no CUDA device visible: cudaGetDeviceCount: %s", ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
-        return ARB_ERR_SYSTEM;
-    }
-    int cerr = 0;
-    int max_blocks = hs_max_coresident_blocks(prm.threads, &cerr);
-    if (max_blocks < 0) {
-        snprintf(why, why_len, "hoststaged: occupancy query failed: %s", cudaGetErrorString((cudaError_t)cerr));
-        return ARB_ERR_SYSTEM;
-    }
+    ARB_TRY(arb_plugin_device_check(info, "hoststaged", why, why_len));
+    int max_blocks = 0;
+    ARB_CUDA_TRY(hs_max_coresident_blocks(prm.threads, &max_blocks), why, why_len);
     if ((int)prm.blocks > max_blocks) {
-        snprintf(why, why_len, "hoststaged: blocks=%u: at most %d CTAs of %u threads can be resident at once on this GPU, and every CTA of a cross-rank wait must be", prm.blocks, max_blocks, prm.threads);
-        return ARB_ERR_INVALID;
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "hoststaged: blocks=%u: at most %d CTAs of %u threads can be resident at once on this GPU, and every CTA of a cross-rank wait must be", prm.blocks, max_blocks, prm.threads);
     }
 
     hs_state_t *st = calloc(1, sizeof *st);
     if (!st) {
-        snprintf(why, why_len, "hoststaged: out of host memory");
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "hoststaged: out of host memory");
     }
     st->prm = prm;
     st->rank = info->rank;
@@ -264,48 +235,24 @@ static arb_status_t hs_init(const arb_comm_info_t *info, const arb_host_ops_t *o
     if (info->rank == 0)
         shm_create(st->host_bytes, &offer);
     if (ops->bcast(ops->ctx, &offer, sizeof offer, 0)) {
-        snprintf(why, why_len, "hoststaged: bcast of the shared memory name failed");
-        s = ARB_ERR_SYSTEM;
-        goto err_release;
+        ARB_RAISE_GOTO(s, ARB_ERR_SYSTEM, err_release, why, why_len, "hoststaged: bcast of the shared memory name failed");
     }
     if (!offer.ok) {
-        snprintf(why, why_len, "hoststaged: rank 0 could not create shared host memory: %s", offer.why);
-        s = ARB_ERR_SYSTEM;
-        goto err_release;
+        ARB_RAISE_GOTO(s, ARB_ERR_SYSTEM, err_release, why, why_len, "hoststaged: rank 0 could not create shared host memory: %s", offer.why);
     }
     snprintf(st->shm_name, sizeof st->shm_name, "%s", offer.name);
-    ok = shm_map(st->shm_name, st->host_bytes, &st->host_base, mine, sizeof mine) == 0;
-    agreed = agree(ops, info->nranks, ok, mine, "mapping shared host memory", why, why_len);
+    s = shm_map(st->shm_name, st->host_bytes, &st->host_base, mine, sizeof mine);
+    s = agree(ops, info->nranks, s, mine, "mapping shared host memory", why, why_len);
     if (info->rank == 0)
         shm_unlink(st->shm_name);
     st->shm_unlinked = 1;
-    if (agreed) {
-        s = ARB_ERR_SYSTEM;
+    if (s != ARB_OK)
         goto err_release;
-    }
 
     /* 2. Pin and map it for this GPU; device memory for the epochs and the error record. */
-    ce = cudaHostRegister(st->host_base, st->host_bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
-    if (ce == cudaSuccess) {
-        st->registered = 1;
-        void *dev_base = NULL;
-        ce = cudaHostGetDevicePointer(&dev_base, st->host_base, 0);
-        st->launch.flags = (volatile uint32_t *)dev_base;
-        st->launch.slots = (char *)dev_base + flag_bytes;
-    }
     size_t epoch_bytes = round_up(prm.blocks * sizeof(uint32_t), 16);
-    if (ce == cudaSuccess)
-        ce = cudaMalloc(&st->dev_mem, epoch_bytes + sizeof(hs_error_t));
-    if (ce == cudaSuccess)
-        ce = cudaMemset(st->dev_mem, 0, epoch_bytes + sizeof(hs_error_t));
-    if (ce == cudaSuccess)
-        ce = cudaDeviceSynchronize();
-    if (ce != cudaSuccess)
-        snprintf(mine, sizeof mine, "cudaHostRegister/cudaHostGetDevicePointer/cudaMalloc of %zu bytes: %s", st->host_bytes, cudaGetErrorString(ce));
-    if (agree(ops, info->nranks, ce == cudaSuccess, mine, "pinning shared host memory", why, why_len)) {
-        s = ARB_ERR_SYSTEM;
-        goto err_release;
-    }
+    const arb_status_t pinned = pin_and_alloc(st, flag_bytes, epoch_bytes, mine, sizeof mine);
+    ARB_TRY_GOTO(s, agree(ops, info->nranks, pinned, mine, "pinning shared host memory", why, why_len), err_release);
     st->launch.slot_bytes = slot_bytes;
     st->launch.max_blocks = prm.blocks;
     st->launch.epochs = st->dev_mem;
@@ -331,23 +278,19 @@ static arb_status_t hs_allreduce(void *state, const void *send, void *recv, size
 {
     hs_state_t *st = state;
     if (dtype != ARB_DTYPE_BF16 && dtype != ARB_DTYPE_FP32) {
-        snprintf(why, why_len, "hoststaged: dtype %d, expected bf16 or fp32", (int)dtype);
-        return ARB_ERR_INVALID;
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "hoststaged: dtype %d, expected bf16 or fp32", (int)dtype);
     }
     size_t esize = dtype == ARB_DTYPE_BF16 ? 2 : 4;
     if (count > st->launch.slot_bytes / esize || ((uintptr_t)send | (uintptr_t)recv) % 16) {
-        snprintf(why, why_len, "hoststaged: %zu elements at send %p recv %p: expected at most %zu elements (max_bytes at init) and 16-byte aligned buffers",
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "hoststaged: %zu elements at send %p recv %p: expected at most %zu elements (max_bytes at init) and 16-byte aligned buffers",
                  count, send, recv, st->launch.slot_bytes / esize);
-        return ARB_ERR_INVALID;
     }
     if (count == 0)
         return ARB_OK;
-    int ce = hs_launch_allreduce(&st->launch, send, recv, count, dtype == ARB_DTYPE_BF16 ? 0 : 1,
-                                 st->prm.blocks, st->prm.threads, stream);
-    if (ce != 0) {
-        snprintf(why, why_len, "hoststaged: kernel launch for %zu elements failed (CUDA error %d)", count, ce);
-        return ARB_ERR_SYSTEM;
-    }
+    const cudaError_t ce = hs_launch_allreduce(&st->launch, send, recv, count, dtype == ARB_DTYPE_BF16 ? 0 : 1,
+                                               st->prm.blocks, st->prm.threads, stream);
+    if (ce != cudaSuccess)
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "hoststaged: kernel launch for %zu elements: %s", count, cudaGetErrorString(ce));
     return ARB_OK;
 }
 
@@ -357,17 +300,16 @@ static arb_status_t hs_query_error(void *state, char *why, size_t why_len)
     hs_error_t err;
     cudaError_t ce = cudaMemcpy(&err, st->launch.err, sizeof err, cudaMemcpyDeviceToHost);
     if (ce != cudaSuccess) {
-        snprintf(why, why_len, "hoststaged: reading the device error record: %s", cudaGetErrorString(ce));
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "hoststaged: reading the device error record: %s", cudaGetErrorString(ce));
     }
     if (!err.timed_out)
         return ARB_OK;
     /* The record stays set: the epochs of the ranks disagree from here on, so every
      * later call returns without computing; say so instead of reporting success. */
     if (!st->timeout_reported)
-        snprintf(why, why_len, "hoststaged: spin-wait timed out waiting for rank %d (epoch %u)", err.peer, err.epoch);
+        ARB_WHY(why, why_len, "hoststaged: spin-wait timed out waiting for rank %d (epoch %u)", err.peer, err.epoch);
     else
-        snprintf(why, why_len, "hoststaged: calls did nothing since the spin-wait timed out waiting for rank %d (epoch %u); finalize and init again to reset", err.peer, err.epoch);
+        ARB_WHY(why, why_len, "hoststaged: calls did nothing since the spin-wait timed out waiting for rank %d (epoch %u); finalize and init again to reset", err.peer, err.epoch);
     st->timeout_reported = 1;
     return ARB_ERR_TIMEOUT;
 }

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cuda_runtime_api.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -51,13 +53,13 @@ typedef struct hs_launch {
 } hs_launch_t;
 
 /* Enqueues one all-reduce of `count` elements (dtype: 0 bf16, 1 fp32) on `stream`
- * with `blocks` CTAs of `threads` threads. Returns a cudaError_t as int (0: success). */
-int hs_launch_allreduce(const hs_launch_t *l, const void *send, void *recv, size_t count,
+ * with `blocks` CTAs of `threads` threads; the launch's error. */
+cudaError_t hs_launch_allreduce(const hs_launch_t *l, const void *send, void *recv, size_t count,
                         int dtype, unsigned blocks, unsigned threads, void *stream);
 
 /* The largest number of CTAs of `threads` threads that can be resident at once on the
- * current device (SMs x blocks per SM for this kernel), or -1 with a cudaError_t in *cerr. */
-int hs_max_coresident_blocks(unsigned threads, int *cerr);
+ * current device (SMs x blocks per SM, the fewer of the bf16 and fp32 kernels). */
+cudaError_t hs_max_coresident_blocks(unsigned threads, int *blocks);
 
 #ifdef __cplusplus
 }

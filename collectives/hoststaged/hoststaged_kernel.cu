@@ -41,6 +41,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "arb_device.cuh"
+#include "arb_launch.cuh"
 #include "hoststaged.h"
 
 namespace {
@@ -57,13 +59,6 @@ __device__ __forceinline__ uint32_t ld_acquire_sys(const volatile uint32_t *p)
 __device__ __forceinline__ void st_relaxed_sys(volatile uint32_t *p, uint32_t v)
 {
     asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ uint64_t globaltimer_ns()
-{
-    uint64_t t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
 }
 
 __device__ __forceinline__ volatile uint32_t *flag_ptr(const hs_launch_t &l, int r, unsigned b)
@@ -147,7 +142,7 @@ __device__ int wait_peers(const hs_launch_t &l, unsigned b, uint32_t e)
         if (r == l.rank)
             continue;
         const volatile uint32_t *f = flag_ptr(l, r, b);
-        const uint64_t start = globaltimer_ns();
+        const uint64_t start = arb_globaltimer_ns();
         for (unsigned polls = 1;; polls++) {
             // Signed difference: the epoch counter may wrap after 2^32 calls.
             if ((int32_t)(ld_acquire_sys(f) - e) >= 0)
@@ -156,7 +151,7 @@ __device__ int wait_peers(const hs_launch_t &l, unsigned b, uint32_t e)
                 failed = 1; // another CTA gave up: the epochs no longer agree
                 break;
             }
-            if (globaltimer_ns() - start > HS_TIMEOUT_NS) {
+            if (arb_globaltimer_ns() - start > HS_TIMEOUT_NS) {
                 record_timeout(l, r, e);
                 failed = 1;
                 break;
@@ -255,31 +250,24 @@ __global__ void __launch_bounds__(1024) hs_oneshot(hs_launch_t l, const void *se
 
 } // namespace
 
-extern "C" int hs_launch_allreduce(const hs_launch_t *l, const void *send, void *recv,
-                                   size_t count, int dtype, unsigned blocks, unsigned threads,
-                                   void *stream)
+extern "C" cudaError_t hs_launch_allreduce(const hs_launch_t *l, const void *send, void *recv,
+                                           size_t count, int dtype, unsigned blocks, unsigned threads,
+                                           void *stream)
 {
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     if (dtype == 0)
         hs_oneshot<Bf16><<<blocks, threads, 0, s>>>(*l, send, recv, count);
     else
         hs_oneshot<Fp32><<<blocks, threads, 0, s>>>(*l, send, recv, count);
-    return (int)cudaGetLastError();
+    return cudaGetLastError();
 }
 
-extern "C" int hs_max_coresident_blocks(unsigned threads, int *cerr)
+extern "C" cudaError_t hs_max_coresident_blocks(unsigned threads, int *blocks)
 {
-    int dev = 0, sms = 0, per_sm_bf16 = 0, per_sm_fp32 = 0;
-    cudaError_t e = cudaGetDevice(&dev);
+    int bf16 = 0, fp32 = 0;
+    cudaError_t e = arb_resident_clusters(hs_oneshot<Bf16>, 1, (int)threads, &bf16);
     if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (e == cudaSuccess)
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_bf16, hs_oneshot<Bf16>, (int)threads, 0);
-    if (e == cudaSuccess)
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_fp32, hs_oneshot<Fp32>, (int)threads, 0);
-    if (e != cudaSuccess) {
-        *cerr = (int)e;
-        return -1;
-    }
-    return sms * (per_sm_bf16 < per_sm_fp32 ? per_sm_bf16 : per_sm_fp32);
+        e = arb_resident_clusters(hs_oneshot<Fp32>, 1, (int)threads, &fp32);
+    *blocks = bf16 < fp32 ? bf16 : fp32;
+    return e;
 }

@@ -7,14 +7,16 @@
  *   variant=oneshot-pull|oneshot-push|oneshot-flagfree   (required)
  *   barrier=bounded|nccl     pull, push. bounded (default): our flags, spins time out;
  *                            nccl: ncclLsaBarrierSession (no timeout)
- *   ctas=N                   1..64; pull: most CTAs per call (default 16); push and
- *                            flag-free: CTAs of every call (default 16; flag-free 24)
+ *   blocks=N                 1..64; pull: most CTAs per call (default 16); push and
+ *                            flag-free: CTAs of every call (default 16; flag-free 24).
+ *                            The old spelling ctas=N is accepted with a log line.
  *   threads=N                flag-free only: threads per CTA, a multiple of 32 from
  *                            64 to 1024 (default 256); pull and push run 512
  *   timeout_ms=N             spin limit (default 5000)
  *   test_hang_rank=R         flag-free only: rank R sends no lines (tests timeouts)
- *   row_ctas=auto|1|2|4|8    flag-free fused op: CTAs per token row (a thread-block
- *                            cluster); auto (default) picks per call
+ *   row_blocks=auto|1|2|4|8  flag-free fused op: CTAs per token row (a thread-block
+ *                            cluster); auto (default) picks per call. The old spelling
+ *                            row_ctas is accepted with a log line.
  *   pdl=0|1                  flag-free fused op: 1 launches with programmatic
  *                            dependent launch (the kernel waits for the previous one
  *                            in griddepcontrol.wait, its launch overlaps it); default 0
@@ -31,27 +33,21 @@
 
 #include <nccl.h>
 
+#include "arb_plugin_util.h"
 #include "arbench/plugin.h"
+#include "arbench/status.h"
 #include "lsa_kernels.h"
 #include "symm_boot.h"
-
-#define LSA_MAX_BUFFERS 64
-
-typedef struct lsa_buffer {
-    char *base;
-    size_t bytes;
-    ncclWindow_t win;
-    char *peer[LSA_MAX_RANKS]; /* byte 0 of the buffer on each LSA rank (ncclGetLsaPointer) */
-} lsa_buffer_t;
+#include "symm_windows.h"
 
 typedef struct lsa_params {
     lsa_variant_t variant;
-    int have_variant, have_barrier, have_ctas, have_threads, have_hang, have_fused;
+    int have_variant, have_barrier, have_blocks, have_threads, have_hang, have_fused;
     lsa_barrier_t barrier;
-    int ctas, threads;
+    int blocks, threads; /* CTAs per call, threads per CTA */
     unsigned timeout_ms;
     unsigned hang_rank;
-    unsigned row_ctas; /* 0: auto */
+    unsigned row_blocks; /* fused op: CTAs per token row; 0: auto */
     unsigned pdl;
 } lsa_params_t;
 
@@ -62,139 +58,121 @@ typedef struct lsa_state {
     lsa_config_t cfg; /* resolved: ctas clamped to the SM count */
     ncclComm_t comm;
     lsa_dev_t *dev;
-    lsa_buffer_t bufs[LSA_MAX_BUFFERS];
+    symm_windows_t bufs;                                 /* mem_alloc's buffers */
+    char *peer[SYMM_MAX_WINDOWS][LSA_MAX_RANKS];         /* byte 0 of bufs.w[i] on each LSA rank */
     char describe[200];
 } lsa_state_t;
 
 static const char *const lsa_variants[] = {
     "variant=oneshot-pull",
     "variant=oneshot-push",
-    "variant=oneshot-flagfree,ctas=24,threads=256",
-    "variant=oneshot-flagfree,ctas=12,threads=512",
+    "variant=oneshot-flagfree,blocks=24,threads=256",
+    "variant=oneshot-flagfree,blocks=12,threads=512",
     /* Programmatic dependent launch for the fused op: on 2 x H200 (2026-11-30) 4.19 us vs
      * 4.93 us at 3 tokens in graph replay, nothing gained after a compute kernel (context
      * mode 4.99 vs 4.85): its own variant, so a profile chooses per mode. */
-    "variant=oneshot-flagfree,ctas=24,threads=256,pdl=1",
+    "variant=oneshot-flagfree,blocks=24,threads=256,pdl=1",
     NULL,
 };
 
-static int parse_uint(const char *value, unsigned lo, unsigned hi, unsigned *out)
-{
-    char *end = NULL;
-    unsigned long v = strtoul(value, &end, 10);
-    if (!*value || *end || value[0] == '-' || v < lo || v > hi)
-        return -1;
-    *out = (unsigned)v;
-    return 0;
-}
+/* The knobs; blocks and row_blocks are p2p's names for the same things (CTAs per call,
+ * CTAs per token row of the fused op). lsa's old spellings ctas and row_ctas are still
+ * accepted, with a log line naming the new key. */
+enum { KEY_VARIANT, KEY_BARRIER, KEY_BLOCKS, KEY_THREADS, KEY_TIMEOUT, KEY_HANG, KEY_ROW_BLOCKS, KEY_PDL, NKEYS };
+static const arb_kv_key_t lsa_keys[NKEYS] = {
+    {"variant", NULL},    {"barrier", NULL},        {"blocks", "ctas"},          {"threads", NULL},
+    {"timeout_ms", NULL}, {"test_hang_rank", NULL}, {"row_blocks", "row_ctas"}, {"pdl", NULL},
+};
 
-static int on_pair(void *ctx, const char *key, const char *value, char *why, size_t why_len)
+static arb_status_t on_pair(void *ctx, int key, const char *value, char *why, size_t why_len)
 {
     lsa_params_t *p = ctx;
-    unsigned u = 0;
-    if (strcmp(key, "variant") == 0) {
+    int v = 0;
+    switch (key) {
+    case KEY_VARIANT:
         if (strcmp(value, "oneshot-pull") == 0)
             p->variant = LSA_ONESHOT_PULL;
         else if (strcmp(value, "oneshot-push") == 0)
             p->variant = LSA_ONESHOT_PUSH;
         else if (strcmp(value, "oneshot-flagfree") == 0)
             p->variant = LSA_ONESHOT_FLAGFREE;
-        else {
-            snprintf(why, why_len, "lsa: variant='%s', expected oneshot-pull, oneshot-push or oneshot-flagfree", value);
-            return -1;
-        }
+        else
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: variant='%s', expected oneshot-pull, oneshot-push or oneshot-flagfree", value);
         p->have_variant = 1;
-    } else if (strcmp(key, "barrier") == 0) {
+        return ARB_OK;
+    case KEY_BARRIER:
         if (strcmp(value, "bounded") == 0)
             p->barrier = LSA_BARRIER_BOUNDED;
         else if (strcmp(value, "nccl") == 0)
             p->barrier = LSA_BARRIER_NCCL;
-        else {
-            snprintf(why, why_len, "lsa: barrier='%s', expected bounded or nccl", value);
-            return -1;
-        }
+        else
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: barrier='%s', expected bounded or nccl", value);
         p->have_barrier = 1;
-    } else if (strcmp(key, "ctas") == 0) {
-        if (parse_uint(value, 1, LSA_MAX_CTAS, &u)) {
-            snprintf(why, why_len, "lsa: ctas='%s', expected an integer from 1 to %d", value, LSA_MAX_CTAS);
-            return -1;
-        }
-        p->ctas = (int)u;
-        p->have_ctas = 1;
-    } else if (strcmp(key, "threads") == 0) {
-        if (parse_uint(value, 64, 1024, &u) || u % 32) {
-            snprintf(why, why_len, "lsa: threads='%s', expected a multiple of 32 from 64 to 1024", value);
-            return -1;
-        }
-        p->threads = (int)u;
+        return ARB_OK;
+    case KEY_BLOCKS:
+        if (arb_kv_int(value, 1, LSA_MAX_CTAS, &p->blocks))
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: blocks='%s', expected an integer from 1 to %d (CTAs per call)", value, LSA_MAX_CTAS);
+        p->have_blocks = 1;
+        return ARB_OK;
+    case KEY_THREADS:
+        if (arb_kv_int(value, 64, 1024, &p->threads) || p->threads % 32)
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: threads='%s', expected a multiple of 32 from 64 to 1024", value);
         p->have_threads = 1;
-    } else if (strcmp(key, "test_hang_rank") == 0) {
-        if (parse_uint(value, 0, LSA_MAX_RANKS - 1, &u)) {
-            snprintf(why, why_len, "lsa: test_hang_rank='%s', expected a rank from 0 to %d", value, LSA_MAX_RANKS - 1);
-            return -1;
-        }
-        p->hang_rank = u;
+        return ARB_OK;
+    case KEY_HANG:
+        if (arb_kv_int(value, 0, LSA_MAX_RANKS - 1, &v))
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: test_hang_rank='%s', expected a rank from 0 to %d", value, LSA_MAX_RANKS - 1);
+        p->hang_rank = (unsigned)v;
         p->have_hang = 1;
-    } else if (strcmp(key, "row_ctas") == 0) {
+        return ARB_OK;
+    case KEY_ROW_BLOCKS:
         if (strcmp(value, "auto") == 0)
-            p->row_ctas = 0;
-        else if (parse_uint(value, 1, 8, &u) || (u & (u - 1))) {
-            snprintf(why, why_len, "lsa: row_ctas='%s', expected auto, 1, 2, 4 or 8", value);
-            return -1;
-        } else
-            p->row_ctas = u;
+            p->row_blocks = 0;
+        else if (arb_kv_int(value, 1, 8, &v) || (v & (v - 1)))
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: row_blocks='%s', expected auto, 1, 2, 4 or 8", value);
+        else
+            p->row_blocks = (unsigned)v;
         p->have_fused = 1;
-    } else if (strcmp(key, "pdl") == 0) {
-        if (parse_uint(value, 0, 1, &u)) {
-            snprintf(why, why_len, "lsa: pdl='%s', expected 0 or 1", value);
-            return -1;
-        }
-        p->pdl = u;
+        return ARB_OK;
+    case KEY_PDL:
+        if (arb_kv_int(value, 0, 1, &v))
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: pdl='%s', expected 0 or 1", value);
+        p->pdl = (unsigned)v;
         p->have_fused = 1;
-    } else if (strcmp(key, "timeout_ms") == 0) {
-        if (parse_uint(value, 1, 3600000, &u)) {
-            snprintf(why, why_len, "lsa: timeout_ms='%s', expected an integer from 1 to 3600000 (milliseconds)", value);
-            return -1;
-        }
-        p->timeout_ms = u;
-    } else {
-        snprintf(why, why_len, "lsa: unknown parameter '%s' (known: variant, barrier, ctas, threads, timeout_ms, test_hang_rank, row_ctas, pdl)", key);
-        return -1;
+        return ARB_OK;
+    default:
+        if (arb_kv_int(value, 1, 3600000, &v))
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: timeout_ms='%s', expected an integer from 1 to 3600000 (milliseconds)", value);
+        p->timeout_ms = (unsigned)v;
+        return ARB_OK;
     }
-    return 0;
 }
 
 static arb_status_t lsa_init(const arb_comm_info_t *info, const arb_host_ops_t *ops, const char *params,
                              void **state, char *why, size_t why_len)
 {
     lsa_params_t p = {.variant = LSA_ONESHOT_PULL, .barrier = LSA_BARRIER_BOUNDED, .timeout_ms = 5000};
-    if (symm_parse_params(params, &p, on_pair, "lsa", why, why_len))
-        return ARB_ERR_INVALID;
+    ARB_TRY(arb_kv_parse("lsa", params, lsa_keys, NKEYS, on_pair, &p, ops, why, why_len));
     if (!p.have_variant) {
-        snprintf(why, why_len, "lsa: parameters '%s' lack variant=oneshot-pull, variant=oneshot-push or variant=oneshot-flagfree",
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: parameters '%s' lack variant=oneshot-pull, variant=oneshot-push or variant=oneshot-flagfree",
                  params ? params : "");
-        return ARB_ERR_INVALID;
     }
     const int flagfree = p.variant == LSA_ONESHOT_FLAGFREE;
     if (!flagfree && (p.have_threads || p.have_hang)) {
-        snprintf(why, why_len, "lsa: %s applies to variant=oneshot-flagfree only (pull and push run 512 threads per CTA)",
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: %s applies to variant=oneshot-flagfree only (pull and push run 512 threads per CTA)",
                  p.have_threads ? "threads" : "test_hang_rank");
-        return ARB_ERR_INVALID;
     }
     if (!flagfree && p.have_fused) {
-        snprintf(why, why_len, "lsa: row_ctas and pdl apply to variant=oneshot-flagfree only (its fused allreduce_rmsnorm)");
-        return ARB_ERR_INVALID;
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: row_blocks and pdl apply to variant=oneshot-flagfree only (its fused allreduce_rmsnorm)");
     }
     if (flagfree && p.have_barrier) {
-        snprintf(why, why_len, "lsa: barrier applies to oneshot-pull and oneshot-push only (oneshot-flagfree has no barrier)");
-        return ARB_ERR_INVALID;
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: barrier applies to oneshot-pull and oneshot-push only (oneshot-flagfree has no barrier)");
     }
     if (p.have_hang && (int)p.hang_rank >= info->nranks) {
-        snprintf(why, why_len, "lsa: test_hang_rank=%u, expected a rank from 0 to %d", p.hang_rank, info->nranks - 1);
-        return ARB_ERR_INVALID;
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: test_hang_rank=%u, expected a rank from 0 to %d", p.hang_rank, info->nranks - 1);
     }
-    if (!p.have_ctas)
-        p.ctas = flagfree ? 24 : 16;
+    if (!p.have_blocks)
+        p.blocks = flagfree ? 24 : 16;
     if (!p.have_threads)
         p.threads = flagfree ? 256 : 512;
 
@@ -206,15 +184,13 @@ static arb_status_t lsa_init(const arb_comm_info_t *info, const arb_host_ops_t *
     symm_version_str(lsa_header_version(), hv, sizeof hv);
     symm_version_str(lib, lv, sizeof lv);
     if (nr != ncclSuccess || lib != lsa_header_version()) {
-        snprintf(why, why_len, "NCCL header/library mismatch: lsa was compiled against NCCL %s headers but NCCL %s is loaded; the device API's struct layouts differ between releases, rebuild arbench against the NCCL in use (meson -Dnccl_home=...)",
+        ARB_RAISE(ARB_DECLINE, why, why_len, "NCCL header/library mismatch: lsa was compiled against NCCL %s headers but NCCL %s is loaded; the device API's struct layouts differ between releases, rebuild arbench against the NCCL in use (meson -Dnccl_home=...)",
                  hv, nr == ncclSuccess ? lv : "(ncclGetVersion failed)");
-        return ARB_DECLINE;
     }
 
     lsa_state_t *s = calloc(1, sizeof *s);
     if (!s) {
-        snprintf(why, why_len, "lsa: out of host memory");
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "lsa: out of host memory");
     }
     s->info = *info;
     s->ops = ops;
@@ -223,11 +199,11 @@ static arb_status_t lsa_init(const arb_comm_info_t *info, const arb_host_ops_t *
     if (st != ARB_OK)
         goto err_free_state;
     size_t max_bytes = info->max_bytes ? info->max_bytes : 16;
-    s->cfg = (lsa_config_t){.variant = p.variant, .barrier = p.barrier, .ctas = p.ctas, .threads = p.threads,
+    s->cfg = (lsa_config_t){.variant = p.variant, .barrier = p.barrier, .ctas = p.blocks, .threads = p.threads,
                             .timeout_ns = (uint64_t)p.timeout_ms * 1000000u,
                             .hang_rank = p.have_hang ? (int)p.hang_rank : -1,
                             .max_tokens = info->max_tokens, .hidden = info->hidden,
-                            .fused_row_ctas = (int)p.row_ctas, .fused_pdl = (int)p.pdl};
+                            .fused_row_blocks = (int)p.row_blocks, .fused_pdl = (int)p.pdl};
     st = lsa_dev_create(s->comm, ops, info->nranks, max_bytes, &s->cfg, &s->dev, why, why_len);
     if (st != ARB_OK)
         goto err_destroy_comm;
@@ -238,15 +214,15 @@ static arb_status_t lsa_init(const arb_comm_info_t *info, const arb_host_ops_t *
     size_t used = 0;
     if (p.have_hang)
         used += (size_t)snprintf(extra + used, sizeof extra - used, ",test_hang_rank=%u", p.hang_rank);
-    if (p.row_ctas)
-        used += (size_t)snprintf(extra + used, sizeof extra - used, ",row_ctas=%u", p.row_ctas);
+    if (p.row_blocks)
+        used += (size_t)snprintf(extra + used, sizeof extra - used, ",row_blocks=%u", p.row_blocks);
     if (p.pdl)
         snprintf(extra + used, sizeof extra - used, ",pdl=1");
     if (flagfree)
-        snprintf(s->describe, sizeof s->describe, "variant=%s,ctas=%d,threads=%d,timeout_ms=%u%s,nccl=%s",
+        snprintf(s->describe, sizeof s->describe, "variant=%s,blocks=%d,threads=%d,timeout_ms=%u%s,nccl=%s",
                  names[p.variant], s->cfg.ctas, s->cfg.threads, p.timeout_ms, extra, lv);
     else
-        snprintf(s->describe, sizeof s->describe, "variant=%s,barrier=%s,ctas=%d,timeout_ms=%u,nccl=%s",
+        snprintf(s->describe, sizeof s->describe, "variant=%s,barrier=%s,blocks=%d,timeout_ms=%u,nccl=%s",
                  names[p.variant], p.barrier == LSA_BARRIER_NCCL ? "nccl" : "bounded", s->cfg.ctas, p.timeout_ms, lv);
     *state = s;
     return ARB_OK;
@@ -261,65 +237,24 @@ err_free_state:
 static void *lsa_mem_alloc(void *state, size_t bytes)
 {
     lsa_state_t *s = state;
-    int slot = -1;
-    for (int i = 0; i < LSA_MAX_BUFFERS && slot < 0; i++)
-        if (!s->bufs[i].base)
-            slot = i;
-    char why[512], msg[600];
-    void *ptr = NULL;
-    ncclWindow_t win = NULL;
-    /* Collective (same sizes, same order on every rank): register even without a free
-     * slot so that no rank is left waiting. */
-    if (symm_window_alloc(s->comm, bytes, &ptr, &win, why, sizeof why) != ARB_OK) {
-        snprintf(msg, sizeof msg, "mem_alloc(%zu bytes): %s", bytes, why);
-        s->ops->log(s->ops->ctx, msg);
+    const int slot = symm_windows_alloc(&s->bufs, s->comm, s->ops, bytes);
+    if (slot < 0)
         return NULL;
-    }
-    if (!win || slot < 0) {
-        snprintf(msg, sizeof msg, "mem_alloc(%zu bytes): %s", bytes,
-                 win ? "more than 64 live buffers" : "NCCL created no symmetric window although the init probe got one");
-        s->ops->log(s->ops->ctx, msg);
-        symm_window_free(s->comm, ptr, win);
-        return NULL;
-    }
-    lsa_buffer_t *b = &s->bufs[slot];
-    *b = (lsa_buffer_t){.base = ptr, .bytes = bytes, .win = win};
     /* Pull reads peers' send through these; a failure here is a broken CUDA context,
      * which every rank's next CUDA call reports too. */
-    if (lsa_dev_resolve(s->dev, win, b->peer, why, sizeof why) != ARB_OK) {
-        snprintf(msg, sizeof msg, "mem_alloc(%zu bytes): %s", bytes, why);
-        s->ops->log(s->ops->ctx, msg);
-        symm_window_free(s->comm, ptr, win);
-        *b = (lsa_buffer_t){0};
+    char why[512];
+    if (lsa_dev_resolve(s->dev, s->bufs.w[slot].win, s->peer[slot], why, sizeof why) != ARB_OK) {
+        arb_plog(s->ops, "lsa", "mem_alloc(%zu bytes): %s", bytes, why);
+        symm_windows_release(&s->bufs, s->comm, slot);
         return NULL;
     }
-    return ptr;
+    return s->bufs.w[slot].base;
 }
 
 static void lsa_mem_free(void *state, void *ptr)
 {
     lsa_state_t *s = state;
-    for (int i = 0; i < LSA_MAX_BUFFERS; i++) {
-        if (ptr && s->bufs[i].base == ptr) {
-            symm_window_free(s->comm, ptr, s->bufs[i].win);
-            s->bufs[i] = (lsa_buffer_t){0};
-            return;
-        }
-    }
-}
-
-/* The buffer holding [ptr, ptr + bytes) and ptr's byte offset in it, or NULL. */
-static const lsa_buffer_t *lsa_lookup(const lsa_state_t *s, const void *ptr, size_t bytes, size_t *off)
-{
-    const char *p = ptr;
-    for (int i = 0; i < LSA_MAX_BUFFERS; i++) {
-        const lsa_buffer_t *b = &s->bufs[i];
-        if (b->base && p >= b->base && p + bytes <= b->base + b->bytes) {
-            *off = (size_t)(p - b->base);
-            return b;
-        }
-    }
-    return NULL;
+    symm_windows_free(&s->bufs, s->comm, ptr);
 }
 
 static arb_status_t lsa_allreduce(void *state, const void *send, void *recv, size_t count, arb_dtype_t dtype,
@@ -327,8 +262,7 @@ static arb_status_t lsa_allreduce(void *state, const void *send, void *recv, siz
 {
     lsa_state_t *s = state;
     if (dtype != ARB_DTYPE_BF16 && dtype != ARB_DTYPE_FP32) {
-        snprintf(why, why_len, "lsa: allreduce: dtype %d, expected bf16 or fp32", (int)dtype);
-        return ARB_ERR_INVALID;
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: allreduce: dtype %d, expected bf16 or fp32", (int)dtype);
     }
     size_t bytes = count * (dtype == ARB_DTYPE_BF16 ? 2 : 4);
     const char *send_peer[LSA_MAX_RANKS];
@@ -338,14 +272,13 @@ static arb_status_t lsa_allreduce(void *state, const void *send, void *recv, siz
      * locally. */
     if (s->cfg.variant == LSA_ONESHOT_PULL) {
         size_t off = 0;
-        const lsa_buffer_t *b = lsa_lookup(s, send, bytes, &off);
-        if (!b) {
-            snprintf(why, why_len, "lsa: allreduce: send %p (+%zu bytes) is not inside a buffer from lsa's mem_alloc (oneshot-pull reads it through its symmetric window)",
+        const int b = symm_windows_find(&s->bufs, send, bytes, &off);
+        if (b < 0) {
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: allreduce: send %p (+%zu bytes) is not inside a buffer from lsa's mem_alloc (oneshot-pull reads it through its symmetric window)",
                      send, bytes);
-            return ARB_ERR_INVALID;
         }
         for (int r = 0; r < lsa_dev_lsa_size(s->dev); r++)
-            send_peer[r] = b->peer[r] + off;
+            send_peer[r] = s->peer[b][r] + off;
         peers = send_peer;
     }
     return lsa_dev_allreduce(s->dev, send, peers, recv, count, dtype, stream, why, why_len);
@@ -356,27 +289,24 @@ static arb_status_t lsa_allreduce(void *state, const void *send, void *recv, siz
 static arb_status_t lsa_check_rmsnorm_args(const lsa_state_t *s, const arb_rmsnorm_args_t *a, char *why,
                                            size_t why_len)
 {
-    why[0] = '\0';
     if (!a)
-        snprintf(why, why_len, "lsa: allreduce_rmsnorm: args is NULL, expected an arb_rmsnorm_args_t");
-    else if (!a->x || !a->residual || !a->weight || !a->out)
-        snprintf(why, why_len, "lsa: allreduce_rmsnorm: %s is NULL, expected a device pointer (bf16)",
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: allreduce_rmsnorm: args is NULL, expected an arb_rmsnorm_args_t");
+    if (!a->x || !a->residual || !a->weight || !a->out)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: allreduce_rmsnorm: %s is NULL, expected a device pointer (bf16)",
                  !a->x ? "x" : !a->residual ? "residual" : !a->weight ? "weight" : "out");
-    else if (((uintptr_t)a->x | (uintptr_t)a->residual | (uintptr_t)a->weight | (uintptr_t)a->out) & 1u)
-        snprintf(why, why_len, "lsa: allreduce_rmsnorm: x %p, residual %p, weight %p, out %p: expected 2-byte aligned bf16 pointers",
+    if (((uintptr_t)a->x | (uintptr_t)a->residual | (uintptr_t)a->weight | (uintptr_t)a->out) & 1u)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: allreduce_rmsnorm: x %p, residual %p, weight %p, out %p: expected 2-byte aligned bf16 pointers",
                  a->x, a->residual, a->weight, a->out);
-    else if (a->hidden == 0)
-        snprintf(why, why_len, "lsa: allreduce_rmsnorm: hidden=0, expected at least 1 element per row");
-    else if (!(a->eps >= 0.0f) || a->eps > 3.0e38f)
-        snprintf(why, why_len, "lsa: allreduce_rmsnorm: eps=%g, expected a finite value >= 0", (double)a->eps);
-    else if ((size_t)a->tokens * a->hidden > ((size_t)1 << 40))
-        snprintf(why, why_len, "lsa: allreduce_rmsnorm: tokens=%u x hidden=%u, expected at most 2^40 elements", a->tokens,
+    if (a->hidden == 0)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: allreduce_rmsnorm: hidden=0, expected at least 1 element per row");
+    if (!(a->eps >= 0.0f) || a->eps > 3.0e38f)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: allreduce_rmsnorm: eps=%g, expected a finite value >= 0", (double)a->eps);
+    if ((size_t)a->tokens * a->hidden > ((size_t)1 << 40))
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: allreduce_rmsnorm: tokens=%u x hidden=%u, expected at most 2^40 elements", a->tokens,
                  a->hidden);
-    else if (!s)
-        snprintf(why, why_len, "lsa: allreduce_rmsnorm: state is NULL, expected the instance from init");
-    if (!why[0])
-        return ARB_OK;
-    return ARB_ERR_INVALID;
+    if (!s)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: allreduce_rmsnorm: state is NULL, expected the instance from init");
+    return ARB_OK;
 }
 
 /* Fused all-reduce + residual add + RMSNorm (lsa_fused.cu): oneshot-flagfree only;
@@ -405,9 +335,7 @@ static const char *lsa_describe(void *state)
 static void lsa_finalize(void *state)
 {
     lsa_state_t *s = state;
-    for (int i = 0; i < LSA_MAX_BUFFERS; i++)
-        if (s->bufs[i].base)
-            symm_window_free(s->comm, s->bufs[i].base, s->bufs[i].win);
+    symm_windows_free_all(&s->bufs, s->comm);
     lsa_dev_destroy(s->comm, s->dev);
     ncclCommDestroy(s->comm);
     free(s);

@@ -17,6 +17,9 @@
 #include <nccl_device.h>
 #pragma GCC diagnostic pop
 
+#include "arb_device.cuh"
+#include "arbench/status.h"
+#include "arb_ff_fused.cuh"
 #include "lsa_kernels.h"
 
 /* Rank-local device words (uint32), never seen by peers:
@@ -60,86 +63,51 @@ struct lsa_kargs {
     int hang;                             /* flag-free test hook: send no lines */
 };
 
-static __device__ __forceinline__ unsigned long long lsa_globaltimer_ns()
+/* The error words W_ERR_FLAG .. W_ERR_EPOCH are the common spin error record
+ * (arb_spin.h: failed, cta, peer, what, epoch, in that order). */
+static_assert(W_ERR_CTA == W_ERR_FLAG + 1 && W_ERR_PEER == W_ERR_FLAG + 2 && W_ERR_WHAT == W_ERR_FLAG + 3 &&
+                  W_ERR_EPOCH == W_ERR_FLAG + 4 && sizeof(arb_spin_error_t) == 5 * sizeof(uint32_t),
+              "lsa error words = arb_spin_error_t");
+static __device__ __forceinline__ arb_spin_error_t *lsa_error(uint32_t *words)
 {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
+    return (arb_spin_error_t *)(words + W_ERR_FLAG);
 }
 
 /* True once this rank gave up on a spin (this or an earlier kernel). */
-static __device__ __forceinline__ bool lsa_failed(uint32_t *words)
-{
-    return cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(words[W_ERR_FLAG]).load(cuda::memory_order_relaxed) != 0;
-}
-static __device__ __forceinline__ bool lsa_failed(const lsa_kargs &a) { return lsa_failed(a.words); }
+static __device__ __forceinline__ bool lsa_failed(const lsa_kargs &a) { return arb_spin_failed(lsa_error(a.words)); }
 
 /* Records the first failure of this rank (later ones keep the first record). */
-static __device__ __forceinline__ void lsa_record_timeout(uint32_t *words, int peer, uint32_t what, uint32_t epoch)
-{
-    if (atomicCAS(&words[W_ERR_FLAG], 0u, 1u) == 0u) {
-        words[W_ERR_CTA] = blockIdx.x;
-        words[W_ERR_PEER] = (uint32_t)peer;
-        words[W_ERR_WHAT] = what;
-        words[W_ERR_EPOCH] = epoch;
-    }
-}
 static __device__ __forceinline__ void lsa_record_timeout(const lsa_kargs &a, int peer, uint32_t what, uint32_t epoch)
 {
-    lsa_record_timeout(a.words, peer, what, epoch);
+    arb_spin_record(lsa_error(a.words), peer, what, epoch);
 }
 
-template <typename T> struct vec_traits;
-template <> struct vec_traits<__nv_bfloat16> {
-    static constexpr int n = 8; /* elements per 16-byte vector */
-    static __device__ float get(const uint4 &v, int i)
-    {
-        const __nv_bfloat16 *e = reinterpret_cast<const __nv_bfloat16 *>(&v);
-        return __bfloat162float(e[i]);
-    }
-    static __device__ void put(uint4 &v, int i, float x)
-    {
-        reinterpret_cast<__nv_bfloat16 *>(&v)[i] = __float2bfloat16_rn(x);
-    }
-    static __device__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-    static __device__ __nv_bfloat16 from_f(float x) { return __float2bfloat16_rn(x); }
-    static __device__ float load1(const void *p, size_t i) { return __bfloat162float(((const __nv_bfloat16 *)p)[i]); }
-    static __device__ void store1(void *p, size_t i, float x) { ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(x); }
-};
-template <> struct vec_traits<float> {
-    static constexpr int n = 4;
-    static __device__ float get(const uint4 &v, int i) { return reinterpret_cast<const float *>(&v)[i]; }
-    static __device__ void put(uint4 &v, int i, float x) { reinterpret_cast<float *>(&v)[i] = x; }
-    static __device__ float to_f(float x) { return x; }
-    static __device__ float from_f(float x) { return x; }
-    static __device__ float load1(const void *p, size_t i) { return ((const float *)p)[i]; }
-    static __device__ void store1(void *p, size_t i, float x) { ((float *)p)[i] = x; }
-};
+template <typename T> using vec_traits = arb_vec_traits<T>;
 
 /* Peer data (and data peers write into our window) is read with ld.global.cg (L2,
  * not L1): L1 is not coherent with peers' writes. */
-static __device__ __forceinline__ uint4 load_cg(const void *base, size_t v) { return __ldcg((const uint4 *)base + v); }
+static __device__ __forceinline__ uint4 load_cg(const void *base, size_t v) { return arb_ld_cg((const uint4 *)base + v); }
 
 /* Host side, defined in lsa_flagfree.cu. */
 cudaError_t lsa_launch_flagfree(const lsa_kargs &a, bool bf16, int ctas, int threads, cudaStream_t s);
 
-/* One fused launch (lsa_fused.cu): `rows` token rows of x/residual/out starting at
- * the pointers below, lines in the fused area of the scratch window. */
-struct lsa_fargs {
+/* How the fused kernel (collectives/common/arb_ff_fused.cuh) reaches the line areas
+ * on the LSA path: the scratch window's LSA pointers, resolved once at init. */
+struct lsa_peers {
     char *scratch_peer[LSA_MAX_RANKS]; /* scratch window byte 0 on each LSA rank */
     size_t area_off, area_bytes;       /* set s, source r at area_off + (s*n + r)*area_bytes */
-    uint32_t *words;
-    unsigned long long timeout_ns;
-    int lsa_rank, lsa_size;
-    int hang;                          /* test hook: send no lines */
-    const void *x;                     /* bf16 [rows x hidden] */
-    void *residual;                    /* bf16 [rows x hidden] */
-    const void *weight;                /* bf16 [hidden] */
-    void *out;                         /* bf16 [rows x hidden] */
-    unsigned rows, hidden;             /* elements per row */
-    unsigned upt;                      /* units (4 elements) per thread per row */
-    float eps;
+    uint32_t *words;                   /* W_COUNT rank-local words */
+    static constexpr uint32_t kWaitWhat = LSA_WAIT_FUSED_LINES;
+    using index_t = size_t;
+    __device__ __forceinline__ uint4 *lines(int owner, int src, size_t set, int n) const
+    {
+        return (uint4 *)(scratch_peer[owner] + area_off + (set * n + src) * area_bytes);
+    }
+    __device__ __forceinline__ uint32_t *epoch_word() const { return words + W_FUSED + blockIdx.x; }
+    __device__ __forceinline__ arb_spin_error_t *error() const { return (arb_spin_error_t *)(words + W_ERR_FLAG); }
 };
+/* One fused launch: `rows` token rows of x/residual/out starting at its pointers. */
+typedef arb_ff_args<lsa_peers> lsa_fargs;
 
 /* The instance (lsa_kernels.h's opaque lsa_dev_t), shared by lsa_kernels.cu and
  * lsa_fused.cu. */
@@ -164,11 +132,10 @@ struct lsa_dev {
 };
 
 /* Host side, defined in lsa_fused.cu. */
-#define LSA_FUSED_MAX_P 8 /* largest cluster (CTAs per row): the portable limit */
-#define LSA_FUSED_UNIT_ELEMS 4 /* bf16 elements per unit: the 8 payload bytes of a line */
-/* Units a thread holds in registers in one launch (over all its rows), by launch
- * bound: the register budget of 255 (256 threads), 128 (512) or 64 (1024) per thread. */
-int lsa_fused_kmax(int threads);
+#define LSA_FUSED_MAX_P kArbFfMaxP            /* largest cluster (CTAs per row) */
+#define LSA_FUSED_UNIT_ELEMS kArbFfUnitElems  /* bf16 elements per unit of a line */
+/* Units a thread holds in registers in one launch (arb_ff_kmax of its launch bound). */
+static inline int lsa_fused_kmax(int threads) { return arb_ff_kmax(arb_ff_maxt(threads)); }
 /* Clusters of p CTAs of `threads` threads that can be resident at once (p = 1: CTAs),
  * the fewer of the two kernels (whole units, element-wise). */
 cudaError_t lsa_fused_max_clusters(int p, int threads, int *clusters);

@@ -41,22 +41,6 @@
  */
 #include "lsa_device.cuh"
 
-static __device__ __forceinline__ void st_line(uint4 *p, uint32_t d0, uint32_t d1, uint32_t epoch)
-{
-    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(d0), "r"(epoch), "r"(d1), "r"(epoch)
-                 : "memory");
-}
-
-static __device__ __forceinline__ uint4 ld_line(const uint4 *p)
-{
-    uint4 v;
-    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p)
-                 : "memory");
-    return v;
-}
-
 /* 8-byte units as raw bits (a uint64_t per unit, element i at bits [i*W, (i+1)*W) for
  * W-bit elements, the little-endian memory order), so that no union with 16-bit
  * members sends the unit to local memory. */
@@ -95,29 +79,12 @@ template <typename T> static __device__ __forceinline__ float unit_elt(uint64_t 
     return unit_traits<T>::to_f((raw)(x >> (i * 8 * sizeof(T))));
 }
 
-/* Waits for line *p to carry epoch in both halves. False after timeout_ns (recorded)
- * or when another CTA of this rank gave up. */
+/* Waits for line *p to carry epoch in both halves (arb_spin_until: false after
+ * timeout_ns, recorded, or when another CTA of this rank gave up). */
 static __device__ __forceinline__ bool wait_line(const lsa_kargs &a, const uint4 *p, uint32_t epoch, int peer, uint4 *out)
 {
-    uint4 l = ld_line(p);
-    if (l.y == epoch && l.w == epoch) {
-        *out = l;
-        return true;
-    }
-    const unsigned long long t0 = lsa_globaltimer_ns();
-    for (unsigned spin = 1;; spin++) {
-        l = ld_line(p);
-        if (l.y == epoch && l.w == epoch) {
-            *out = l;
-            return true;
-        }
-        if ((spin & 255u) == 0 && lsa_failed(a))
-            return false;
-        if (lsa_globaltimer_ns() - t0 > a.timeout_ns) {
-            lsa_record_timeout(a, peer, LSA_WAIT_LINES, epoch);
-            return false;
-        }
-    }
+    return arb_spin_until([&] { return arb_line_is(*out = arb_ld_line(p), epoch); }, lsa_error(a.words), peer,
+                          LSA_WAIT_LINES, epoch, a.timeout_ns);
 }
 
 template <typename T>
@@ -141,7 +108,7 @@ __global__ void __launch_bounds__(1024) flagfree_kernel(const lsa_kargs a)
             const uint64_t x = load_unit((const T *)a.send, u, a.count);
             for (int k = 1; k < n; k++) {
                 const int p = me + k < n ? me + k : me + k - n;
-                st_line((uint4 *)(a.scratch_peer[p] + mine) + u, (uint32_t)x, (uint32_t)(x >> 32), epoch);
+                arb_st_line((uint4 *)(a.scratch_peer[p] + mine) + u, (uint32_t)x, (uint32_t)(x >> 32), epoch);
             }
         }
     }

@@ -7,6 +7,8 @@
  */
 #include "lsa_device.cuh"
 
+#include "arb_plugin_util.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -27,9 +29,9 @@ size_t lsa_fused_set_bytes(const lsa_config_t *cfg)
 arb_status_t lsa_fused_resolve_grid(lsa_dev_t *d, lsa_config_t *cfg, const arb_host_ops_t *ops, int nranks, char *why,
                                     size_t why_len)
 {
-    enum { NP = 4 }; /* P = 1, 2, 4, 8 */
+    enum { NP = ARB_GRID_SIZES }; /* P = 1, 2, 4, 8 */
     static_assert(1 << (NP - 1) == LSA_FUSED_MAX_P, "cluster sizes 1 .. LSA_FUSED_MAX_P");
-    int mine[NP] = {0}, all[LSA_MAX_RANKS * NP], fewest[NP];
+    int mine[NP] = {0}, fewest[NP];
     cfg->fused_ctas = cfg->fused_pmax = 0;
     cfg->fused_pmask = 0;
     const int wanted = lsa_fused_set_bytes(cfg) > 0;
@@ -45,10 +47,7 @@ arb_status_t lsa_fused_resolve_grid(lsa_dev_t *d, lsa_config_t *cfg, const arb_h
     }
     /* Every rank takes part, also those that want no fused op (all ranks run the same
      * variant with the same info, so they agree on `wanted`). */
-    if (ops->allgather(ops->ctx, mine, all, sizeof mine) != 0) {
-        snprintf(why, why_len, "lsa: allgather of resident-cluster counts failed");
-        return ARB_ERR_SYSTEM;
-    }
+    ARB_TRY(arb_grid_agree(ops, nranks, mine, fewest, "lsa", why, why_len));
     if (!wanted) {
         snprintf(d->fused_why, sizeof d->fused_why,
                  cfg->variant == LSA_ONESHOT_FLAGFREE
@@ -56,30 +55,17 @@ arb_status_t lsa_fused_resolve_grid(lsa_dev_t *d, lsa_config_t *cfg, const arb_h
                      : "lsa: the fused allreduce_rmsnorm runs on variant=oneshot-flagfree only");
         return ARB_OK;
     }
-    for (int i = 0; i < NP; i++) {
-        fewest[i] = all[i];
-        for (int r = 1; r < nranks; r++)
-            fewest[i] = all[r * NP + i] < fewest[i] ? all[r * NP + i] : fewest[i];
-    }
-    /* The grid: the most CTAs (<= ctas) in whole clusters of some resident size P,
+    /* The grid: the most CTAs (<= blocks) in whole clusters of some resident size P,
      * ties to the larger P; then every P' <= P whose G/P' clusters are resident. */
-    int best_g = 0, best_i = -1;
-    for (int i = 0; i < NP; i++) {
-        const int p = 1 << i, g = cfg->ctas / p * p;
-        if (g > 0 && fewest[i] >= g / p && g >= best_g) {
-            best_g = g;
-            best_i = i;
-        }
-    }
+    int best_g = 0;
+    const int best_i = arb_grid_largest(fewest, cfg->ctas, &best_g);
     if (best_i < 0) {
         snprintf(d->fused_why, sizeof d->fused_why,
                  "lsa: no fused grid of %d CTAs x %d threads can be resident on every rank (%s)", cfg->ctas,
                  cfg->threads, ce == cudaSuccess ? "occupancy query" : cudaGetErrorString(ce));
         return ARB_OK;
     }
-    for (int i = 0; i <= best_i; i++)
-        if (fewest[i] >= best_g >> i)
-            cfg->fused_pmask |= 1u << i;
+    cfg->fused_pmask = arb_grid_fit_mask(fewest, best_g, 1 << best_i);
     cfg->fused_ctas = best_g;
     cfg->fused_pmax = 1 << best_i;
     return ARB_OK;
@@ -102,7 +88,7 @@ bool pick_shape(const lsa_config_t &c, unsigned tokens, unsigned hidden, size_t 
     bool found = false;
     unsigned best_launches = 0, best_units = 0;
     for (int i = 0; (1 << i) <= c.fused_pmax; i++) {
-        if (!(c.fused_pmask >> i & 1) || (c.fused_row_ctas && c.fused_row_ctas != 1 << i))
+        if (!(c.fused_pmask >> i & 1) || (c.fused_row_blocks && c.fused_row_blocks != 1 << i))
             continue;
         const unsigned p = 1u << i, nc = (unsigned)c.fused_ctas / p;
         const unsigned upt = (upr + p * (unsigned)c.threads - 1) / (p * (unsigned)c.threads);
@@ -133,41 +119,37 @@ extern "C" arb_status_t lsa_dev_allreduce_rmsnorm(lsa_dev_t *d, const arb_rmsnor
                                                   char *why, size_t why_len)
 {
     if (d->dead) {
-        snprintf(why, why_len, "lsa: an earlier spin timed out, this variant's epochs are out of step; re-init it");
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "lsa: an earlier spin timed out, this variant's epochs are out of step; re-init it");
     }
     const lsa_config_t &c = d->cfg;
     if (!c.fused_ctas) {
-        snprintf(why, why_len, "%s", d->fused_why);
-        return ARB_DECLINE;
+        ARB_RAISE(ARB_DECLINE, why, why_len, "%s", d->fused_why);
     }
     if (args->tokens == 0)
         return ARB_OK;
     fused_shape sh;
     /* pmask bit i: clusters of 2^i CTAs are usable. */
-    if (c.fused_row_ctas && (c.fused_row_ctas > c.fused_pmax || !(c.fused_pmask >> __builtin_ctz((unsigned)c.fused_row_ctas) & 1))) {
-        snprintf(why, why_len, "lsa: row_ctas=%d is not usable with the fused grid of %d CTAs (largest resident cluster size on every rank: %d)",
-                 c.fused_row_ctas, c.fused_ctas, c.fused_pmax);
-        return ARB_DECLINE;
+    if (c.fused_row_blocks && (c.fused_row_blocks > c.fused_pmax || !(c.fused_pmask >> __builtin_ctz((unsigned)c.fused_row_blocks) & 1))) {
+        ARB_RAISE(ARB_DECLINE, why, why_len, "lsa: row_blocks=%d is not usable with the fused grid of %d CTAs (largest resident cluster size on every rank: %d)",
+                 c.fused_row_blocks, c.fused_ctas, c.fused_pmax);
     }
     if (!pick_shape(c, args->tokens, args->hidden, d->fused_bytes, &sh)) {
         const size_t most = (size_t)lsa_fused_kmax(c.threads) * LSA_FUSED_UNIT_ELEMS * (size_t)c.fused_pmax * (size_t)c.threads;
         const size_t by_area = d->fused_bytes / 16 * LSA_FUSED_UNIT_ELEMS;
-        snprintf(why, why_len, "lsa: fused hidden=%u is more than this instance's grid holds (%zu elements per row with %d CTAs x %d threads, %zu by its fused area)",
+        ARB_RAISE(ARB_DECLINE, why, why_len, "lsa: fused hidden=%u is more than this instance's grid holds (%zu elements per row with %d CTAs x %d threads, %zu by its fused area)",
                  args->hidden, most, c.fused_ctas, c.threads, by_area);
-        return ARB_DECLINE;
     }
     const bool whole = args->hidden % LSA_FUSED_UNIT_ELEMS == 0 && aligned8(args->x) && aligned8(args->residual) &&
                        aligned8(args->weight) && aligned8(args->out);
     lsa_fargs a;
     memset(&a, 0, sizeof a);
-    memcpy(a.scratch_peer, d->scratch_peer, sizeof a.scratch_peer);
-    a.area_off = d->fused_off;
-    a.area_bytes = d->fused_bytes;
-    a.words = d->words;
+    memcpy(a.peers.scratch_peer, d->scratch_peer, sizeof a.peers.scratch_peer);
+    a.peers.area_off = d->fused_off;
+    a.peers.area_bytes = d->fused_bytes;
+    a.peers.words = d->words;
     a.timeout_ns = c.timeout_ns;
-    a.lsa_rank = d->lsa_rank;
-    a.lsa_size = d->lsa_size;
+    a.rank = d->lsa_rank;
+    a.nranks = d->lsa_size;
     a.hang = c.hang_rank == d->lsa_rank;
     a.weight = args->weight;
     a.hidden = args->hidden;
@@ -184,9 +166,8 @@ extern "C" arb_status_t lsa_dev_allreduce_rmsnorm(lsa_dev_t *d, const arb_rmsnor
         ce = lsa_fused_launch(a, whole, c.fused_ctas, sh.p, c.threads, c.fused_pdl != 0, (cudaStream_t)stream);
     }
     if (ce != cudaSuccess) {
-        snprintf(why, why_len, "lsa: fused kernel launch (%d CTAs in clusters of %d): %s", c.fused_ctas, sh.p,
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "lsa: fused kernel launch (%d CTAs in clusters of %d): %s", c.fused_ctas, sh.p,
                  cudaGetErrorString(ce));
-        return ARB_ERR_SYSTEM;
     }
     return ARB_OK;
 }

@@ -70,9 +70,9 @@ struct bounded_barrier {
         if (i < a.lsa_size - 1) {
             uint32_t *box = (uint32_t *)(a.scratch_peer[a.lsa_rank] + ((size_t)blockIdx.x * a.lsa_size + peer) * 4);
             cuda::atomic_ref<uint32_t, cuda::thread_scope_system> ref(*box);
-            const unsigned long long t0 = lsa_globaltimer_ns();
+            const unsigned long long t0 = arb_globaltimer_ns();
             while ((int32_t)(ref.load(cuda::memory_order_acquire) - target) < 0) {
-                if (lsa_globaltimer_ns() - t0 > a.timeout_ns) {
+                if (arb_globaltimer_ns() - t0 > a.timeout_ns) {
                     lsa_record_timeout(a, peer, (uint32_t)which, target);
                     ok = false;
                     break;
@@ -113,25 +113,25 @@ template <typename T, typename Src>
 static __device__ void reduce_range(const lsa_kargs &a, Src src)
 {
     using tr = vec_traits<T>;
-    const size_t nvec = a.count / tr::n;
+    const size_t nvec = a.count / tr::VEC;
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     for (size_t v = first; v < nvec; v += stride) {
-        float acc[tr::n];
-        for (int i = 0; i < tr::n; i++)
+        float acc[tr::VEC];
+        for (int i = 0; i < tr::VEC; i++)
             acc[i] = 0.0f;
         for (int r = 0; r < a.lsa_size; r++) {
             uint4 x = load_cg(src(r), v);
-            for (int i = 0; i < tr::n; i++)
+            for (int i = 0; i < tr::VEC; i++)
                 acc[i] += tr::get(x, i);
         }
         uint4 out;
-        for (int i = 0; i < tr::n; i++)
+        for (int i = 0; i < tr::VEC; i++)
             tr::put(out, i, acc[i]);
         ((uint4 *)a.recv)[v] = out;
     }
     /* Tail (< one vector): the first threads of CTA 0, the same CTA on every rank. */
-    const size_t e = nvec * tr::n + first;
+    const size_t e = nvec * tr::VEC + first;
     if (e < a.count) {
         float acc = 0.0f;
         for (int r = 0; r < a.lsa_size; r++)
@@ -174,7 +174,7 @@ __global__ void __launch_bounds__(LSA_THREADS) push_kernel(const lsa_kargs a)
         return;
     const uint32_t calls = a.words[W_CALLS + blockIdx.x];
     Barrier bar(a);
-    const size_t nvec = a.count / tr::n;
+    const size_t nvec = a.count / tr::VEC;
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     /* The same on every rank: this CTA owns a vector (or, CTA 0, the tail). */
@@ -187,7 +187,7 @@ __global__ void __launch_bounds__(LSA_THREADS) push_kernel(const lsa_kargs a)
             uint4 *dst = (uint4 *)(a.scratch_peer[peer] + mine_off);
             for (size_t v = first; v < nvec; v += stride)
                 dst[v] = ((const uint4 *)a.send)[v];
-            const size_t e = nvec * tr::n + first;
+            const size_t e = nvec * tr::VEC + first;
             if (e < a.count)
                 ((T *)dst)[e] = ((const T *)a.send)[e];
         }
@@ -225,17 +225,12 @@ extern "C" int lsa_dev_lsa_size(const lsa_dev_t *d)
 extern "C" arb_status_t lsa_dev_resolve(const lsa_dev_t *d, ncclWindow_t win, char **out, char *why, size_t why_len)
 {
     resolve_kernel<<<1, 32>>>(win, d->lsa_size, d->resolve_buf);
-    cudaError_t ce = cudaGetLastError();
-    if (ce == cudaSuccess)
-        ce = cudaMemcpy(out, d->resolve_buf, (size_t)d->lsa_size * sizeof *out, cudaMemcpyDeviceToHost);
-    if (ce != cudaSuccess) {
-        snprintf(why, why_len, "lsa: resolving LSA pointers of a window: %s", cudaGetErrorString(ce));
-        return ARB_ERR_SYSTEM;
-    }
+    ARB_CUDA_TRY(cudaGetLastError(), why, why_len);
+    ARB_CUDA_TRY(cudaMemcpy(out, d->resolve_buf, (size_t)d->lsa_size * sizeof *out, cudaMemcpyDeviceToHost), why,
+                 why_len);
     for (int r = 0; r < d->lsa_size; r++) {
         if (!out[r]) {
-            snprintf(why, why_len, "lsa: ncclGetLsaPointer gave NULL for LSA rank %d of a symmetric window", r);
-            return ARB_ERR_SYSTEM;
+            ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "lsa: ncclGetLsaPointer gave NULL for LSA rank %d of a symmetric window", r);
         }
     }
     return ARB_OK;
@@ -251,15 +246,13 @@ static arb_status_t min_sm_count(const arb_host_ops_t *ops, int nranks, int *out
     if (ce != cudaSuccess)
         sm = 0; /* still take part in the allgather, then fail on every rank */
     if (ops->allgather(ops->ctx, &sm, all, sizeof sm) != 0) {
-        snprintf(why, why_len, "lsa: allgather of SM counts failed");
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "lsa: allgather of SM counts failed");
     }
     *out = sm;
     for (int r = 0; r < nranks; r++)
         *out = all[r] < *out ? all[r] : *out;
     if (*out <= 0) {
-        snprintf(why, why_len, "lsa: reading the SM count failed on some rank (%s here)", cudaGetErrorString(ce));
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "lsa: reading the SM count failed on some rank (%s here)", cudaGetErrorString(ce));
     }
     return ARB_OK;
 }
@@ -271,8 +264,7 @@ extern "C" arb_status_t lsa_dev_create(ncclComm_t comm, const arb_host_ops_t *op
 {
     lsa_dev_t *d = (lsa_dev_t *)calloc(1, sizeof *d);
     if (!d) {
-        snprintf(why, why_len, "lsa: out of host memory");
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "lsa: out of host memory");
     }
     arb_status_t st = ARB_OK;
     ncclDevCommRequirements reqs;
@@ -284,24 +276,18 @@ extern "C" arb_status_t lsa_dev_create(ncclComm_t comm, const arb_host_ops_t *op
     reqs.lsaBarrierCount = cfg->ctas;
     ncclResult_t nr = ncclDevCommCreate(comm, &reqs, &d->dev);
     if (nr != ncclSuccess) {
-        snprintf(why, why_len, "ncclDevCommCreate(lsaBarrierCount=%d): %s (the device API needs symmetric memory support: CUDA VMM, P2P or NVLink between all ranks)",
+        ARB_RAISE_GOTO(st, ARB_DECLINE, err_free_dev, why, why_len, "ncclDevCommCreate(lsaBarrierCount=%d): %s (the device API needs symmetric memory support: CUDA VMM, P2P or NVLink between all ranks)",
                  cfg->ctas, ncclGetErrorString(nr));
-        st = ARB_DECLINE;
-        goto err_free_dev;
     }
     d->have_dev = 1;
     d->lsa_rank = d->dev.lsaRank;
     d->lsa_size = d->dev.lsaSize;
     if (d->lsa_size != nranks) {
-        snprintf(why, why_len, "the LSA team holds %d of the %d ranks (no load/store access between some GPUs: P2P disabled, or NCCL_P2P_LEVEL in NCCL <= 2.28.3); lsa needs every rank in it",
+        ARB_RAISE_GOTO(st, ARB_DECLINE, err_destroy_devcomm, why, why_len, "the LSA team holds %d of the %d ranks (no load/store access between some GPUs: P2P disabled, or NCCL_P2P_LEVEL in NCCL <= 2.28.3); lsa needs every rank in it",
                  d->lsa_size, nranks);
-        st = ARB_DECLINE;
-        goto err_destroy_devcomm;
     }
     if (d->lsa_size > LSA_MAX_RANKS) {
-        snprintf(why, why_len, "the LSA team has %d ranks; lsa supports at most %d", d->lsa_size, LSA_MAX_RANKS);
-        st = ARB_DECLINE;
-        goto err_destroy_devcomm;
+        ARB_RAISE_GOTO(st, ARB_DECLINE, err_destroy_devcomm, why, why_len, "the LSA team has %d ranks; lsa supports at most %d", d->lsa_size, LSA_MAX_RANKS);
     }
     {
         int min_sm = 0;
@@ -334,35 +320,23 @@ extern "C" arb_status_t lsa_dev_create(ncclComm_t comm, const arb_host_ops_t *op
         if (st != ARB_OK)
             goto err_destroy_devcomm;
         if (!d->scratch_win) {
-            snprintf(why, why_len, "NCCL created no symmetric window for lsa's scratch buffer although the init probe got one");
-            st = ARB_ERR_SYSTEM;
-            goto err_free_scratch;
+            ARB_RAISE_GOTO(st, ARB_ERR_SYSTEM, err_free_scratch, why, why_len, "NCCL created no symmetric window for lsa's scratch buffer although the init probe got one");
         }
         /* Inboxes and lines start at epoch 0; the first call uses epoch 1. The memory
          * may hold an earlier instance's epochs, so zero all of it. */
-        cudaError_t ce = cudaMemset(d->scratch, 0, scratch_bytes);
-        if (ce == cudaSuccess)
-            ce = cudaMalloc((void **)&d->words, W_COUNT * sizeof(uint32_t));
-        if (ce == cudaSuccess)
-            ce = cudaMemset(d->words, 0, W_COUNT * sizeof(uint32_t));
-        if (ce == cudaSuccess)
-            ce = cudaMalloc((void **)&d->resolve_buf, LSA_MAX_RANKS * sizeof(char *));
-        if (ce == cudaSuccess)
-            ce = cudaDeviceSynchronize();
-        if (ce != cudaSuccess) {
-            snprintf(why, why_len, "lsa: setting up barrier memory: %s", cudaGetErrorString(ce));
-            st = ARB_ERR_SYSTEM;
-            goto err_free_words;
-        }
+        ARB_CUDA_GOTO(st, cudaMemset(d->scratch, 0, scratch_bytes), err_free_words, why, why_len);
+        ARB_CUDA_GOTO(st, cudaMalloc((void **)&d->words, W_COUNT * sizeof(uint32_t)), err_free_words, why, why_len);
+        ARB_CUDA_GOTO(st, cudaMemset(d->words, 0, W_COUNT * sizeof(uint32_t)), err_free_words, why, why_len);
+        ARB_CUDA_GOTO(st, cudaMalloc((void **)&d->resolve_buf, LSA_MAX_RANKS * sizeof(char *)), err_free_words, why,
+                      why_len);
+        ARB_CUDA_GOTO(st, cudaDeviceSynchronize(), err_free_words, why, why_len);
     }
     st = lsa_dev_resolve(d, d->scratch_win, d->scratch_peer, why, why_len);
     if (st != ARB_OK)
         goto err_free_words;
     /* No peer may signal into my inboxes or write my lines before they are zeroed. */
     if (ops->barrier(ops->ctx) != 0) {
-        snprintf(why, why_len, "lsa: host barrier after zeroing the inboxes failed");
-        st = ARB_ERR_SYSTEM;
-        goto err_free_words;
+        ARB_RAISE_GOTO(st, ARB_ERR_SYSTEM, err_free_words, why, why_len, "lsa: host barrier after zeroing the inboxes failed");
     }
     *out = d;
     return ARB_OK;
@@ -412,13 +386,11 @@ extern "C" arb_status_t lsa_dev_allreduce(lsa_dev_t *d, const void *send, const 
                                           size_t count, arb_dtype_t dtype, void *stream, char *why, size_t why_len)
 {
     if (d->dead) {
-        snprintf(why, why_len, "lsa: an earlier spin timed out, this variant's epochs are out of step; re-init it");
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "lsa: an earlier spin timed out, this variant's epochs are out of step; re-init it");
     }
     const size_t elt = dtype == ARB_DTYPE_BF16 ? 2 : 4;
     if (count * elt > d->max_bytes) {
-        snprintf(why, why_len, "lsa: %zu bytes is more than info->max_bytes (%zu) given at init", count * elt, d->max_bytes);
-        return ARB_ERR_INVALID;
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "lsa: %zu bytes is more than info->max_bytes (%zu) given at init", count * elt, d->max_bytes);
     }
     if (count == 0)
         return ARB_OK;
@@ -464,8 +436,7 @@ extern "C" arb_status_t lsa_dev_allreduce(lsa_dev_t *d, const void *send, const 
         ce = dtype == ARB_DTYPE_BF16 ? launch<__nv_bfloat16>(d->cfg, ctas, a, s) : launch<float>(d->cfg, ctas, a, s);
     }
     if (ce != cudaSuccess) {
-        snprintf(why, why_len, "lsa: kernel launch (%d CTAs): %s", ctas, cudaGetErrorString(ce));
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "lsa: kernel launch (%d CTAs): %s", ctas, cudaGetErrorString(ce));
     }
     return ARB_OK;
 }
@@ -475,8 +446,7 @@ extern "C" arb_status_t lsa_dev_query_error(lsa_dev_t *d, char *why, size_t why_
     uint32_t err[W_COUNT - W_ERR_FLAG];
     cudaError_t ce = cudaMemcpy(err, d->words + W_ERR_FLAG, sizeof err, cudaMemcpyDeviceToHost);
     if (ce != cudaSuccess) {
-        snprintf(why, why_len, "lsa: reading the error word: %s", cudaGetErrorString(ce));
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "lsa: reading the error word: %s", cudaGetErrorString(ce));
     }
     if (err[0] && !d->dead) {
         /* Reported once. The device flag stays set so every later kernel returns at
@@ -485,15 +455,14 @@ extern "C" arb_status_t lsa_dev_query_error(lsa_dev_t *d, char *why, size_t why_
         const uint32_t cta = err[W_ERR_CTA - W_ERR_FLAG], peer = err[W_ERR_PEER - W_ERR_FLAG],
                        what = err[W_ERR_WHAT - W_ERR_FLAG], epoch = err[W_ERR_EPOCH - W_ERR_FLAG];
         if (what == LSA_WAIT_FUSED_LINES)
-            snprintf(why, why_len, "lsa: oneshot-flagfree fused allreduce_rmsnorm CTA %u timed out waiting for LSA peer %u's lines of fused launch %u (peer not running the same call, or no P2P); this instance stays disabled",
+            ARB_WHY(why, why_len, "lsa: oneshot-flagfree fused allreduce_rmsnorm CTA %u timed out waiting for LSA peer %u's lines of fused launch %u (peer not running the same call, or no P2P); this instance stays disabled",
                      cta, peer, epoch);
         else if (what == LSA_WAIT_LINES)
-            snprintf(why, why_len, "lsa: oneshot-flagfree CTA %u timed out waiting for LSA peer %u's lines of call %u (peer not running the same call, or no P2P); this instance stays disabled",
+            ARB_WHY(why, why_len, "lsa: oneshot-flagfree CTA %u timed out waiting for LSA peer %u's lines of call %u (peer not running the same call, or no P2P); this instance stays disabled",
                      cta, peer, epoch);
         else
-            snprintf(why, why_len, "lsa: barrier %u of CTA %u timed out waiting for LSA peer %u (epoch %u; peer not running the same call, or no P2P); this instance stays disabled",
+            ARB_RAISE(ARB_ERR_TIMEOUT, why, why_len, "lsa: barrier %u of CTA %u timed out waiting for LSA peer %u (epoch %u; peer not running the same call, or no P2P); this instance stays disabled",
                      what, cta, peer, epoch);
-        return ARB_ERR_TIMEOUT;
     }
     return ARB_OK;
 }

@@ -45,7 +45,7 @@ typedef struct lsa_config {
      * (bit log2(P)) that every rank can keep resident; 0 when the fused op is off. */
     int fused_ctas, fused_pmax;
     unsigned fused_pmask;
-    int fused_row_ctas;    /* forced cluster size of fused launches; 0: auto per call */
+    int fused_row_blocks;    /* forced cluster size of fused launches; 0: auto per call */
     int fused_pdl;         /* fused launches use programmatic dependent launch */
 } lsa_config_t;
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "arbench/plugin.h"
+#include "arbench/status.h"
 
 typedef struct mpi_host {
     MPI_Comm comm;
@@ -50,19 +51,17 @@ static arb_status_t mh_init(const arb_comm_info_t *info, const arb_host_ops_t *o
 {
     (void)ops;
     if (params && *params) {
-        snprintf(why, why_len, "mpi-host takes no parameters (got '%s')", params);
-        return ARB_ERR_INVALID;
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "mpi-host takes no parameters (got '%s')", params);
     }
     if (!info->mpi_comm) {
-        snprintf(why, why_len, "mpi-host needs the harness's MPI communicator");
-        return ARB_ERR_INVALID;
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "mpi-host needs the harness's MPI communicator");
     }
     mpi_host_t *s = calloc(1, sizeof *s);
     if (!s)
         return ARB_ERR_SYSTEM;
     if (MPI_Comm_dup(*(MPI_Comm *)info->mpi_comm, &s->comm) != MPI_SUCCESS ||
         MPI_Op_create(bf16_sum_fn, 1, &s->bf16_sum) != MPI_SUCCESS) {
-        snprintf(why, why_len, "MPI_Comm_dup or MPI_Op_create failed");
+        ARB_WHY(why, why_len, "MPI_Comm_dup or MPI_Op_create failed");
         free(s);
         return ARB_ERR_SYSTEM;
     }
@@ -76,15 +75,13 @@ static arb_status_t mh_allreduce(void *state, const void *send, void *recv, size
     (void)stream;
     mpi_host_t *s = state;
     if (count > (size_t)INT32_MAX) {
-        snprintf(why, why_len, "mpi-host: count %zu elements, expected at most %d (MPI's int count)", count, INT32_MAX);
-        return ARB_ERR_INVALID;
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "mpi-host: count %zu elements, expected at most %d (MPI's int count)", count, INT32_MAX);
     }
     int rc = dtype == ARB_DTYPE_FP32
                  ? MPI_Allreduce(send, recv, (int)count, MPI_FLOAT, MPI_SUM, s->comm)
                  : MPI_Allreduce(send, recv, (int)count, MPI_UINT16_T, s->bf16_sum, s->comm);
     if (rc != MPI_SUCCESS) {
-        snprintf(why, why_len, "mpi-host: MPI_Allreduce of %zu elements failed (MPI error %d)", count, rc);
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "mpi-host: MPI_Allreduce of %zu elements failed (MPI error %d)", count, rc);
     }
     return ARB_OK;
 }

@@ -15,40 +15,28 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "arb_plugin_util.h"
 #include "arbench/plugin.h"
+#include "arbench/status.h"
 #include "symm_boot.h"
-
-#define SYMM_MAX_BUFFERS 64
-
-typedef struct symm_buffer {
-    void *ptr;
-    ncclWindow_t win;
-} symm_buffer_t;
+#include "symm_windows.h"
 
 typedef struct symm_state {
     arb_comm_info_t info;
     const arb_host_ops_t *ops;
     ncclComm_t comm;
-    symm_buffer_t bufs[SYMM_MAX_BUFFERS];
+    symm_windows_t bufs; /* mem_alloc's buffers */
     char describe[96];
 } symm_state_t;
-
-static int no_params(void *ctx, const char *key, const char *value, char *why, size_t why_len)
-{
-    (void)ctx;
-    snprintf(why, why_len, "nccl-symm: unknown parameter '%s=%s' (nccl-symm takes no parameters; NCCL picks its symmetric kernel itself)", key, value);
-    return -1;
-}
 
 static arb_status_t symm_init(const arb_comm_info_t *info, const arb_host_ops_t *ops, const char *params,
                               void **state, char *why, size_t why_len)
 {
-    if (symm_parse_params(params, NULL, no_params, "nccl-symm", why, why_len))
-        return ARB_ERR_INVALID;
+    /* No keys: NCCL picks its symmetric kernel itself. */
+    ARB_TRY(arb_kv_parse("nccl-symm", params, NULL, 0, NULL, NULL, ops, why, why_len));
     symm_state_t *s = calloc(1, sizeof *s);
     if (!s) {
-        snprintf(why, why_len, "nccl-symm: out of host memory");
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "nccl-symm: out of host memory");
     }
     s->info = *info;
     s->ops = ops;
@@ -70,44 +58,14 @@ static arb_status_t symm_init(const arb_comm_info_t *info, const arb_host_ops_t 
 static void *symm_mem_alloc(void *state, size_t bytes)
 {
     symm_state_t *s = state;
-    int slot = -1;
-    for (int i = 0; i < SYMM_MAX_BUFFERS && slot < 0; i++)
-        if (!s->bufs[i].ptr)
-            slot = i;
-    char why[512], msg[600];
-    void *ptr = NULL;
-    ncclWindow_t win = NULL;
-    /* Collective: the harness calls mem_alloc on every rank with the same sizes in
-     * the same order. Even a rank without a free slot registers, so nobody hangs. */
-    arb_status_t st = symm_window_alloc(s->comm, bytes, &ptr, &win, why, sizeof why);
-    if (st != ARB_OK) {
-        snprintf(msg, sizeof msg, "mem_alloc(%zu bytes): %s", bytes, why);
-        s->ops->log(s->ops->ctx, msg);
-        return NULL;
-    }
-    if (!win || slot < 0) {
-        snprintf(msg, sizeof msg, "mem_alloc(%zu bytes): %s", bytes,
-                 win ? "more than 64 live buffers" : "NCCL created no symmetric window although the init probe got one");
-        s->ops->log(s->ops->ctx, msg);
-        symm_window_free(s->comm, ptr, win);
-        return NULL;
-    }
-    s->bufs[slot].ptr = ptr;
-    s->bufs[slot].win = win;
-    return ptr;
+    const int slot = symm_windows_alloc(&s->bufs, s->comm, s->ops, bytes);
+    return slot < 0 ? NULL : s->bufs.w[slot].base;
 }
 
 static void symm_mem_free(void *state, void *ptr)
 {
     symm_state_t *s = state;
-    for (int i = 0; i < SYMM_MAX_BUFFERS; i++) {
-        if (s->bufs[i].ptr == ptr && ptr) {
-            symm_window_free(s->comm, ptr, s->bufs[i].win);
-            s->bufs[i].ptr = NULL;
-            s->bufs[i].win = NULL;
-            return;
-        }
-    }
+    symm_windows_free(&s->bufs, s->comm, ptr);
 }
 
 static arb_status_t symm_allreduce(void *state, const void *send, void *recv, size_t count, arb_dtype_t dtype,
@@ -119,13 +77,11 @@ static arb_status_t symm_allreduce(void *state, const void *send, void *recv, si
     case ARB_DTYPE_BF16: t = ncclBfloat16; break;
     case ARB_DTYPE_FP32: t = ncclFloat32; break;
     default:
-        snprintf(why, why_len, "nccl-symm: dtype %d, expected bf16 or fp32", (int)dtype);
-        return ARB_ERR_INVALID;
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "nccl-symm: dtype %d, expected bf16 or fp32", (int)dtype);
     }
     ncclResult_t nr = ncclAllReduce(send, recv, count, t, ncclSum, s->comm, (cudaStream_t)stream);
     if (nr != ncclSuccess) {
-        snprintf(why, why_len, "ncclAllReduce(count=%zu): %s", count, ncclGetErrorString(nr));
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "ncclAllReduce(count=%zu): %s", count, ncclGetErrorString(nr));
     }
     return ARB_OK;
 }
@@ -136,8 +92,7 @@ static arb_status_t symm_query_error(void *state, char *why, size_t why_len)
     ncclResult_t async = ncclSuccess;
     ncclResult_t nr = ncclCommGetAsyncError(s->comm, &async);
     if (nr != ncclSuccess || async != ncclSuccess) {
-        snprintf(why, why_len, "NCCL asynchronous error: %s", ncclGetErrorString(nr != ncclSuccess ? nr : async));
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "NCCL asynchronous error: %s", ncclGetErrorString(nr != ncclSuccess ? nr : async));
     }
     return ARB_OK;
 }
@@ -150,9 +105,7 @@ static const char *symm_describe(void *state)
 static void symm_finalize(void *state)
 {
     symm_state_t *s = state;
-    for (int i = 0; i < SYMM_MAX_BUFFERS; i++)
-        if (s->bufs[i].ptr)
-            symm_window_free(s->comm, s->bufs[i].ptr, s->bufs[i].win);
+    symm_windows_free_all(&s->bufs, s->comm);
     ncclCommDestroy(s->comm);
     free(s);
 }

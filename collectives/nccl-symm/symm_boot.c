@@ -7,66 +7,20 @@
 
 #include <cuda_runtime_api.h>
 
+#include "arb_plugin_util.h"
+#include "arbench/status.h"
+
 void symm_version_str(int code, char *buf, size_t len)
 {
     snprintf(buf, len, "%d.%d.%d", code / 10000, (code / 100) % 100, code % 100);
 }
 
-int symm_parse_params(const char *params, void *ctx,
-                      int (*on_pair)(void *ctx, const char *key, const char *value, char *why, size_t why_len),
-                      const char *plugin, char *why, size_t why_len)
-{
-    if (!params || !*params)
-        return 0;
-    char *copy = strdup(params);
-    if (!copy) {
-        snprintf(why, why_len, "%s: out of host memory parsing parameters", plugin);
-        return -1;
-    }
-    int rc = 0;
-    char *save = NULL;
-    for (char *pair = strtok_r(copy, ",", &save); pair; pair = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(pair, '=');
-        if (!eq || eq == pair || !eq[1]) {
-            snprintf(why, why_len, "%s: parameter '%s' is not key=value (parameters: '%s')", plugin, pair, params);
-            rc = -1;
-            break;
-        }
-        *eq = '\0';
-        if (on_pair(ctx, pair, eq + 1, why, why_len)) {
-            rc = -1;
-            break;
-        }
-    }
-    free(copy);
-    return rc;
-}
-
 arb_status_t symm_check_device(const arb_comm_info_t *info, const char *plugin, char *why, size_t why_len)
 {
-    int ndev = 0;
-    cudaError_t ce = cudaGetDeviceCount(&ndev);
-    if (ce != cudaSuccess) {
-        snprintf(why, why_len, "no CUDA device visible: cudaGetDeviceCount: %s", cudaGetErrorString(ce));
-        return ARB_ERR_SYSTEM;
-    }
-    if (ndev == 0) {
-        snprintf(why, why_len, "no CUDA device visible: cudaGetDeviceCount returned 0");
-        return ARB_ERR_SYSTEM;
-    }
-    if (info->cuda_device < 0 || info->cuda_device >= ndev) {
-        snprintf(why, why_len, "%s: cuda_device %d is not one of the %d visible devices", plugin, info->cuda_device, ndev);
-        return ARB_ERR_INVALID;
-    }
-    if (info->nnodes > 1) {
-        snprintf(why, why_len, "%s runs on one node only (symmetric windows over LSA/P2P); this job spans %d nodes", plugin, info->nnodes);
-        return ARB_DECLINE;
-    }
-    ce = cudaSetDevice(info->cuda_device);
-    if (ce != cudaSuccess) {
-        snprintf(why, why_len, "%s: cudaSetDevice(%d): %s", plugin, info->cuda_device, cudaGetErrorString(ce));
-        return ARB_ERR_SYSTEM;
-    }
+    ARB_TRY(arb_plugin_device_check(info, plugin, why, why_len));
+    if (info->nnodes > 1)
+        ARB_RAISE(ARB_DECLINE, why, why_len, "%s runs on one node only (symmetric windows over LSA/P2P); this job spans %d nodes", plugin, info->nnodes);
+    ARB_CUDA_TRY(cudaSetDevice(info->cuda_device), why, why_len);
     return ARB_OK;
 }
 
@@ -81,17 +35,14 @@ arb_status_t symm_comm_init(const arb_comm_info_t *info, const arb_host_ops_t *o
     /* Every rank joins the broadcast even when rank 0 failed, so nobody hangs; a
      * zeroed id then makes ncclCommInitRank fail everywhere. */
     if (ops->bcast(ops->ctx, &id, sizeof id, 0) != 0) {
-        snprintf(why, why_len, "broadcast of the NCCL unique id failed");
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "broadcast of the NCCL unique id failed");
     }
     if (nr != ncclSuccess) {
-        snprintf(why, why_len, "ncclGetUniqueId: %s", ncclGetErrorString(nr));
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "ncclGetUniqueId: %s", ncclGetErrorString(nr));
     }
     nr = ncclCommInitRank(comm, info->nranks, id, info->rank);
     if (nr != ncclSuccess) {
-        snprintf(why, why_len, "ncclCommInitRank(nranks=%d, rank=%d): %s", info->nranks, info->rank, ncclGetErrorString(nr));
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "ncclCommInitRank(nranks=%d, rank=%d): %s", info->nranks, info->rank, ncclGetErrorString(nr));
     }
     return ARB_OK;
 }
@@ -106,13 +57,13 @@ arb_status_t symm_window_alloc(ncclComm_t comm, size_t bytes, void **ptr, ncclWi
     *win = NULL;
     ncclResult_t nr = ncclMemAlloc(ptr, rounded);
     if (nr != ncclSuccess) {
-        snprintf(why, why_len, "ncclMemAlloc(%zu bytes): %s", rounded, ncclGetErrorString(nr));
+        ARB_WHY(why, why_len, "ncclMemAlloc(%zu bytes): %s", rounded, ncclGetErrorString(nr));
         *ptr = NULL;
         return ARB_ERR_SYSTEM;
     }
     nr = ncclCommWindowRegister(comm, *ptr, rounded, win, NCCL_WIN_COLL_SYMMETRIC);
     if (nr != ncclSuccess) {
-        snprintf(why, why_len, "ncclCommWindowRegister(%zu bytes, NCCL_WIN_COLL_SYMMETRIC): %s", rounded, ncclGetErrorString(nr));
+        ARB_WHY(why, why_len, "ncclCommWindowRegister(%zu bytes, NCCL_WIN_COLL_SYMMETRIC): %s", rounded, ncclGetErrorString(nr));
         ncclMemFree(*ptr);
         *ptr = NULL;
         *win = NULL;
@@ -143,14 +94,12 @@ arb_status_t symm_probe_window(ncclComm_t comm, const arb_host_ops_t *ops, int *
     int *all = calloc((size_t)nranks, sizeof *all);
     if (!all) {
         symm_window_free(comm, ptr, win);
-        snprintf(why, why_len, "out of host memory");
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "out of host memory");
     }
     if (ops->allgather(ops->ctx, &mine, all, sizeof mine) != 0) {
         free(all);
         symm_window_free(comm, ptr, win);
-        snprintf(why, why_len, "allgather of the window probe failed");
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "allgather of the window probe failed");
     }
     *all_have = 1;
     for (int r = 0; r < nranks; r++)
@@ -229,7 +178,7 @@ arb_status_t symm_comm_open(const arb_comm_info_t *info, const arb_host_ops_t *o
     if (st == ARB_OK && !all_have) {
         char reason[768];
         symm_no_window_reason(info, ops, reason, sizeof reason);
-        snprintf(why, why_len, "NCCL created no symmetric window: %s", reason);
+        ARB_WHY(why, why_len, "NCCL created no symmetric window: %s", reason);
         st = ARB_DECLINE;
     }
     if (st != ARB_OK) {

@@ -20,16 +20,9 @@ extern "C" {
 /* NCCL's NCCL_VERSION_CODE as "2.28.3" (codes >= 2.9 are major*10000+minor*100+patch). */
 void symm_version_str(int code, char *buf, size_t len);
 
-/* Parses "key=value,key=value". For each pair calls on_pair(ctx, key, value), which
- * returns 0 or writes a one-line message into why and returns -1. Empty string: no
- * pairs. Never touches CUDA. Returns 0 or -1 (why filled). */
-int symm_parse_params(const char *params, void *ctx,
-                      int (*on_pair)(void *ctx, const char *key, const char *value, char *why, size_t why_len),
-                      const char *plugin, char *why, size_t why_len);
-
-/* Checks that a CUDA device is visible and current, and that the job is on one node.
- * ARB_ERR_SYSTEM with "no CUDA device visible: ..." without a device; ARB_DECLINE
- * across nodes (symmetric windows and LSA are single-node here). */
+/* arb_plugin_device_check (collectives/common), then the job on one node (ARB_DECLINE
+ * across nodes: symmetric windows and LSA are single-node here), then the device made
+ * current. */
 arb_status_t symm_check_device(const arb_comm_info_t *info, const char *plugin, char *why, size_t why_len);
 
 /* Collective: rank 0 makes the unique id, the host ops broadcast it, every rank joins. */

@@ -16,7 +16,6 @@
  * so init runs probe all-reduces and declines the variant when NCCL refuses it.
  * README.md has what was found about NCCL's behaviour with forced choices.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +23,9 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include "arb_plugin_util.h"
 #include "arbench/plugin.h"
+#include "arbench/status.h"
 #include "nccl_params.h"
 
 typedef struct nccl_state {
@@ -40,37 +41,21 @@ typedef struct env_saved {
     int active;
 } env_saved_t;
 
-static void plugin_log(const arb_host_ops_t *ops, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void plugin_log(const arb_host_ops_t *ops, const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (ops && ops->log)
-        ops->log(ops->ctx, line);
-    else
-        fprintf(stderr, "arb-nccl: %s\n", line);
-}
-
 /* Sets name=value for this communicator's init, remembering the user's value. */
-static int env_override(env_saved_t *s, const char *name, const char *value)
+static arb_status_t env_override(env_saved_t *s, const char *name, const char *value, char *why, size_t why_len)
 {
     const char *old = getenv(name);
     s->name = name;
     s->old = old ? strdup(old) : NULL;
     if (old && !s->old)
-        return -1;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "cannot save %s (out of host memory)", name);
     if (setenv(name, value, 1) != 0) {
         free(s->old);
         s->old = NULL;
-        return -1;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "cannot set %s=%s in the environment", name, value);
     }
     s->active = 1;
-    return 0;
+    return ARB_OK;
 }
 
 static void env_restore(env_saved_t *s)
@@ -130,38 +115,44 @@ static ncclResult_t probe_enqueue(ncclComm_t comm, void *scratch, size_t max_byt
     }
 }
 
-enum { RANK_OK = 0, RANK_DECLINE = 1, RANK_FAILED = 2 };
+/* The probe's scratch buffer (zeroed) and stream. */
+static arb_status_t probe_buffer(size_t bytes, cudaStream_t *stream, void **scratch, char *why, size_t why_len)
+{
+    ARB_CUDA_TRY(cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking), why, why_len);
+    ARB_CUDA_TRY(cudaMalloc(scratch, bytes), why, why_len);
+    ARB_CUDA_TRY(cudaMemsetAsync(*scratch, 0, bytes, *stream), why, why_len);
+    return ARB_OK;
+}
 
 /* Creates s->comm with the variant's environment and config and probes it. Every
- * rank returns the same status (they agree through an allgather before anyone
- * waits on the GPU, so a rank whose NCCL refused the variant cannot leave the
- * others blocked in a collective). */
+ * rank returns the same status: the maximum over ranks (arb_status_t's severity
+ * order), agreed through an allgather before anyone waits on the GPU, so a rank
+ * whose NCCL refused the variant cannot leave the others blocked in a collective. */
 static arb_status_t comm_create(nccl_state_t *s, const arb_comm_info_t *info,
                                 const arb_nccl_params_t *p, const ncclUniqueId *id,
                                 char *why, size_t why_len)
 {
     env_saved_t env_algo = {0}, env_proto = {0};
-    int local = RANK_OK;
+    arb_status_t local = ARB_OK;
     const char *what = "ncclCommInitRankConfig";
     ncclResult_t r = ncclSuccess;
     void *scratch = NULL;
     cudaStream_t stream = NULL;
     arb_status_t st = ARB_OK;
 
-    if ((p->algo && env_override(&env_algo, "NCCL_ALGO", p->algo)) ||
-        (p->proto && env_override(&env_proto, "NCCL_PROTO", p->proto))) {
-        snprintf(why, why_len, "cannot set NCCL_ALGO/NCCL_PROTO in the environment (out of memory)");
-        local = RANK_FAILED;
-    }
+    if (p->algo)
+        local = env_override(&env_algo, "NCCL_ALGO", p->algo, why, why_len);
+    if (p->proto && local == ARB_OK)
+        local = env_override(&env_proto, "NCCL_PROTO", p->proto, why, why_len);
 
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     if (p->channels)
         config.minCTAs = config.maxCTAs = p->channels;
-    if (local == RANK_OK) {
+    if (local == ARB_OK) {
         r = ncclCommInitRankConfig(&s->comm, info->nranks, *id, info->rank, &config);
         if (r != ncclSuccess) {
             s->comm = NULL;
-            local = (arb_nccl_params_forced(p) && is_refusal(r)) ? RANK_DECLINE : RANK_FAILED;
+            local = (arb_nccl_params_forced(p) && is_refusal(r)) ? ARB_DECLINE : ARB_ERR_SYSTEM;
         }
     }
 
@@ -169,36 +160,29 @@ static arb_status_t comm_create(nccl_state_t *s, const arb_comm_info_t *info,
     size_t probe_bytes = info->max_bytes & ~(size_t)15;
     if (probe_bytes < 16)
         probe_bytes = 16;
-    if (local == RANK_OK) {
-        cudaError_t ce = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-        if (ce == cudaSuccess)
-            ce = cudaMalloc(&scratch, probe_bytes);
-        if (ce == cudaSuccess)
-            ce = cudaMemsetAsync(scratch, 0, probe_bytes, stream);
-        if (ce != cudaSuccess) {
-            snprintf(why, why_len, "probe buffer of %zu bytes: %s", probe_bytes, cudaGetErrorString(ce));
-            local = RANK_FAILED;
-            r = ncclSuccess; /* the message is already in why */
-        }
+    if (local == ARB_OK) {
+        local = probe_buffer(probe_bytes, &stream, &scratch, why, why_len); /* why says what failed */
+        r = ncclSuccess;
     }
-    if (local == RANK_OK) {
+    if (local == ARB_OK) {
         r = probe_enqueue(s->comm, scratch, probe_bytes, stream, &what);
         if (r != ncclSuccess)
-            local = (arb_nccl_params_forced(p) && is_refusal(r)) ? RANK_DECLINE : RANK_FAILED;
+            local = (arb_nccl_params_forced(p) && is_refusal(r)) ? ARB_DECLINE : ARB_ERR_SYSTEM;
     }
     if (r != ncclSuccess) {
-        if (local == RANK_DECLINE)
-            snprintf(why, why_len, "NCCL refuses this variant on %d ranks: %s: %s", info->nranks, what, nccl_err_text(s->comm, r));
+        if (local == ARB_DECLINE)
+            ARB_WHY(why, why_len, "NCCL refuses this variant on %d ranks: %s: %s", info->nranks, what, nccl_err_text(s->comm, r));
         else
-            snprintf(why, why_len, "%s: %s", what, nccl_err_text(s->comm, r));
+            ARB_WHY(why, why_len, "%s: %s", what, nccl_err_text(s->comm, r));
     }
 
-    int *all = calloc((size_t)info->nranks, sizeof *all);
-    int worst = local, worst_rank = info->rank;
+    arb_status_t *all = calloc((size_t)info->nranks, sizeof *all);
+    arb_status_t worst = local;
+    int worst_rank = info->rank;
     if (!all || s->ops.allgather(s->ops.ctx, &local, all, sizeof local) != 0) {
-        if (local == RANK_OK)
-            snprintf(why, why_len, "allgather of the probe status failed");
-        worst = RANK_FAILED;
+        if (local == ARB_OK)
+            ARB_WHY(why, why_len, "allgather of the probe status failed");
+        worst = ARB_ERR_SYSTEM;
     } else {
         for (int i = 0; i < info->nranks; i++)
             if (all[i] > worst) {
@@ -207,24 +191,25 @@ static arb_status_t comm_create(nccl_state_t *s, const arb_comm_info_t *info,
             }
     }
     free(all);
-    if (worst != RANK_OK && local == RANK_OK)
-        snprintf(why, why_len, "rank %d %s this variant (its log says why)", worst_rank, worst == RANK_DECLINE ? "declined" : "failed to set up");
+    if (worst != ARB_OK && local == ARB_OK)
+        ARB_WHY(why, why_len, "rank %d %s this variant (its log says why)", worst_rank, worst == ARB_DECLINE ? "declined" : "failed to set up");
 
-    if (worst == RANK_OK) {
+    if (worst == ARB_OK) {
         cudaError_t ce = cudaStreamSynchronize(stream);
         ncclResult_t async = ncclSuccess;
         if (ce == cudaSuccess)
             r = ncclCommGetAsyncError(s->comm, &async);
         if (ce != cudaSuccess) {
-            snprintf(why, why_len, "probe all-reduce: %s", cudaGetErrorString(ce));
-            worst = RANK_FAILED;
+            ARB_WHY(why, why_len, "probe all-reduce: %s", cudaGetErrorString(ce));
+            worst = ARB_ERR_SYSTEM;
         } else if (r != ncclSuccess || async != ncclSuccess) {
-            snprintf(why, why_len, "probe all-reduce: %s", nccl_err_text(s->comm, r != ncclSuccess ? r : async));
-            worst = RANK_FAILED;
+            ARB_WHY(why, why_len, "probe all-reduce: %s", nccl_err_text(s->comm, r != ncclSuccess ? r : async));
+            worst = ARB_ERR_SYSTEM;
         }
     }
 
-    st = worst == RANK_OK ? ARB_OK : worst == RANK_DECLINE ? ARB_DECLINE : ARB_ERR_SYSTEM;
+    /* ARB_ERR_INVALID and ARB_ERR_TIMEOUT do not arise here: a setup failure. */
+    st = worst == ARB_OK || worst == ARB_DECLINE ? worst : ARB_ERR_SYSTEM;
     if (st != ARB_OK && s->comm) {
         /* Abort, not finalize: a refused or failed probe may have left work queued. */
         ncclCommAbort(s->comm);
@@ -247,27 +232,18 @@ static arb_status_t nccl_init(const arb_comm_info_t *info, const arb_host_ops_t 
     if (st != ARB_OK)
         return st;
     if (info->nranks == 1 && arb_nccl_params_forced(&p)) {
-        snprintf(why, why_len, "one rank: NCCL copies send to recv without running Ring or Tree, so a forced algo/proto/channels would not be what ran");
-        return ARB_DECLINE;
+        ARB_RAISE(ARB_DECLINE, why, why_len, "one rank: NCCL copies send to recv without running Ring or Tree, so a forced algo/proto/channels would not be what ran");
     }
 
-    int ndev = 0;
-    cudaError_t ce = cudaGetDeviceCount(&ndev);
-    if (ce != cudaSuccess || ndev == 0) {
-        snprintf(why, why_len, "no CUDA device visible: cudaGetDeviceCount: %s", ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
-        return ARB_ERR_SYSTEM;
-    }
+    ARB_TRY(arb_plugin_device_check(info, "nccl", why, why_len));
     int lib_version = 0;
-    ncclResult_t r = ncclGetVersion(&lib_version);
-    if (r != ncclSuccess) {
-        snprintf(why, why_len, "ncclGetVersion: %s", ncclGetErrorString(r));
-        return ARB_ERR_SYSTEM;
-    }
+    ncclResult_t r;
+    ARB_NCCL_TRY(ncclGetVersion(&lib_version), why, why_len);
     if (lib_version != NCCL_VERSION_CODE && info->rank == 0) {
         char hdr[32], lib[32];
         arb_nccl_version_str(NCCL_VERSION_CODE, hdr, sizeof hdr);
         arb_nccl_version_str(lib_version, lib, sizeof lib);
-        plugin_log(ops, "warning: built against NCCL %s headers but running with NCCL %s: rebuild against the library in use (its host API is compatible within 2.x; the results record both)", hdr, lib);
+        arb_plog(ops, "nccl", "warning: built against NCCL %s headers but running with NCCL %s: rebuild against the library in use (its host API is compatible within 2.x; the results record both)", hdr, lib);
     }
 
     if (p.channels && info->rank == 0) {
@@ -276,13 +252,12 @@ static arb_status_t nccl_init(const arb_comm_info_t *info, const arb_host_ops_t 
         static const char *const clamps[] = {"NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_NRINGS", "NCCL_MAX_NRINGS"};
         for (size_t i = 0; i < sizeof clamps / sizeof clamps[0]; i++)
             if (getenv(clamps[i]))
-                plugin_log(ops, "warning: %s=%s is set and overrides or bounds channels=%d", clamps[i], getenv(clamps[i]), p.channels);
+                arb_plog(ops, "nccl", "warning: %s=%s is set and overrides or bounds channels=%d", clamps[i], getenv(clamps[i]), p.channels);
     }
 
     nccl_state_t *s = calloc(1, sizeof *s);
     if (!s) {
-        snprintf(why, why_len, "out of host memory");
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "out of host memory");
     }
     s->ops = *ops;
 
@@ -297,18 +272,14 @@ static arb_status_t nccl_init(const arb_comm_info_t *info, const arb_host_ops_t 
         r = ncclGetUniqueId(&boot.id);
         boot.ok = r == ncclSuccess;
         if (!boot.ok)
-            snprintf(why, why_len, "ncclGetUniqueId: %s", ncclGetErrorString(r));
+            ARB_WHY(why, why_len, "ncclGetUniqueId: %s", ncclGetErrorString(r));
     }
     if (ops->bcast(ops->ctx, &boot, sizeof boot, 0) != 0) {
-        snprintf(why, why_len, "broadcast of the NCCL unique id failed");
-        st = ARB_ERR_SYSTEM;
-        goto err_free_state;
+        ARB_RAISE_GOTO(st, ARB_ERR_SYSTEM, err_free_state, why, why_len, "broadcast of the NCCL unique id failed");
     }
     if (!boot.ok) {
         if (info->rank != 0)
-            snprintf(why, why_len, "rank 0 could not create an NCCL unique id (its log says why)");
-        st = ARB_ERR_SYSTEM;
-        goto err_free_state;
+            ARB_RAISE_GOTO(st, ARB_ERR_SYSTEM, err_free_state, why, why_len, "rank 0 could not create an NCCL unique id (its log says why)");
     }
 
     st = comm_create(s, info, &p, &boot.id, why, why_len);
@@ -332,13 +303,11 @@ static arb_status_t nccl_allreduce(void *state, const void *send, void *recv, si
     case ARB_DTYPE_BF16: type = ncclBfloat16; break;
     case ARB_DTYPE_FP32: type = ncclFloat32; break;
     default:
-        snprintf(why, why_len, "nccl: allreduce: dtype %d is neither bf16 nor fp32", (int)dtype);
-        return ARB_ERR_INVALID;
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "nccl: allreduce: dtype %d is neither bf16 nor fp32", (int)dtype);
     }
     ncclResult_t r = ncclAllReduce(send, recv, count, type, ncclSum, s->comm, (cudaStream_t)stream);
     if (r != ncclSuccess) {
-        snprintf(why, why_len, "ncclAllReduce of %zu elements: %s", count, nccl_err_text(s->comm, r));
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "ncclAllReduce of %zu elements: %s", count, nccl_err_text(s->comm, r));
     }
     return ARB_OK;
 }
@@ -350,8 +319,7 @@ static arb_status_t nccl_query_error(void *state, char *why, size_t why_len)
     ncclResult_t r = ncclCommGetAsyncError(s->comm, &async);
     if (r == ncclSuccess && (async == ncclSuccess || async == ncclInProgress))
         return ARB_OK;
-    snprintf(why, why_len, "NCCL communicator error: %s", nccl_err_text(s->comm, r != ncclSuccess ? r : async));
-    return ARB_ERR_SYSTEM;
+    ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "NCCL communicator error: %s", nccl_err_text(s->comm, r != ncclSuccess ? r : async));
 }
 
 static const char *nccl_describe(void *state)
@@ -369,7 +337,7 @@ static void nccl_finalize(void *state)
     if (r == ncclSuccess)
         r = ncclCommDestroy(s->comm);
     if (r != ncclSuccess) {
-        plugin_log(&s->ops, "ncclCommFinalize/Destroy: %s (aborting the communicator)", nccl_err_text(s->comm, r));
+        arb_plog(&s->ops, "nccl", "ncclCommFinalize/Destroy: %s (aborting the communicator)", nccl_err_text(s->comm, r));
         ncclCommAbort(s->comm);
     }
     free(s);
@@ -391,7 +359,7 @@ ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v2 = {
     .abi_version = ARB_PLUGIN_ABI_VERSION,
     .name = "nccl",
     .description = "NCCL ncclAllReduce (sum); variants force NCCL_ALGO/NCCL_PROTO per communicator, channels=N sets minCTAs=maxCTAs",
-    .caps = ARB_CAP_DEVICE_MEMORY | ARB_CAP_GRAPH_SAFE | ARB_CAP_BF16 | ARB_CAP_FP32,
+    .caps = ARB_CAP_DEVICE_MEMORY | ARB_CAP_GRAPH_SAFE | ARB_CAP_BF16 | ARB_CAP_FP32 | ARB_CAP_BASELINE,
     .variants = nccl_variants,
     .init = nccl_init,
     .allreduce = nccl_allreduce,

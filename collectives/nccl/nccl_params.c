@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include "nccl_params.h"
 
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#define ACCEPTED_KEYS "algo, proto, channels"
+#include "arb_plugin_util.h"
+#include "arbench/status.h"
+
 #define ACCEPTED_ALGOS "auto, Ring, Tree"
 #define ACCEPTED_PROTOS "auto, LL, LL128, Simple"
 
@@ -23,81 +23,38 @@ static const char *lookup(const char *const *names, const char *value)
     return NULL;
 }
 
-/* One "key=value" item, already split off and NUL-terminated. `seen` is a bitmask of
- * keys given so far, so that "algo=Ring,algo=Tree" is refused rather than last-wins. */
-static arb_status_t parse_item(const char *params, char *item, arb_nccl_params_t *out,
-                               unsigned *seen, char *why, size_t why_len)
+enum { KEY_ALGO, KEY_PROTO, KEY_CHANNELS, NKEYS };
+static const arb_kv_key_t keys[NKEYS] = {{"algo", NULL}, {"proto", NULL}, {"channels", NULL}};
+
+static arb_status_t on_pair(void *ctx, int key, const char *value, char *why, size_t why_len)
 {
-    char *eq = strchr(item, '=');
-    if (!eq || eq == item) {
-        snprintf(why, why_len, "nccl params '%s': item '%s' is not key=value (keys: " ACCEPTED_KEYS ")", params, item);
-        return ARB_ERR_INVALID;
-    }
-    *eq = '\0';
-    const char *key = item, *value = eq + 1;
-    unsigned bit;
-    if (strcmp(key, "algo") == 0) {
-        bit = 1u;
-        if (strcasecmp(value, "auto") == 0) {
+    arb_nccl_params_t *out = ctx;
+    switch (key) {
+    case KEY_ALGO:
+        if (strcasecmp(value, "auto") == 0)
             out->algo = NULL;
-        } else if (!(out->algo = lookup(algo_names, value))) {
-            snprintf(why, why_len, "nccl params '%s': algo '%s' is not one of " ACCEPTED_ALGOS, params, value);
-            return ARB_ERR_INVALID;
-        }
-    } else if (strcmp(key, "proto") == 0) {
-        bit = 2u;
-        if (strcasecmp(value, "auto") == 0) {
+        else if (!(out->algo = lookup(algo_names, value)))
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "nccl: algo '%s' is not one of " ACCEPTED_ALGOS, value);
+        return ARB_OK;
+    case KEY_PROTO:
+        if (strcasecmp(value, "auto") == 0)
             out->proto = NULL;
-        } else if (!(out->proto = lookup(proto_names, value))) {
-            snprintf(why, why_len, "nccl params '%s': proto '%s' is not one of " ACCEPTED_PROTOS, params, value);
-            return ARB_ERR_INVALID;
-        }
-    } else if (strcmp(key, "channels") == 0) {
-        bit = 4u;
-        char *end = NULL;
-        errno = 0;
-        long n = strtol(value, &end, 10);
-        if (errno || !*value || *end || n < 1 || n > ARB_NCCL_MAX_CHANNELS) {
-            snprintf(why, why_len, "nccl params '%s': channels '%s' is not an integer from 1 to %d", params, value, ARB_NCCL_MAX_CHANNELS);
-            return ARB_ERR_INVALID;
-        }
-        out->channels = (int)n;
-    } else {
-        snprintf(why, why_len, "nccl params '%s': unknown key '%s' (keys: " ACCEPTED_KEYS ")", params, key);
-        return ARB_ERR_INVALID;
+        else if (!(out->proto = lookup(proto_names, value)))
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "nccl: proto '%s' is not one of " ACCEPTED_PROTOS, value);
+        return ARB_OK;
+    default:
+        if (arb_kv_int(value, 1, ARB_NCCL_MAX_CHANNELS, &out->channels))
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "nccl: channels '%s' is not an integer from 1 to %d", value,
+                      ARB_NCCL_MAX_CHANNELS);
+        return ARB_OK;
     }
-    if (*seen & bit) {
-        snprintf(why, why_len, "nccl params '%s': key '%s' given twice", params, key);
-        return ARB_ERR_INVALID;
-    }
-    *seen |= bit;
-    return ARB_OK;
 }
 
 arb_status_t arb_nccl_params_parse(const char *params, arb_nccl_params_t *out, char *why,
                                    size_t why_len)
 {
     memset(out, 0, sizeof *out);
-    if (!params || !*params)
-        return ARB_OK;
-    char *copy = strdup(params);
-    if (!copy) {
-        snprintf(why, why_len, "nccl params: out of host memory");
-        return ARB_ERR_SYSTEM;
-    }
-    arb_status_t st = ARB_OK;
-    unsigned seen = 0;
-    /* strsep, not strtok: an empty item (",," or a trailing ',') is an error, not skipped. */
-    char *rest = copy, *item;
-    while (st == ARB_OK && (item = strsep(&rest, ",")) != NULL) {
-        if (!*item) {
-            snprintf(why, why_len, "nccl params '%s': empty item (expected key=value[,key=value...], keys: " ACCEPTED_KEYS ")", params);
-            st = ARB_ERR_INVALID;
-            break;
-        }
-        st = parse_item(params, item, out, &seen, why, why_len);
-    }
-    free(copy);
+    const arb_status_t st = arb_kv_parse("nccl", params, keys, NKEYS, on_pair, out, NULL, why, why_len);
     if (st != ARB_OK)
         memset(out, 0, sizeof *out);
     return st;

@@ -9,7 +9,9 @@
 
 #include <cuda_runtime.h>
 
+#include "arb_plugin_util.h"
 #include "arbench/plugin.h"
+#include "arbench/status.h"
 #include "noop_kernel.h"
 
 typedef struct noop_state {
@@ -19,21 +21,13 @@ typedef struct noop_state {
 static arb_status_t noop_init(const arb_comm_info_t *info, const arb_host_ops_t *ops,
                               const char *params, void **state, char *why, size_t why_len)
 {
-    (void)info;
     if (params && *params) {
-        snprintf(why, why_len, "noop params '%s': noop takes no parameters (expected an empty string)", params);
-        return ARB_ERR_INVALID;
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "noop params '%s': noop takes no parameters (expected an empty string)", params);
     }
-    int ndev = 0;
-    cudaError_t ce = cudaGetDeviceCount(&ndev);
-    if (ce != cudaSuccess || ndev == 0) {
-        snprintf(why, why_len, "no CUDA device visible: cudaGetDeviceCount: %s", ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
-        return ARB_ERR_SYSTEM;
-    }
+    ARB_TRY(arb_plugin_device_check(info, "noop", why, why_len));
     noop_state_t *s = calloc(1, sizeof *s);
     if (!s) {
-        snprintf(why, why_len, "out of host memory");
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "out of host memory");
     }
     s->ops = *ops;
     *state = s;
@@ -46,8 +40,7 @@ static arb_status_t noop_allreduce(void *state, const void *send, void *recv, si
     (void)send, (void)recv, (void)count, (void)dtype, (void)state;
     int err = arb_noop_launch(stream);
     if (err != 0) {
-        snprintf(why, why_len, "noop kernel launch: %s", arb_noop_error_string(err));
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "noop kernel launch: %s", arb_noop_error_string(err));
     }
     return ARB_OK;
 }

@@ -9,14 +9,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arb_spin.h"
+
 #define P2P_MAX_RANKS 16   /* ranks of one node */
 #define P2P_MAX_BLOCKS 128 /* CTAs per kernel; also clamped to the smallest SM count */
 #define P2P_FLAG_PHASES 3  /* barrier flags: phase A, phase B (twoshot's second barrier), fused */
 #define P2P_FLAG_FUSED 2   /* the phase of the fused all-reduce + RMSNorm kernels (own epochs) */
 
-/* Error codes written by kernels into p2p_dev_state.err_code. */
-#define P2P_ERR_NONE 0
-#define P2P_ERR_TIMEOUT 1
+/* What a spin that gave up waited for (p2p_dev_state.err.what). */
+#define P2P_WAIT_FLAG 0        /* a barrier flag (pull, push, two-shot, ping) */
+#define P2P_WAIT_LINES 1       /* flag-free all-reduce lines */
+#define P2P_WAIT_FUSED_LINES 2 /* flag-free fused lines */
 
 /*
  * Head of the window (one cudaMalloc region per rank, opened by every peer through
@@ -53,11 +56,9 @@ typedef struct p2p_dev_state {
      * have their own grid, flag phase and payload area: the two sequences of calls
      * may interleave without one's epochs meeting the other's flags or lines. */
     uint32_t fused_epoch[P2P_MAX_BLOCKS];
-    uint32_t aborted;  /* set after a timeout: later kernels return at once */
-    int32_t err_code;  /* P2P_ERR_*; first error wins (atomicCAS) */
-    int32_t err_peer;  /* the rank that was awaited */
-    uint32_t err_epoch;
-    uint32_t err_block;
+    /* The first spin that gave up (first wins, atomicCAS); err.failed also means
+     * "aborted": later kernels return at once, so the peers time out too. */
+    arb_spin_error_t err;
 } p2p_dev_state_t;
 
 #endif

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Device helpers of the p2p and ping kernels: system-scope flags, bounded spin-waits,
-// 16-byte vector loads/stores with a partial tail, fp32 accumulation.
+// 16-byte vector loads/stores with a partial tail, fp32 accumulation. The LL lines,
+// the timer, the spin and its error record and the vector traits are the common ones
+// (collectives/common/arb_device.cuh).
 #ifndef P2P_DEVICE_CUH
 #define P2P_DEVICE_CUH
 
 #include <cuda_bf16.h>
 #include <stdint.h>
 
+#include "arb_device.cuh"
 #include "p2p_common.h"
 #include "p2p_kernels.h"
 
@@ -27,29 +30,14 @@ __device__ __forceinline__ uint32_t p2p_ld_acquire_sys(const uint32_t *p)
     return v;
 }
 
-__device__ __forceinline__ uint64_t p2p_globaltimer_ns()
-{
-    uint64_t t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
 // Records the first timeout of this rank and disables later kernels.
-__device__ __forceinline__ void p2p_record_timeout(p2p_dev_state_t *st, int peer, uint32_t epoch)
+__device__ __forceinline__ void p2p_record_timeout(p2p_dev_state_t *st, int peer, uint32_t what, uint32_t epoch)
 {
-    if (atomicCAS((int *)&st->err_code, P2P_ERR_NONE, P2P_ERR_TIMEOUT) == P2P_ERR_NONE) {
-        st->err_peer = peer;
-        st->err_epoch = epoch;
-        st->err_block = blockIdx.x;
-    }
-    atomicExch((unsigned *)&st->aborted, 1u);
+    arb_spin_record(&st->err, peer, what, epoch);
 }
 
 // True once another CTA of this rank gave up: stop waiting at once.
-__device__ __forceinline__ bool p2p_aborted(const p2p_dev_state_t *st)
-{
-    return *(volatile const uint32_t *)&st->aborted != 0;
-}
+__device__ __forceinline__ bool p2p_aborted(p2p_dev_state_t *st) { return arb_spin_failed(&st->err); }
 
 // Waits until *flag (written by rank `peer`) reaches epoch; false after timeout_ns or
 // when this rank already aborted. Epochs grow by one per call; the signed difference
@@ -57,59 +45,28 @@ __device__ __forceinline__ bool p2p_aborted(const p2p_dev_state_t *st)
 __device__ __forceinline__ bool p2p_wait_flag(const uint32_t *flag, uint32_t epoch, p2p_dev_state_t *st, int peer,
                                               uint64_t timeout_ns)
 {
-    if ((int32_t)(p2p_ld_acquire_sys(flag) - epoch) >= 0)
-        return true;
-    const uint64_t t0 = p2p_globaltimer_ns();
-    for (unsigned spin = 1;; spin++) {
-        if ((int32_t)(p2p_ld_acquire_sys(flag) - epoch) >= 0)
-            return true;
-        if ((spin & 255) == 0 && p2p_aborted(st))
-            return false;
-        if (p2p_globaltimer_ns() - t0 > timeout_ns) {
-            p2p_record_timeout(st, peer, epoch);
-            return false;
-        }
-    }
+    return arb_spin_until([&] { return (int32_t)(p2p_ld_acquire_sys(flag) - epoch) >= 0; }, &st->err, peer,
+                          P2P_WAIT_FLAG, epoch, timeout_ns);
 }
 
-// A 16-byte line carries 8 payload bytes and the epoch twice: {d0, epoch, d1, epoch}.
-// Each 8-byte half {data, epoch} is written by one single-copy-atomic 8-byte access
-// inside the 16-byte store, so a reader that sees the current epoch in both halves
-// has the data of this call: no fence, no flag, no barrier. Stale lines carry an
-// older epoch (lines are never reset; epochs only grow).
-__device__ __forceinline__ void p2p_st_line(uint4 *p, uint32_t d0, uint32_t d1, uint32_t epoch)
-{
-    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(d0), "r"(epoch), "r"(d1),
-                 "r"(epoch)
-                 : "memory");
-}
-
-__device__ __forceinline__ uint4 p2p_ld_line(const uint4 *p)
-{
-    uint4 v;
-    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p)
-                 : "memory");
-    return v;
-}
-
-// Waits until the line at p carries `epoch` in both halves; false after timeout_ns
-// (recorded, naming `peer`) or when this rank already aborted.
+// Waits until the line at p (arb_device.cuh: LL lines) carries `epoch` in both
+// halves; false after timeout_ns (recorded, naming `peer`) or when this rank already
+// aborted. Not arb_spin_until: this loop's order (test, then abort and clock, then
+// re-read) is what p2p's general fused kernel was measured with.
 __device__ __forceinline__ bool p2p_wait_line(const uint4 *p, uint32_t epoch, p2p_dev_state_t *st, int peer,
                                               uint64_t timeout_ns, uint4 *line)
 {
-    uint4 l = p2p_ld_line(p);
-    if (l.y != epoch || l.w != epoch) {
-        const uint64_t t0 = p2p_globaltimer_ns();
-        for (unsigned spin = 1; l.y != epoch || l.w != epoch; spin++) {
+    uint4 l = arb_ld_line(p);
+    if (!arb_line_is(l, epoch)) {
+        const uint64_t t0 = arb_globaltimer_ns();
+        for (unsigned spin = 1; !arb_line_is(l, epoch); spin++) {
             if ((spin & 255) == 0 && p2p_aborted(st))
                 return false;
-            if (p2p_globaltimer_ns() - t0 > timeout_ns) {
-                p2p_record_timeout(st, peer, epoch);
+            if (arb_globaltimer_ns() - t0 > timeout_ns) {
+                p2p_record_timeout(st, peer, P2P_WAIT_FUSED_LINES, epoch);
                 return false;
             }
-            l = p2p_ld_line(p);
+            l = arb_ld_line(p);
         }
     }
     *line = l;
@@ -117,22 +74,8 @@ __device__ __forceinline__ bool p2p_wait_line(const uint4 *p, uint32_t epoch, p2
 }
 
 // ---- element types: a 16-byte vector holds VEC elements, accumulated in fp32 ----
-template <typename T> struct p2p_elt;
-template <> struct p2p_elt<float> {
-    static constexpr int VEC = 4;
-    __device__ static float to_f(float x) { return x; }
-    __device__ static float from_f(float x) { return x; }
-};
-template <> struct p2p_elt<__nv_bfloat16> {
-    static constexpr int VEC = 8;
-    __device__ static float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-    __device__ static __nv_bfloat16 from_f(float x) { return __float2bfloat16_rn(x); }
-};
-
-template <typename T> union p2p_vec {
-    uint4 u;
-    T e[p2p_elt<T>::VEC];
-};
+template <typename T> using p2p_elt = arb_vec_traits<T>;
+template <typename T> using p2p_vec = arb_vec<T>;
 
 // Loads vector v of a count-element array; elements past count read as zero (no
 // access beyond the array: the harness may pass a buffer that ends right there).
@@ -165,9 +108,7 @@ __device__ __forceinline__ void p2p_store_vec(T *base, size_t v, size_t count, c
     }
 }
 
-// Loads from memory another GPU writes (or from a peer's window): .cg keeps it out of
-// this SM's L1, which is not coherent with peer writes across kernels.
-__device__ __forceinline__ uint4 p2p_ld_cg(const uint4 *p) { return __ldcg(p); }
+__device__ __forceinline__ uint4 p2p_ld_cg(const uint4 *p) { return arb_ld_cg(p); }
 
 template <typename T> __device__ __forceinline__ void p2p_acc(float *acc, const p2p_vec<T> &x)
 {

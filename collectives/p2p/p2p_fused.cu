@@ -9,13 +9,14 @@
 #include <cooperative_groups.h>
 #include <math.h>
 
+#include "arb_ff_fused.cuh"
 #include "p2p_device.cuh"
 
 namespace cg = cooperative_groups;
 
 namespace {
 
-constexpr int kWarp = 32;
+constexpr int kWarp = kArbWarp;
 constexpr int kRowsMax = P2P_FUSED_MAX_ROWS_PER_CLUSTER;
 constexpr int kMaxRowBlocks = 8; // the portable cluster size limit (p2p_params.c checks row_blocks)
 // Units of the first kept_rows(MAXT) rows of a CTA that each thread keeps in registers
@@ -25,55 +26,11 @@ constexpr int kMaxRowBlocks = 8; // the portable cluster size limit (p2p_params.
 constexpr int kKeptUnits = 2;
 __host__ __device__ constexpr int kept_rows(int max_threads) { return max_threads > 512 ? 1 : 2; }
 
-template <int E> struct unit_bits;
-template <> struct unit_bits<4> {
-    using type = uint2;
-};
-template <> struct unit_bits<8> {
-    using type = uint4;
-};
-
-// E bf16 values moved as one access (8 or 16 bytes).
-template <int E> union unit_t {
-    typename unit_bits<E>::type u;
-    __nv_bfloat16 e[E];
-};
+template <int E> using unit_t = arb_unit<E>;
 
 template <p2p_variant_t V> struct fused_traits {
     static constexpr int E = V == P2P_ONESHOT_FLAGFREE ? 4 : 8;
 };
-
-// Unit j (elements [jE, jE+E)) of a row of `hidden` elements; elements past the row
-// read as zero. whole: hidden % E == 0 and the row is aligned to 2E bytes.
-template <int E>
-__device__ __forceinline__ unit_t<E> load_unit(const __nv_bfloat16 *row, unsigned j, unsigned hidden, bool whole)
-{
-    unit_t<E> x;
-    const unsigned first = j * E;
-    if (whole) {
-        x.u = *(const typename unit_bits<E>::type *)(row + first);
-    } else {
-#pragma unroll
-        for (int k = 0; k < E; k++)
-            x.e[k] = first + k < hidden ? row[first + k] : __ushort_as_bfloat16(0);
-    }
-    return x;
-}
-
-template <int E>
-__device__ __forceinline__ void store_unit(__nv_bfloat16 *row, unsigned j, unsigned hidden, bool whole,
-                                           const unit_t<E> &x)
-{
-    const unsigned first = j * E;
-    if (whole) {
-        *(typename unit_bits<E>::type *)(row + first) = x.u;
-    } else {
-#pragma unroll
-        for (int k = 0; k < E; k++)
-            if (first + k < hidden)
-                row[first + k] = x.e[k];
-    }
-}
 
 // Rank `owner`'s slot for rank `src` in the current set (push, flag-free), or rank
 // `owner`'s staging (pull); 16 bytes per unit.
@@ -99,7 +56,7 @@ __device__ __forceinline__ void send_unit(const p2p_fused_launch_t &a, size_t id
         for (int k = 1; k < n; k++) { // start at the next rank: spread the links
             const int p = (me + k) % n;
             if constexpr (V == P2P_ONESHOT_FLAGFREE)
-                p2p_st_line(slot<V>(a, p, me, set) + idx, x.u.x, x.u.y, epoch);
+                arb_st_line(slot<V>(a, p, me, set) + idx, x.u.x, x.u.y, epoch);
             else
                 slot<V>(a, p, me, set)[idx] = x.u;
         }
@@ -144,8 +101,8 @@ __device__ __forceinline__ bool unit_pass1(const p2p_fused_launch_t &a, const ro
     const size_t row = (size_t)t * a.hidden, idx = (size_t)t * c.upr + j;
     // Local loads first: their latency overlaps the wait for the peers' data.
     __nv_bfloat16 *res_row = (__nv_bfloat16 *)a.residual + row;
-    unit_t<E> res = load_unit<E>(res_row, j, a.hidden, a.whole_units);
-    const unit_t<E> mine = load_unit<E>((const __nv_bfloat16 *)a.x + row, j, a.hidden, a.whole_units);
+    unit_t<E> res = arb_load_unit<E>(res_row, j, a.hidden, a.whole_units);
+    const unit_t<E> mine = arb_load_unit<E>((const __nv_bfloat16 *)a.x + row, j, a.hidden, a.whole_units);
     float acc[E] = {};
     for (int r = 0; r < a.net.nranks; r++) {
         unit_t<E> v = mine;
@@ -155,13 +112,15 @@ __device__ __forceinline__ bool unit_pass1(const p2p_fused_launch_t &a, const ro
         for (int k = 0; k < E; k++)
             acc[k] += __bfloat162float(v.e[k]);
     }
+    // Squares added into sq one by one (not arb_residual_add's per-unit partial): the
+    // order of additions this kernel's results were checked with.
 #pragma unroll
     for (int k = 0; k < E; k++) {
         res.e[k] = __float2bfloat16_rn(__bfloat162float(res.e[k]) + acc[k]);
         const float f = __bfloat162float(res.e[k]); // the norm uses the value as stored
         sq += f * f;
     }
-    store_unit<E>(res_row, j, a.hidden, a.whole_units, res);
+    arb_store_unit<E>(res_row, j, a.hidden, a.whole_units, res);
     *stored = res;
     return true;
 }
@@ -184,8 +143,7 @@ __device__ __forceinline__ void row_pass1(const p2p_fused_launch_t &a, const row
         unit_t<fused_traits<V>::E> dropped;
         failed = !unit_pass1<V>(a, c, t, j, &dropped, sq);
     }
-    for (int o = kWarp / 2; o > 0; o >>= 1)
-        sq += __shfl_xor_sync(0xffffffffu, sq, o);
+    sq = arb_warp_sum(sq);
     if (threadIdx.x % kWarp == 0)
         warp_sums[threadIdx.x / kWarp] = sq;
 }
@@ -196,11 +154,7 @@ template <int E>
 __device__ __forceinline__ void out_unit(const p2p_fused_launch_t &a, __nv_bfloat16 *out_row, unsigned j,
                                          const unit_t<E> &r, const unit_t<E> &w, float inv_rms)
 {
-    unit_t<E> o;
-#pragma unroll
-    for (int k = 0; k < E; k++)
-        o.e[k] = __float2bfloat16_rn(__bfloat162float(r.e[k]) * inv_rms * __bfloat162float(w.e[k]));
-    store_unit<E>(out_row, j, a.hidden, a.whole_units, o);
+    arb_store_unit<E>(out_row, j, a.hidden, a.whole_units, arb_rms_out<E>(r, w, inv_rms));
 }
 
 // Pass 2 over this thread's units of launch row t. KEPT: the first kKeptUnits units
@@ -219,12 +173,12 @@ __device__ __forceinline__ void row_pass2(const p2p_fused_launch_t &a, const row
     for (int m = 0; m < kKeptUnits; m++) {
         const unsigned j = c.u0 + m * c.ustride;
         if (j < c.upr)
-            out_unit<E>(a, out_row, j, KEPT ? kept[m] : load_unit<E>(res_row, j, a.hidden, a.whole_units), w_kept[m],
+            out_unit<E>(a, out_row, j, KEPT ? kept[m] : arb_load_unit<E>(res_row, j, a.hidden, a.whole_units), w_kept[m],
                         inv_rms);
     }
     for (unsigned j = c.u0 + kKeptUnits * c.ustride; j < c.upr; j += c.ustride)
-        out_unit<E>(a, out_row, j, load_unit<E>(res_row, j, a.hidden, a.whole_units),
-                    load_unit<E>(w_row, j, a.hidden, a.whole_units), inv_rms);
+        out_unit<E>(a, out_row, j, arb_load_unit<E>(res_row, j, a.hidden, a.whole_units),
+                    arb_load_unit<E>(w_row, j, a.hidden, a.whole_units), inv_rms);
 }
 
 // MAXT: the launch bound (512: 128 registers per thread; 1024). CLUSTER: row_blocks > 1,
@@ -268,7 +222,7 @@ __global__ void __launch_bounds__(MAXT, 1) fused_rmsnorm(p2p_fused_launch_t a)
     for (int m = 0; m < kKeptUnits; m++) {
         const unsigned j = c.u0 + m * c.ustride;
         if (j < c.upr)
-            w_kept[m] = load_unit<E>((const __nv_bfloat16 *)a.weight, j, a.hidden, a.whole_units);
+            w_kept[m] = arb_load_unit<E>((const __nv_bfloat16 *)a.weight, j, a.hidden, a.whole_units);
     }
 
     if (!failed && !a.net.hang)
@@ -276,7 +230,7 @@ __global__ void __launch_bounds__(MAXT, 1) fused_rmsnorm(p2p_fused_launch_t a)
             const unsigned t = cl + i * NC;
             const __nv_bfloat16 *x_row = (const __nv_bfloat16 *)a.x + (size_t)t * a.hidden;
             for (unsigned j = c.u0; j < c.upr; j += c.ustride)
-                send_unit<V>(a, (size_t)t * c.upr + j, load_unit<E>(x_row, j, a.hidden, a.whole_units), c.epoch,
+                send_unit<V>(a, (size_t)t * c.upr + j, arb_load_unit<E>(x_row, j, a.hidden, a.whole_units), c.epoch,
                              c.set);
         }
     // Push and pull: block b waits for block b of every rank (same rows, same units).
@@ -304,7 +258,7 @@ __global__ void __launch_bounds__(MAXT, 1) fused_rmsnorm(p2p_fused_launch_t a)
             p += s_warp[threadIdx.x][w];
         s_part[threadIdx.x] = block_failed ? NAN : p;
         if (!CLUSTER)
-            s_inv[threadIdx.x] = rsqrtf(s_part[threadIdx.x] / (float)a.hidden + a.eps);
+            s_inv[threadIdx.x] = arb_rms_inv(s_part[threadIdx.x], a.hidden, a.eps);
     }
     if constexpr (CLUSTER) {
         // Cluster barrier (release/acquire at cluster scope): every CTA's s_part is
@@ -322,7 +276,7 @@ __global__ void __launch_bounds__(MAXT, 1) fused_rmsnorm(p2p_fused_launch_t a)
             for (int b = 0; b < kMaxRowBlocks; b++)
                 if ((unsigned)b < P)
                     total += part[b];
-            s_inv[threadIdx.x] = rsqrtf(total / (float)a.hidden + a.eps);
+            s_inv[threadIdx.x] = arb_rms_inv(total, a.hidden, a.eps);
         }
         // My reads of the other CTAs' s_part are done (waited for before exiting).
         cg::this_cluster().barrier_arrive();
@@ -344,23 +298,6 @@ __global__ void __launch_bounds__(MAXT, 1) fused_rmsnorm(p2p_fused_launch_t a)
         a.net.state->fused_epoch[blockIdx.x] = c.epoch;
 }
 
-cudaLaunchConfig_t cluster_config(int blocks, int row_blocks, int threads, cudaStream_t stream,
-                                  cudaLaunchAttribute *attr)
-{
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)blocks);
-    cfg.blockDim = dim3((unsigned)threads);
-    cfg.dynamicSmemBytes = 0;
-    cfg.stream = stream;
-    attr->id = cudaLaunchAttributeClusterDimension;
-    attr->val.clusterDim.x = (unsigned)row_blocks;
-    attr->val.clusterDim.y = 1;
-    attr->val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    return cfg;
-}
-
 template <p2p_variant_t V, int MAXT>
 cudaError_t launch_t(const p2p_fused_launch_t *a, int blocks, int row_blocks, int threads, cudaStream_t stream)
 {
@@ -368,8 +305,8 @@ cudaError_t launch_t(const p2p_fused_launch_t *a, int blocks, int row_blocks, in
         fused_rmsnorm<V, MAXT, false><<<blocks, threads, 0, stream>>>(*a);
         return cudaGetLastError();
     }
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = cluster_config(blocks, row_blocks, threads, stream, &attr);
+    cudaLaunchAttribute attr[2];
+    const cudaLaunchConfig_t cfg = arb_cluster_launch_config(blocks, row_blocks, threads, false, stream, attr);
     return cudaLaunchKernelEx(&cfg, fused_rmsnorm<V, MAXT, true>, *a);
 }
 
@@ -382,19 +319,9 @@ cudaError_t launch_v(const p2p_fused_launch_t *a, int blocks, int row_blocks, in
 
 template <p2p_variant_t V, int MAXT> cudaError_t max_clusters_t(int row_blocks, int threads, int *clusters)
 {
-    if (row_blocks == 1) { // plain CTAs: per SM times SMs
-        int dev = 0, sms = 0, per_sm = 0;
-        cudaError_t e = cudaGetDevice(&dev);
-        if (e == cudaSuccess)
-            e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-        if (e == cudaSuccess)
-            e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_rmsnorm<V, MAXT, false>, threads, 0);
-        *clusters = per_sm * sms;
-        return e;
-    }
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = cluster_config(row_blocks, row_blocks, threads, 0, &attr);
-    return cudaOccupancyMaxActiveClusters(clusters, fused_rmsnorm<V, MAXT, true>, &cfg);
+    if (row_blocks == 1) // plain CTAs: per SM times SMs
+        return arb_resident_clusters(fused_rmsnorm<V, MAXT, false>, 1, threads, clusters);
+    return arb_resident_clusters(fused_rmsnorm<V, MAXT, true>, row_blocks, threads, clusters);
 }
 
 template <p2p_variant_t V> cudaError_t max_clusters_v(int row_blocks, int threads, int *clusters)

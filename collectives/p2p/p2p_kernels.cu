@@ -139,7 +139,7 @@ __global__ void twoshot(p2p_launch_t a)
 
 // ---- flag-free one-shot (LL lines) ----
 
-// Lines: p2p_st_line / p2p_ld_line (p2p_device.cuh).
+// Lines: arb_st_line / arb_ld_line (collectives/common/arb_device.cuh: LL lines).
 
 // 8-byte unit u of a count-element array, zero past the end.
 template <typename T> __device__ __forceinline__ uint2 load_unit(const T *base, size_t u, size_t count)
@@ -179,7 +179,7 @@ __global__ void oneshot_flagfree(p2p_launch_t a)
             const uint2 x = load_unit((const T *)a.send, u, a.count);
             for (int k = 1; k < a.nranks; k++) {
                 const int p = (a.rank + k) % a.nranks;
-                p2p_st_line((uint4 *)(a.payload[p] + (set_base + a.rank) * slot_bytes) + u, x.x, x.y, epoch);
+                arb_st_line((uint4 *)(a.payload[p] + (set_base + a.rank) * slot_bytes) + u, x.x, x.y, epoch);
             }
         }
     bool failed = false; // a wait gave up: leave recv as it is, keep the epoch
@@ -194,20 +194,20 @@ __global__ void oneshot_flagfree(p2p_launch_t a)
                 x.u2 = load_unit((const T *)a.send, u, a.count);
             } else {
                 const uint4 *line = (const uint4 *)(a.payload[a.rank] + (set_base + r) * slot_bytes) + u;
-                uint4 l = p2p_ld_line(line);
+                uint4 l = arb_ld_line(line);
                 if (l.y != epoch || l.w != epoch) {
-                    const uint64_t t0 = p2p_globaltimer_ns();
+                    const uint64_t t0 = arb_globaltimer_ns();
                     for (unsigned spin = 1; l.y != epoch || l.w != epoch; spin++) {
                         if ((spin & 255) == 0 && p2p_aborted(a.state)) {
                             failed = true;
                             break;
                         }
-                        if (p2p_globaltimer_ns() - t0 > a.timeout_ns) {
-                            p2p_record_timeout(a.state, r, epoch);
+                        if (arb_globaltimer_ns() - t0 > a.timeout_ns) {
+                            p2p_record_timeout(a.state, r, P2P_WAIT_LINES, epoch);
                             failed = true;
                             break;
                         }
-                        l = p2p_ld_line(line);
+                        l = arb_ld_line(line);
                     }
                 }
                 x.u2 = make_uint2(l.x, l.z);

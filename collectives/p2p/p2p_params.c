@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include "p2p_params.h"
 
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "arb_plugin_util.h"
+#include "arbench/status.h"
 #include "p2p_common.h"
 
 static const char *const variant_names[] = {
@@ -21,23 +21,62 @@ const char *p2p_variant_name(p2p_variant_t v)
     return (unsigned)v < sizeof variant_names / sizeof variant_names[0] ? variant_names[v] : "?";
 }
 
-/* Parses a whole decimal integer in [lo, hi]; 0 on success. */
-static int parse_int(const char *s, long lo, long hi, int *out)
+enum { KEY_VARIANT, KEY_BLOCKS, KEY_THREADS, KEY_ROW_BLOCKS, KEY_TIMEOUT, KEY_HANG, NKEYS };
+/* The names of p2p's knobs; lsa uses the same ones (blocks, row_blocks) for the same
+ * meaning. The ping plugin takes the last two only. */
+static const arb_kv_key_t p2p_keys[NKEYS] = {
+    {"variant", NULL},    {"blocks", NULL},     {"threads", NULL},
+    {"row_blocks", NULL}, {"timeout_ms", NULL}, {"test_hang_rank", NULL},
+};
+static const arb_kv_key_t *const ping_keys = p2p_keys + KEY_TIMEOUT;
+
+typedef struct parse_ctx {
+    p2p_params_t *p;
+    int ping, nranks;
+} parse_ctx_t;
+
+static arb_status_t on_pair(void *vctx, int key, const char *val, char *why, size_t why_len)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
+    parse_ctx_t *c = vctx;
+    p2p_params_t *p = c->p;
+    if (c->ping)
+        key += KEY_TIMEOUT;
+    switch (key) {
+    case KEY_VARIANT:
+        for (int v = P2P_ONESHOT_PULL; v <= P2P_ONESHOT_FLAGFREE; v++)
+            if (strcmp(val, variant_names[v]) == 0) {
+                p->variant = (p2p_variant_t)v;
+                return ARB_OK;
+            }
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "p2p: parameter variant='%s': expected oneshot-pull, oneshot-push, twoshot or oneshot-flagfree", val);
+    case KEY_BLOCKS:
+        if (arb_kv_int(val, 1, P2P_MAX_BLOCKS, &p->blocks))
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "p2p: parameter blocks='%s': expected an integer 1..%d", val, P2P_MAX_BLOCKS);
+        return ARB_OK;
+    case KEY_THREADS:
+        if (arb_kv_int(val, 32, 1024, &p->threads) || p->threads % 32)
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "p2p: parameter threads='%s': expected a multiple of 32 in 32..1024", val);
+        return ARB_OK;
+    case KEY_ROW_BLOCKS:
+        /* a thread-block cluster: 8 CTAs is the portable maximum; powers of two so that
+         * any grid rounds down to whole clusters predictably */
+        if (arb_kv_int(val, 1, 8, &p->row_blocks) || (p->row_blocks & (p->row_blocks - 1)))
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "p2p: parameter row_blocks='%s': expected 1, 2, 4 or 8", val);
+        return ARB_OK;
+    case KEY_TIMEOUT:
+        if (arb_kv_int(val, 1, 600000, &p->timeout_ms))
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "p2p: parameter timeout_ms='%s': expected milliseconds 1..600000", val);
+        return ARB_OK;
+    default:
+        if (arb_kv_int(val, 0, c->nranks - 1, &p->test_hang_rank))
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "p2p: parameter test_hang_rank='%s': expected a rank 0..%d", val, c->nranks - 1);
+        return ARB_OK;
+    }
 }
 
 arb_status_t p2p_params_parse(const char *params, int ping, int nranks, p2p_params_t *out,
                               char *why, size_t why_len)
 {
-    const char *keys = ping ? "timeout_ms, test_hang_rank"
-                            : "variant, blocks, threads, row_blocks, timeout_ms, test_hang_rank";
     p2p_params_t p = {
         .variant = ping ? P2P_PING : P2P_ONESHOT_PUSH,
         .blocks = ping ? 1 : 8,
@@ -46,88 +85,15 @@ arb_status_t p2p_params_parse(const char *params, int ping, int nranks, p2p_para
         .test_hang_rank = -1,
         .row_blocks = 0,
     };
-    unsigned seen = 0; /* one bit per key: a key given twice is an error */
-    char buf[512];
-    if (!params)
-        params = "";
-    if (strlen(params) >= sizeof buf) {
-        snprintf(why, why_len, "params '%.40s...': longer than %zu characters", params, sizeof buf - 1);
-        return ARB_ERR_INVALID;
-    }
-    memcpy(buf, params, strlen(params) + 1);
-    char *save = NULL;
-    for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(kv, '=');
-        if (!eq) {
-            snprintf(why, why_len, "params '%s': '%s' is not key=value (keys: %s)", params, kv, keys);
-            return ARB_ERR_INVALID;
-        }
-        *eq = '\0';
-        const char *key = kv, *val = eq + 1;
-        unsigned bit = 0;
-        int bad = 0;
-        if (!ping && strcmp(key, "variant") == 0) {
-            bit = 1u << 0;
-            bad = 1;
-            for (int v = P2P_ONESHOT_PULL; v <= P2P_ONESHOT_FLAGFREE; v++)
-                if (strcmp(val, variant_names[v]) == 0) {
-                    p.variant = (p2p_variant_t)v;
-                    bad = 0;
-                }
-            if (bad) {
-                snprintf(why, why_len, "parameter variant='%s': expected oneshot-pull, oneshot-push, twoshot or oneshot-flagfree", val);
-                return ARB_ERR_INVALID;
-            }
-        } else if (!ping && strcmp(key, "blocks") == 0) {
-            bit = 1u << 1;
-            if (parse_int(val, 1, P2P_MAX_BLOCKS, &p.blocks)) {
-                snprintf(why, why_len, "parameter blocks='%s': expected an integer 1..%d", val, P2P_MAX_BLOCKS);
-                return ARB_ERR_INVALID;
-            }
-        } else if (!ping && strcmp(key, "threads") == 0) {
-            bit = 1u << 2;
-            if (parse_int(val, 32, 1024, &p.threads) || p.threads % 32) {
-                snprintf(why, why_len, "parameter threads='%s': expected a multiple of 32 in 32..1024", val);
-                return ARB_ERR_INVALID;
-            }
-        } else if (!ping && strcmp(key, "row_blocks") == 0) {
-            bit = 1u << 5;
-            /* a thread-block cluster: 8 CTAs is the portable maximum; powers of two
-             * so that any grid rounds down to whole clusters predictably */
-            if (parse_int(val, 1, 8, &p.row_blocks) || (p.row_blocks & (p.row_blocks - 1))) {
-                snprintf(why, why_len, "parameter row_blocks='%s': expected 1, 2, 4 or 8", val);
-                return ARB_ERR_INVALID;
-            }
-        } else if (strcmp(key, "timeout_ms") == 0) {
-            bit = 1u << 3;
-            if (parse_int(val, 1, 600000, &p.timeout_ms)) {
-                snprintf(why, why_len, "parameter timeout_ms='%s': expected milliseconds 1..600000", val);
-                return ARB_ERR_INVALID;
-            }
-        } else if (strcmp(key, "test_hang_rank") == 0) {
-            bit = 1u << 4;
-            if (parse_int(val, 0, nranks - 1, &p.test_hang_rank)) {
-                snprintf(why, why_len, "parameter test_hang_rank='%s': expected a rank 0..%d", val, nranks - 1);
-                return ARB_ERR_INVALID;
-            }
-        } else {
-            snprintf(why, why_len, "unknown parameter '%s' (keys: %s)", key, keys);
-            return ARB_ERR_INVALID;
-        }
-        if (seen & bit) {
-            snprintf(why, why_len, "parameter %s given twice in '%s'", key, params);
-            return ARB_ERR_INVALID;
-        }
-        seen |= bit;
-    }
+    parse_ctx_t c = {&p, ping, nranks};
+    ARB_TRY(arb_kv_parse(ping ? "ping" : "p2p", params, ping ? ping_keys : p2p_keys, ping ? NKEYS - KEY_TIMEOUT : NKEYS,
+                         on_pair, &c, NULL, why, why_len));
     /* The ping needs one thread per rank (each signals one peer and waits for one). */
     if (ping && p.threads < nranks)
         p.threads = (nranks + 31) / 32 * 32;
     /* One thread per peer signals and waits in each CTA. */
-    if (p.threads < nranks) {
-        snprintf(why, why_len, "parameter threads=%d: needs at least one thread per rank (%d ranks)", p.threads, nranks);
-        return ARB_ERR_INVALID;
-    }
+    if (p.threads < nranks)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "p2p: parameter threads=%d: needs at least one thread per rank (%d ranks)", p.threads, nranks);
     *out = p;
     return ARB_OK;
 }

@@ -11,7 +11,8 @@
 #include <string.h>
 
 #include "arbench/plugin.h"
-#include "p2p_cuda.h"
+#include "arb_plugin_util.h"
+#include "arbench/status.h"
 #include "p2p_fused.h"
 #include "p2p_kernels.h"
 #include "p2p_params.h"
@@ -79,7 +80,7 @@ arb_status_t fused_setup(p2p_state *s, const arb_comm_info_t *info, int elems, c
         s->params.row_blocks = rb; // describe() shows the size launched
     const int grid = s->blocks / rb * rb;
     // clusters[k]: resident clusters of 2^k CTAs on this rank (0 where the query fails).
-    int clusters[4] = {0, 0, 0, 0};
+    int clusters[ARB_GRID_SIZES] = {0, 0, 0, 0};
     for (int k = 0; (1 << k) <= rb; k++) {
         if (s->params.row_blocks && (1 << k) != rb)
             continue; // a fixed row_blocks launches one size only
@@ -91,19 +92,14 @@ arb_status_t fused_setup(p2p_state *s, const arb_comm_info_t *info, int elems, c
             clusters[k] = 0;
         }
     }
-    int all[P2P_MAX_RANKS][4];
-    if (s->ops->allgather(s->ops->ctx, clusters, all, sizeof clusters) != 0) {
-        snprintf(why, why_len, "p2p: host allgather of the resident cluster counts failed");
-        return ARB_ERR_SYSTEM;
-    }
+    int fewest[ARB_GRID_SIZES];
+    ARB_TRY(arb_grid_agree(s->ops, info->nranks, clusters, fewest, "p2p", why, why_len));
+    // bit P (not log2 P) of row_blocks_ok: clusters of P CTAs keep the grid resident
+    const unsigned fit = arb_grid_fit_mask(fewest, grid, rb);
     unsigned ok = 0;
-    for (int k = 0; (1 << k) <= rb; k++) {
-        int fits = 1;
-        for (int r = 0; r < info->nranks; r++)
-            fits &= all[r][k] * (1 << k) >= grid;
-        if (fits)
+    for (int k = 0; (1 << k) <= rb; k++)
+        if (fit >> k & 1)
             ok |= 1u << (1 << k);
-    }
     // A fixed size must fit; auto needs single CTAs (many rows) and uses what else fits.
     const unsigned need_bit = 1u << (s->params.row_blocks ? rb : 1);
     if (!(ok & need_bit)) {
@@ -139,15 +135,11 @@ arb_status_t p2p_init(const arb_comm_info_t *info, const arb_host_ops_t *ops, co
 {
     p2p_params_t p;
     arb_status_t st;
-    P2P_CHECK(p2p_params_parse(params, 0, info->nranks, &p, why, why_len));
-    if (info->cuda_device < 0) {
-        snprintf(why, why_len, "p2p needs a CUDA device (this run is host-only)");
-        return ARB_DECLINE;
-    }
+    ARB_TRY(p2p_params_parse(params, 0, info->nranks, &p, why, why_len));
+    // The device check (host-only runs decline) is p2p_team_open's, before its first CUDA call.
     p2p_state *s = (p2p_state *)calloc(1, sizeof *s);
     if (!s) {
-        snprintf(why, why_len, "p2p: out of host memory");
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "p2p: out of host memory");
     }
     s->params = p;
     const size_t cap = p.variant == P2P_ONESHOT_FLAGFREE ? AREA_CAP_FLAGFREE_BYTES : AREA_CAP_BYTES;
@@ -169,7 +161,7 @@ arb_status_t p2p_init(const arb_comm_info_t *info, const arb_host_ops_t *ops, co
                                   : "this instance was set up without max_tokens and hidden (not a fused sweep)");
     }
     const size_t fused_bytes = s->fused_slot ? p2p_fused_area_bytes(p.variant, info->nranks, s->fused_slot) : 0;
-    P2P_CHECK_GOTO(p2p_team_open(info, ops, ar_bytes + fused_bytes, &s->team, why, why_len), st, err_free_state);
+    ARB_TRY_GOTO(st, p2p_team_open(info, ops, ar_bytes + fused_bytes, &s->team, why, why_len), err_free_state);
     s->blocks = p.blocks < s->team.max_blocks ? p.blocks : s->team.max_blocks;
     s->params.blocks = s->blocks;
     s->base.rank = info->rank;
@@ -187,7 +179,7 @@ arb_status_t p2p_init(const arb_comm_info_t *info, const arb_host_ops_t *ops, co
         for (int r = 0; r < info->nranks; r++)
             s->fused_net.payload[r] = s->base.payload[r] + ar_bytes;
         s->fused_net.area_bytes = s->fused_slot;
-        P2P_CHECK_GOTO(fused_setup(s, info, fused_elems, why, why_len), st, err_close_team);
+        ARB_TRY_GOTO(st, fused_setup(s, info, fused_elems, why, why_len), err_close_team);
     }
     p2p_params_describe(&s->params, s->desc, sizeof s->desc);
     if (s->fused_blocks && s->fused_blocks != s->blocks) {
@@ -214,12 +206,10 @@ arb_status_t p2p_allreduce(void *state, const void *send, void *recv, size_t cou
 {
     p2p_state *s = (p2p_state *)state;
     if (dtype != ARB_DTYPE_BF16 && dtype != ARB_DTYPE_FP32) {
-        snprintf(why, why_len, "p2p: allreduce: dtype %d, expected bf16 or fp32", (int)dtype);
-        return ARB_ERR_INVALID;
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "p2p: allreduce: dtype %d, expected bf16 or fp32", (int)dtype);
     }
     if (((uintptr_t)send | (uintptr_t)recv) & 15) {
-        snprintf(why, why_len, "p2p: allreduce: send %p, recv %p: expected 16-byte aligned buffers (the ABI promises it)", send, recv);
-        return ARB_ERR_INVALID;
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "p2p: allreduce: send %p, recv %p: expected 16-byte aligned buffers (the ABI promises it)", send, recv);
     }
     if (count == 0)
         return ARB_OK;
@@ -228,8 +218,7 @@ arb_status_t p2p_allreduce(void *state, const void *send, void *recv, size_t cou
     if (s->base.nranks == 1) {
         const cudaError_t ce = cudaMemcpyAsync(recv, send, count * elt, cudaMemcpyDeviceToDevice, cs);
         if (ce != cudaSuccess) {
-            snprintf(why, why_len, "p2p: one-rank copy of %zu bytes: %s", count * elt, cudaGetErrorString(ce));
-            return ARB_ERR_SYSTEM;
+            ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "p2p: one-rank copy of %zu bytes: %s", count * elt, cudaGetErrorString(ce));
         }
         return ARB_OK;
     }
@@ -243,8 +232,7 @@ arb_status_t p2p_allreduce(void *state, const void *send, void *recv, size_t cou
         const cudaError_t ce =
             p2p_launch_allreduce(s->params.variant, &a, dtype == ARB_DTYPE_BF16, s->blocks, s->params.threads, cs);
         if (ce != cudaSuccess) {
-            snprintf(why, why_len, "p2p: kernel launch (%zu elements): %s", a.count, cudaGetErrorString(ce));
-            return ARB_ERR_SYSTEM;
+            ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "p2p: kernel launch (%zu elements): %s", a.count, cudaGetErrorString(ce));
         }
     }
     return ARB_OK;
@@ -258,14 +246,12 @@ arb_status_t p2p_allreduce_rmsnorm(void *state, const arb_rmsnorm_args_t *args, 
     p2p_state *s = (p2p_state *)state;
     if (!args || !args->x || !args->residual || !args->weight || !args->out || args->hidden == 0 ||
         !(args->eps >= 0.0f) || isinf(args->eps)) {
-        snprintf(why, why_len, "allreduce_rmsnorm: bad arguments (NULL buffer, hidden 0 or eps not a finite number >= 0)");
-        return ARB_ERR_INVALID;
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "allreduce_rmsnorm: bad arguments (NULL buffer, hidden 0 or eps not a finite number >= 0)");
     }
     if (args->tokens == 0)
         return ARB_OK;
     if (!s->fused_blocks) {
-        snprintf(why, why_len, "allreduce_rmsnorm declined: %s", s->fused_why);
-        return ARB_DECLINE;
+        ARB_RAISE(ARB_DECLINE, why, why_len, "allreduce_rmsnorm declined: %s", s->fused_why);
     }
     const int elems = p2p_fused_unit_elems(s->params.variant);
     const size_t row_bytes = (size_t)(args->hidden + elems - 1) / elems * 16;
@@ -275,9 +261,8 @@ arb_status_t p2p_allreduce_rmsnorm(void *state, const arb_rmsnorm_args_t *args, 
     if (rows_per_launch > rows_cap)
         rows_per_launch = rows_cap;
     if (rows_per_launch == 0) {
-        snprintf(why, why_len, "allreduce_rmsnorm: hidden %u needs %zu bytes per row; this instance was set up for %zu (hidden at init)",
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "allreduce_rmsnorm: hidden %u needs %zu bytes per row; this instance was set up for %zu (hidden at init)",
                  args->hidden, row_bytes, s->fused_slot);
-        return ARB_ERR_INVALID;
     }
     p2p_fused_launch_t a = {};
     a.net = s->fused_net;
@@ -299,9 +284,8 @@ arb_status_t p2p_allreduce_rmsnorm(void *state, const arb_rmsnorm_args_t *args, 
         const int rb = launch_row_blocks(s, a.rows);
         const cudaError_t ce = p2p_fused_launch(s->params.variant, &a, s->fused_blocks, rb, s->params.threads, cs);
         if (ce != cudaSuccess) {
-            snprintf(why, why_len, "allreduce_rmsnorm: fused kernel launch (%u rows x %u hidden, %d CTAs in clusters of %d) failed: %s",
+            ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "allreduce_rmsnorm: fused kernel launch (%u rows x %u hidden, %d CTAs in clusters of %d) failed: %s",
                      a.rows, a.hidden, s->fused_blocks, rb, cudaGetErrorString(ce));
-                return ARB_ERR_SYSTEM;
         }
     }
     return ARB_OK;

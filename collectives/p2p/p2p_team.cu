@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "p2p_cuda.h"
+#include "arb_plugin_util.h"
+#include "arbench/status.h"
 
 namespace {
 
@@ -18,8 +19,9 @@ struct verdict {
     char why[240];
 };
 
-// Allgathers each rank's verdict; on any failure, writes the first failing rank's
-// reason into why (prefixed with its rank) and returns its status on every rank.
+// Allgathers each rank's verdict; on any failure, returns the most severe status on
+// every rank (arb_status_t's order) with the reason of the first rank that has it,
+// prefixed with its rank (the reason already names where it was raised).
 arb_status_t agree(const p2p_team_t *t, arb_status_t mine, const char *my_why, char *why, size_t why_len)
 {
     verdict v = {};
@@ -27,15 +29,16 @@ arb_status_t agree(const p2p_team_t *t, arb_status_t mine, const char *my_why, c
     snprintf(v.why, sizeof v.why, "%s", mine == ARB_OK ? "" : my_why);
     verdict all[P2P_MAX_RANKS];
     if (t->ops->allgather(t->ops->ctx, &v, all, sizeof v) != 0) {
-        snprintf(why, why_len, "p2p: host allgather failed while agreeing on setup");
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "p2p: host allgather failed while agreeing on setup");
     }
-    for (int r = 0; r < t->nranks; r++)
-        if (all[r].status != ARB_OK) {
-            snprintf(why, why_len, "rank %d: %s", r, all[r].why);
-            return (arb_status_t)all[r].status;
-        }
-    return ARB_OK;
+    int worst = 0;
+    for (int r = 1; r < t->nranks; r++)
+        if (all[r].status > all[worst].status)
+            worst = r;
+    if (all[worst].status == ARB_OK)
+        return ARB_OK;
+    snprintf(why, why_len, "rank %d: %s", worst, all[worst].why);
+    return (arb_status_t)all[worst].status;
 }
 
 // The preflight pattern rank `src` writes into rank `dst`'s window.
@@ -74,6 +77,72 @@ struct rank_info {
     int can_access[P2P_MAX_RANKS]; // can_access[r]: this device can map rank r's memory
 };
 
+// The current device and its SM count.
+arb_status_t query_device(rank_info *me, char *why, size_t why_len)
+{
+    ARB_CUDA_TRY(cudaGetDevice(&me->device), why, why_len);
+    ARB_CUDA_TRY(cudaDeviceGetAttribute(&me->sm_count, cudaDevAttrMultiProcessorCount, me->device), why, why_len);
+    return ARB_OK;
+}
+
+// The local half of the preflight before the barrier: this rank's pattern into
+// every peer's window (SM stores over P2P, as the kernels do), completed.
+arb_status_t preflight_write(const p2p_team_t *t, const peer_ptrs &peers, char *why, size_t why_len)
+{
+    probe_write<<<1, P2P_MAX_RANKS>>>(peers, t->rank, t->nranks);
+    ARB_CUDA_TRY(cudaDeviceSynchronize(), why, why_len);
+    return ARB_OK;
+}
+
+// This rank's window (zeroed), its device state (zeroed) and the window's IPC handle.
+arb_status_t alloc_window(p2p_team_t *t, cudaIpcMemHandle_t *handle, char *why, size_t why_len)
+{
+    ARB_CUDA_TRY(cudaMalloc((void **)&t->window, t->window_bytes), why, why_len);
+    ARB_CUDA_TRY(cudaMemset(t->window, 0, t->window_bytes), why, why_len);
+    ARB_CUDA_TRY(cudaMalloc((void **)&t->state, sizeof *t->state), why, why_len);
+    ARB_CUDA_TRY(cudaMemset(t->state, 0, sizeof *t->state), why, why_len);
+    ARB_CUDA_TRY(cudaIpcGetMemHandle(handle, t->window), why, why_len);
+    ARB_CUDA_TRY(cudaDeviceSynchronize(), why, why_len);
+    return ARB_OK;
+}
+
+// The local half of the preflight after the barrier: what every peer wrote into this
+// window, and what this rank reads from every peer's probe_self. ARB_DECLINE names the
+// pair and the direction that failed.
+arb_status_t preflight_check(const p2p_team_t *t, const peer_ptrs &peers, const rank_info *all, int my_device,
+                             char *why, size_t why_len)
+{
+    arb_status_t st = ARB_OK;
+    uint64_t *dread = NULL, got_read[P2P_MAX_RANKS] = {0};
+    p2p_window_head_t *head = (p2p_window_head_t *)malloc(sizeof *head);
+    if (!head)
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "out of host memory");
+    ARB_CUDA_GOTO(st, cudaMalloc((void **)&dread, sizeof got_read), err_free, why, why_len);
+    probe_read<<<1, P2P_MAX_RANKS>>>(peers, t->nranks, dread);
+    ARB_CUDA_GOTO(st, cudaMemcpy(got_read, dread, sizeof got_read, cudaMemcpyDeviceToHost), err_free, why, why_len);
+    ARB_CUDA_GOTO(st, cudaMemcpy(head, t->window, sizeof *head, cudaMemcpyDeviceToHost), err_free, why, why_len);
+    for (int r = 0; r < t->nranks; r++) {
+        if (r == t->rank)
+            continue;
+        const uint64_t want_w = probe_pattern(r, t->rank), want_r = probe_pattern(r, r);
+        if (head->probe[r] != want_w)
+            ARB_RAISE_GOTO(st, ARB_DECLINE, err_free, why, why_len,
+                           "P2P write from rank %d (GPU %d) to rank %d (GPU %d) did not arrive: read 0x%016llx, expected 0x%016llx",
+                           r, all[r].device, t->rank, my_device, (unsigned long long)head->probe[r],
+                           (unsigned long long)want_w);
+        if (got_read[r] != want_r)
+            ARB_RAISE_GOTO(st, ARB_DECLINE, err_free, why, why_len,
+                           "P2P read by rank %d (GPU %d) from rank %d (GPU %d) returned 0x%016llx, expected 0x%016llx",
+                           t->rank, my_device, r, all[r].device, (unsigned long long)got_read[r],
+                           (unsigned long long)want_r);
+    }
+err_free:
+    free(head);
+    if (dread)
+        cudaFree(dread);
+    return st;
+}
+
 } // namespace
 
 extern "C" arb_status_t p2p_team_open(const arb_comm_info_t *info, const arb_host_ops_t *ops,
@@ -88,33 +157,28 @@ extern "C" arb_status_t p2p_team_open(const arb_comm_info_t *info, const arb_hos
     t->ops = ops;
     // Decided from arguments identical on every rank: no agreement needed.
     if (info->nnodes > 1 || info->local_nranks != info->nranks) {
-        snprintf(why, why_len, "ranks span %d nodes; p2p is single-node", info->nnodes);
-        return ARB_DECLINE;
+        ARB_RAISE(ARB_DECLINE, why, why_len, "ranks span %d nodes; p2p is single-node", info->nnodes);
     }
     if (info->nranks > P2P_MAX_RANKS) {
-        snprintf(why, why_len, "%d ranks; p2p supports at most %d ranks on one node", info->nranks, P2P_MAX_RANKS);
-        return ARB_DECLINE;
+        ARB_RAISE(ARB_DECLINE, why, why_len, "%d ranks; p2p supports at most %d ranks on one node", info->nranks, P2P_MAX_RANKS);
     }
 
     rank_info me = {};
-    int ndev = 0;
-    if ((ce = cudaGetDeviceCount(&ndev)) != cudaSuccess || ndev == 0) {
-        snprintf(mine, sizeof mine, "no CUDA device visible: %s",
-                 ce != cudaSuccess ? cudaGetErrorString(ce) : "cudaGetDeviceCount returned 0");
-        st = ARB_DECLINE;
-    } else if ((ce = cudaGetDevice(&me.device)) != cudaSuccess ||
-               (ce = cudaDeviceGetAttribute(&me.sm_count, cudaDevAttrMultiProcessorCount, me.device)) != cudaSuccess) {
-        snprintf(mine, sizeof mine, "cannot query the current CUDA device: %s", cudaGetErrorString(ce));
-        st = ARB_ERR_SYSTEM;
+    st = arb_plugin_device_check(info, "p2p", mine, sizeof mine);
+    // A host-only run (no device made current) is one on every rank: decline at once.
+    if (st == ARB_DECLINE && info->cuda_device < 0) {
+        snprintf(why, why_len, "%s", mine);
+        return st;
     }
-    P2P_CHECK(agree(t, st, mine, why, why_len));
+    if (st == ARB_OK)
+        st = query_device(&me, mine, sizeof mine);
+    ARB_TRY(agree(t, st, mine, why, why_len));
     t->device = me.device;
 
     // Peer access, from the device ids of all ranks.
     rank_info all[P2P_MAX_RANKS];
     if (ops->allgather(ops->ctx, &me, all, sizeof me) != 0) {
-        snprintf(why, why_len, "p2p: host allgather of device ids failed");
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "p2p: host allgather of device ids failed");
     }
     t->max_blocks = P2P_MAX_BLOCKS;
     for (int r = 0; r < t->nranks; r++) {
@@ -124,39 +188,27 @@ extern "C" arb_status_t p2p_team_open(const arb_comm_info_t *info, const arb_hos
             continue; // the same GPU needs no peer access
         int ok = 0;
         if ((ce = cudaDeviceCanAccessPeer(&ok, me.device, all[r].device)) != cudaSuccess) {
-            snprintf(mine, sizeof mine, "cudaDeviceCanAccessPeer(GPU %d, GPU %d): %s", me.device, all[r].device,
-                     cudaGetErrorString(ce));
+            ARB_WHY(mine, sizeof mine, "cudaDeviceCanAccessPeer(GPU %d, GPU %d): %s", me.device, all[r].device,
+                    cudaGetErrorString(ce));
             st = ARB_ERR_SYSTEM;
         } else if (!ok && st == ARB_OK) {
-            snprintf(mine, sizeof mine, "GPU %d (rank %d) cannot access GPU %d (rank %d): no CUDA peer access",
-                     me.device, t->rank, all[r].device, r);
+            ARB_WHY(mine, sizeof mine, "GPU %d (rank %d) cannot access GPU %d (rank %d): no CUDA peer access",
+                    me.device, t->rank, all[r].device, r);
             st = ARB_DECLINE;
         }
     }
-    P2P_CHECK(agree(t, st, mine, why, why_len));
+    ARB_TRY(agree(t, st, mine, why, why_len));
 
     // This rank's window and state.
     t->window_bytes = P2P_WINDOW_HEAD_BYTES + ((payload_bytes + 4095) / 4096) * 4096;
     cudaIpcMemHandle_t handle, handles[P2P_MAX_RANKS];
     memset(&handle, 0, sizeof handle);
-    P2P_CUDA_TRY(cudaMalloc((void **)&t->window, t->window_bytes), st, mine);
-    if (st == ARB_OK)
-        P2P_CUDA_TRY(cudaMemset(t->window, 0, t->window_bytes), st, mine);
-    if (st == ARB_OK)
-        P2P_CUDA_TRY(cudaMalloc((void **)&t->state, sizeof *t->state), st, mine);
-    if (st == ARB_OK)
-        P2P_CUDA_TRY(cudaMemset(t->state, 0, sizeof *t->state), st, mine);
-    if (st == ARB_OK)
-        P2P_CUDA_TRY(cudaIpcGetMemHandle(&handle, t->window), st, mine);
-    if (st == ARB_OK)
-        P2P_CUDA_TRY(cudaDeviceSynchronize(), st, mine);
-    P2P_CHECK_GOTO(agree(t, st, mine, why, why_len), st, err_free_window);
+    st = alloc_window(t, &handle, mine, sizeof mine);
+    ARB_TRY_GOTO(st, agree(t, st, mine, why, why_len), err_free_window);
 
     // Map every peer's window.
     if (ops->allgather(ops->ctx, &handle, handles, sizeof handle) != 0) {
-        snprintf(why, why_len, "p2p: host allgather of IPC handles failed");
-        st = ARB_ERR_SYSTEM;
-        goto err_free_window;
+        ARB_RAISE_GOTO(st, ARB_ERR_SYSTEM, err_free_window, why, why_len, "p2p: host allgather of IPC handles failed");
     }
     for (int r = 0; r < t->nranks && st == ARB_OK; r++) {
         if (r == t->rank) {
@@ -166,62 +218,29 @@ extern "C" arb_status_t p2p_team_open(const arb_comm_info_t *info, const arb_hos
         ce = cudaIpcOpenMemHandle((void **)&t->peer_window[r], handles[r], cudaIpcMemLazyEnablePeerAccess);
         if (ce != cudaSuccess) {
             t->peer_window[r] = NULL;
-            snprintf(mine, sizeof mine, "cudaIpcOpenMemHandle of rank %d's window (GPU %d) on GPU %d: %s", r,
-                     all[r].device, me.device, cudaGetErrorString(ce));
+            ARB_WHY(mine, sizeof mine, "cudaIpcOpenMemHandle of rank %d's window (GPU %d) on GPU %d: %s", r,
+                    all[r].device, me.device, cudaGetErrorString(ce));
             st = ce == cudaErrorPeerAccessUnsupported ? ARB_DECLINE : ARB_ERR_SYSTEM;
         }
     }
-    P2P_CHECK_GOTO(agree(t, st, mine, why, why_len), st, err_close_peers);
+    ARB_TRY_GOTO(st, agree(t, st, mine, why, why_len), err_close_peers);
 
     {
-        // Preflight: each rank writes a pattern into every peer, all wait, each checks
-        // what arrived in its own window and what it reads from every peer's.
+        // Preflight: each rank writes a pattern into every peer, all wait (every rank
+        // takes part in the barrier, also one that failed), each checks what arrived in
+        // its own window and what it reads from every peer's.
         peer_ptrs peers = {};
         for (int r = 0; r < t->nranks; r++)
             peers.head[r] = (p2p_window_head_t *)t->peer_window[r];
-        uint64_t *dread = NULL, got_read[P2P_MAX_RANKS] = {0};
-        p2p_window_head_t *head = (p2p_window_head_t *)malloc(sizeof *head);
-        if (!head) {
-            snprintf(mine, sizeof mine, "out of host memory");
-            st = ARB_ERR_SYSTEM;
-        }
-        if (st == ARB_OK) {
-            probe_write<<<1, P2P_MAX_RANKS>>>(peers, t->rank, t->nranks);
-            P2P_CUDA_TRY(cudaDeviceSynchronize(), st, mine);
-        }
+        st = preflight_write(t, peers, mine, sizeof mine);
         if (ops->barrier(ops->ctx) != 0 && st == ARB_OK) {
-            snprintf(mine, sizeof mine, "host barrier failed during the P2P preflight");
+            ARB_WHY(mine, sizeof mine, "host barrier failed during the P2P preflight");
             st = ARB_ERR_SYSTEM;
         }
         if (st == ARB_OK)
-            P2P_CUDA_TRY(cudaMalloc((void **)&dread, sizeof got_read), st, mine);
-        if (st == ARB_OK) {
-            probe_read<<<1, P2P_MAX_RANKS>>>(peers, t->nranks, dread);
-            P2P_CUDA_TRY(cudaMemcpy(got_read, dread, sizeof got_read, cudaMemcpyDeviceToHost), st, mine);
-        }
-        if (st == ARB_OK)
-            P2P_CUDA_TRY(cudaMemcpy(head, t->window, sizeof *head, cudaMemcpyDeviceToHost), st, mine);
-        for (int r = 0; r < t->nranks && st == ARB_OK; r++) {
-            if (r == t->rank)
-                continue;
-            uint64_t want_w = probe_pattern(r, t->rank), want_r = probe_pattern(r, r);
-            if (head->probe[r] != want_w) {
-                snprintf(mine, sizeof mine, "P2P write from rank %d (GPU %d) to rank %d (GPU %d) did not arrive: read 0x%016llx, expected 0x%016llx",
-                         r, all[r].device, t->rank, me.device, (unsigned long long)head->probe[r],
-                         (unsigned long long)want_w);
-                st = ARB_DECLINE;
-            } else if (got_read[r] != want_r) {
-                snprintf(mine, sizeof mine, "P2P read by rank %d (GPU %d) from rank %d (GPU %d) returned 0x%016llx, expected 0x%016llx",
-                         t->rank, me.device, r, all[r].device, (unsigned long long)got_read[r],
-                         (unsigned long long)want_r);
-                st = ARB_DECLINE;
-            }
-        }
-        free(head);
-        if (dread)
-            cudaFree(dread);
+            st = preflight_check(t, peers, all, me.device, mine, sizeof mine);
     }
-    P2P_CHECK_GOTO(agree(t, st, mine, why, why_len), st, err_close_peers);
+    ARB_TRY_GOTO(st, agree(t, st, mine, why, why_len), err_close_peers);
     return ARB_OK;
 
 err_close_peers:
@@ -257,13 +276,13 @@ extern "C" arb_status_t p2p_team_query_error(p2p_team_t *t, char *why, size_t wh
     p2p_dev_state_t s;
     cudaError_t ce = cudaMemcpy(&s, t->state, sizeof s, cudaMemcpyDeviceToHost);
     if (ce != cudaSuccess) {
-        snprintf(why, why_len, "reading the p2p device state: %s", cudaGetErrorString(ce));
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "reading the p2p device state: %s", cudaGetErrorString(ce));
     }
-    if (s.err_code == P2P_ERR_TIMEOUT) {
-        snprintf(why, why_len, "spin-wait timed out waiting for rank %d (epoch %u, block %u); this instance stays disabled",
-                 s.err_peer, s.err_epoch, s.err_block);
-        return ARB_ERR_TIMEOUT;
+    if (s.err.failed) {
+        // indexed by P2P_WAIT_FLAG, P2P_WAIT_LINES, P2P_WAIT_FUSED_LINES
+        static const char *const what[] = {"flag", "lines", "fused lines"};
+        ARB_RAISE(ARB_ERR_TIMEOUT, why, why_len, "spin-wait timed out waiting for rank %u's %s (epoch %u, block %u); this instance stays disabled",
+                 s.err.peer, s.err.what < 3 ? what[s.err.what] : "?", s.err.epoch, s.err.cta);
     }
     return ARB_OK;
 }

@@ -13,7 +13,8 @@
 #include <stdlib.h>
 
 #include "arbench/plugin.h"
-#include "p2p_cuda.h"
+#include "arb_plugin_util.h"
+#include "arbench/status.h"
 #include "p2p_device.cuh"
 #include "p2p_params.h"
 #include "p2p_team.h"
@@ -43,18 +44,16 @@ arb_status_t ping_init(const arb_comm_info_t *info, const arb_host_ops_t *ops, c
 {
     p2p_params_t p;
     arb_status_t st;
-    P2P_CHECK(p2p_params_parse(params, 1, info->nranks, &p, why, why_len));
+    ARB_TRY(p2p_params_parse(params, 1, info->nranks, &p, why, why_len));
     if (info->cuda_device < 0) {
-        snprintf(why, why_len, "ping needs a CUDA device (this run is host-only)");
-        return ARB_DECLINE;
+        ARB_RAISE(ARB_DECLINE, why, why_len, "ping needs a CUDA device (this run is host-only)");
     }
     ping_state *s = (ping_state *)calloc(1, sizeof *s);
     if (!s) {
-        snprintf(why, why_len, "ping: out of host memory");
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "ping: out of host memory");
     }
     s->params = p;
-    P2P_CHECK_GOTO(p2p_team_open(info, ops, 0, &s->team, why, why_len), st, err_free_state);
+    ARB_TRY_GOTO(st, p2p_team_open(info, ops, 0, &s->team, why, why_len), err_free_state);
     s->base.rank = info->rank;
     s->base.nranks = info->nranks;
     for (int r = 0; r < info->nranks; r++)
@@ -79,8 +78,7 @@ arb_status_t ping_allreduce(void *state, const void *send, void *recv, size_t co
     ping_kernel<<<1, s->params.threads, 0, (cudaStream_t)stream>>>(s->base);
     const cudaError_t ce = cudaGetLastError();
     if (ce != cudaSuccess) {
-        snprintf(why, why_len, "ping: kernel launch failed: %s", cudaGetErrorString(ce));
-        return ARB_ERR_SYSTEM;
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "ping: kernel launch failed: %s", cudaGetErrorString(ce));
     }
     return ARB_OK;
 }

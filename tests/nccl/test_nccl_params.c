@@ -39,13 +39,13 @@ int main(void)
 
     expect_bad("algo=Bogus", (const char *const[]){"algo 'Bogus'", "auto, Ring, Tree", NULL});
     expect_bad("proto=LL256", (const char *const[]){"proto 'LL256'", "auto, LL, LL128, Simple", NULL});
-    expect_bad("colour=red", (const char *const[]){"unknown key 'colour'", "algo, proto, channels", NULL});
-    expect_bad("ALGO=Ring", (const char *const[]){"unknown key 'ALGO'", NULL});
+    expect_bad("colour=red", (const char *const[]){"unknown parameter 'colour'", "algo, proto, channels", NULL});
+    expect_bad("ALGO=Ring", (const char *const[]){"unknown parameter 'ALGO'", NULL});
     expect_bad("channels=0", (const char *const[]){"channels '0'", "1 to 64", NULL});
     expect_bad("channels=65", (const char *const[]){"channels '65'", NULL});
     expect_bad("channels=2x", (const char *const[]){"channels '2x'", NULL});
     expect_bad("channels=", (const char *const[]){"channels ''", NULL});
-    expect_bad("algo=Ring,algo=Tree", (const char *const[]){"'algo' given twice", NULL});
+    expect_bad("algo=Ring,algo=Tree", (const char *const[]){"parameter algo given twice", NULL});
     expect_bad("algo", (const char *const[]){"'algo' is not key=value", NULL});
     expect_bad("=Ring", (const char *const[]){"'=Ring' is not key=value", NULL});
     expect_bad("algo=Ring,", (const char *const[]){"empty item", NULL});

@@ -48,7 +48,7 @@ static void print_log(const char *log)
         fclose(f);
 }
 
-/* Every comma-separated item of v (e.g. "variant=oneshot-flagfree,ctas=24,threads=256")
+/* Every comma-separated item of v (e.g. "variant=oneshot-flagfree,blocks=24,threads=256")
  * is an item of params (describe() inserts defaults such as timeout_ms between them). */
 static int prefix_param(const char *params, const char *v) __attribute__((unused));
 static int prefix_param(const char *params, const char *v)

@@ -142,16 +142,16 @@ static void check_lsa(const arb_plugin_t *p)
     while (p->variants && p->variants[nvar])
         nvar++;
     tap_ok(nvar == 5 && !strcmp(p->variants[0], "variant=oneshot-pull") && !strcmp(p->variants[1], "variant=oneshot-push") &&
-               !strcmp(p->variants[2], "variant=oneshot-flagfree,ctas=24,threads=256") &&
-               !strcmp(p->variants[3], "variant=oneshot-flagfree,ctas=12,threads=512") &&
-               !strcmp(p->variants[4], "variant=oneshot-flagfree,ctas=24,threads=256,pdl=1"),
+               !strcmp(p->variants[2], "variant=oneshot-flagfree,blocks=24,threads=256") &&
+               !strcmp(p->variants[3], "variant=oneshot-flagfree,blocks=12,threads=512") &&
+               !strcmp(p->variants[4], "variant=oneshot-flagfree,blocks=24,threads=256,pdl=1"),
            "lsa: variants are oneshot-pull, oneshot-push, oneshot-flagfree (24x256, 12x512, 24x256 with pdl) (%d listed)", nvar);
     tap_ok(p->mem_alloc && p->mem_free && p->describe && p->query_error, "lsa: mem_alloc, mem_free, describe, query_error");
     expect_init(p, "", ARB_ERR_INVALID, "lack variant=");
     expect_init(p, "variant=twoshot", ARB_ERR_INVALID, "variant='twoshot'");
     expect_init(p, "variant=oneshot-pull,barrier=spin", ARB_ERR_INVALID, "barrier='spin'");
-    expect_init(p, "variant=oneshot-pull,ctas=0", ARB_ERR_INVALID, "ctas='0'");
-    expect_init(p, "ctas=65,variant=oneshot-push", ARB_ERR_INVALID, "ctas='65'");
+    expect_init(p, "variant=oneshot-pull,blocks=0", ARB_ERR_INVALID, "blocks='0'");
+    expect_init(p, "blocks=65,variant=oneshot-push", ARB_ERR_INVALID, "blocks='65'");
     expect_init(p, "variant=oneshot-push,timeout_ms=5s", ARB_ERR_INVALID, "timeout_ms='5s'");
     expect_init(p, "variant=oneshot-push,colour=red", ARB_ERR_INVALID, "unknown parameter 'colour'");
     expect_init(p, "variant=", ARB_ERR_INVALID, "'variant=' is not key=value");
@@ -162,11 +162,11 @@ static void check_lsa(const arb_plugin_t *p)
     expect_init(p, "variant=oneshot-flagfree,threads=32", ARB_ERR_INVALID, "threads='32'");
     expect_init(p, "variant=oneshot-flagfree,barrier=nccl", ARB_ERR_INVALID, "barrier applies to oneshot-pull and oneshot-push only");
     expect_init(p, "variant=oneshot-flagfree,test_hang_rank=x", ARB_ERR_INVALID, "test_hang_rank='x'");
-    expect_init(p, "variant=oneshot-flagfree,row_ctas=3", ARB_ERR_INVALID, "row_ctas='3', expected auto, 1, 2, 4 or 8");
-    expect_init(p, "variant=oneshot-flagfree,row_ctas=16", ARB_ERR_INVALID, "row_ctas='16'");
+    expect_init(p, "variant=oneshot-flagfree,row_blocks=3", ARB_ERR_INVALID, "row_blocks='3', expected auto, 1, 2, 4 or 8");
+    expect_init(p, "variant=oneshot-flagfree,row_blocks=16", ARB_ERR_INVALID, "row_blocks='16'");
     expect_init(p, "variant=oneshot-flagfree,pdl=2", ARB_ERR_INVALID, "pdl='2', expected 0 or 1");
-    expect_init(p, "variant=oneshot-push,row_ctas=2", ARB_ERR_INVALID, "row_ctas and pdl apply to variant=oneshot-flagfree only");
-    expect_init(p, "variant=oneshot-pull,pdl=1", ARB_ERR_INVALID, "row_ctas and pdl apply to variant=oneshot-flagfree only");
+    expect_init(p, "variant=oneshot-push,row_blocks=2", ARB_ERR_INVALID, "row_blocks and pdl apply to variant=oneshot-flagfree only");
+    expect_init(p, "variant=oneshot-pull,pdl=1", ARB_ERR_INVALID, "row_blocks and pdl apply to variant=oneshot-flagfree only");
     /* info.nranks is 1: rank 1 does not exist. */
     expect_init(p, "variant=oneshot-flagfree,test_hang_rank=1", ARB_ERR_INVALID, "test_hang_rank=1, expected a rank from 0 to 0");
 }
@@ -205,16 +205,16 @@ int main(void)
             if (ok_symm)
                 expect_init(symm.plugin, "", ARB_ERR_SYSTEM, "no CUDA device visible");
             if (ok_lsa)
-                expect_init(lsa.plugin, "variant=oneshot-push,barrier=nccl,ctas=8,timeout_ms=100", ARB_ERR_SYSTEM,
+                expect_init(lsa.plugin, "variant=oneshot-push,barrier=nccl,blocks=8,timeout_ms=100", ARB_ERR_SYSTEM,
                             "no CUDA device visible");
             if (ok_lsa)
-                expect_init(lsa.plugin, "variant=oneshot-flagfree,ctas=12,threads=512,timeout_ms=100", ARB_ERR_SYSTEM,
+                expect_init(lsa.plugin, "variant=oneshot-flagfree,blocks=12,threads=512,timeout_ms=100", ARB_ERR_SYSTEM,
                             "no CUDA device visible");
             if (ok_lsa)
-                expect_init(lsa.plugin, "variant=oneshot-flagfree,row_ctas=auto,pdl=1", ARB_ERR_SYSTEM,
+                expect_init(lsa.plugin, "variant=oneshot-flagfree,row_blocks=auto,pdl=1", ARB_ERR_SYSTEM,
                             "no CUDA device visible");
             if (ok_lsa)
-                expect_init(lsa.plugin, "variant=oneshot-flagfree,row_ctas=8,pdl=0", ARB_ERR_SYSTEM,
+                expect_init(lsa.plugin, "variant=oneshot-flagfree,row_blocks=8,pdl=0", ARB_ERR_SYSTEM,
                             "no CUDA device visible");
         }
     }
