@@ -20,8 +20,8 @@ static const char profile_csv[] = HDR
     "1,pcie-switch,8,1,bf16,allreduce_rmsnorm,graph,50001," MAXB ",nccl,\"algo=Ring,proto=LL,nccl=2.28.3\",80,nccl,\"algo=Ring,proto=LL,nccl=2.28.3\",80,1,baseline,a.csv@r1,unfused,917504,2\n"
     "1,pcie-switch,8,1,bf16,allreduce_rmsnorm,eager,0," MAXB ",p2p,\"variant=oneshot-push,blocks=8\",20,nccl,\"algo=Ring,proto=LL\",40,2,ci95,a.csv@r1,fused,14336,4\n"
     "1,pcie-switch,8,1,bf16,allreduce,eager,0," MAXB ",nccl,\"algo=Tree,proto=LL\",25,nccl,\"algo=Tree,proto=LL\",25,1,baseline,a.csv@r1,,14336,4\n"
-    "1,nvlink,2,1,bf16,allreduce,graph,0," MAXB ",p2p,\"variant=oneshot-push,blocks=16\",6,nccl,\"algo=Ring,proto=LL\",10,1.667,ci95,b.csv@r2,,14336,5\n"
-    "1,pcie-switch,4,1,bf16,allreduce_rmsnorm,graph,14336,28672,lsa,variant=oneshot,9,nccl,algo=Ring,15,1.667,ci95,c.csv@r3,fused,14336,2\n"
+    "1,nvlink,2,1,bf16,allreduce,graph,0," MAXB ",p2p,\"variant=oneshot-push,blocks=16\",6,nccl,\"algo=Ring,proto=LL\",10,1.666667,ci95,b.csv@r2,,14336,5\n"
+    "1,pcie-switch,4,1,bf16,allreduce_rmsnorm,graph,14336,28672,lsa,variant=oneshot,9,nccl,algo=Ring,15,1.666667,ci95,c.csv@r3,fused,14336,2\n"
     "1,multi,2,0,bf16,allreduce,graph,0," MAXB ",nccl,algo=Ring,50,nccl,algo=Ring,50,1,baseline,d.csv@r4,,14336,1\n"
     "1,multi,2,2,bf16,allreduce,graph,0," MAXB ",nccl,algo=Tree,40,nccl,algo=Tree,40,1,baseline,d.csv@r4,,14336,1\n";
 
