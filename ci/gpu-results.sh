@@ -16,6 +16,7 @@ status=0
 step() { echo "== $1: $2"; [ "$2" = ok ] || status=1; }
 sweep() { # name, then arbench sweep options
     local name=$1; shift
+    rm -f "$out/$tag-$name.csv" # a fresh file: sweeps refuse to append without --append
     if timeout 540 $mpi "$arbench" sweep "$@" --out "$out/$tag-$name.csv" >"$out/$tag-$name.log" 2>&1; then
         step "$name" ok; else step "$name" "FAILED ($(tail -1 "$out/$tag-$name.log"))"; fi
     tail -1 "$out/$tag-$name.log"
@@ -35,6 +36,7 @@ mpi=$mpi_p2p
 
 # The NCCL tuner plugin steering a real NCCL: a profile that picks Tree/Simple at 43008 B
 # and Ring/LL at 256 KiB (tests/tuner/steer-check-profile.csv), NCCL's own log as evidence.
+rm -f "$out/tuner-$tag.csv" "$out/$tag-repeat-"[abc].csv
 NCCL_TUNER_PLUGIN=$PWD/$build/tuner/libnccl-tuner-arbench.so ARBENCH_TUNER_PROFILE=$PWD/tests/tuner/steer-check-profile.csv \
 ARBENCH_TUNER_DEBUG=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING \
     timeout 300 $mpi -x NCCL_TUNER_PLUGIN -x ARBENCH_TUNER_PROFILE -x ARBENCH_TUNER_DEBUG -x NCCL_DEBUG -x NCCL_DEBUG_SUBSYS \

@@ -10,6 +10,7 @@ mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 CI=${CI:-true}
 ngpu=$("$arbench" plugins | sed -n 's/^GPUs visible: \([0-9]*\).*/\1/p')
 mpi="mpirun --allow-run-as-root --oversubscribe -np ${ngpu:-1} -x NCCL_NVLS_ENABLE -x CI"
+rm -f "$out/$tag-rmsnorm.csv" "$out"/sanitizer-*.csv # fresh files: sweeps refuse to append without --append
 timeout 240 $mpi "$arbench" sweep --op allreduce_rmsnorm --out "$out/$tag-rmsnorm.csv" >"$out/$tag-rmsnorm.log" 2>&1
 echo "== rmsnorm sweep: exit $? $(tail -1 "$out/$tag-rmsnorm.log")"
 # Sanitizers: few iterations (they slow kernels down by orders of magnitude). API errors are

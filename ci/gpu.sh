@@ -69,6 +69,7 @@ if [ $tests = 1 ]; then
 fi
 
 if [ $smoke = 1 ]; then
+    rm -f "$out/smoke.csv" # a fresh file: sweeps refuse to append without --append
     if timeout 300 ci/sweep.sh "$build" --sizes 43008,1M --modes eager,graph --iters 50 --graph-replays 20 \
         --out "$out/smoke.csv" >"$out/smoke.log" 2>&1; then
         note "smoke sweep: ok, $(tail -1 "$out/smoke.log")"

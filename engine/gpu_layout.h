@@ -69,6 +69,10 @@ struct arb_gpu_model {
     int32_t *best_index;          /* [Tm] */
     arbk::bf16 *local_part;       /* [Tm x H] for sites without an instance */
     arb_gpu_site *sites;          /* [2 Lz] */
+    /* profiling (arb_gpu_model_profile): an event after every launch of one step */
+    int prof_n, prof_cap;
+    cudaEvent_t *prof_ev;
+    int *prof_kind;
     unsigned last_T;
 };
 

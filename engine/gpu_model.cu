@@ -56,13 +56,13 @@ arb_status_t shapes_of(const arb_gpu_model_opts_t *o, arb_gpu_shapes *s, char *w
         {"vocab_size", s->Vr == 0, "at least tp_shape"},
         {"n_routed_experts", s->E == 0 || s->E > (unsigned)arbk::kMaxExperts, "1 .. 1024"},
         {"num_experts_per_tok", s->k == 0 || s->k > (unsigned)arbk::kMaxTopk || s->k > s->E, "1 .. min(16, n_routed_experts)"},
-        {"n_group", d->n_group == 0 || d->n_group > (unsigned)arbk::kMaxGroups || s->E % d->n_group, "1 .. 64 dividing n_routed_experts"},
+        {"n_group", d->n_group == 0 || d->n_group > (unsigned)arbk::kMaxGroups || s->E % d->n_group, "1 .. 32 dividing n_routed_experts"},
         {"topk_group", d->topk_group == 0 || d->topk_group > d->n_group || (d->n_group > 0 && s->k > d->topk_group * (s->E / d->n_group)), "1 .. n_group, with room for num_experts_per_tok"},
         {"moe_intermediate_size / tp_shape", s->I == 0 || s->I % (o->format == ARB_GPU_INT4 ? 32 : 8), o->format == ARB_GPU_INT4 ? "a multiple of 32 with INT4 experts" : "a positive multiple of 8"},
         {"n_shared_experts * moe_intermediate_size / tp_shape", s->Is % 8 || s->Is == 0, "a positive multiple of 8"},
         {"intermediate_size / tp_shape", d->first_dense > 0 && (s->Id == 0 || s->Id % 8), "a positive multiple of 8"},
         {"max_tokens", o->max_tokens == 0 || o->max_tokens > ARB_GPU_MAX_T, "1 .. 8"},
-        {"context", o->context == 0, ">= 1"},
+        {"context", o->context == 0 || o->context > (unsigned)(arbk::kMaxChunks * arbk::kAttnChunk), "1 .. 131072"},
         {"format", o->format != ARB_GPU_BF16 && o->format != ARB_GPU_INT4, "bf16 or int4"},
         {"inv_freq", d->inv_freq == nullptr, "the RoPE table (engine/rope.h)"},
     };
@@ -436,42 +436,44 @@ extern "C" arb_status_t arb_gpu_model_set_input(arb_gpu_model_t *m, const uint32
     return ARB_OK;
 }
 
-extern "C" arb_status_t arb_gpu_model_read_argmax(arb_gpu_model_t *m, unsigned T, float *best_logit,
-                                                  uint32_t *best_index, char *why, size_t why_len)
+namespace {
+
+// A read-back of `bytes` from the device after the stream synchronized, for a step of T.
+arb_status_t read_back(const arb_gpu_model_t *m, unsigned T, void *dst, const void *src, size_t bytes, char *why,
+                       size_t why_len)
 {
     if (T == 0 || T > m->o.max_tokens)
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu read: T %u outside 1 .. %u", T, m->o.max_tokens);
-    ARB_CUDA_TRY(cudaMemcpy(best_logit, m->best_logit, sizeof(float) * T, cudaMemcpyDeviceToHost), why, why_len);
-    ARB_CUDA_TRY(cudaMemcpy(best_index, m->best_index, sizeof(uint32_t) * T, cudaMemcpyDeviceToHost), why, why_len);
+    ARB_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), why, why_len);
     return ARB_OK;
+}
+
+} // namespace
+
+extern "C" arb_status_t arb_gpu_model_read_argmax(arb_gpu_model_t *m, unsigned T, float *best_logit,
+                                                  uint32_t *best_index, char *why, size_t why_len)
+{
+    ARB_TRY(read_back(m, T, best_logit, m->best_logit, sizeof(float) * T, why, why_len));
+    return read_back(m, T, best_index, m->best_index, sizeof(uint32_t) * T, why, why_len);
 }
 
 extern "C" arb_status_t arb_gpu_model_read_logits(arb_gpu_model_t *m, unsigned T, float *logits, char *why,
                                                   size_t why_len)
 {
-    if (T == 0 || T > m->o.max_tokens)
-        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu read: T %u outside 1 .. %u", T, m->o.max_tokens);
-    ARB_CUDA_TRY(cudaMemcpy(logits, m->logits, sizeof(float) * T * m->s.Vr, cudaMemcpyDeviceToHost), why, why_len);
-    return ARB_OK;
+    return read_back(m, T, logits, m->logits, sizeof(float) * T * m->s.Vr, why, why_len);
 }
 
 extern "C" arb_status_t arb_gpu_model_read_hidden(arb_gpu_model_t *m, unsigned T, uint16_t *hidden, char *why,
                                                   size_t why_len)
 {
-    if (T == 0 || T > m->o.max_tokens)
-        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu read: T %u outside 1 .. %u", T, m->o.max_tokens);
-    ARB_CUDA_TRY(cudaMemcpy(hidden, m->h, sizeof(uint16_t) * T * m->s.H, cudaMemcpyDeviceToHost), why, why_len);
-    return ARB_OK;
+    return read_back(m, T, hidden, m->h, sizeof(uint16_t) * T * m->s.H, why, why_len);
 }
 
 extern "C" arb_status_t arb_gpu_model_read_experts(arb_gpu_model_t *m, unsigned T, int32_t *experts, char *why,
                                                    size_t why_len)
 {
-    if (T == 0 || T > m->o.max_tokens)
-        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu read: T %u outside 1 .. %u", T, m->o.max_tokens);
     const size_t per_layer = (size_t)T * m->s.k;
-    ARB_CUDA_TRY(cudaMemcpy(experts, m->experts, sizeof(int32_t) * per_layer * m->s.Lz, cudaMemcpyDeviceToHost), why,
-                 why_len);
+    ARB_TRY(read_back(m, T, experts, m->experts, sizeof(int32_t) * per_layer * m->s.Lz, why, why_len));
     for (unsigned l = 0; l < m->s.Lz; l++)
         if (m->layers[l].dense)
             for (size_t i = 0; i < per_layer; i++)

@@ -181,6 +181,34 @@ typedef struct arb_gpu_moe_bench {
 arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int reps, void *stream, arb_gpu_moe_bench_t *out,
                                char *why, size_t why_len);
 
+/* Where a step's time goes: the launches of a step by kind. */
+typedef enum arb_gpu_prof_kind {
+    ARB_GPU_PROF_EMBED = 0,
+    ARB_GPU_PROF_QKV_A,      /* fused q_a + kv_a GEMV */
+    ARB_GPU_PROF_MLA_PREP,   /* latent norms, RoPE, cache rows */
+    ARB_GPU_PROF_Q_B,
+    ARB_GPU_PROF_ABSORB,     /* q_nope @ W_uk, RoPE of q_pe */
+    ARB_GPU_PROF_ATTEND,     /* flash-decoding partials over the cache */
+    ARB_GPU_PROF_COMBINE,    /* merge + W_uv */
+    ARB_GPU_PROF_O_PROJ,
+    ARB_GPU_PROF_SITE_A,
+    ARB_GPU_PROF_ROUTER,
+    ARB_GPU_PROF_MOE_GATE_UP,
+    ARB_GPU_PROF_MOE_DOWN,
+    ARB_GPU_PROF_DENSE,
+    ARB_GPU_PROF_SITE_B,
+    ARB_GPU_PROF_LM_HEAD,    /* lm_head GEMV + argmax */
+    ARB_GPU_PROF_KINDS
+} arb_gpu_prof_kind_t;
+
+const char *arb_gpu_prof_name(int kind);
+
+/* One eager step of T tokens (the inputs as set) with an event after every launch:
+ * us[kind] = the summed device time of that kind's launches over the step, from the
+ * previous launch's end (so launch gaps count with the kernel that follows). Synchronizes. */
+arb_status_t arb_gpu_model_profile(arb_gpu_model_t *m, unsigned T, void *stream, double us[ARB_GPU_PROF_KINDS],
+                                   char *why, size_t why_len);
+
 void arb_gpu_model_destroy(arb_gpu_model_t *m);
 
 #ifdef __cplusplus

@@ -4,6 +4,8 @@
 // per rank (tp_shape K): nh_r heads, I_r intermediate rows. Token ids and P0 are read from
 // device memory (set_input), so a capture of this function replays as any step of this T.
 #define OMPI_SKIP_MPICXX 1 // instance.h includes mpi.h: the C API only
+#include <cstdlib>
+
 #include "arbench/status.h"
 #include "gpu_layout.h"
 #include "rmsnorm.h"
@@ -11,6 +13,15 @@
 using namespace arbk;
 
 namespace {
+
+// After a launch of `kind`: an event when the step is being profiled, nothing otherwise.
+void mark(arb_gpu_model_t *m, cudaStream_t st, int kind)
+{
+    if (!m->prof_ev || m->prof_n >= m->prof_cap)
+        return;
+    cudaEventRecord(m->prof_ev[m->prof_n], st);
+    m->prof_kind[m->prof_n++] = kind;
+}
 
 // Site `i`: res += allreduce(part); h = rmsnorm(res, norm) (the fused op of the ABI, or on
 // one rank without an instance: the residual + RMSNorm kernel on this rank's part alone).
@@ -32,24 +43,31 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     const int t = (int)T, H = s.H, qw = s.nh_r * (s.dn + s.dr), ow = s.nh_r * s.dv;
     // qkva = h @ [q_a ; kv_a]^T                                   [T x (rq + rkv + dr)]
     ARB_CUDA_TRY(gemv(lc, GEMV_BF16, L.qkv_a, nullptr, m->h, H, s.qkva_w, H, m->qkva, s.qkva_w, t), why, len);
+    mark(m, lc.stream, ARB_GPU_PROF_QKV_A);
     // qa = q_a_layernorm(qkva[:, :rq])                             [T x rq]
     // cache_ckv[P] = kv_a_layernorm(qkva[:, rq:rq+rkv]); cache_kpe[P] = rope(qkva[:, rq+rkv:], P)
     ARB_CUDA_TRY(mla_prep(lc, m->qkva, L.q_a_norm, L.kv_a_norm, m->rope_cs, m->pos0, m->qa, L.cache_ckv, L.cache_kpe,
                           s.rq, s.rkv, s.dr, m->o.dims.rms_eps, t),
                  why, len);
+    mark(m, lc.stream, ARB_GPU_PROF_MLA_PREP);
     // q = qa @ q_b_r^T                                             [T x nh_r x (dn + dr)]
     ARB_CUDA_TRY(gemv(lc, GEMV_BF16, L.q_b, nullptr, m->qa, s.rq, qw, s.rq, m->q, qw, t), why, len);
+    mark(m, lc.stream, ARB_GPU_PROF_Q_B);
     // qlat = q_nope @ W_uk[h]; qpe = rope(q_pe, P)                 [T x nh_r x rkv], [T x nh_r x dr]
     ARB_CUDA_TRY(mla_absorb(lc, m->q, L.kv_b, m->rope_cs, m->pos0, m->qlat, m->qpe, s.nh_r, s.dn, s.dr, s.dv, s.rkv, t),
                  why, len);
+    mark(m, lc.stream, ARB_GPU_PROF_ABSORB);
     // per chunk of the cache: softmax(qlat . ckv + qpe . kpe) partial sums of ckv, causal
     ARB_CUDA_TRY(mla_attend(lc, m->qlat, m->qpe, L.cache_ckv, L.cache_kpe, m->pos0, m->partial, s.nh_r, s.dr, s.rkv,
                             m->o.dims.softmax_scale, t, m->o.context),
                  why, len);
+    mark(m, lc.stream, ARB_GPU_PROF_ATTEND);
     // olat = merged chunks (bf16); o = olat @ W_uv[h]^T             [T x nh_r x dv]
     ARB_CUDA_TRY(mla_combine(lc, m->partial, L.kv_b, m->pos0, m->o_heads, s.nh_r, s.dn, s.dv, s.rkv, t), why, len);
+    mark(m, lc.stream, ARB_GPU_PROF_COMBINE);
     // part = o @ o_proj_r^T                                        [T x H], this rank's partial sums
     ARB_CUDA_TRY(gemv(lc, GEMV_BF16, L.o_proj, nullptr, m->o_heads, ow, H, ow, m->sites[2 * l].part, H, t), why, len);
+    mark(m, lc.stream, ARB_GPU_PROF_O_PROJ);
     return ARB_OK;
 }
 
@@ -60,10 +78,12 @@ arb_status_t dense_mlp(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     const arb_gpu_layer &L = m->layers[l];
     // act = silu(h @ gate_r^T) * (h @ up_r^T)                     [T x I_d_r]
     ARB_CUDA_TRY(gemv(lc, GEMV_SILU_MUL, L.gate, L.up, m->h, s.H, s.Id, s.H, m->act_dense, s.Id, (int)T), why, len);
+    mark(m, lc.stream, ARB_GPU_PROF_DENSE);
     // part = act @ down_r^T                                        [T x H]
     ARB_CUDA_TRY(gemv(lc, GEMV_BF16, L.down, nullptr, m->act_dense, s.Id, s.H, s.Id, m->sites[2 * l + 1].part, s.H,
                       (int)T),
                  why, len);
+    mark(m, lc.stream, ARB_GPU_PROF_DENSE);
     return ARB_OK;
 }
 
@@ -79,9 +99,13 @@ arb_status_t moe(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_ctx &l
     ARB_CUDA_TRY(router(lc, m->h, L.router, L.router_bias, m->router_logits, m->ticket, rt, s.H, s.E, s.k,
                         m->o.dims.n_group, m->o.dims.topk_group, m->o.dims.routed_scaling, (int)T),
                  why, len);
-    // part = shared(h) + sum_j w_j expert_j(h)                     [T x H]
-    ARB_CUDA_TRY(moe_block(lc, L.moe, rt, m->h, m->act_moe, m->act_sh, m->sites[2 * l + 1].part, (int)T, (int)slots),
-                 why, len);
+    mark(m, lc.stream, ARB_GPU_PROF_ROUTER);
+    // act_u = silu(gate_u h) * (up_u h) per distinct expert u and the shared expert
+    // part = shared_down(act_sh) + sum_u coef_u down_u(act_u)      [T x H]
+    ARB_CUDA_TRY(moe_gate_up(lc, L.moe, rt, m->h, m->act_moe, m->act_sh, (int)T, (int)slots), why, len);
+    mark(m, lc.stream, ARB_GPU_PROF_MOE_GATE_UP);
+    ARB_CUDA_TRY(moe_down(lc, L.moe, rt, m->act_moe, m->act_sh, m->sites[2 * l + 1].part, (int)T), why, len);
+    mark(m, lc.stream, ARB_GPU_PROF_MOE_DOWN);
     return ARB_OK;
 }
 
@@ -98,18 +122,64 @@ extern "C" arb_status_t arb_gpu_model_step(arb_gpu_model_t *m, unsigned T, void 
     ARB_CUDA_TRY(embed_rmsnorm(lc, m->embed, m->tokens, m->layers[0].attn_norm, m->res, m->h, s.H, m->o.dims.rms_eps,
                                (int)T),
                  why, why_len);
+    mark(m, st, ARB_GPU_PROF_EMBED);
     for (unsigned l = 0; l < s.Lz; l++) {
         const arb_gpu_layer &L = m->layers[l];
         ARB_TRY(attention(m, l, T, lc, why, why_len));
         // SITE A: res += allreduce(part); h = post_attention_layernorm(res)
         ARB_TRY(call_site(m, 2 * l, L.ffn_norm, T, st, why, why_len));
+    mark(m, st, ARB_GPU_PROF_SITE_A);
         ARB_TRY(L.dense ? dense_mlp(m, l, T, lc, why, why_len) : moe(m, l, T, lc, why, why_len));
         // SITE B: res += allreduce(part); h = next input_layernorm (model.norm after the last)
         ARB_TRY(call_site(m, 2 * l + 1, l + 1 < s.Lz ? m->layers[l + 1].attn_norm : m->final_norm, T, st, why, why_len));
+    mark(m, st, ARB_GPU_PROF_SITE_B);
     }
     // logits_r = h @ lm_head_r^T (fp32); this rank's (max, index)   [T x V_r]
     ARB_CUDA_TRY(gemv(lc, GEMV_F32, m->lm_head, nullptr, m->h, s.H, s.Vr, s.H, m->logits, s.Vr, (int)T), why, why_len);
+    mark(m, st, ARB_GPU_PROF_LM_HEAD);
     ARB_CUDA_TRY(argmax(lc, m->logits, s.Vr, s.V0, m->best_logit, m->best_index, (int)T), why, why_len);
+    mark(m, st, ARB_GPU_PROF_LM_HEAD);
     m->last_T = T;
     return ARB_OK;
+}
+
+extern "C" const char *arb_gpu_prof_name(int kind)
+{
+    static const char *const names[ARB_GPU_PROF_KINDS] = {
+        "embed", "qkv_a", "mla_prep", "q_b", "absorb", "attend", "combine", "o_proj",
+        "site_a", "router", "moe_gate_up", "moe_down", "dense_mlp", "site_b", "lm_head"};
+    return kind >= 0 && kind < ARB_GPU_PROF_KINDS ? names[kind] : "?";
+}
+
+extern "C" arb_status_t arb_gpu_model_profile(arb_gpu_model_t *m, unsigned T, void *stream,
+                                              double us[ARB_GPU_PROF_KINDS], char *why, size_t why_len)
+{
+    cudaStream_t st = static_cast<cudaStream_t>(stream);
+    const int cap = 32 * (int)m->s.Lz + 16; // launches of one step, with room
+    for (int k = 0; k < ARB_GPU_PROF_KINDS; k++)
+        us[k] = 0;
+    m->prof_ev = static_cast<cudaEvent_t *>(calloc(cap + 1, sizeof(cudaEvent_t)));
+    m->prof_kind = static_cast<int *>(calloc(cap + 1, sizeof(int)));
+    arb_status_t rs = ARB_OK;
+    int made = 0;
+    if (!m->prof_ev || !m->prof_kind)
+        ARB_RAISE_GOTO(rs, ARB_ERR_SYSTEM, out, why, why_len, "gpu profile: out of host memory");
+    for (; made <= cap; made++)
+        ARB_CUDA_GOTO(rs, cudaEventCreate(&m->prof_ev[made]), out, why, why_len);
+    m->prof_cap = cap + 1, m->prof_n = 0;
+    ARB_CUDA_GOTO(rs, cudaEventRecord(m->prof_ev[m->prof_n], st), out, why, why_len);
+    m->prof_kind[m->prof_n++] = -1; // the start
+    ARB_TRY_GOTO(rs, arb_gpu_model_step(m, T, stream, why, why_len), out);
+    ARB_CUDA_GOTO(rs, cudaStreamSynchronize(st), out, why, why_len);
+    for (int i = 1; i < m->prof_n; i++) {
+        float ms = 0;
+        ARB_CUDA_GOTO(rs, cudaEventElapsedTime(&ms, m->prof_ev[i - 1], m->prof_ev[i]), out, why, why_len);
+        us[m->prof_kind[i]] += ms * 1e3;
+    }
+out:
+    for (int i = 0; i < made; i++)
+        cudaEventDestroy(m->prof_ev[i]);
+    free(m->prof_ev), free(m->prof_kind);
+    m->prof_ev = nullptr, m->prof_kind = nullptr, m->prof_n = m->prof_cap = 0;
+    return rs;
 }

@@ -62,7 +62,8 @@ const char *sweep_fusion_name(const arb_plan_t *p, int fz);
         for (int mode = 0; mode < ARB_MODE_COUNT; mode++)                                            \
             if ((s)->plan->modes & (1u << mode))                                                     \
                 for (int fz = 0; fz < ((s)->plan->op == ARB_OP_ALLREDUCE_RMSNORM ? 2 : 1); fz++)
-/* Rank 0 writes the row and the table line; every rank counts nothing (rank 0 counts). */
+/* The row of one point: rank 0 writes it to the CSV and the table and counts its verdict;
+ * other ranks return at once. */
 void sweep_write_row(sweep_t *s, const char *impl, const char *params, const arb_point_t *pt, const char *fusion,
                      const char *check, unsigned long long wrong, const char *note, const arb_stats_t *st,
                      const double *samples, size_t nsamples, const char *timing, double tol);

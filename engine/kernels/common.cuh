@@ -4,6 +4,7 @@
 #ifndef ARB_ENGINE_KERNELS_COMMON_CUH
 #define ARB_ENGINE_KERNELS_COMMON_CUH
 
+#include <cmath>
 #include <cstdint>
 
 #include <cuda_bf16.h>
@@ -24,6 +25,17 @@ __device__ __forceinline__ void unpack8(const uint4 v, float (&f)[8])
 {
     f[0] = bf16_lo(v.x), f[1] = bf16_hi(v.x), f[2] = bf16_lo(v.y), f[3] = bf16_hi(v.y);
     f[4] = bf16_lo(v.z), f[5] = bf16_hi(v.z), f[6] = bf16_lo(v.w), f[7] = bf16_hi(v.w);
+}
+
+// w . x over one vector of eight bf16 inputs, fp32.
+__device__ __forceinline__ float dot8(const float (&w)[8], const uint4 xv)
+{
+    float xf[8], s = 0.0f;
+    unpack8(xv, xf);
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        s = fmaf(w[j], xf[j], s);
+    return s;
 }
 
 __device__ __forceinline__ float bf(bf16 v) { return __bfloat162float(v); }
@@ -69,6 +81,19 @@ __device__ __forceinline__ float block_sum(float v, float *scratch)
     return warp_sum(v);
 }
 
+// Max over the block, the same value in every thread. scratch as block_sum's.
+__device__ __forceinline__ float block_max(float v, float *scratch)
+{
+    v = warp_max(v);
+    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    __syncthreads();
+    if (lane == 0)
+        scratch[warp] = v;
+    __syncthreads();
+    v = lane < (int)(blockDim.x / kWarp) ? scratch[lane] : -INFINITY;
+    return warp_max(v);
+}
+
 // out = bf16(in / sqrt(mean(in^2) + eps) * w) over one row of n values, by the whole
 // block (forward.md's rmsnorm; the mean over the stored bf16 inputs).
 __device__ __forceinline__ void block_rmsnorm(const bf16 *in, const bf16 *w, bf16 *out, int n, float eps,
@@ -94,12 +119,32 @@ __device__ __forceinline__ void rope_pair(float x0, float x1, float2 cs, bf16 *o
 // PDL: a kernel launched with programmatic stream serialization may start while its
 // predecessor runs; it must wait before touching anything the predecessor writes, and
 // lets its own successor start launching once it is under way. No-ops without PDL.
-__device__ __forceinline__ void pdl_begin()
+__device__ __forceinline__ void pdl_launch_dependents()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait()
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+__device__ __forceinline__ void pdl_begin()
+{
+    pdl_wait();
+    pdl_launch_dependents();
+}
+
+// Pull `bytes` at p (a weight row: nothing a predecessor writes) toward L2 before waiting
+// on the predecessor, one 128-byte line per lane and step: under PDL the fetch overlaps
+// the previous kernel's tail.
+__device__ __forceinline__ void warp_prefetch_l2(const void *p, size_t bytes)
+{
+    const char *c = static_cast<const char *>(p);
+    for (size_t off = (size_t)(threadIdx.x % kWarp) * 128; off < bytes; off += kWarp * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(c + off));
 }
 
 // Every engine kernel is launched here, so PDL is one switch.

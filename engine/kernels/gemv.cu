@@ -18,11 +18,17 @@ __global__ void __launch_bounds__(kRowsPerBlock *kWarp)
     gemv_kernel(const bf16 *__restrict__ W, const bf16 *__restrict__ W2, const bf16 *__restrict__ x, int ldx,
                 int N, int K, void *__restrict__ y, int ldy)
 {
-    pdl_begin();
+    constexpr bool two = EPI == GEMV_SILU_MUL;
     const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+    pdl_launch_dependents();
+    if (row < N) { // weights do not depend on the predecessor: fetch them while it finishes
+        warp_prefetch_l2(W + (size_t)row * K, (size_t)K * 2);
+        if (two)
+            warp_prefetch_l2(W2 + (size_t)row * K, (size_t)K * 2);
+    }
+    pdl_wait();
     if (row >= N)
         return;
-    constexpr bool two = EPI == GEMV_SILU_MUL;
     float acc[T], acc2[T];
     warp_rowdot<T, two>(W + (size_t)row * K, two ? W2 + (size_t)row * K : nullptr, x, ldx, K, acc, acc2);
 #pragma unroll

@@ -27,9 +27,10 @@ constexpr int kMaxNope = 256;     // qk_nope_head_dim
 constexpr int kMaxLatVec = 2;     // 16-byte vectors of a latent row per lane
 constexpr int kMaxLatent = kMaxLatVec * 32 * 8; // kv_lora_rank <= 512
 constexpr int kAttnChunk = 64;    // cache positions per attention CTA
+constexpr int kMaxChunks = 2048;  // context <= kMaxChunks * kAttnChunk (131072 positions)
 constexpr int kMaxExperts = 1024; // n_routed_experts
 constexpr int kMaxTopk = 16;      // num_experts_per_tok
-constexpr int kMaxGroups = 64;    // n_group
+constexpr int kMaxGroups = 32;    // n_group: one lane per group
 constexpr int kMaxSlots = 128;    // distinct experts of one step (min(T k, E))
 
 // ---- embed.cu: res[t] = embed[token[t]]; h[t] = rmsnorm(res[t], norm) ----
@@ -82,6 +83,11 @@ struct moe_weights {
 };
 // act [kMaxSlots x kMaxT x I], act_sh [kMaxT x Is] bf16 scratch; part [T x H] bf16.
 // max_slots: the grid's bound on distinct experts, min(T k, E).
+// The two launches of moe_block, for a step that marks each (gate/up, then down).
+cudaError_t moe_gate_up(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
+                        bf16 *act_sh, int T, int max_slots);
+cudaError_t moe_down(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *act,
+                     const bf16 *act_sh, bf16 *part, int T);
 cudaError_t moe_block(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                       bf16 *act_sh, bf16 *part, int T, int max_slots);
 

@@ -49,8 +49,8 @@ __global__ void __launch_bounds__(kAbsorbWarps *kWarp)
     const int d_per_warp = (dn + kAbsorbWarps - 1) / kAbsorbWarps;
     const int d0 = warp * d_per_warp, d1 = min(dn, d0 + d_per_warp);
     if (c < rkv) {
-#pragma unroll 4
-        for (int d = d0; d < d1; d++) {
+#pragma unroll 16
+        for (int d = d0; d < d1; d++) { // 16 loads in flight per lane
             const uint32_t w2 = *reinterpret_cast<const uint32_t *>(wuk + (size_t)d * rkv + c);
             const float wa = bf16_lo(w2), wb = bf16_hi(w2);
 #pragma unroll
@@ -93,14 +93,25 @@ __global__ void __launch_bounds__(kAttendWarps *kWarp)
     bf16 *ckv = reinterpret_cast<bf16 *>(smem_v);
     bf16 *kpe = ckv + (size_t)kAttnChunk * rkv;
     float *sc = reinterpret_cast<float *>(kpe + (size_t)kAttnChunk * dr);
-    { // stage the chunk: rows are contiguous in the cache
+    { // stage the chunk (rows are contiguous in the cache), kStage loads in flight per thread
+        constexpr int kStage = 8;
         const uint4 *src = reinterpret_cast<const uint4 *>(cache_ckv + (size_t)c0 * rkv);
-        for (int i = threadIdx.x; i < n * rkv / 8; i += blockDim.x)
-            smem_v[i] = src[i];
+        const int nv = n * rkv / 8, step = blockDim.x * kStage;
+        for (int i0 = threadIdx.x; i0 < nv; i0 += step) {
+            uint4 v[kStage];
+#pragma unroll
+            for (int j = 0; j < kStage; j++)
+                if (i0 + j * (int)blockDim.x < nv)
+                    v[j] = ld_stream(src + i0 + j * blockDim.x);
+#pragma unroll
+            for (int j = 0; j < kStage; j++)
+                if (i0 + j * (int)blockDim.x < nv)
+                    smem_v[i0 + j * blockDim.x] = v[j];
+        }
         const uint4 *srcp = reinterpret_cast<const uint4 *>(cache_kpe + (size_t)c0 * dr);
         uint4 *dstp = reinterpret_cast<uint4 *>(kpe);
         for (int i = threadIdx.x; i < n * dr / 8; i += blockDim.x)
-            dstp[i] = srcp[i];
+            dstp[i] = ld_stream(srcp + i);
     }
     __syncthreads();
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
@@ -117,29 +128,42 @@ __global__ void __launch_bounds__(kAttendWarps *kWarp)
         if (lane < dr / 8)
             unpack8(reinterpret_cast<const uint4 *>(qpe + (size_t)r * dr)[lane], pf);
         float *row_sc = sc + (size_t)r * kAttnChunk;
-        for (int p = 0; p < n; p++) {
-            float s = 0.0f;
+        constexpr int kPos = 4; // positions whose warp reductions interleave
+        for (int p0 = 0; p0 < n; p0 += kPos) {
+            float s[kPos];
 #pragma unroll
-            for (int i = 0; i < kMaxLatVec; i++) {
-                const int v = lane + kWarp * i;
-                if (v < nv) {
+            for (int j = 0; j < kPos; j++) {
+                const int p = min(p0 + j, n - 1); // a repeated last position is computed, not stored
+                s[j] = 0.0f;
+#pragma unroll
+                for (int i = 0; i < kMaxLatVec; i++) {
+                    const int v = lane + kWarp * i;
+                    if (v < nv) {
+                        float kf[8];
+                        unpack8(reinterpret_cast<const uint4 *>(ckv + (size_t)p * rkv)[v], kf);
+#pragma unroll
+                        for (int q8 = 0; q8 < 8; q8++)
+                            s[j] = fmaf(qf[i][q8], kf[q8], s[j]);
+                    }
+                }
+                if (lane < dr / 8) {
                     float kf[8];
-                    unpack8(reinterpret_cast<const uint4 *>(ckv + (size_t)p * rkv)[v], kf);
+                    unpack8(reinterpret_cast<const uint4 *>(kpe + (size_t)p * dr)[lane], kf);
 #pragma unroll
-                    for (int j = 0; j < 8; j++)
-                        s = fmaf(qf[i][j], kf[j], s);
+                    for (int q8 = 0; q8 < 8; q8++)
+                        s[j] = fmaf(pf[q8], kf[q8], s[j]);
                 }
             }
-            if (lane < dr / 8) {
-                float kf[8];
-                unpack8(reinterpret_cast<const uint4 *>(kpe + (size_t)p * dr)[lane], kf);
 #pragma unroll
-                for (int j = 0; j < 8; j++)
-                    s = fmaf(pf[j], kf[j], s);
-            }
-            s = warp_sum(s) * scale;
+            for (int o = kWarp / 2; o > 0; o >>= 1)
+#pragma unroll
+                for (int j = 0; j < kPos; j++)
+                    s[j] += __shfl_xor_sync(0xffffffffu, s[j], o);
             if (lane == 0)
-                row_sc[p] = c0 + p <= P0 + t ? s : -INFINITY;
+#pragma unroll
+                for (int j = 0; j < kPos; j++)
+                    if (p0 + j < n)
+                        row_sc[p0 + j] = c0 + p0 + j <= P0 + t ? s[j] * scale : -INFINITY;
         }
         __syncwarp();
         float m = -INFINITY;
@@ -192,26 +216,35 @@ __global__ void __launch_bounds__(kCombineWarps *kWarp)
                        int T)
 {
     __shared__ __align__(16) float olat[kMaxT][kMaxLatent];
+    __shared__ float wch[kMaxChunks]; // per chunk: exp(m_c - M) / sum_c exp(m_c - M) l_c
+    __shared__ float scratch[kWarp];
     pdl_begin();
     const int h = blockIdx.x, R = T * nh_r, ps = rkv + 4;
     const int nch = (*pos0 + T + kAttnChunk - 1) / kAttnChunk;
+    const size_t cstride = (size_t)R * ps;
     for (int t = 0; t < T; t++) {
         const float *base = partial + (size_t)(t * nh_r + h) * ps;
-        const size_t cstride = (size_t)R * ps;
-        float M = -INFINITY;
-        for (int ch = 0; ch < nch; ch++)
-            M = fmaxf(M, base[ch * cstride + rkv]);
+        // the chunks' weights, in parallel; sums in a fixed order (block_sum)
+        float m = -INFINITY;
+        for (int ch = threadIdx.x; ch < nch; ch += blockDim.x)
+            m = fmaxf(m, base[ch * cstride + rkv]);
+        const float M = block_max(m, scratch);
+        float lsum = 0.0f;
+        for (int ch = threadIdx.x; ch < nch; ch += blockDim.x) {
+            const float mc = base[ch * cstride + rkv];
+            const float w = mc == -INFINITY ? 0.0f : expf(mc - M);
+            wch[ch] = w;
+            lsum = fmaf(w, base[ch * cstride + rkv + 1], lsum);
+        }
+        lsum = block_sum(lsum, scratch); // its barriers also publish wch
         for (int d = threadIdx.x; d < rkv; d += blockDim.x) {
-            float acc = 0.0f, lsum = 0.0f;
-            for (int ch = 0; ch < nch; ch++) {
-                const float *pc = base + ch * cstride;
-                const float mc = pc[rkv];
-                const float w = mc == -INFINITY ? 0.0f : expf(mc - M);
-                lsum = fmaf(w, pc[rkv + 1], lsum);
-                acc = fmaf(w, pc[d], acc);
-            }
+            float acc = 0.0f;
+#pragma unroll 16
+            for (int ch = 0; ch < nch; ch++)
+                acc = fmaf(wch[ch], base[ch * cstride + d], acc);
             olat[t][d] = bf(to_bf(acc / lsum)); // olat is stored bf16 (forward.md)
         }
+        __syncthreads(); // wch is rewritten for the next token
     }
     __syncthreads();
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, nv = rkv / 8;

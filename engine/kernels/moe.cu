@@ -21,15 +21,19 @@ constexpr int kMoeWarps = 8;
 constexpr int kDownRowsPerWarp = 4;
 
 // The eight INT4 values of one packed word as four bf16 pairs: pair k holds values k
-// (low half) and k + 4 (high half) as 136 + q, exact; minus 136 gives q in fp32.
+// (low half) and k + 4 (high half) as 136 + q, exact; one bf16x2 subtraction of 136
+// leaves q exactly, widened to fp32 by a shift or a mask.
 __device__ __forceinline__ void dequant_word(uint32_t w, float (&q)[8])
 {
     const uint32_t u = w ^ 0x88888888u; // q + 8 in every nibble, unsigned
+    const __nv_bfloat162 bias = __floats2bfloat162_rn(136.0f, 136.0f);
 #pragma unroll
     for (int k = 0; k < 4; k++) {
-        const uint32_t p = ((u >> (4 * k)) & 0x000f000fu) | 0x43004300u;
-        q[k] = bf16_lo(p) - 136.0f;
-        q[k + 4] = bf16_hi(p) - 136.0f;
+        uint32_t p = ((u >> (4 * k)) & 0x000f000fu) | 0x43004300u;
+        __nv_bfloat162 v = __hsub2(*reinterpret_cast<__nv_bfloat162 *>(&p), bias);
+        const uint32_t r = *reinterpret_cast<uint32_t *>(&v);
+        q[k] = bf16_lo(r);
+        q[k + 4] = bf16_hi(r);
     }
 }
 
@@ -45,6 +49,21 @@ __device__ __forceinline__ void dequant_group(const uint4 packed, float (&q)[32]
 #pragma unroll
         for (int j = 0; j < 8; j++)
             q[wi * 8 + j] = qw[j];
+    }
+}
+
+// Gate and up share the input: each x vector is widened once for both.
+__device__ __forceinline__ void group_dot2(const float (&qa)[32], const float (&qb)[32], const uint4 *x, float &sa,
+                                           float &sb)
+{
+    sa = 0.0f, sb = 0.0f;
+#pragma unroll
+    for (int wi = 0; wi < 4; wi++) {
+        float xf[8];
+        unpack8(__ldg(x + wi), xf);
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            sa = fmaf(qa[wi * 8 + j], xf[j], sa), sb = fmaf(qb[wi * 8 + j], xf[j], sb);
     }
 }
 
@@ -76,18 +95,31 @@ __device__ __forceinline__ void warp_rowdot_int4_pair(const uint32_t *__restrict
 #pragma unroll
     for (int t = 0; t < T; t++)
         acc[t] = 0.0f, acc2[t] = 0.0f;
-#pragma unroll 2
-    for (int g = lane; g < groups; g += kWarp) {
-        const uint4 pg = ld_stream(gp + g), pu = ld_stream(up + g);
-        const float sg = bf(g_scale[g]), su = bf(u_scale[g]);
-        float qg[32], qu[32];
-        dequant_group(pg, qg);
-        dequant_group(pu, qu);
+    constexpr int kGU = 4; // groups of gate and of up in flight per lane
+    for (int g0 = lane; g0 < groups; g0 += kWarp * kGU) {
+        uint4 pg[kGU], pu[kGU];
+        float sg[kGU], su[kGU];
 #pragma unroll
-        for (int t = 0; t < T; t++) {
-            const uint4 *xt = xv + (size_t)t * (K / 8) + g * 4;
-            acc[t] = fmaf(group_dot(qg, xt), sg, acc[t]);
-            acc2[t] = fmaf(group_dot(qu, xt), su, acc2[t]);
+        for (int j = 0; j < kGU; j++) {
+            const int g = g0 + j * kWarp;
+            if (g < groups)
+                pg[j] = ld_stream(gp + g), pu[j] = ld_stream(up + g), sg[j] = bf(g_scale[g]), su[j] = bf(u_scale[g]);
+        }
+#pragma unroll
+        for (int j = 0; j < kGU; j++) {
+            const int g = g0 + j * kWarp;
+            if (g >= groups)
+                break;
+            float qg[32], qu[32];
+            dequant_group(pg[j], qg);
+            dequant_group(pu[j], qu);
+#pragma unroll
+            for (int t = 0; t < T; t++) {
+                float dg, du;
+                group_dot2(qg, qu, xv + (size_t)t * (K / 8) + g * 4, dg, du);
+                acc[t] = fmaf(dg, sg[j], acc[t]);
+                acc2[t] = fmaf(du, su[j], acc2[t]);
+            }
         }
     }
 #pragma unroll
@@ -110,9 +142,14 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp)
     moe_gate_up_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ h, bf16 *__restrict__ act,
                        bf16 *__restrict__ act_sh)
 {
-    pdl_begin();
     const int warp = blockIdx.x * kMoeWarps + threadIdx.x / kWarp;
     const int H = w.H, I = w.I;
+    pdl_launch_dependents();
+    if (warp < w.Is) { // the shared expert's rows do not depend on the router: fetch them early
+        warp_prefetch_l2(w.sh_gate + (size_t)warp * H, (size_t)H * 2);
+        warp_prefetch_l2(w.sh_up + (size_t)warp * H, (size_t)H * 2);
+    }
+    pdl_wait();
     float g[T], u[T];
     if (warp < w.Is) { // the shared expert's row
         warp_rowdot<T, true>(w.sh_gate + (size_t)warp * H, w.sh_up + (size_t)warp * H, h, H, H, g, u);
@@ -134,67 +171,94 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp)
     store_act<T>(act + (size_t)slot * kMaxT * I, I, n, g, u);
 }
 
-// acc[q][t] += c[t] * (row q of W . x[t]) over this lane's share of a bf16 row block:
-// rows of K inputs, 16-byte vectors; x [T x ldx].
+constexpr int kDownBatch = 8; // experts whose rows are in flight together per lane
+
+// acc[q][t] += c[t] * (row q of W . x[t]) for the shared expert (bf16 rows of K inputs,
+// 16-byte vectors, x [T x ldx]) over this lane's share of the warp's rows.
 template <int T>
-__device__ __forceinline__ void rows_dot_bf16(const bf16 *__restrict__ W, int K, const bf16 *__restrict__ x, int ldx,
-                                              const float (&c)[T], float (&acc)[kDownRowsPerWarp][T])
+__device__ __forceinline__ void rows_dot_shared(const bf16 *__restrict__ W, int K, const bf16 *__restrict__ x,
+                                                float (&acc)[kDownRowsPerWarp][T])
 {
     const int lane = threadIdx.x % kWarp, nv = K / 8, items = kDownRowsPerWarp * nv;
-    float part[kDownRowsPerWarp][T] = {};
     for (int it = lane; it < items; it += kWarp) {
         const int q = it / nv, v = it % nv;
         float wf[8];
         unpack8(ld_stream(reinterpret_cast<const uint4 *>(W + (size_t)q * K) + v), wf);
 #pragma unroll
         for (int t = 0; t < T; t++) {
-            float xf[8];
-            unpack8(__ldg(reinterpret_cast<const uint4 *>(x + (size_t)t * ldx) + v), xf);
-            float s = 0.0f;
-#pragma unroll
-            for (int j = 0; j < 8; j++)
-                s = fmaf(wf[j], xf[j], s);
+            const float s = dot8(wf, __ldg(reinterpret_cast<const uint4 *>(x + (size_t)t * K) + v));
 #pragma unroll
             for (int qq = 0; qq < kDownRowsPerWarp; qq++)
                 if (qq == q)
-                    part[qq][t] += s;
+                    acc[qq][t] += s;
         }
     }
-#pragma unroll
-    for (int q = 0; q < kDownRowsPerWarp; q++)
-#pragma unroll
-        for (int t = 0; t < T; t++)
-            acc[q][t] = fmaf(c[t], part[q][t], acc[q][t]);
 }
 
-// The same for INT4 rows: K inputs, K / 32 groups of (4 packed words, one scale).
-template <int T>
-__device__ __forceinline__ void rows_dot_int4(const uint32_t *__restrict__ packed, const bf16 *__restrict__ scale,
-                                              int K, const bf16 *__restrict__ x, int ldx, const float (&c)[T],
-                                              float (&acc)[kDownRowsPerWarp][T])
+// The routed experts u0 .. u0+nb-1 (nb <= kDownBatch): every lane issues its loads for all
+// of them before using any, then adds coef[u][t] * (row . act[u][t]) in expert order.
+template <int T, bool INT4>
+__device__ __forceinline__ void rows_dot_routed(const moe_weights &w, const moe_route &rt, const bf16 *__restrict__ act,
+                                                int i0, int u0, int nb, float (&acc)[kDownRowsPerWarp][T])
 {
-    const int lane = threadIdx.x % kWarp, G = K / 32, items = kDownRowsPerWarp * G;
-    float part[kDownRowsPerWarp][T] = {};
-    for (int it = lane; it < items; it += kWarp) {
-        const int q = it / G, g = it % G;
-        const uint4 p = ld_stream(reinterpret_cast<const uint4 *>(packed + (size_t)q * (K / 8)) + g);
-        const float s = bf(scale[(size_t)q * G + g]);
-        float qv[32];
-        dequant_group(p, qv);
+    const int lane = threadIdx.x % kWarp, H = w.H, I = w.I;
+    const int per_item = INT4 ? 32 : 8; // inputs per 16-byte load
+    const int per_row = I / per_item, items = kDownRowsPerWarp * per_row;
+    size_t e[kDownBatch];
+    float c[kDownBatch][T];
 #pragma unroll
-        for (int t = 0; t < T; t++) {
-            const float d = group_dot(qv, reinterpret_cast<const uint4 *>(x + (size_t)t * ldx) + g * 4) * s;
-#pragma unroll
-            for (int qq = 0; qq < kDownRowsPerWarp; qq++)
-                if (qq == q)
-                    part[qq][t] += d;
-        }
-    }
-#pragma unroll
-    for (int q = 0; q < kDownRowsPerWarp; q++)
+    for (int j = 0; j < kDownBatch; j++) {
+        e[j] = j < nb ? (size_t)rt.uniq[u0 + j] : 0;
 #pragma unroll
         for (int t = 0; t < T; t++)
-            acc[q][t] = fmaf(c[t], part[q][t], acc[q][t]);
+            c[j][t] = j < nb ? rt.coef[(u0 + j) * kMaxT + t] : 0.0f;
+    }
+    for (int it = lane; it < items; it += kWarp) {
+        const int q = it / per_row, g = it % per_row;
+        uint4 p[kDownBatch];
+        float sc[kDownBatch];
+#pragma unroll
+        for (int j = 0; j < kDownBatch; j++) {
+            if (j >= nb)
+                break;
+            const size_t row = e[j] * H + i0 + q; // row of the expert-major [E x H x I] tensor
+            if (INT4) {
+                p[j] = ld_stream(reinterpret_cast<const uint4 *>(static_cast<const uint32_t *>(w.down) + row * (I / 8)) + g);
+                sc[j] = bf(w.down_s[row * (I / 32) + g]);
+            } else {
+                p[j] = ld_stream(reinterpret_cast<const uint4 *>(static_cast<const bf16 *>(w.down) + row * I) + g);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < kDownBatch; j++) {
+            if (j >= nb)
+                break;
+            const bf16 *x = act + (size_t)(u0 + j) * kMaxT * I;
+            if (INT4) {
+                float qv[32];
+                dequant_group(p[j], qv);
+#pragma unroll
+                for (int t = 0; t < T; t++) {
+                    const float d = group_dot(qv, reinterpret_cast<const uint4 *>(x + (size_t)t * I) + g * 4) * sc[j] * c[j][t];
+#pragma unroll
+                    for (int qq = 0; qq < kDownRowsPerWarp; qq++)
+                        if (qq == q)
+                            acc[qq][t] += d;
+                }
+            } else {
+                float wf[8];
+                unpack8(p[j], wf);
+#pragma unroll
+                for (int t = 0; t < T; t++) {
+                    const float d = dot8(wf, __ldg(reinterpret_cast<const uint4 *>(x + (size_t)t * I) + g)) * c[j][t];
+#pragma unroll
+                    for (int qq = 0; qq < kDownRowsPerWarp; qq++)
+                        if (qq == q)
+                            acc[qq][t] += d;
+                }
+            }
+        }
+    }
 }
 
 template <int T, bool INT4>
@@ -202,31 +266,20 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp)
     moe_down_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ act, const bf16 *__restrict__ act_sh,
                     bf16 *__restrict__ part)
 {
-    pdl_begin();
     const int lane = threadIdx.x % kWarp;
     const int i0 = (blockIdx.x * kMoeWarps + threadIdx.x / kWarp) * kDownRowsPerWarp;
-    const int H = w.H, I = w.I;
+    const int H = w.H;
+    pdl_launch_dependents();
+    if (i0 < H)
+        warp_prefetch_l2(w.sh_down + (size_t)i0 * w.Is, (size_t)min(kDownRowsPerWarp, H - i0) * w.Is * 2);
+    pdl_wait();
     if (i0 >= H)
         return;
-    float acc[kDownRowsPerWarp][T] = {}, one[T];
-#pragma unroll
-    for (int t = 0; t < T; t++)
-        one[t] = 1.0f;
-    rows_dot_bf16<T>(w.sh_down + (size_t)i0 * w.Is, w.Is, act_sh, w.Is, one, acc);
+    float acc[kDownRowsPerWarp][T] = {};
+    rows_dot_shared<T>(w.sh_down + (size_t)i0 * w.Is, w.Is, act_sh, acc);
     const int n_uniq = *rt.n_uniq;
-    for (int u = 0; u < n_uniq; u++) {
-        const size_t e = (size_t)rt.uniq[u];
-        float c[T];
-#pragma unroll
-        for (int t = 0; t < T; t++)
-            c[t] = rt.coef[u * kMaxT + t];
-        const bf16 *x = act + (size_t)u * kMaxT * I;
-        if (INT4)
-            rows_dot_int4<T>(static_cast<const uint32_t *>(w.down) + (e * H + i0) * (I / 8),
-                             w.down_s + (e * H + i0) * (I / 32), I, x, I, c, acc);
-        else
-            rows_dot_bf16<T>(static_cast<const bf16 *>(w.down) + (e * H + i0) * I, I, x, I, c, acc);
-    }
+    for (int u0 = 0; u0 < n_uniq; u0 += kDownBatch)
+        rows_dot_routed<T, INT4>(w, rt, act, i0, u0, min(kDownBatch, n_uniq - u0), acc);
 #pragma unroll
     for (int q = 0; q < kDownRowsPerWarp; q++)
 #pragma unroll
@@ -237,9 +290,10 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp)
         }
 }
 
+// which: 1 gate/up, 2 down, 3 both.
 template <bool INT4>
 cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
-                         bf16 *act_sh, bf16 *part, int T, int max_slots)
+                         bf16 *act_sh, bf16 *part, int T, int max_slots, int which)
 {
     const dim3 block(kMoeWarps * kWarp);
     const dim3 grid_gu((w.Is + max_slots * w.I + kMoeWarps - 1) / kMoeWarps);
@@ -247,8 +301,9 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
     cudaError_t e = cudaErrorInvalidValue;
 #define ARB_MOE_CASE(TT)                                                                                        \
     case TT:                                                                                                    \
-        e = launch(c, moe_gate_up_kernel<TT, INT4>, grid_gu, block, 0, w, rt, h, act, act_sh);                  \
-        if (e == cudaSuccess)                                                                                   \
+        e = which & 1 ? launch(c, moe_gate_up_kernel<TT, INT4>, grid_gu, block, 0, w, rt, h, act, act_sh)        \
+                      : cudaSuccess;                                                                            \
+        if (e == cudaSuccess && (which & 2))                                                                    \
             e = launch(c, moe_down_kernel<TT, INT4>, grid_dn, block, 0, w, rt, (const bf16 *)act,               \
                        (const bf16 *)act_sh, part);                                                            \
         break;
@@ -269,13 +324,31 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
 
 } // namespace
 
-cudaError_t moe_block(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
-                      bf16 *act_sh, bf16 *part, int T, int max_slots)
+static cudaError_t moe_launch(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h,
+                              bf16 *act, bf16 *act_sh, bf16 *part, int T, int max_slots, int which)
 {
     if (w.H % 32 || w.I % (w.gate_s ? 32 : 8) || w.Is % 8 || T < 1 || T > kMaxT || max_slots > kMaxSlots)
         return cudaErrorInvalidValue;
-    return w.gate_s ? moe_dispatch<true>(c, w, rt, h, act, act_sh, part, T, max_slots)
-                    : moe_dispatch<false>(c, w, rt, h, act, act_sh, part, T, max_slots);
+    return w.gate_s ? moe_dispatch<true>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
+                    : moe_dispatch<false>(c, w, rt, h, act, act_sh, part, T, max_slots, which);
+}
+
+cudaError_t moe_gate_up(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
+                        bf16 *act_sh, int T, int max_slots)
+{
+    return moe_launch(c, w, rt, h, act, act_sh, nullptr, T, max_slots, 1);
+}
+
+cudaError_t moe_down(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *act,
+                     const bf16 *act_sh, bf16 *part, int T)
+{
+    return moe_launch(c, w, rt, nullptr, const_cast<bf16 *>(act), const_cast<bf16 *>(act_sh), part, T, 1, 2);
+}
+
+cudaError_t moe_block(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
+                      bf16 *act_sh, bf16 *part, int T, int max_slots)
+{
+    return moe_launch(c, w, rt, h, act, act_sh, part, T, max_slots, 3);
 }
 
 } // namespace arbk

@@ -17,7 +17,7 @@
 namespace arbk {
 namespace {
 
-constexpr int kRouterWarps = 8;
+constexpr int kRouterWarps = 4; // more blocks for the logits; warps route tokens t, t + 4
 
 struct best_t {
     float v;
@@ -29,100 +29,87 @@ __device__ __forceinline__ best_t better(best_t a, best_t b)
     return (b.v > a.v || (b.v == a.v && b.i < a.i)) ? b : a;
 }
 
-// The block's best (value, index) among candidates; same result in every thread.
-__device__ best_t block_best(best_t b, best_t *scratch)
+__device__ __forceinline__ best_t warp_best(best_t b)
 {
     for (int o = kWarp / 2; o > 0; o >>= 1) {
-        best_t other = {__shfl_xor_sync(0xffffffffu, b.v, o), __shfl_xor_sync(0xffffffffu, b.i, o)};
+        const best_t other = {__shfl_xor_sync(0xffffffffu, b.v, o), __shfl_xor_sync(0xffffffffu, b.i, o)};
         b = better(b, other);
     }
-    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-    __syncthreads();
-    if (lane == 0)
-        scratch[warp] = b;
-    __syncthreads();
-    best_t r = scratch[0];
-    for (int w = 1; w < (int)(blockDim.x / kWarp); w++)
-        r = better(r, scratch[w]);
-    return r;
+    return b;
 }
 
-// Top-k of every token and the dedupe; run by one whole block.
+// Top-k of every token (warp t routes token t, shuffles only) and the dedupe; run by the
+// whole (last) block. Shared memory per token: choice values, the kept-group mask.
 __device__ void route_tokens(const float *logits, const float *__restrict__ bias, const moe_route &rt, int E, int k,
                              int n_group, int topk_group, float scaling, int T)
 {
-    __shared__ float score[kMaxExperts], choice[kMaxExperts];
-    __shared__ unsigned char allowed[kMaxExperts];
-    __shared__ int slot_of[kMaxExperts];
-    __shared__ unsigned char used[kMaxExperts];
-    __shared__ float group_score[kMaxGroups];
+    __shared__ float choice[kRouterWarps][kMaxExperts];
+    __shared__ float score_sel[kMaxT * kMaxTopk];
     __shared__ int sel[kMaxT * kMaxTopk];
     __shared__ float selw[kMaxT * kMaxTopk];
-    __shared__ best_t scratch[kRouterWarps];
+    __shared__ unsigned char used[kMaxExperts];
+    __shared__ int slot_of[kMaxExperts];
     __shared__ int n_uniq_s;
+    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, gsz = E / n_group;
     for (int e = threadIdx.x; e < E; e += blockDim.x)
         used[e] = 0;
-    const int gsz = E / n_group;
-    for (int t = 0; t < T; t++) {
-        for (int e = threadIdx.x; e < E; e += blockDim.x) {
-            const float s = 1.0f / (1.0f + expf(-__ldcg(logits + (size_t)t * E + e)));
-            score[e] = s;
-            choice[e] = s + bias[e];
-            allowed[e] = 1;
-        }
-        __syncthreads();
+    __syncthreads();
+    for (int t = warp; t < T; t += kRouterWarps) {
+        float *ch = choice[warp];
+        for (int e = lane; e < E; e += kWarp)
+            ch[e] = 1.0f / (1.0f + expf(-__ldcg(logits + (size_t)t * E + e))) + bias[e];
+        __syncwarp();
+        unsigned long long keep = ~0ull; // kept groups (n_group <= 64)
         if (n_group > 1) {
-            for (int g = threadIdx.x; g < n_group; g += blockDim.x) {
-                float a = -INFINITY, b = -INFINITY; // the two largest choices of the group
-                for (int e = g * gsz; e < (g + 1) * gsz; e++) {
-                    const float c = choice[e];
+            float gs = -INFINITY; // lane g < n_group: the sum of its group's two largest choices
+            if (lane < n_group) {
+                float a = -INFINITY, b2 = -INFINITY;
+                for (int e = lane * gsz; e < (lane + 1) * gsz; e++) {
+                    const float c = ch[e];
                     if (c > a)
-                        b = a, a = c;
-                    else if (c > b)
-                        b = c;
+                        b2 = a, a = c;
+                    else if (c > b2)
+                        b2 = c;
                 }
-                group_score[g] = a + b;
+                gs = a + b2;
             }
-            __syncthreads();
-            if (threadIdx.x == 0) {
-                unsigned char keep[kMaxGroups] = {};
-                for (int kept = 0; kept < topk_group; kept++) {
-                    int bg = -1;
-                    for (int g = 0; g < n_group; g++)
-                        if (!keep[g] && (bg < 0 || group_score[g] > group_score[bg]))
-                            bg = g;
-                    keep[bg] = 1;
-                }
-                for (int e = 0; e < E; e++)
-                    allowed[e] = keep[e / gsz];
+            keep = 0;
+            for (int kept = 0; kept < topk_group; kept++) { // ties: the lower group index
+                best_t b = {(lane < n_group && !((keep >> lane) & 1)) ? gs : -INFINITY, lane < n_group ? lane : 0x7fffffff};
+                b = warp_best(b);
+                keep |= 1ull << b.i;
             }
-            __syncthreads();
         }
         for (int j = 0; j < k; j++) {
             best_t b = {-INFINITY, 0x7fffffff};
-            for (int e = threadIdx.x; e < E; e += blockDim.x)
-                if (allowed[e])
-                    b = better(b, best_t{choice[e], e});
-            b = block_best(b, scratch);
-            if (threadIdx.x == 0) {
+            for (int e = lane; e < E; e += kWarp)
+                if ((keep >> (e / gsz)) & 1)
+                    b = better(b, best_t{ch[e], e});
+            b = warp_best(b);
+            if (lane == 0) {
                 sel[t * k + j] = b.i;
-                allowed[b.i] = 0;
+                score_sel[t * k + j] = ch[b.i] - bias[b.i];
+                ch[b.i] = -INFINITY; // taken
             }
-            __syncthreads();
+            __syncwarp();
         }
-        if (threadIdx.x == 0) {
+        if (lane == 0) { // w_j = score / sum score * scaling, scores as sigmoid of the logit
             float sum = 0.0f;
-            for (int j = 0; j < k; j++)
-                sum += score[sel[t * k + j]];
             for (int j = 0; j < k; j++) {
                 const int e = sel[t * k + j];
-                selw[t * k + j] = score[e] / sum * scaling;
+                score_sel[t * k + j] = 1.0f / (1.0f + expf(-__ldcg(logits + (size_t)t * E + e)));
+                sum += score_sel[t * k + j];
+            }
+            for (int j = 0; j < k; j++) {
+                const int e = sel[t * k + j];
+                selw[t * k + j] = score_sel[t * k + j] / sum * scaling;
                 rt.experts[t * k + j] = e;
                 used[e] = 1;
             }
         }
-        __syncthreads();
+        __syncwarp();
     }
+    __syncthreads();
     if (threadIdx.x < kWarp) { // distinct experts, ascending: ballot and prefix count
         int count = 0;
         for (int base = 0; base < E; base += kWarp) {
@@ -154,8 +141,11 @@ __global__ void __launch_bounds__(kRouterWarps *kWarp)
                   float scaling)
 {
     __shared__ int last;
-    pdl_begin();
     const int e = blockIdx.x * kRouterWarps + threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+    pdl_launch_dependents();
+    if (e < E)
+        warp_prefetch_l2(W + (size_t)e * H, (size_t)H * 2);
+    pdl_wait();
     if (e < E) {
         float acc[T], unused[T];
         warp_rowdot<T, false>(W + (size_t)e * H, nullptr, h, H, H, acc, unused);

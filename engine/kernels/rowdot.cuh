@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // One warp, one weight row (or two: gate and up), T input rows: the inner loop of every
-// skinny bf16 projection (gemv.cu, the router). The row streams in 16-byte vectors, four
+// skinny bf16 projection (gemv.cu, the router). The row streams in 16-byte vectors, eight
 // in flight per lane; the inputs come through L1. Sums are returned to every lane.
 #ifndef ARB_ENGINE_KERNELS_ROWDOT_CUH
 #define ARB_ENGINE_KERNELS_ROWDOT_CUH
@@ -9,7 +9,7 @@
 
 namespace arbk {
 
-constexpr int kRowdotUnroll = 4;
+constexpr int kRowdotUnroll = 8;
 
 // acc[t] = W[row] . x[t] (and acc2[t] = W2[row] . x[t] when TWO), K % 8 == 0, ldx % 8 == 0.
 template <int T, bool TWO>

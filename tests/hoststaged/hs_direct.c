@@ -22,6 +22,7 @@
 #include "arbench/plugin.h"
 #include "common.h"
 #include "loader.h"
+#include "tap.h"
 
 #define NSLOTS 4
 #define MAX_BYTES (1u << 20)
@@ -35,7 +36,6 @@ typedef struct ctx {
     char *send, *recv; /* device, NSLOTS x SLOT_PITCH each */
     void *host;        /* staging, SLOT_PITCH bytes */
     cudaStream_t stream;
-    int tap_n, failed;
 } ctx_t;
 
 static int hop_allgather(void *c, const void *s, void *r, size_t n)
@@ -53,20 +53,14 @@ static void hop_log(void *c, const char *m)
     fprintf(stderr, "hs_direct: %s\n", m);
 }
 
-/* Every rank agrees on ok; rank 0 prints one TAP line. */
+/* Every rank agrees on ok; rank 0 prints one TAP line (tests/common/tap.h). */
 static void tap(ctx_t *c, int ok, const char *fmt, const char *what)
 {
     int all = 0;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, c->comm);
-    c->tap_n++;
-    if (!all)
-        c->failed = 1;
-    if (c->rank == 0) {
-        printf("%s %d - ", all ? "ok" : "not ok", c->tap_n);
-        printf(fmt, what);
-        printf("\n");
-        fflush(stdout);
-    }
+    char line[512];
+    snprintf(line, sizeof line, fmt, what);
+    tap_ok(all, "%s", line);
 }
 
 /* Small integers, so every partial sum is exact in bf16 and fp32. Units: elements. */
@@ -275,6 +269,7 @@ int main(int argc, char **argv)
     ctx_t c = {.comm = MPI_COMM_WORLD};
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(c.comm, &c.rank);
+    tap_set_agree(NULL, c.rank != 0); /* checks agree in tap(); rank 0 prints */
     MPI_Comm_size(c.comm, &c.nranks);
     const char *mode = argc > 2 ? argv[2] : "";
     if (argc < 2 || (argc > 2 && strcmp(mode, "--hang") && strcmp(mode, "--time"))) {
@@ -340,8 +335,7 @@ int main(int argc, char **argv)
                 check_size(&c, sizes[i], ARB_DTYPE_FP32);
         }
     }
-    if (c.rank == 0)
-        printf("1..%d\n", c.tap_n);
+    int rc = tap_done(); /* rank 0 prints the plan line */
     c.p->finalize(c.state);
     cudaStreamDestroy(c.stream);
     cudaFreeHost(c.host);
@@ -350,5 +344,5 @@ int main(int argc, char **argv)
     arb_plugin_unload(&lp);
     MPI_Comm_free(&local);
     MPI_Finalize();
-    return c.failed ? 1 : 0;
+    return rc;
 }

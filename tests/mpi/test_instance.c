@@ -69,6 +69,20 @@ static void t_init_failure_agreed(void)
     TAP_HAS_STR(why, "takes no parameters");
 }
 
+/* A decline on one rank only: every rank declines, with that rank's reason. */
+static void t_one_rank_declines(void)
+{
+    if (g_mpi.nranks < 2)
+        TAP_SKIP("needs 2 ranks");
+    char why[512] = "";
+    arb_inst_t *in = NULL;
+    arb_use_t u = host_use(ARB_OP_ALLREDUCE);
+    u.cuda_device = g_mpi.rank == 1 ? 0 : -1;
+    TAP_EQ_INT(arb_inst_open(&g_mpi, &g_lp, "", &u, &in, why, sizeof why), ARB_DECLINE);
+    TAP_CHECK(in == NULL);
+    TAP_HAS_STR(why, "this use is on CUDA device 0");
+}
+
 static void t_alloc(void)
 {
     char why[512];
@@ -234,6 +248,7 @@ int main(int argc, char **argv)
     static const tap_test_t tests[] = {
         {"gate", t_gate},
         {"init_failure_agreed", t_init_failure_agreed},
+        {"one_rank_declines", t_one_rank_declines},
         {"alloc", t_alloc},
         {"allreduce_bf16", t_allreduce_bf16},
         {"allreduce_fp32", t_allreduce_fp32},

@@ -29,6 +29,7 @@
 
 #include "arbench/plugin.h"
 #include "loader.h"
+#include "tap.h"
 
 #define SHM_SLOT 65536 /* bytes per rank for host collectives */
 
@@ -41,7 +42,6 @@ typedef struct shm {
 typedef struct rank_ctx {
     shm_t *shm;
     int rank, nranks;
-    int tap_n;      /* TAP test number (rank 0) */
     int failures;
 } rank_ctx_t;
 
@@ -94,19 +94,17 @@ static int sum_ranks(rank_ctx_t *c, const arb_host_ops_t *ops, long v, long *sum
     return 0;
 }
 
+/* One check on this rank (tests/common/tap.h; rank 0 prints the TAP lines). */
 __attribute__((format(printf, 3, 4))) static void tap(rank_ctx_t *c, int ok, const char *fmt, ...)
 {
-    if (!ok)
-        c->failures++;
-    if (c->rank != 0)
-        return;
+    char what[512];
     va_list ap;
     va_start(ap, fmt);
-    printf("%s %d - ", ok ? "ok" : "not ok", ++c->tap_n);
-    vprintf(fmt, ap);
-    printf("\n");
-    fflush(stdout);
+    vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
+    if (!ok)
+        c->failures++;
+    tap_ok(ok, "%s", what);
 }
 
 /* Small integers, so that the bf16 sum over <= 16 ranks is exact. */
@@ -352,6 +350,7 @@ static void bench_variant(rank_ctx_t *c, const arb_host_ops_t *ops, const arb_pl
 
 static int run_rank(rank_ctx_t *c, const char *mode, const char *p2p_so, const char *ping_so)
 {
+    tap_set_agree(NULL, c->rank != 0);
     int ndev = 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < c->nranks)
         return 77; /* the same answer on every rank: nobody enters a collective */
@@ -405,8 +404,7 @@ static int run_rank(rank_ctx_t *c, const char *mode, const char *p2p_so, const c
         fprintf(stderr, "p2p_selftest: mode '%s': expected check, stress, hang or bench\n", mode);
         return 2;
     }
-    if (c->rank == 0)
-        printf("1..%d\n", c->tap_n);
+    tap_done(); /* the plan line on rank 0 */
     cudaFree(b.send);
     cudaFree(b.recv);
     free(b.host);

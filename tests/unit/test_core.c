@@ -243,13 +243,32 @@ static void t_report_summary(void)
     TAP_CHECK(found);
 }
 
+/* Progress escapes only on a terminal a person watches (report.h's rule). */
+static void t_progress_rule(void)
+{
+    TAP_EQ_INT(arb_progress_rule(NULL, NULL, 0, 1, NULL), 1);          /* plain run on a terminal */
+    TAP_EQ_INT(arb_progress_rule(NULL, NULL, 0, 0, NULL), 0);          /* plain run into a file */
+    TAP_EQ_INT(arb_progress_rule(NULL, "true", 0, 1, NULL), 0);        /* CI */
+    TAP_EQ_INT(arb_progress_rule(NULL, "", 0, 1, NULL), 1);            /* CI set but empty */
+    /* Under mpirun rank 0's stdout is a pty either way: mpirun's own stdout decides. */
+    TAP_EQ_INT(arb_progress_rule(NULL, NULL, 1, 1, "/tmp/sweep.log"), 0);
+    TAP_EQ_INT(arb_progress_rule(NULL, NULL, 1, 1, "pipe:[4242]"), 0);
+    TAP_EQ_INT(arb_progress_rule(NULL, NULL, 1, 1, NULL), 0);          /* unknown: a remote daemon */
+    TAP_EQ_INT(arb_progress_rule(NULL, NULL, 1, 1, "/dev/pts/3"), 1);
+    TAP_EQ_INT(arb_progress_rule(NULL, NULL, 1, 0, "/dev/tty1"), 1);
+    TAP_EQ_INT(arb_progress_rule(NULL, "1", 1, 1, "/dev/pts/3"), 0);   /* CI wins over a terminal */
+    TAP_EQ_INT(arb_progress_rule("1", "1", 1, 0, "/tmp/x"), 1);        /* forced on */
+    TAP_EQ_INT(arb_progress_rule("0", NULL, 0, 1, NULL), 0);           /* forced off */
+    TAP_EQ_INT(arb_progress_rule("yes", NULL, 0, 1, NULL), 1);         /* not 0/1: the rule decides */
+}
+
 int main(int argc, char **argv)
 {
     static const tap_test_t tests[] = {
         {"size_single", t_size_single}, {"size_lists", t_size_lists}, {"plan_defaults", t_plan_defaults},
         {"plan_parse", t_plan_parse},   {"plan_hash", t_plan_hash},   {"stats", t_stats},
         {"csv_roundtrip", t_csv_roundtrip}, {"csv_rejects", t_csv_rejects},
-        {"report_summary", t_report_summary},
+        {"report_summary", t_report_summary}, {"progress_rule", t_progress_rule},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

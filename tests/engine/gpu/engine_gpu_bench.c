@@ -143,6 +143,19 @@ static void measure(run_t *r, unsigned T, int S, double bw, const char *name)
     free(t), free(fl), free(by);
 }
 
+/* Where one eager step's time goes (the last step's inputs again: the same cache rows). */
+static void profile(run_t *r, unsigned T, const char *name)
+{
+    double us[ARB_GPU_PROF_KINDS], total = 0;
+    CK(arb_gpu_model_profile(r->m, T, r->st, us, why, sizeof why));
+    printf("%s_profile_us (eager, events between launches):", name);
+    for (int k = 0; k < ARB_GPU_PROF_KINDS; k++) {
+        printf(" %s=%.1f", arb_gpu_prof_name(k), us[k]);
+        total += us[k];
+    }
+    printf(" total=%.1f\n", total);
+}
+
 int main(int argc, char **argv)
 {
     const char *config = "kimi-k2";
@@ -227,12 +240,14 @@ int main(int argc, char **argv)
     printf("prefill_tokens=%u prefill_s=%.3f prefill_gpu_ms=%.1f\n", context, now_s() - t0, pre_ms);
 
     measure(&r, 1, S, bw, "decode");
+    profile(&r, 1, "decode");
     arb_gpu_moe_bench_t mb;
     CK(arb_gpu_moe_bench(r.m, 1, 5, r.st, &mb, why, sizeof why));
     printf("moe_T=1 experts_per_layer=%.2f ours_us=%.2f ours_TBps=%.3f cublas_us=%.2f cublas_TBps=%.3f speedup=%.2f\n",
            mb.experts_per_layer, mb.ours_us, mb.ours_bytes / (mb.ours_us * 1e-6) / 1e12, mb.cublas_us,
            mb.cublas_bytes / (mb.cublas_us * 1e-6) / 1e12, mb.cublas_us / mb.ours_us);
     measure(&r, Tv, S, bw, "verify");
+    profile(&r, Tv, "verify");
     CK(arb_gpu_moe_bench(r.m, Tv, 5, r.st, &mb, why, sizeof why));
     printf("moe_T=%u experts_per_layer=%.2f ours_us=%.2f ours_TBps=%.3f cublas_us=%.2f cublas_TBps=%.3f speedup=%.2f\n",
            Tv, mb.experts_per_layer, mb.ours_us, mb.ours_bytes / (mb.ours_us * 1e-6) / 1e12, mb.cublas_us,

@@ -191,6 +191,7 @@ static void t_graph_and_determinism(void)
     const uint32_t v[3] = {prompt(8), prompt(9), prompt(10)};
     TAP_REQUIRE(arb_gpu_model_set_input(p.gpu, v, 3, 8, stream, why, sizeof why) == ARB_OK);
     TAP_REQUIRE(arb_gpu_model_step(p.gpu, 3, stream, why, sizeof why) == ARB_OK);
+    TAP_REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess); /* reads come after the stream synchronized */
     TAP_REQUIRE(arb_gpu_model_read_logits(p.gpu, 3, a, why, sizeof why) == ARB_OK);
     cudaGraph_t g = NULL;
     cudaGraphExec_t ge = NULL;
