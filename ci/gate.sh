@@ -5,7 +5,7 @@
 # then measured per point instead of the per-mode defaults (docs/gate.md).
 # Runs `arbench gate`, prints the text report, writes the markdown report to
 # $GATE_REPORT (default gate-report.md) and appends it to $GITHUB_STEP_SUMMARY when set.
-# Exit status is arbench gate's: 0 pass, 1 regression or failed check, 2 invalid input.
+# Exit status is arbench gate's: 0 pass, 1 regression, failed check or lost coverage, 2 invalid input.
 # The arbench binary: $ARBENCH, else build/harness/arbench. docs/gate.md
 set -u
 if [ $# -lt 2 ]; then
@@ -27,7 +27,7 @@ if [ -n "${GITHUB_STEP_SUMMARY:-}" ] && [ -f "$report" ]; then
 fi
 case $rc in
 0) echo "ci/gate.sh: PASS (report: $report)" ;;
-1) echo "ci/gate.sh: FAIL: a regression or a failed check (report: $report)" >&2 ;;
+1) echo "ci/gate.sh: FAIL: a regression, a failed check or lost coverage (report: $report)" >&2 ;;
 *) echo "ci/gate.sh: invalid input (exit $rc): see the message above" >&2 ;;
 esac
 exit $rc

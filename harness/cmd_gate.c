@@ -12,9 +12,10 @@
 
 static void usage(FILE *f)
 {
-    fputs("usage: arbench gate --baseline B.csv [--baseline B2.csv ...] --candidate C.csv [--threshold 0.05] [--alpha 0.01] [--reps 2000] [--seed 1] [--min-samples 10] [--volatile nccl] [--noise-k 4] [--default-noise eager=1.25,graph=1.05,context=1.05] [--report-md FILE]\n", f);
+    fputs("usage: arbench gate --baseline B.csv [--baseline B2.csv ...] --candidate C.csv [--threshold 0.05] [--alpha 0.01] [--reps 2000] [--seed 1] [--min-samples 10] [--volatile nccl] [--noise-k 4] [--default-noise eager=1.25,graph=1.05,context=1.05] [--allow-missing] [--report-md FILE]\n", f);
     fputs("  Each baseline run (a file, or a run_id within one) is one sample of run-to-run noise; with one run the per-mode --default-noise allowances apply.\n", f);
-    fputs("  Exit 0 pass, 1 regression or failed check, 2 invalid input (unreadable file, missing columns, no common points).\n", f);
+    fputs("  Exit 0 pass, 1 regression, failed check, lost coverage (measured baseline points missing or skipped in the candidate) or nothing compared, 2 invalid input (unreadable or damaged file, missing columns, no common points).\n", f);
+    fputs("  --allow-missing: lost coverage and zero comparisons are reported but do not fail the gate.\n", f);
 }
 
 static int parse_double_opt(const char *name, const char *s, double lo, double hi, double *out)
@@ -64,6 +65,7 @@ int cmd_gate(int argc, char **argv)
         {"min-samples", required_argument, NULL, 'n'}, {"volatile", required_argument, NULL, 'v'},
         {"report-md", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
         {"noise-k", required_argument, NULL, 'k'}, {"default-noise", required_argument, NULL, 'd'},
+        {"allow-missing", no_argument, NULL, 'M'},
         {NULL, 0, NULL, 0},
     };
     arb_gate_opts_t o;
@@ -94,6 +96,7 @@ int cmd_gate(int argc, char **argv)
                 goto err_usage;
             break;
         case 'c': cand_path = optarg; break;
+        case 'M': o.allow_missing = 1; break;
         case 'm': md = optarg; break;
         case 't':
             if (parse_double_opt("--threshold", optarg, 0, 10, &o.threshold))

@@ -17,7 +17,7 @@ static void caps_text(uint32_t caps, char *buf, size_t len)
                  {ARB_CAP_GRAPH_SAFE, "graph"},      {ARB_CAP_NEEDS_P2P, "p2p"},
                  {ARB_CAP_SINGLE_NODE, "single-node"}, {ARB_CAP_BF16, "bf16"},
                  {ARB_CAP_FP32, "fp32"},             {ARB_CAP_REFERENCE, "reference"},
-                 {ARB_CAP_NEEDS_ALLOC, "own-alloc"}};
+                 {ARB_CAP_NEEDS_ALLOC, "own-alloc"}, {ARB_CAP_BASELINE, "baseline"}};
     size_t used = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)

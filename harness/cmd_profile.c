@@ -11,8 +11,8 @@
 
 static void usage(FILE *f)
 {
-    fputs("usage: arbench profile [--out PROFILE.csv] [--json PROFILE.json] [--min-speedup 1.05] [--alpha 0.05] [--reps 2000] [--seed 1] [--exclude noop,ping] [--quiet] RESULTS.csv...\n", f);
-    fputs("  Picks the fastest implementation per (fabric, ranks, nodes, dtype, op, mode) and size among check=pass rows, keeps it only where its lead over the best NCCL variant is beyond noise and at least --min-speedup, merges sizes into ranges. Exit 0 ok, 1 cannot write, 2 invalid input.\n", f);
+    fputs("usage: arbench profile [--out PROFILE.csv] [--json PROFILE.json] [--min-speedup 1.05] [--alpha 0.05] [--reps 2000] [--seed 1] [--exclude IMPL,...] [--quiet] RESULTS.csv...\n", f);
+    fputs("  Picks the fastest implementation per (fabric, ranks, nodes, dtype, op, mode) and size among check=pass rows (reference floors never win; --exclude names more), keeps it only where its lead over the best baseline (NCCL) variant is beyond noise and at least --min-speedup, merges sizes into ranges. Exit 0 ok, 1 cannot write, 2 invalid input.\n", f);
 }
 
 static int parse_double_opt(const char *name, const char *s, double lo, double hi, double *out)

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * arb-plotdata RESULTS.csv... OUTDIR: turns results into gnuplot input for render.sh.
- * For each figure (fabric, ranks, nodes, dtype, op, mode) it writes OUTDIR/data/FIG.gp
- * (title, series file list, token marks) and one OUTDIR/data/FIG__sN.dat per series
- * (impl + params + fusion). Only check=pass rows are plotted; where several rows measure
- * the same series and size, the last one read wins. Data columns: bytes, median_us,
- * p10_us, p90_us, busbw_gbs (nccl-tests definition), speedup over the best NCCL variant
- * at that size (NaN where no NCCL row exists). Times in microseconds, sizes in bytes per rank.
+ * arb-plotdata RESULTS.csv... OUTDIR: turns results into gnuplot input for render.sh
+ * (docs/plots.md). For each figure (fabric, ranks, nodes, dtype, op, mode), in OUTDIR/data/:
+ *   FIG.gp, FIG__oN.dat        the overview: one series per implementation (its fastest
+ *                              variant at each size) and one per reference floor, at most
+ *                              MAX_OVERVIEW_SERIES in all;
+ *   FIG__IMPL.gp, ...__sN.dat  every variant of one implementation, with the floors.
+ * Rows: check=pass rows and the timed rows of reference floors (role.h); where several
+ * rows measure one variant at one size the last one read wins. Data columns: bytes,
+ * median_us, p10_us, p90_us, busbw_gbs (nccl-tests definition), speedup over the fastest
+ * baseline variant at that size (NaN where none was measured). Times in microseconds,
+ * sizes in bytes per rank.
  */
 #include <errno.h>
 #include <math.h>
@@ -17,13 +21,24 @@
 #include <sys/stat.h>
 
 #include "points.h"
+#include "role.h"
 #include "stats.h"
 
-/* Reference floors (ARB_CAP_REFERENCE plugins): they move no payload, so they appear in
- * latency figures only, labelled as floors. */
-static int is_reference(const char *impl) { return strcmp(impl, "noop") == 0 || strcmp(impl, "ping") == 0; }
+/* More lines than this in one picture cannot be told apart (issue 13). */
+#define MAX_OVERVIEW_SERIES 8
+/* Implementations in one overview: colours stay fixed per implementation across figures. */
+static const char *const family_colors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                                            "#E69F00", "#56B4E9", "#882255", "#117733"};
+static const char *const baseline_color = "#000000";
+static const char *const floor_colors[] = {"#555555", "#999999"};
+/* Variants in one detail figure; beyond 12 the colours repeat with another dash. */
+static const char *const variant_colors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
+                                             "#882255", "#117733", "#332288", "#AA4499", "#999933", "#000000"};
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
-static int cmp_fig(const arb_point_t *a, const arb_point_t *b)
+typedef const arb_point_t *pt_t;
+
+static int cmp_fig(pt_t a, pt_t b)
 {
     int c;
     if ((c = strcmp(a->fabric, b->fabric)) || (c = (a->ranks > b->ranks) - (a->ranks < b->ranks)) ||
@@ -33,7 +48,8 @@ static int cmp_fig(const arb_point_t *a, const arb_point_t *b)
     return 0;
 }
 
-static int cmp_series(const arb_point_t *a, const arb_point_t *b)
+/* One variant: impl, params, fusion. */
+static int cmp_variant(pt_t a, pt_t b)
 {
     int c = cmp_fig(a, b);
     if (c || (c = strcmp(a->impl, b->impl)) || (c = strcmp(a->params, b->params)) || (c = strcmp(a->fusion, b->fusion)))
@@ -43,14 +59,16 @@ static int cmp_series(const arb_point_t *a, const arb_point_t *b)
 
 static int cmp_point(const void *pa, const void *pb)
 {
-    const arb_point_t *a = *(const arb_point_t *const *)pa, *b = *(const arb_point_t *const *)pb;
-    int c = cmp_series(a, b);
+    pt_t a = *(const pt_t *)pa, b = *(const pt_t *)pb;
+    int c = cmp_variant(a, b);
     if (c)
         return c;
     if (a->bytes != b->bytes)
         return a->bytes < b->bytes ? -1 : 1;
     return a < b ? -1 : a > b; /* input order: the pointset keeps file order */
 }
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* File-name-safe copy: [A-Za-z0-9.-] kept, everything else '_'. */
 static void safe_name(char *out, size_t len, const char *s)
@@ -70,105 +88,378 @@ static void gp_text(char *out, size_t len, const char *s)
     out[o] = '\0';
 }
 
-/* Best NCCL median at `bytes` among the figure's points [s, e). */
-static double best_nccl(const arb_point_t *const *s, const arb_point_t *const *e, size_t bytes)
+/* The implementations of the whole input, baseline ones first: colour i is theirs. */
+typedef struct families {
+    const char **impl;
+    size_t n;
+} families_t;
+
+static const char *family_color(const families_t *f, const char *impl, arb_role_t role)
 {
-    double best = NAN;
-    for (; s < e; s++)
-        if (strcmp((*s)->impl, "nccl") == 0 && (*s)->bytes == bytes && !((*s)->median_us >= best))
-            best = (*s)->median_us;
-    return best;
+    if (role == ARB_ROLE_BASELINE)
+        return baseline_color;
+    for (size_t i = 0; i < f->n; i++)
+        if (strcmp(f->impl[i], impl) == 0)
+            return family_colors[i % NELEM(family_colors)];
+    return family_colors[0];
 }
 
-static int write_figure(const char *dir, const arb_point_t *const *s, const arb_point_t *const *e)
+/* Per size of a figure: its floor and fastest baseline (role.h). */
+typedef struct size_refs {
+    size_t bytes;
+    arb_refs_t refs;
+} size_refs_t;
+
+static double speedup_at(const size_refs_t *r, size_t n, pt_t p)
 {
-    const arb_point_t *f = *s;
-    char fig[600], a[128], b[128], c[128], d[128], path[8192];
+    for (size_t i = 0; i < n; i++)
+        if (r[i].bytes == p->bytes)
+            return r[i].refs.baseline_us > 0 ? r[i].refs.baseline_us / p->median_us : NAN;
+    return NAN;
+}
+
+/* A manifest being written: its series files, colours, dash types and subsets. */
+typedef struct manifest {
+    FILE *f;
+    size_t token; /* bytes of one token: hidden x element size */
+    double lo, hi; /* smallest p10 and largest p90 over the series (us) */
+    char dir[4096], base[700];
+    size_t nser;
+    char files[1 << 15], colors[1 << 12], dts[1 << 10];
+    char payload[1 << 15], payload_colors[1 << 12];  /* without the floors */
+    char speedup[1 << 15], speedup_colors[1 << 12];  /* candidates only */
+} manifest_t;
+
+static void append(char *buf, size_t cap, const char *s)
+{
+    size_t l = strlen(buf);
+    snprintf(buf + l, cap - l, "%s%s", l ? " " : "", s);
+}
+
+/* Writes one series (rows v[0..n), ascending bytes) and registers it in m. */
+static int write_series(manifest_t *m, const char *label, const char *color, int dt, arb_role_t role, pt_t *v,
+                        size_t n, const size_refs_t *refs, size_t nrefs)
+{
+    char name[800], path[8192], lab[512];
+    snprintf(name, sizeof name, "%s__s%zu.dat", m->base, m->nser++);
+    snprintf(path, sizeof path, "%s/%s", m->dir, name);
+    FILE *df = fopen(path, "w");
+    if (!df) {
+        fprintf(stderr, "arb-plotdata: %s: cannot create (%s)\n", path, strerror(errno));
+        return -1;
+    }
+    gp_text(lab, sizeof lab, label);
+    fprintf(df, "\"%s\" median_us p10_us p90_us busbw_gbs speedup\n", lab);
+    for (size_t i = 0; i < n; i++) {
+        pt_t p = v[i];
+        double sp = role == ARB_ROLE_REFERENCE ? NAN : speedup_at(refs, nrefs, p);
+        double bw = role == ARB_ROLE_REFERENCE ? NAN : arb_busbw_gbs(p->bytes, p->median_us, p->ranks);
+        fprintf(df, "%zu %.4f %.4f %.4f %.4f %.5f\n", p->bytes, p->median_us, p->p10_us, p->p90_us, bw, sp);
+        m->lo = m->lo > 0 && m->lo < p->p10_us ? m->lo : p->p10_us;
+        m->hi = m->hi > p->p90_us ? m->hi : p->p90_us;
+    }
+    int bad = fclose(df) != 0;
+    /* The legend text in the manifest too: gnuplot lays out the key before it reads a
+     * columnheader, so titles known up front let it use several columns. */
+    fprintf(m->f, "title_%zu = \"%s\"\n", m->nser, lab);
+    char dtb[16];
+    snprintf(dtb, sizeof dtb, "%d", dt);
+    append(m->files, sizeof m->files, name);
+    append(m->colors, sizeof m->colors, color);
+    append(m->dts, sizeof m->dts, dtb);
+    if (role != ARB_ROLE_REFERENCE) {
+        append(m->payload, sizeof m->payload, name);
+        append(m->payload_colors, sizeof m->payload_colors, color);
+    }
+    if (role == ARB_ROLE_CANDIDATE) {
+        append(m->speedup, sizeof m->speedup, name);
+        append(m->speedup_colors, sizeof m->speedup_colors, color);
+    }
+    return bad ? -1 : 0;
+}
+
+static int manifest_open(manifest_t *m, const char *dir, const char *base, const char *title, const char *env, pt_t f)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->dir, sizeof m->dir, "%s", dir);
+    snprintf(m->base, sizeof m->base, "%s", base);
+    char path[8192], t[1024];
+    snprintf(path, sizeof path, "%s/%s.gp", dir, base);
+    if (!(m->f = fopen(path, "w"))) {
+        fprintf(stderr, "arb-plotdata: %s: cannot create (%s)\n", path, strerror(errno));
+        return -1;
+    }
+    gp_text(t, sizeof t, title);
+    fprintf(m->f, "# generated by arb-plotdata from results files; see docs/plots.md\n");
+    fprintf(m->f, "fig = \"%s\"\ntitle_text = \"%s\"\n", base, t);
+    gp_text(t, sizeof t, env);
+    fprintf(m->f, "title_env = \"%s\"\n", t);
+    /* Token marks: tokens x hidden x element size; hidden 7168 (the motivating model).
+     * The 3-token verify step (43,008 B in bf16) is the size this suite is about. */
+    m->token = 7168 * (strcmp(f->dtype, "fp32") == 0 ? 4 : 2);
+    fprintf(m->f, "token_bytes = %zu\n", m->token);
+    return 0;
+}
+
+static int manifest_close(manifest_t *m, size_t minb, size_t maxb, const char *kinds)
+{
+    FILE *f = m->f;
+    static const unsigned marks[] = {1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+    for (size_t i = 0; i < NELEM(marks); i++) {
+        double x = (double)marks[i] * (double)m->token;
+        if (x < (double)minb * 0.999 || x > (double)maxb * 1.001)
+            continue;
+        if (marks[i] == 3)
+            fprintf(f, "set arrow from %.0f, graph 0 to %.0f, graph 1 nohead lw 2 lc rgb \"#CC0000\" back\n"
+                       "set label \"3t\" at %.0f, graph 1.025 center font \",8\" tc rgb \"#CC0000\"\n"
+                       "set label \"3 tokens = %.0f B\" at %.0f, graph 0.96 left offset 0.6,0 font \",9\" tc rgb \"#CC0000\" front\n",
+                    x, x, x, x, x);
+        else
+            fprintf(f, "set arrow from %.0f, graph 0 to %.0f, graph 1 nohead dt 3 lc rgb \"#aaaaaa\" back\n"
+                       "set label \"%ut\" at %.0f, graph 1.025 center font \",8\" tc rgb \"#666666\"\n", x, x, marks[i], x);
+    }
+    /* Axes fitted to the data (gnuplot would round a log axis out to whole decades). */
+    fprintf(f, "set xrange [%.0f:%.0f]\n", (double)minb / 1.12, (double)maxb * 1.12);
+    fprintf(f, "lat_lo = %.6g\nlat_hi = %.6g\n", m->lo > 0 ? m->lo / 1.25 : 0.1, m->hi > 0 ? m->hi * 1.25 : 10);
+    fprintf(f, "kinds = \"%s\"\nfiles = \"%s\"\ncolors = \"%s\"\ndts = \"%s\"\n", kinds, m->files, m->colors, m->dts);
+    fprintf(f, "payload_files = \"%s\"\npayload_colors = \"%s\"\n", m->payload, m->payload_colors);
+    fprintf(f, "speedup_files = \"%s\"\nspeedup_colors = \"%s\"\n", m->speedup, m->speedup_colors);
+    return fclose(f) ? -1 : 0;
+}
+
+/* The rows of [s, e) at their fastest per size (s sorted by variant then bytes). */
+static size_t fastest_per_size(pt_t *s, pt_t *e, pt_t *out)
+{
+    size_t n = 0;
+    for (pt_t *q = s; q < e; q++) {
+        size_t i = 0;
+        while (i < n && out[i]->bytes != (*q)->bytes)
+            i++;
+        if (i == n)
+            out[n++] = *q;
+        else if ((*q)->median_us < out[i]->median_us)
+            out[i] = *q;
+    }
+    for (size_t i = 1; i < n; i++) /* insertion sort by bytes: few sizes */
+        for (size_t j = i; j > 0 && out[j - 1]->bytes > out[j]->bytes; j--) {
+            pt_t t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    return n;
+}
+
+/* Is the item "k=v" (len bytes) in every variant's params of [s, e)? */
+static int item_everywhere(pt_t *s, pt_t *e, const char *item, size_t len)
+{
+    for (pt_t *q = s; q < e; q++) {
+        const char *p = (*q)->params;
+        int found = 0;
+        while (*p && !found) {
+            size_t l = strcspn(p, ",");
+            found = l == len && strncmp(p, item, len) == 0;
+            p += l + (p[l] == ',');
+        }
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
+/* params without the items every variant shares (named once in the title instead). */
+static void short_params(pt_t *s, pt_t *e, const char *params, char *out, size_t len, char *common, size_t clen)
+{
+    out[0] = '\0';
+    for (const char *p = params; *p;) {
+        size_t l = strcspn(p, ",");
+        char item[256];
+        snprintf(item, sizeof item, "%.*s", (int)(l < 255 ? l : 255), p);
+        if (l && !item_everywhere(s, e, p, l))
+            append(out, len, item);
+        else if (l && common && !strstr(common, item))
+            append(common, clen, item);
+        p += l + (p[l] == ',');
+    }
+    for (char *c = out; *c; c++)
+        if (*c == ' ')
+            *c = ',';
+}
+
+typedef struct figure {
+    pt_t *v; /* the figure's rows, one per (variant, size), sorted */
+    size_t n;
+    size_refs_t *refs;
+    size_t nrefs, minb, maxb;
+    char base[600], title[600], env[300]; /* env: a second title line */
+    const families_t *fam;
+    const char *dir;
+} figure_t;
+
+/* One detail figure: every variant of the implementation [s, e), plus the floors. */
+static int write_detail(const figure_t *g, pt_t *s, pt_t *e, pt_t *floors, size_t nfloor, pt_t *tmp)
+{
+    char base[800], impl[128], common[512] = "", title[1200], label[512];
+    safe_name(impl, sizeof impl, (*s)->impl);
+    snprintf(base, sizeof base, "%s__%s", g->base, impl);
+    /* Collect the shared items first: they go into the title. */
+    for (pt_t *q = s; q < e; q++)
+        short_params(s, e, (*q)->params, label, sizeof label, common, sizeof common);
+    for (char *c = common; *c; c++)
+        if (*c == ' ')
+            *c = ',';
+    snprintf(title, sizeof title, "%s: %s variants%s%s", g->title, (*s)->impl, *common ? "; all with " : "", common);
+    manifest_t *m = malloc(sizeof *m);
+    if (!m || manifest_open(m, g->dir, base, title, g->env, *s)) {
+        free(m);
+        return -1;
+    }
+    int bad = 0;
+    size_t k = 0;
+    for (pt_t *q = s; q < e && !bad; k++) {
+        pt_t *qe = q;
+        while (qe < e && cmp_variant(*q, *qe) == 0)
+            qe++;
+        short_params(s, e, (*q)->params, label, sizeof label, NULL, 0);
+        char lab[600];
+        snprintf(lab, sizeof lab, "%s%s%s", *label ? label : "(defaults)", *(*q)->fusion ? ", " : "", (*q)->fusion);
+        int dt = strcmp((*q)->fusion, "unfused") == 0 ? 2 : k >= NELEM(variant_colors) ? 4 : 1;
+        bad = write_series(m, lab, variant_colors[k % NELEM(variant_colors)], dt, (*q)->role, q, (size_t)(qe - q),
+                           g->refs, g->nrefs);
+        q = qe;
+    }
+    /* Floors: the same series as in the overview. */
+    size_t floor_k = 0;
+    for (pt_t *q = floors; q < floors + nfloor && !bad && floor_k < NELEM(floor_colors); floor_k++) {
+        pt_t *qe = q;
+        while (qe < floors + nfloor && strcmp((*q)->impl, (*qe)->impl) == 0)
+            qe++;
+        size_t n = fastest_per_size(q, qe, tmp);
+        snprintf(label, sizeof label, "%s (floor)", (*q)->impl);
+        bad = write_series(m, label, floor_colors[floor_k], 2 + 2 * (int)floor_k, ARB_ROLE_REFERENCE, tmp, n, g->refs,
+                           g->nrefs);
+        q = qe;
+    }
+    fprintf(m->f, "key_below = 1\nkey_rows = %zu\n", (m->nser + 1) / 2); /* two columns */
+    bad |= manifest_close(m, g->minb, g->maxb, "variants");
+    free(m);
+    return bad ? -1 : 0;
+}
+
+/* The NCCL_* settings every row of the figure ran with (its `env` items), space-separated:
+ * a figure measured under NCCL_P2P_DISABLE=1 says so in its title. */
+static void nccl_env(pt_t *v, size_t n, char *out, size_t len)
+{
+    out[0] = '\0';
+    for (const char *p = v[0]->env; *p;) {
+        size_t l = strcspn(p, ";");
+        int everywhere = strncmp(p, "NCCL_", 5) == 0;
+        for (size_t i = 1; i < n && everywhere; i++) {
+            const char *q = strstr(v[i]->env, "NCCL_");
+            everywhere = 0;
+            for (; q && !everywhere; q = strstr(q + 1, "NCCL_"))
+                everywhere = (q == v[i]->env || q[-1] == ';') && strncmp(q, p, l) == 0 && (q[l] == ';' || !q[l]);
+        }
+        if (everywhere && strlen(out) + l + 2 < len)
+            snprintf(out + strlen(out), len - strlen(out), "%s%.*s", *out ? " " : "", (int)l, p);
+        p += l + (p[l] == ';');
+    }
+}
+
+static int write_figure(figure_t *g)
+{
+    pt_t *v = g->v, f = v[0];
+    char a[128], b[128], c[128], d[128];
     safe_name(a, sizeof a, f->fabric);
     safe_name(b, sizeof b, f->dtype);
     safe_name(c, sizeof c, f->op);
     safe_name(d, sizeof d, f->mode);
-    snprintf(fig, sizeof fig, "%s_r%d_n%d_%s_%s_%s", a, f->ranks, f->nodes, b, c, d);
-    snprintf(path, sizeof path, "%s/%s.gp", dir, fig);
-    FILE *m = fopen(path, "w");
-    if (!m) {
-        fprintf(stderr, "arb-plotdata: %s: cannot create (%s)\n", path, strerror(errno));
+    snprintf(g->base, sizeof g->base, "%s_r%d_n%d_%s_%s_%s", a, f->ranks, f->nodes, b, c, d);
+    nccl_env(v, g->n, g->env, sizeof g->env);
+    snprintf(g->title, sizeof g->title, "%s, %d ranks, %d node%s, %s %s, %s mode", f->fabric, f->ranks, f->nodes,
+             f->nodes == 1 ? "" : "s", f->dtype, f->op, f->mode);
+    /* Floors and baselines per size, from every row of the figure. */
+    g->refs = calloc(g->n + 1, sizeof *g->refs);
+    pt_t *tmp = calloc(g->n + 1, sizeof *tmp), *floors = calloc(g->n + 1, sizeof *floors);
+    if (!g->refs || !tmp || !floors) {
+        free(tmp);
+        free(floors);
         return -1;
     }
-    char t1[256], t2[256];
-    gp_text(t1, sizeof t1, f->fabric);
-    gp_text(t2, sizeof t2, f->op);
-    fprintf(m, "# generated by arb-plotdata from results files; see docs/plots.md\n");
-    fprintf(m, "fig = \"%s\"\ntitle_text = \"%s, %d ranks, %d nodes, %s %s, %s mode\"\n", fig, t1, f->ranks, f->nodes, f->dtype, t2, f->mode);
-    fprintf(m, "is_rmsnorm = %d\n", strcmp(f->op, "allreduce_rmsnorm") == 0);
-    int has_nccl = 0;
-    for (const arb_point_t *const *q = s; q < e; q++)
-        has_nccl |= strcmp((*q)->impl, "nccl") == 0;
-    fprintf(m, "has_nccl = %d\n", has_nccl); /* no speedup figure without a baseline */
-    size_t minb = SIZE_MAX, maxb = 0;
-    for (const arb_point_t *const *q = s; q < e; q++) {
-        minb = (*q)->bytes < minb ? (*q)->bytes : minb;
-        maxb = (*q)->bytes > maxb ? (*q)->bytes : maxb;
+    g->minb = SIZE_MAX, g->maxb = 0;
+    size_t nfloor = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        size_t k = 0;
+        while (k < g->nrefs && g->refs[k].bytes != v[i]->bytes)
+            k++;
+        if (k == g->nrefs)
+            g->refs[g->nrefs++].bytes = v[i]->bytes;
+        arb_refs_add(&g->refs[k].refs, v[i]->role, v[i]->pass, v[i]->median_us, v[i]->impl, v[i]->params);
+        g->minb = v[i]->bytes < g->minb ? v[i]->bytes : g->minb;
+        g->maxb = v[i]->bytes > g->maxb ? v[i]->bytes : g->maxb;
+        if (v[i]->role == ARB_ROLE_REFERENCE)
+            floors[nfloor++] = v[i];
     }
-    /* Token marks: tokens x hidden x element size; hidden 7168 (the motivating model). */
-    size_t token = 7168 * (strcmp(f->dtype, "fp32") == 0 ? 4 : 2);
-    fprintf(m, "token_bytes = %zu\n", token);
-    static const unsigned marks[] = {1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
-    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {
-        double x = (double)marks[i] * (double)token;
-        if (x >= (double)minb * 0.999 && x <= (double)maxb * 1.001)
-            fprintf(m, "set arrow from %.0f, graph 0 to %.0f, graph 1 nohead dt 3 lc rgb \"#999999\"\n"
-                       "set label \"%ut\" at %.0f, graph 1.02 center font \",8\" tc rgb \"#666666\"\n", x, x, marks[i], x);
+    /* Implementations (runs of equal impl in v) and floors (at most 2 kept). */
+    size_t nimpl = 0, nfloor_impl = 0;
+    for (size_t i = 0; i < g->n; i++)
+        if (i == 0 || strcmp(v[i]->impl, v[i - 1]->impl) != 0) {
+            if (v[i]->role == ARB_ROLE_REFERENCE)
+                nfloor_impl++;
+            else
+                nimpl++;
+        }
+    if (nfloor_impl > NELEM(floor_colors)) {
+        fprintf(stderr, "arb-plotdata: %s: %zu reference floors, drawing the first %zu\n", g->base, nfloor_impl, NELEM(floor_colors));
+        nfloor_impl = NELEM(floor_colors);
     }
-    fprintf(m, "files = \"");
-    size_t nser = 0;
-    unsigned long long unfused_mask[64] = {0}; /* series beyond 4096 are drawn solid */
-    static char payload[1 << 20];              /* the non-reference series */
-    payload[0] = '\0';
-    int bad = 0;
-    for (const arb_point_t *const *q = s; q < e && !bad;) {
-        const arb_point_t *const *qe = q;
-        while (qe < e && cmp_series(*q, *qe) == 0)
-            qe++;
-        char name[700], label[1024], lab[1024];
-        snprintf(name, sizeof name, "%s__s%zu.dat", fig, nser);
-        snprintf(path, sizeof path, "%s/%s", dir, name);
-        FILE *df = fopen(path, "w");
-        if (!df) {
-            fprintf(stderr, "arb-plotdata: %s: cannot create (%s)\n", path, strerror(errno));
-            bad = 1;
-            break;
+    size_t room = MAX_OVERVIEW_SERIES - nfloor_impl;
+    if (nimpl > room)
+        fprintf(stderr, "arb-plotdata: %s: %zu implementations, the overview draws %zu (every one has its detail figure)\n", g->base, nimpl, room);
+    int has_baseline = 0;
+    for (size_t k = 0; k < g->nrefs; k++)
+        has_baseline |= g->refs[k].refs.baseline_us > 0;
+    char kinds[64];
+    snprintf(kinds, sizeof kinds, "latency%s%s", nimpl ? " busbw" : "", has_baseline && nimpl > 1 ? " speedup" : "");
+    manifest_t *m = malloc(sizeof *m);
+    int bad = !m || manifest_open(m, g->dir, g->base, g->title, g->env, f);
+    size_t drawn = 0, floor_k = 0;
+    /* Legend order: the baseline, the candidates, the floors. */
+    static const arb_role_t order[] = {ARB_ROLE_BASELINE, ARB_ROLE_CANDIDATE, ARB_ROLE_REFERENCE};
+    for (size_t o = 0; o < NELEM(order); o++)
+        for (size_t i = 0, j = 0; i < g->n && !bad; i = j) {
+            while (j < g->n && strcmp(v[i]->impl, v[j]->impl) == 0)
+                j++;
+            if (v[i]->role != order[o])
+                continue;
+            size_t n = fastest_per_size(v + i, v + j, tmp);
+            size_t fused = 0, unfused = 0;
+            for (size_t k = 0; k < n; k++)
+                fused += strcmp(tmp[k]->fusion, "fused") == 0, unfused += strcmp(tmp[k]->fusion, "unfused") == 0;
+            char label[256];
+            arb_role_t role = v[i]->role;
+            snprintf(label, sizeof label, "%s%s%s", v[i]->impl,
+                     role == ARB_ROLE_REFERENCE ? " (floor)" : role == ARB_ROLE_BASELINE ? " (baseline)" : "",
+                     fused && unfused ? ", fused|unfused" : fused ? ", fused" : unfused ? ", unfused" : "");
+            if (role == ARB_ROLE_REFERENCE) {
+                if (floor_k < nfloor_impl)
+                    bad = write_series(m, label, floor_colors[floor_k], 2 + 2 * (int)floor_k, role, tmp, n, g->refs, g->nrefs);
+                floor_k++;
+            } else {
+                if (drawn < room)
+                    bad = write_series(m, label, family_color(g->fam, v[i]->impl, role), 1, role, tmp, n, g->refs, g->nrefs);
+                drawn++;
+                if (!bad)
+                    bad = write_detail(g, v + i, v + j, floors, nfloor, tmp); /* tmp is free again */
         }
-        snprintf(label, sizeof label, "%s%s%s%s%s%s%s", (*q)->impl, is_reference((*q)->impl) ? " (floor)" : "", *(*q)->params ? " " : "", (*q)->params,
-                 *(*q)->fusion ? " (" : "", (*q)->fusion, *(*q)->fusion ? ")" : "");
-        gp_text(lab, sizeof lab, label);
-        /* First row: the series title (columnheader) and column names; fusion style flag. */
-        fprintf(df, "\"%s\" median_us p10_us p90_us busbw_gbs speedup\n", lab);
-        for (const arb_point_t *const *r = q; r < qe; r++) {
-            if (r + 1 < qe && r[1]->bytes == (*r)->bytes)
-                continue; /* the last row of a size wins */
-            const arb_point_t *p = *r;
-            double base = best_nccl(s, e, p->bytes);
-            fprintf(df, "%zu %.4f %.4f %.4f %.4f %.5f\n", p->bytes, p->median_us, p->p10_us, p->p90_us,
-                    arb_busbw_gbs(p->bytes, p->median_us, p->ranks), isnan(base) ? NAN : base / p->median_us);
         }
-        bad |= fclose(df) != 0;
-        fprintf(m, "%s%s", nser ? " " : "", name);
-        if (!is_reference((*q)->impl)) {
-            size_t l = strlen(payload);
-            snprintf(payload + l, sizeof payload - l, "%s%s", l ? " " : "", name);
-        }
-        /* Dash type per series for the fused-vs-unfused figure: unfused dashed. */
-        if (strcmp((*q)->fusion, "unfused") == 0)
-            unfused_mask[nser / 64] |= 1ull << (nser % 64);
-        nser++;
-        q = qe;
-    }
-    fprintf(m, "\"\npayload_files = \"%s\"\nfusion_dt = \"", payload);
-    for (size_t i = 0; i < nser; i++)
-        fprintf(m, "%s%d", i ? " " : "", i < 4096 && (unfused_mask[i / 64] >> (i % 64) & 1) ? 2 : 1);
-    fprintf(m, "\"\n");
-    bad |= fclose(m) != 0;
+    if (m && m->f)
+        bad |= manifest_close(m, g->minb, g->maxb, kinds);
+    free(m);
+    free(tmp);
+    free(floors);
+    free(g->refs);
+    g->refs = NULL;
+    g->nrefs = 0;
     return bad ? -1 : 0;
 }
 
@@ -193,25 +484,44 @@ int main(int argc, char **argv)
             fprintf(stderr, "arb-plotdata: %s\n", err);
             goto err_free_points;
         }
-    const arb_point_t **v = malloc((ps.n + 1) * sizeof *v);
-    if (!v)
-        goto err_free_points;
-    size_t n = 0;
+    pt_t *v = malloc((ps.n + 1) * sizeof *v);
+    const char **names = malloc((ps.n + 1) * sizeof *names);
+    if (!v || !names)
+        goto err_free_list;
+    size_t n = 0, nn = 0;
     for (size_t i = 0; i < ps.n; i++)
-        if (ps.p[i].pass)
+        if (ps.p[i].pass || (ps.p[i].role == ARB_ROLE_REFERENCE && ps.p[i].timed))
             v[n++] = &ps.p[i];
     if (!n) {
         fprintf(stderr, "arb-plotdata: no check=pass rows to plot in the given results files\n");
         goto err_free_list;
     }
     qsort(v, n, sizeof *v, cmp_point);
+    size_t u = 0; /* one row per (variant, size): the last one read */
+    for (size_t i = 0; i < n; i++) {
+        if (u && cmp_variant(v[u - 1], v[i]) == 0 && v[u - 1]->bytes == v[i]->bytes)
+            u--;
+        v[u++] = v[i];
+    }
+    n = u;
+    /* Colours follow the implementation through every figure: baselines, then by name. */
+    for (size_t i = 0; i < n; i++)
+        if (v[i]->role == ARB_ROLE_CANDIDATE)
+            names[nn++] = v[i]->impl;
+    qsort(names, nn, sizeof *names, cmp_str);
+    size_t un = 0;
+    for (size_t i = 0; i < nn; i++)
+        if (!un || strcmp(names[un - 1], names[i]) != 0)
+            names[un++] = names[i];
+    families_t fam = {names, un};
     rc = 0;
     size_t nfig = 0;
     for (size_t i = 0; i < n && rc == 0;) {
         size_t j = i;
         while (j < n && cmp_fig(v[i], v[j]) == 0)
             j++;
-        rc = write_figure(dir, v + i, v + j) ? 1 : 0;
+        figure_t g = {.v = v + i, .n = j - i, .fam = &fam, .dir = dir};
+        rc = write_figure(&g) ? 1 : 0;
         nfig++;
         i = j;
     }
@@ -219,6 +529,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "arb-plotdata: %zu figures from %zu rows in %s\n", nfig, n, dir);
 err_free_list:
     free(v);
+    free(names);
 err_free_points:
     arb_points_free(&ps);
     return rc;

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # plots/render.sh [--tool ARB_PLOTDATA] RESULTS.csv|DIR... OUTDIR
 # Renders every figure of the given results files (a DIR stands for its *.csv) into OUTDIR
-# as PNG and SVG: latency, speedup over the best NCCL variant, bus bandwidth, and for
-# op=allreduce_rmsnorm fused vs unfused. Needs gnuplot (gnuplot-nox) and the arb-plotdata
+# as PNG and SVG: per figure an overview (latency, bus bandwidth, speedup over the fastest
+# baseline variant; one line per implementation) and per implementation its variants. Needs gnuplot (gnuplot-nox) and the arb-plotdata
 # tool from the build (found in build*/plots/ next to this script, or --tool / $ARB_PLOTDATA).
 # Also accepted (the Makefile's form): plots/render.sh BUILD_DIR OUTDIR RESULTS...
 # docs/plots.md. Exit 0 ok, 2 bad usage or missing tool, 1 a figure failed.
@@ -52,21 +52,21 @@ if [ ${#inputs[@]} -eq 0 ]; then
 fi
 rm -rf "$out/data"
 "$tool" "${inputs[@]}" "$out" || exit 2
+# The previous figures of OUTDIR are replaced, so a figure of a removed series cannot linger.
+for old in "$out"/*_latency.* "$out"/*_busbw.* "$out"/*_speedup.* "$out"/*_fused.* "$out"/*_variants.*; do
+    case $old in *.png|*.svg) rm -f "$old" ;; esac
+done
 pngterm=png
 if gnuplot -e 'set terminal pngcairo' >/dev/null 2>&1; then pngterm=pngcairo; fi
 failed=0
 count=0
 for m in "$out"/data/*.gp; do
     fig=$(basename "$m" .gp)
-    kinds="latency"
-    if ! grep -q '^payload_files = ""' "$m"; then # reference floors only: latency alone
-        kinds="$kinds busbw"
-        grep -q '^has_nccl = 1' "$m" && kinds="$kinds speedup"
-    fi
-    grep -q '^is_rmsnorm = 1' "$m" && kinds="$kinds fused"
+    name=${fig//__/_} # FIG__IMPL (a detail manifest) -> FIG_IMPL_variants
+    kinds=$(sed -n 's/^kinds = "\(.*\)"$/\1/p' "$m")
     for kind in $kinds; do
         for fmt in png svg; do
-            if (cd "$out/data" && gnuplot -e "plotsdir='$here'; manifest='$fig.gp'; fmt='$fmt'; pngterm='$pngterm'; out='../${fig}_$kind.$fmt'" "$here/$kind.gp"); then
+            if (cd "$out/data" && gnuplot -e "plotsdir='$here'; manifest='$fig.gp'; fmt='$fmt'; pngterm='$pngterm'; out='../${name}_$kind.$fmt'; areafile='${name}_$kind.$fmt.area'" "$here/$kind.gp"); then
                 count=$((count + 1))
             else
                 echo "render.sh: $fig $kind ($fmt) failed" >&2

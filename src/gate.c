@@ -154,6 +154,15 @@ typedef struct group {
     size_t n;
 } group_t;
 
+/* Did any run of this baseline point measure something (a pass, or a timed floor)? */
+static int measured(const group_t *g)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (g->k[i].p->pass || (g->k[i].p->role == ARB_ROLE_REFERENCE && g->k[i].p->timed))
+            return 1;
+    return 0;
+}
+
 /* Mean and sum of squared deviations of the log medians of the passing runs. */
 static size_t log_medians(const group_t *g, double *mean, double *ss)
 {
@@ -277,6 +286,7 @@ static void judge(arb_gate_point_t *g, const group_t *grp, const char *key, cons
         g->verdict = ARB_GATE_FAILED;
     } else if (!c->pass || !g->base->pass) {
         g->verdict = ARB_GATE_NOT_COMPARED;
+        r->nskipped += g->base->pass && !c->pass; /* e.g. an implementation that now declines */
     } else {
         r->nnoise[g->noise_src]++;
         double up = g->bar, down = 1.0 / up;
@@ -335,6 +345,7 @@ int arb_gate_compare(const arb_pointset_t *base, const arb_pointset_t *cand,
         int c = i == ng ? 1 : j == nc ? -1 : strcmp(groups[i].k[0].key, kc[j].key);
         if (c < 0) {
             r->only_base[r->nonly_base++] = groups[i].k[groups[i].n - 1].p;
+            r->nmissing += measured(&groups[i]);
             i++;
         } else if (c > 0) {
             r->only_cand[r->nonly_cand++] = kc[j++].p;
@@ -345,6 +356,8 @@ int arb_gate_compare(const arb_pointset_t *base, const arb_pointset_t *cand,
             i++, j++;
         }
     }
+    r->ncompared = r->count[ARB_GATE_OK] + r->count[ARB_GATE_IMPROVED] + r->count[ARB_GATE_REGRESSION];
+    r->allow_missing = o->allow_missing;
     if (r->n == 0) {
         snprintf(err, err_len, "baseline and candidate have no point in common (matched by fabric, ranks, nodes, impl, params without volatile keys, op, fusion, dtype, mode, bytes): %zu baseline points, %zu candidate points", ng, nc);
         goto err_free_result;
@@ -371,5 +384,7 @@ void arb_gate_free(arb_gate_result_t *r)
 
 int arb_gate_exit_status(const arb_gate_result_t *r)
 {
-    return r->count[ARB_GATE_REGRESSION] || r->count[ARB_GATE_FAILED] ? 1 : 0;
+    if (r->count[ARB_GATE_REGRESSION] || r->count[ARB_GATE_FAILED])
+        return 1;
+    return !r->allow_missing && (r->nmissing || r->nskipped || !r->ncompared) ? 1 : 0;
 }

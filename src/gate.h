@@ -27,6 +27,7 @@ typedef struct arb_gate_opts {
     const char *const *volatile_params; /* params keys ignored when matching, NULL-terminated */
     double noise_k;    /* allowance = exp(noise_k * sd of log run medians * sqrt(1 + 1/runs)) */
     double default_noise[ARB_GATE_NMODES]; /* allowance (a ratio >= 1) with one baseline run */
+    int allow_missing; /* lost coverage and zero comparisons do not fail the gate */
 } arb_gate_opts_t;
 
 void arb_gate_opts_default(arb_gate_opts_t *o);
@@ -76,6 +77,11 @@ typedef struct arb_gate_result {
     const arb_point_t **only_base, **only_cand;
     size_t ndup_base, ndup_cand; /* rows shadowed by a later row with the same key and run */
     size_t count[ARB_GATE_NOT_COMPARED + 1];
+    /* Lost coverage: baseline points measured (passing, or a timed reference floor) that
+     * the candidate lacks (missing) or did not pass without failing (skipped). */
+    size_t nmissing, nskipped;
+    size_t ncompared;            /* ok + improved + regression: points actually judged */
+    int allow_missing;           /* the opts' flag, for the exit status and the report */
     size_t nfallback;            /* compared with the p10/p90 rule */
     size_t nruns_base;           /* distinct baseline runs (run_id, or the file without one) */
     size_t nruns_cand;           /* distinct candidate runs: more than 1 is worth a warning */
@@ -90,7 +96,8 @@ typedef struct arb_gate_result {
 int arb_gate_compare(const arb_pointset_t *base, const arb_pointset_t *cand,
                      const arb_gate_opts_t *o, arb_gate_result_t *r, char *err, size_t err_len);
 void arb_gate_free(arb_gate_result_t *r);
-/* 1 when any point regressed or failed its check, else 0. */
+/* 1 when any point regressed or failed its check, or (unless allow_missing) coverage was
+ * lost or nothing was compared; else 0. */
 int arb_gate_exit_status(const arb_gate_result_t *r);
 const char *arb_gate_verdict_str(arb_gate_verdict_t v);
 const char *arb_gate_noise_src_str(arb_gate_noise_src_t s);

@@ -131,6 +131,10 @@ static void report(FILE *f, int md, const arb_gate_result_t *r, const arb_gate_o
     fprintf(f, "%smatched %zu points: %zu regressions, %zu failed checks, %zu improved, %zu ok, %zu not compared; %zu compared with the p10/p90 fallback (samples_us missing or too few)\n",
             md ? "- " : "", r->n, r->count[ARB_GATE_REGRESSION], r->count[ARB_GATE_FAILED], r->count[ARB_GATE_IMPROVED],
             r->count[ARB_GATE_OK], r->count[ARB_GATE_NOT_COMPARED], r->nfallback);
+    if (r->nmissing || r->nskipped || !r->ncompared)
+        fprintf(f, "%scoverage lost: %zu measured baseline points are missing from the candidate, %zu were skipped by it, %zu were compared; %s\n",
+                md ? "- " : "", r->nmissing, r->nskipped, r->ncompared,
+                r->allow_missing ? "--allow-missing: not a failure" : "the gate fails (a sweep that died, a cut file or an implementation that now declines; --allow-missing accepts it)");
     if (r->ndup_base || r->ndup_cand)
         fprintf(f, "%srepeated points: %zu in the baseline (same run), %zu in the candidate (the last row of each was used)\n", md ? "- " : "", r->ndup_base, r->ndup_cand);
     if (r->nruns_cand > 1)
@@ -156,8 +160,9 @@ static void report(FILE *f, int md, const arb_gate_result_t *r, const arb_gate_o
                 emit_point(f, md, &r->pts[i]);
     list_only(f, md, "only in the baseline", r->only_base, r->nonly_base);
     list_only(f, md, "only in the candidate", r->only_cand, r->nonly_cand);
-    fprintf(f, "\n%sresult: %s (%zu regressions, %zu failed checks)\n", md ? "**" : "", failed ? "FAIL" : "PASS",
-            r->count[ARB_GATE_REGRESSION], r->count[ARB_GATE_FAILED]);
+    fprintf(f, "\n%sresult: %s (%zu regressions, %zu failed checks, %zu compared, %zu missing, %zu skipped)\n", md ? "**" : "",
+            failed ? "FAIL" : "PASS", r->count[ARB_GATE_REGRESSION], r->count[ARB_GATE_FAILED], r->ncompared, r->nmissing,
+            r->nskipped);
 }
 
 void arb_gate_report_text(FILE *f, const arb_gate_result_t *r, const arb_gate_opts_t *o,

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* GPU discovery (gpu_device.h) through the CUDA runtime; built only with CUDA. */
+#include "driver_version.h"
 #include "gpu_device.h"
 
 #include <cuda_runtime.h>
@@ -23,30 +24,13 @@ int arb_gpu_count(char *why, size_t why_len)
     return n;
 }
 
-/* The kernel module's version, "" when unknown. The one place the driver string is
- * read: "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  ..." (the word
- * after "Module"). */
+/* The kernel module's version, "" when unknown: NVML first, /proc as the fallback
+ * (driver_version.c). The one place the driver string is read. */
 static void driver_version(char *buf, size_t len)
 {
-    buf[0] = '\0';
-    FILE *f = fopen("/proc/driver/nvidia/version", "r");
-    if (!f)
-        return;
-    char line[512];
-    if (fgets(line, sizeof line, f)) {
-        char *m = strstr(line, "Module");
-        if (m) {
-            m += strlen("Module");
-            while (*m == ' ')
-                m++;
-            size_t n = strcspn(m, " \t\n");
-            if (n >= len)
-                n = len - 1;
-            memcpy(buf, m, n);
-            buf[n] = '\0';
-        }
-    }
-    fclose(f);
+    char why[256];
+    if (arb_driver_version(buf, len, why, sizeof why) != ARB_OK)
+        buf[0] = '\0';
 }
 
 arb_status_t arb_gpu_select(int device, arb_gpu_info_t *info, char *why, size_t why_len)

@@ -11,10 +11,6 @@
 #include "arbench/status.h"
 #include "arb_config.h"
 
-const char *const arb_known_plugins[] = {
-    "noop", "ping", "nccl", "p2p", "hoststaged", "nccl-symm", "lsa", "mpi-host", NULL,
-};
-
 arb_status_t arb_plugin_validate(const arb_plugin_t *p, const char *where, char *err, size_t err_len)
 {
     if (p->abi_version != ARB_PLUGIN_ABI_VERSION) {
@@ -102,7 +98,11 @@ arb_status_t arb_plugin_load(const char *name, arb_loaded_plugin_t *out, char *e
     if (!valid_name(name)) {
         ARB_RAISE(ARB_ERR_INVALID, err, err_len, "--impl '%s': a plugin name is lower-case letters, digits, '-' and '_' (or a path to a .so)", name);
     }
-    snprintf(err, err_len, "no plugin '%s' found (known: noop, ping, nccl, p2p, hoststaged, nccl-symm, lsa, mpi-host; GPU plugins are built only with CUDA):", name);
+    int used = snprintf(err, err_len, "no plugin '%s' found (known:", name);
+    for (size_t i = 0; arb_known_plugins[i] && used >= 0 && (size_t)used < err_len; i++)
+        used += snprintf(err + used, err_len - (size_t)used, "%s %s", i ? "," : "", arb_known_plugins[i]);
+    if (used >= 0 && (size_t)used < err_len)
+        snprintf(err + used, err_len - (size_t)used, "; GPU plugins are built only with CUDA):");
     char path[4096];
     const char *env = getenv("ARBENCH_PLUGIN_PATH");
     if (env && *env) {

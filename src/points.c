@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stats.h"
+
 const char *const arb_points_required[] = {
     "schema", "run_id", "fabric", "ranks", "nodes", "impl", "params", "op", "fusion", "dtype",
     "bytes", "mode", "median_us", "p10_us", "p90_us", "check", "samples_us", NULL,
@@ -110,6 +112,84 @@ err_free_samples:
     return -1;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The writer rounds samples and statistics to 3 decimals: a statistic recomputed from
+ * the stored samples is off by at most 0.0005 + 0.0005 us. */
+#define ROUNDING_US 0.0015
+/* How far a strided subset's quantile may sit from the full set's (in quantile units). */
+#define STRIDED_QUANTILE_SLACK 0.05
+
+const char *arb_points_check_samples(const double *samples, size_t n, size_t n_total, double median,
+                                     double p10, double p90, double min, double max, double mean,
+                                     char *why, size_t why_len)
+{
+    if (!n)
+        return NULL;
+    const size_t cap = ARB_RESULTS_MAX_STORED_SAMPLES;
+    size_t stride = n_total > cap ? (n_total + cap - 1) / cap : 1;
+    if (n_total && n != (n_total + stride - 1) / stride) {
+        snprintf(why, why_len, "samples_us holds %zu samples, but iters=%zu means %zu stored (stride %zu, at most %zu)", n, n_total, (n_total + stride - 1) / stride, stride, cap);
+        return "samples_us";
+    }
+    if (!n_total && n >= cap)
+        stride = 2; /* the total is not recorded: judge as a strided subset */
+    double *s = malloc(n * sizeof *s);
+    if (!s) {
+        snprintf(why, why_len, "out of memory");
+        return "samples_us";
+    }
+    memcpy(s, samples, n * sizeof *s);
+    qsort(s, n, sizeof *s, cmp_double);
+    const struct { const char *name; double v, q; } qs[] = {
+        {"median_us", median, 0.5}, {"p10_us", p10, 0.1}, {"p90_us", p90, 0.9}};
+    const char *bad = NULL;
+    for (size_t k = 0; k < sizeof qs / sizeof qs[0] && !bad; k++) {
+        double v = qs[k].v;
+        if (stride == 1) {
+            double want = arb_quantile_sorted(s, n, qs[k].q);
+            if (fabs(v - want) > ROUNDING_US + 1e-9 * fabs(want)) {
+                snprintf(why, why_len, "%s is %.3f, but the row's %zu samples give %.3f", qs[k].name, v, n, want);
+                bad = qs[k].name;
+            }
+            continue;
+        }
+        size_t below = 0, upto = 0; /* samples < v and <= v, within the rounding */
+        for (size_t i = 0; i < n; i++) {
+            below += s[i] < v - ROUNDING_US;
+            upto += s[i] <= v + ROUNDING_US;
+        }
+        double lo = (double)below / (double)n, hi = (double)upto / (double)n;
+        if (hi < qs[k].q - STRIDED_QUANTILE_SLACK || lo > qs[k].q + STRIDED_QUANTILE_SLACK) {
+            snprintf(why, why_len, "%s %.3f lies at quantile %.3f..%.3f of the row's %zu stored samples (stride %zu), expected %.2f +- %.2f", qs[k].name, v, lo, hi, n, stride, qs[k].q, STRIDED_QUANTILE_SLACK);
+            bad = qs[k].name;
+        }
+    }
+    if (!bad && !isnan(min) && (stride == 1 ? fabs(min - s[0]) : min - s[0]) > ROUNDING_US) {
+        snprintf(why, why_len, "min_us is %.3f, but the smallest stored sample is %.3f", min, s[0]);
+        bad = "min_us";
+    }
+    if (!bad && !isnan(max) && (stride == 1 ? fabs(max - s[n - 1]) : s[n - 1] - max) > ROUNDING_US) {
+        snprintf(why, why_len, "max_us is %.3f, but the largest stored sample is %.3f", max, s[n - 1]);
+        bad = "max_us";
+    }
+    if (!bad && !isnan(mean) && stride == 1) {
+        double sum = 0;
+        for (size_t i = 0; i < n; i++)
+            sum += s[i];
+        if (fabs(mean - sum / (double)n) > ROUNDING_US + 1e-9 * fabs(mean)) {
+            snprintf(why, why_len, "mean_us is %.3f, but the row's %zu samples give %.3f", mean, n, sum / (double)n);
+            bad = "mean_us";
+        }
+    }
+    free(s);
+    return bad;
+}
+
 static void free_points(arb_point_t *p, size_t from, size_t to)
 {
     for (size_t i = from; i < to; i++)
@@ -178,7 +258,10 @@ static int convert_rows(arb_pointset_t *ps, const arb_table_t *t, const char *na
     int c[COL_NREQ];
     for (int k = 0; k < COL_NREQ; k++)
         c[k] = arb_table_col(t, arb_points_required[k]);
-    int gpu = arb_table_col(t, "gpu"), rev = arb_table_col(t, "git_rev");
+    int gpu = arb_table_col(t, "gpu"), rev = arb_table_col(t, "git_rev"), env = arb_table_col(t, "env");
+    /* Optional: older files lack role; min, max, mean and iters sharpen the sample check. */
+    int role = arb_table_col(t, "role"), note = arb_table_col(t, "note"), iters = arb_table_col(t, "iters");
+    int cmin = arb_table_col(t, "min_us"), cmax = arb_table_col(t, "max_us"), cmean = arb_table_col(t, "mean_us");
     size_t first = ps->n;
     arb_point_t *np = realloc(ps->p, (ps->n + t->nrows + 1) * sizeof *np);
     if (!np) {
@@ -208,14 +291,44 @@ static int convert_rows(arb_pointset_t *ps, const arb_table_t *t, const char *na
         p->run_id = f[c[COL_RUN_ID]];
         p->gpu = gpu >= 0 ? f[gpu] : "";
         p->git_rev = rev >= 0 ? f[rev] : "";
+        p->env = env >= 0 ? f[env] : "";
         /* check=model: a prediction of `arbench model predict` (docs/model.md), its statistics are the model's */
         p->pass = strcmp(p->check, "pass") == 0 || strcmp(p->check, "model") == 0;
         p->median_us = p->p10_us = p->p90_us = NAN;
+        if (role < 0 || !*f[role]) /* a file, or a writer, from before the column */
+            p->role = arb_role_of_legacy_row(p->impl, note >= 0 ? f[note] : "");
+        else if (arb_role_parse(f[role], &p->role)) {
+            snprintf(err, err_len, "%s: line %zu: column role is '%.40s', expected reference, baseline or candidate", name, line, f[role]);
+            goto err_free_points;
+        }
+        /* Reference floors are not checked (check=skip) but timed: their times are read. */
+        p->timed = p->pass || *f[c[COL_MEDIAN]];
         int col = 0;
         const char *want = NULL;
         const char *bad = parse_keys(p, f, c, &col, &want);
-        if (!bad && p->pass)
+        if (!bad && p->timed)
             bad = parse_times(p, f, c, &col, &want);
+        if (!bad && p->timed) {
+            unsigned long long n_total = 0;
+            double extra[3] = {NAN, NAN, NAN};
+            const int ecol[3] = {cmin, cmax, cmean};
+            for (int k = 0; k < 3; k++)
+                if (ecol[k] >= 0 && *f[ecol[k]] && arb_parse_double_field(f[ecol[k]], &extra[k])) {
+                    snprintf(err, err_len, "%s: line %zu: column %s is '%.40s', expected a number of microseconds", name, line, t->header[ecol[k]], f[ecol[k]]);
+                    goto err_free_points;
+                }
+            if (iters >= 0 && *f[iters] && arb_parse_u64_field(f[iters], (unsigned long long)SIZE_MAX, &n_total)) {
+                snprintf(err, err_len, "%s: line %zu: column iters is '%.40s', expected a non-negative integer", name, line, f[iters]);
+                goto err_free_points;
+            }
+            char why[256];
+            const char *off = arb_points_check_samples(p->samples_us, p->nsamples, (size_t)n_total, p->median_us, p->p10_us,
+                                                       p->p90_us, extra[0], extra[1], extra[2], why, sizeof why);
+            if (off) {
+                snprintf(err, err_len, "%s: line %zu (%s %s %s %zu B): statistics disagree with the row's own samples: %s (an edited or damaged file?)", name, line, p->impl, p->mode, p->op, p->bytes, why);
+                goto err_free_points;
+            }
+        }
         if (bad) {
             const char *val = f[c[col]];
             snprintf(err, err_len, "%s: line %zu: column %s is '%.40s%s', expected %s", name, line, bad, val, strlen(val) > 40 ? "..." : "", want);

@@ -9,8 +9,6 @@
 
 #include "resample.h"
 
-static const char *const default_exclude[] = {"noop", "ping", NULL};
-
 void arb_profile_opts_default(arb_profile_opts_t *o)
 {
     *o = (arb_profile_opts_t){
@@ -19,7 +17,6 @@ void arb_profile_opts_default(arb_profile_opts_t *o)
         .reps = 2000,
         .seed = 1,
         .min_samples = 10,
-        .exclude = default_exclude,
     };
 }
 
@@ -82,8 +79,8 @@ static void decide(const arb_profile_opts_t *o, const arb_point_t *const *s,
 {
     const arb_point_t *best = *s, *base = NULL;
     for (const arb_point_t *const *q = s; q < e && !base; q++)
-        if (strcmp((*q)->impl, "nccl") == 0)
-            base = *q;
+        if ((*q)->role == ARB_ROLE_BASELINE)
+            base = *q; /* sorted by median: the fastest baseline variant */
     *d = (decision_t){.bytes = best->bytes, .win = best, .base = base, .speedup = NAN};
     if (!base) {
         d->strength = NO_BASELINE;
@@ -200,7 +197,7 @@ static int merge_group(const arb_profile_opts_t *o, const decision_t *d, size_t 
             /* Boundaries halfway between measured sizes; the outer ranges open-ended. */
             .min_bytes = i == 0 ? 0 : midpoint(d[i - 1].bytes, d[i].bytes) + 1,
             .max_bytes = j == n ? SIZE_MAX : midpoint(d[j - 1].bytes, d[j].bytes),
-            .impl = dup_str(w->impl), .params = dup_str(w->params), .fusion = dup_str(w->fusion),
+            .impl = dup_str(w->impl), .params = dup_str(w->params), .fusion = dup_str(w->fusion), .role = w->role,
             .median_us = w->median_us, .rep_bytes = rep->bytes, .points = j - i,
             .baseline_impl = dup_str(b ? b->impl : ""), .baseline_params = dup_str(b ? b->params : ""),
             .baseline_median_us = b ? b->median_us : NAN, .speedup = rep->speedup,
@@ -255,10 +252,10 @@ int arb_profile_build(const arb_pointset_t *ps, const arb_profile_opts_t *o, arb
         goto err_out_of_memory;
     size_t n = 0;
     for (size_t i = 0; i < ps->n; i++)
-        if (ps->p[i].pass && !excluded(o, ps->p[i].impl))
+        if (ps->p[i].pass && ps->p[i].role != ARB_ROLE_REFERENCE && !excluded(o, ps->p[i].impl))
             idx[n++] = &ps->p[i];
     if (!n) {
-        snprintf(err, err_len, "no passing measurements (check=pass) in the results files, reference impls excluded: nothing to build a profile from");
+        snprintf(err, err_len, "no passing measurements (check=pass) in the results files, reference floors left out: nothing to build a profile from");
         goto err_free_profile;
     }
     qsort(idx, n, sizeof *idx, cmp_point);

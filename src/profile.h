@@ -16,12 +16,12 @@
 #define ARB_PROFILE_SCHEMA 1
 
 typedef struct arb_profile_opts {
-    double min_speedup;   /* a custom impl must beat NCCL by this ratio (>= 1) */
+    double min_speedup;   /* a candidate must beat the baseline (NCCL) by this ratio (>= 1) */
     double alpha;         /* the bootstrap interval is (1 - alpha) two-sided */
     unsigned reps;        /* bootstrap resamples */
     uint64_t seed;        /* mixed with each point's key */
     size_t min_samples;   /* fewer samples than this on either side: p10/p90 rule */
-    const char *const *exclude; /* impls never chosen (reference floors), NULL-terminated */
+    const char *const *exclude; /* impls never chosen besides the reference floors (role.h), NULL-terminated; NULL: none */
 } arb_profile_opts_t;
 
 void arb_profile_opts_default(arb_profile_opts_t *o);
@@ -31,6 +31,7 @@ typedef struct arb_profile_entry {
     int ranks, nodes;             /* nodes 0 = not recorded */
     size_t min_bytes, max_bytes;  /* inclusive, message bytes per rank */
     char *impl, *params, *fusion;
+    arb_role_t role;              /* the winner's: baseline (NCCL keeps the range) or candidate */
     double median_us;             /* winner at rep_bytes */
     size_t rep_bytes, points;     /* representative measured size; sizes measured in range */
     char *baseline_impl, *baseline_params; /* "" when no NCCL row was measured */
@@ -59,9 +60,11 @@ int arb_profile_write_json(const arb_profile_t *p, const char *path, char *err, 
 /* A human-readable table. */
 void arb_profile_print(const arb_profile_t *p, FILE *f);
 
-/* Reads a profile CSV (columns by name; extra columns ignored). Rejects a schema other
- * than ARB_PROFILE_SCHEMA, bad numbers, min_bytes > max_bytes and overlapping ranges
- * within one (fabric, ranks, nodes, dtype, op, mode). */
+/* Reads a profile CSV (columns by name; extra columns ignored). Rejects a file cut off
+ * mid-row, a schema other than ARB_PROFILE_SCHEMA, bad numbers, min_bytes > max_bytes, a
+ * row whose figures disagree (profile_row.h) and overlapping ranges within one (fabric,
+ * ranks, nodes, dtype, op, mode). A file without the role column (older profiles) gets
+ * the role derived from impl (role.h). */
 int arb_profile_read(const char *path, arb_profile_t *p, char *err, size_t err_len);
 int arb_profile_read_mem(const char *data, size_t len, const char *name, arb_profile_t *p,
                          char *err, size_t err_len);

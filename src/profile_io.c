@@ -11,13 +11,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "profile_row.h"
 #include "results.h"
 
 /* The profile CSV columns in file order (docs/profile.md); readers go by name. */
 #define PROFILE_COLUMNS(X)                                                               \
     X(schema) X(fabric) X(ranks) X(nodes) X(dtype) X(op) X(mode) X(min_bytes) X(max_bytes) \
     X(impl) X(params) X(median_us) X(baseline_impl) X(baseline_params)                   \
-    X(baseline_median_us) X(speedup) X(confidence) X(sources) X(fusion) X(rep_bytes) X(points)
+    X(baseline_median_us) X(speedup) X(confidence) X(sources) X(fusion) X(rep_bytes) X(points) \
+    X(role)
 
 enum {
 #define PROFILE_ENUM(name) PCOL_##name,
@@ -120,6 +122,7 @@ int arb_profile_write_csv(const arb_profile_t *p, const char *path, char *err, s
             [PCOL_baseline_params] = e->baseline_params, [PCOL_baseline_median_us] = bmed,
             [PCOL_speedup] = spd, [PCOL_confidence] = e->confidence, [PCOL_sources] = e->sources,
             [PCOL_fusion] = e->fusion, [PCOL_rep_bytes] = rep, [PCOL_points] = pts,
+            [PCOL_role] = arb_role_name(e->role),
         };
         for (int c = 0; c < PCOL_COUNT; c++)
             bad |= put_field(a.f, row[c], c == PCOL_COUNT - 1);
@@ -149,7 +152,7 @@ int arb_profile_write_json(const arb_profile_t *p, const char *path, char *err, 
         const arb_profile_entry_t *e = &p->e[i];
         /* max_bytes SIZE_MAX (open-ended) does not fit a JSON integer: written as null. */
         json_t *maxb = e->max_bytes == SIZE_MAX ? json_null() : json_integer((json_int_t)e->max_bytes);
-        json_t *o = json_pack("{s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:o, s:s, s:s, s:s, s:f, s:I, s:s, s:s, s:o, s:o, s:s}",
+        json_t *o = json_pack("{s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:o, s:s, s:s, s:s, s:f, s:I, s:s, s:s, s:o, s:o, s:s, s:s}",
                               "fabric", e->fabric, "ranks", e->ranks, "nodes", e->nodes, "dtype", e->dtype,
                               "op", e->op, "fusion", e->fusion, "mode", e->mode,
                               "min_bytes", (json_int_t)e->min_bytes, "max_bytes", maxb,
@@ -157,7 +160,8 @@ int arb_profile_write_json(const arb_profile_t *p, const char *path, char *err, 
                               "median_us", e->median_us, "rep_bytes", (json_int_t)e->rep_bytes,
                               "baseline_impl", e->baseline_impl, "baseline_params", e->baseline_params,
                               "baseline_median_us", num_or_null(e->baseline_median_us),
-                              "speedup", num_or_null(e->speedup), "sources", e->sources);
+                              "speedup", num_or_null(e->speedup), "sources", e->sources,
+                              "role", arb_role_name(e->role));
         bad |= !o || json_array_append_new(entries, o);
     }
     if (bad) {
@@ -284,6 +288,21 @@ static int read_table(const arb_table_t *t, const char *name, arb_profile_t *p, 
             snprintf(err, err_len, "%s: line %zu: bad %s, expected %s", name, r + 2, bad, want);
             return -1;
         }
+        const arb_profile_row_t row = {
+#define CELL(col) (c[PCOL_##col] >= 0 ? t->rows[r][c[PCOL_##col]] : NULL)
+            .min_bytes = CELL(min_bytes), .max_bytes = CELL(max_bytes), .rep_bytes = CELL(rep_bytes),
+            .points = CELL(points), .median_us = CELL(median_us), .baseline_median_us = CELL(baseline_median_us),
+            .speedup = CELL(speedup), .role = CELL(role),
+#undef CELL
+        };
+        char why[256];
+        const char *off = arb_profile_row_check(&row, why, sizeof why);
+        if (off) {
+            snprintf(err, err_len, "%s: line %zu: column %s: %s (an edited or damaged profile?)", name, r + 2, off, why);
+            return -1;
+        }
+        if (!row.role || !*row.role || arb_role_parse(row.role, &e->role))
+            e->role = arb_role_of_legacy_row(col_or_empty(t, r, c[PCOL_impl]), "");
         e->ranks = (int)ranks;
         e->nodes = (int)nodes;
         e->min_bytes = (size_t)minb;

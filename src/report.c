@@ -16,9 +16,8 @@ struct arb_report_best {
     unsigned tokens;
     char impl[64], params[160];
     double median;      /* fastest passing non-reference point, 0 if none */
-    char nccl[160];
-    double nccl_median; /* fastest passing NCCL variant, 0 if none */
-    double ping;        /* the ping floor, 0 if not measured */
+    char base_impl[64], base_params[160];
+    arb_refs_t refs;    /* floor and baseline (names copied into the arrays above) */
 };
 
 int arb_progress_rule(const char *force, const char *ci, int under_launcher, int stdout_tty,
@@ -129,24 +128,23 @@ static void remember(arb_report_t *r, const arb_report_line_t *l)
     if (!(l->median > 0))
         return;
     int pass = !strcmp(l->check, "pass");
-    if (!pass && !(l->reference && !strcmp(l->impl, "ping")))
+    if (!pass && l->role != ARB_ROLE_REFERENCE)
         return;
     arb_report_best_t *b = best_slot(r, l);
     if (!b)
         return;
-    if (l->reference) {
-        if (!strcmp(l->impl, "ping"))
-            b->ping = l->median;
-        return;
+    double base = b->refs.baseline_us;
+    arb_refs_add(&b->refs, l->role, pass, l->median, l->impl, l->params);
+    if (b->refs.baseline_us != base) { /* the strings are the caller's: keep copies */
+        snprintf(b->base_impl, sizeof b->base_impl, "%s", l->impl);
+        snprintf(b->base_params, sizeof b->base_params, "%s", l->params ? l->params : "");
     }
-    if (!b->median || l->median < b->median) {
+    b->refs.baseline_impl = b->base_impl, b->refs.baseline_params = b->base_params;
+    b->refs.floor_impl = NULL; /* not shown in the summary */
+    if (l->role != ARB_ROLE_REFERENCE && (!b->median || l->median < b->median)) {
         b->median = l->median;
         snprintf(b->impl, sizeof b->impl, "%s", l->impl);
         snprintf(b->params, sizeof b->params, "%s", l->params ? l->params : "");
-    }
-    if (!strcmp(l->impl, "nccl") && (!b->nccl_median || l->median < b->nccl_median)) {
-        b->nccl_median = l->median;
-        snprintf(b->nccl, sizeof b->nccl, "%s", l->params ? l->params : "");
     }
 }
 
@@ -159,16 +157,16 @@ void arb_report_done(arb_report_t *r)
         if (!b->median)
             continue;
         if (!shown++)
-            printf("# summary: fastest passing implementation per point; x nccl = its median / the fastest NCCL variant's, x ping = / the flag floor\n"
+            printf("# summary: fastest passing implementation per point; x base = its median / the fastest baseline (NCCL) variant's, x floor = / the highest reference floor (ping's flag round)\n"
                    "# %-8s %-7s %9s %4s  %-10s %-44s %10s %8s %8s\n", "fusion", "mode", "bytes", "tok", "best", "params",
-                   "median_us", "x nccl", "x ping");
+                   "median_us", "x base", "x floor");
         char tok[16] = "", xn[16] = "-", xp[16] = "-", params[45];
         if (b->tokens)
             snprintf(tok, sizeof tok, "%u", b->tokens);
-        if (b->nccl_median > 0)
-            snprintf(xn, sizeof xn, "%.2f", b->median / b->nccl_median);
-        if (b->ping > 0)
-            snprintf(xp, sizeof xp, "%.2f", b->median / b->ping);
+        if (b->refs.baseline_us > 0)
+            snprintf(xn, sizeof xn, "%.2f", arb_ratio(b->median, b->refs.baseline_us));
+        if (b->refs.floor_us > 0)
+            snprintf(xp, sizeof xp, "%.2f", arb_ratio(b->median, b->refs.floor_us));
         snprintf(params, sizeof params, "%.44s", b->params[0] ? b->params : "-");
         if (strlen(b->params) > 44)
             memcpy(params + 41, "...", 4);

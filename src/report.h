@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "role.h"
+
 typedef struct arb_report_best arb_report_best_t;
 
 typedef struct arb_report {
@@ -18,7 +20,7 @@ typedef struct arb_report {
 typedef struct arb_report_line {
     const char *impl, *params, *mode, *check, *note;
     const char *fusion;  /* "" for allreduce */
-    int reference;       /* a floor (noop, ping) */
+    arb_role_t role;     /* from the plugin's capabilities */
     size_t bytes;
     unsigned tokens;
     double median, p10, p90, busbw;
@@ -49,7 +51,7 @@ void arb_report_init(arb_report_t *r, size_t total);
 void arb_report_progress(arb_report_t *r, const char *what);
 void arb_report_line(arb_report_t *r, const arb_report_line_t *l);
 /* Clears the progress line; prints, per (fusion, mode, size), the fastest passing
- * implementation, the fastest NCCL variant and the ping floor, with their ratios. */
+ * implementation with its ratios to the fastest baseline variant and to the floor. */
 void arb_report_done(arb_report_t *r);
 
 #endif

@@ -282,6 +282,15 @@ int arb_table_read_mem(const char *data, size_t len, const char *name, arb_table
                        size_t err_len)
 {
     memset(t, 0, sizeof *t);
+    /* Every writer here ends each row with a newline, in one write: a file whose last
+     * byte is not one was cut (a full disk, a killed copy, a partial transfer). */
+    if (len && data[len - 1] != '\n') {
+        size_t line = 1;
+        for (size_t i = 0; i + 1 < len; i++)
+            line += data[i] == '\n';
+        snprintf(err, err_len, "%s: line %zu (the last row) is cut off: the file does not end with a newline (a truncated copy or an interrupted write?)", name, line);
+        return -1;
+    }
     struct csv_parser p;
     if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI) != 0) {
         snprintf(err, err_len, "%s: cannot initialise the CSV parser", name);

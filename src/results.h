@@ -10,8 +10,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* X(name): the schema, in file order. Append new columns at the end of a group and
- * bump ARB_RESULTS_SCHEMA; readers look columns up by name, never by position. */
+/* X(name): the schema, in file order. Readers look columns up by name, never by
+ * position, and accept files from before a column was appended at the end (`role`:
+ * src/role.h derives it for those). Bump ARB_RESULTS_SCHEMA when a column's meaning
+ * changes. */
 #define ARB_RESULT_COLUMNS(X)                                                        \
     X(schema) X(run_id) X(time) X(git_rev) X(arbench_version) X(host) X(argv)        \
     X(gpu) X(sm) X(driver) X(cuda) X(nccl) X(nccl_header) X(mpi) X(fabric)          \
@@ -19,10 +21,14 @@
     X(op) X(fusion) X(dtype) X(bytes) X(count) X(tokens) X(hidden) X(mode) X(timing) \
     X(warmup) X(iters) X(median_us) X(p10_us) X(p90_us) X(p99_us) X(mean_us)         \
     X(stdev_us) X(min_us) X(max_us) X(algbw_gbs) X(busbw_gbs) X(check) X(wrong)      \
-    X(tolerance) X(note) X(samples_us)                                               \
+    X(tolerance) X(note) X(samples_us) X(role)                                       \
     X(source) X(band_lo_us) X(band_hi_us)
 
 #define ARB_RESULTS_SCHEMA 1
+
+/* samples_us holds at most this many samples: with more, every ceil(n / 4096)-th of the
+ * n samples in time order (docs/results.md); `iters` keeps n. */
+#define ARB_RESULTS_MAX_STORED_SAMPLES 4096
 
 enum arb_result_col {
 #define ARB_COL_ENUM(name) ARB_COL_##name,
@@ -62,8 +68,8 @@ typedef struct arb_table {
 } arb_table_t;
 
 /* Reads a CSV with a header row. Rejects: no header, duplicate header names, a row
- * whose field count differs from the header, fields over 1 MiB, a final row cut off
- * mid-field. The message names the file, line and problem. */
+ * whose field count differs from the header, fields over 1 MiB, a file that does not end
+ * with a newline (its last row was cut off). The message names the file, line and problem. */
 int arb_table_read(const char *path, arb_table_t *t, char *err, size_t err_len);
 int arb_table_read_mem(const char *data, size_t len, const char *name, arb_table_t *t,
                        char *err, size_t err_len);

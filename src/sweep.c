@@ -21,9 +21,9 @@ static arb_status_t load_impls(sweep_t *s, arb_loaded_plugin_t *loaded, size_t *
     *nloaded = 0;
     if (plan->impls_default) {
         uint32_t want = s->device >= 0 ? ARB_CAP_DEVICE_MEMORY : ARB_CAP_HOST_MEMORY;
-        for (size_t i = 0; arb_known_plugins[i]; i++) {
+        for (size_t i = 0; arb_default_plugins[i]; i++) {
             arb_loaded_plugin_t lp;
-            int ok = arb_plugin_load(arb_known_plugins[i], &lp, err, sizeof err) == 0;
+            int ok = arb_plugin_load(arb_default_plugins[i], &lp, err, sizeof err) == 0;
             int agreed = !arb_allmax_int(s->m, !ok); /* use it only where every rank has it */
             if (!agreed) {
                 arb_debug("%s", err);
@@ -44,6 +44,12 @@ static arb_status_t load_impls(sweep_t *s, arb_loaded_plugin_t *loaded, size_t *
                 arb_err("no implementation could be loaded for a %s run (set ARBENCH_DEBUG=1 to see the paths tried)", s->device >= 0 ? "GPU" : "host");
             return ARB_ERR_INVALID;
         }
+        /* By role, stable: floors first (later rows are read against them), baseline, candidates. */
+        for (size_t i = 1; i < *nloaded; i++)
+            for (size_t j = i; j > 0 && arb_role_of_caps(loaded[j - 1].plugin->caps) < arb_role_of_caps(loaded[j].plugin->caps); j--) {
+                arb_loaded_plugin_t t = loaded[j];
+                loaded[j] = loaded[j - 1], loaded[j - 1] = t;
+            }
         return ARB_OK;
     }
     for (size_t i = 0; i < plan->nimpls; i++) {

@@ -15,13 +15,14 @@
 #include "meta.h"
 #include "report.h"
 #include "results.h"
+#include "role.h"
 #include "runner.h"
 #include "sizes.h"
 #include "stats.h"
 #include "sweep.h"
 
 /* Samples written per row: 4096 x ~8 characters stays far below the readers' 1 MiB field limit. */
-#define ARB_MAX_STORED_SAMPLES 4096
+#define ARB_MAX_STORED_SAMPLES ARB_RESULTS_MAX_STORED_SAMPLES
 
 typedef struct sweep {
     arb_plan_t *plan;
@@ -33,13 +34,13 @@ typedef struct sweep {
     int device;                /* this rank's CUDA device, -1 for the host backend */
     size_t max_bytes;
     unsigned max_tokens;
-    double floor[ARB_MAX_SIZES][ARB_MODE_COUNT]; /* ping (preferred) or noop medians */
-    int floor_is_ping[ARB_MAX_SIZES][ARB_MODE_COUNT];
+    double floor[ARB_MAX_SIZES][ARB_MODE_COUNT]; /* the highest reference median (role.h) */
+    char floor_name[ARB_MAX_SIZES][ARB_MODE_COUNT][24];
     double *maxbuf;
     size_t maxcap;
     size_t npass, nfail, nskip;
     unsigned salt;
-    int cur_reference; /* the variant being run is a floor (noop, ping) */
+    arb_role_t cur_role; /* of the variant being run, from its plugin's capabilities */
     int interrupted;   /* every rank saw the signal flag: stop after this point */
 } sweep_t;
 

@@ -112,6 +112,7 @@ void sweep_write_row(sweep_t *s, const char *impl, const char *params, const arb
     f[ARB_COL_note] = note;
     f[ARB_COL_samples_us] = b.samples;
     f[ARB_COL_source] = "measured";
+    f[ARB_COL_role] = arb_role_name(s->cur_role);
     if (arb_results_append(s->out, &row))
         arb_err("cannot append to the results file (disk full?): the row for %s %s %zu B is lost", impl,
                 arb_mode_names[pt->mode], pt->bytes);
@@ -125,13 +126,13 @@ void sweep_write_row(sweep_t *s, const char *impl, const char *params, const arb
         s->nskip++;
     arb_report_line_t l = {.impl = impl, .params = params, .mode = arb_mode_names[pt->mode], .check = check,
                            .note = note, .bytes = pt->bytes, .tokens = pt->tokens, .fusion = fusion,
-                           .reference = s->cur_reference};
+                           .role = s->cur_role};
     if (st && st->n) {
         l.median = st->median;
         l.p10 = st->p10;
         l.p90 = st->p90;
         l.busbw = arb_busbw_gbs(pt->bytes, st->median, s->m->nranks);
-        /* Read each result as a ratio to the floor measured in this run (ping, else noop). */
+        /* Read each result as a ratio to the floor measured in this run (the highest reference). */
         if (strcmp(check, "skip"))
             l.floor_ratio = sweep_floor_ratio(s, pt->bytes, pt->mode, st->median, &l.floor_name);
     }

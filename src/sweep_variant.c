@@ -104,7 +104,7 @@ static void point_verdict(sweep_t *s, const arb_plugin_t *p, const char *params,
         check = "fail";
         snprintf(note, sizeof note, "no valid timing samples");
     }
-    if (stats_ok && (p->caps & ARB_CAP_REFERENCE) && !strcmp(check, "skip"))
+    if (stats_ok && s->cur_role == ARB_ROLE_REFERENCE && !strcmp(check, "skip"))
         sweep_floor_record(s, p->name, si, pt->mode, stt.median);
     /* A failed check is never reported as a good time: its statistics are withheld. */
     int show = stats_ok && strcmp(check, "fail") != 0;
@@ -116,7 +116,7 @@ arb_status_t sweep_run_variant(sweep_t *s, arb_loaded_plugin_t *lp, const char *
 {
     const arb_plugin_t *p = lp->plugin;
     char why[1024] = "";
-    s->cur_reference = (p->caps & ARB_CAP_REFERENCE) != 0;
+    s->cur_role = arb_role_of_caps(p->caps);
     variant_t v = {.lp = lp, .params = params};
 
     arb_status_t st = variant_open(s, &v, why, sizeof why);

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What CUDA and NVML say about the GPUs: bus ids, P2P access/atomics/performance rank,
- * NVLink pairs. NVML is optional: libnvidia-ml.so.1 is loaded with dlopen at run time
- * (it ships with the driver, not the toolkit), never linked.
+ * NVLink pairs, the driver version. NVML is optional: libnvidia-ml.so.1 is loaded with
+ * dlopen at run time (it ships with the driver, not the toolkit), never linked; its types
+ * come from the toolkit's nvml.h.
  */
 #include "topo.h"
+#include "driver_version.h"
 
 #include "arb_config.h"
 
@@ -95,19 +97,29 @@ void arb_topo_cuda_p2p(arb_topo_node_t *node) { (void)node; }
 
 #endif
 
-/* The few NVML declarations used, from NVIDIA's public NVML API reference. */
-typedef struct nvml_device *nvml_device_t;
-typedef int nvml_return_t;          /* nvmlReturn_t: 0 is NVML_SUCCESS */
-#define NVML_P2P_CAPS_INDEX_NVLINK 2 /* nvmlGpuP2PCapsIndex_t */
-#define NVML_P2P_STATUS_OK 0         /* nvmlGpuP2PStatus_t */
+#if ARB_HAVE_NVML_H
+#include <nvml.h>
+#else
+/* Only where the toolkit lacks nvml.h (pip-installed toolkits): the few declarations
+ * used, as NVIDIA's NVML API reference gives them. */
+typedef struct nvmlDevice_st *nvmlDevice_t;
+typedef int nvmlReturn_t;
+#define NVML_SUCCESS 0
+#define NVML_P2P_CAPS_INDEX_NVLINK 2
+#define NVML_P2P_STATUS_OK 0
+#define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
+typedef int nvmlGpuP2PCapsIndex_t, nvmlGpuP2PStatus_t;
+#endif
 
+/* NVML is loaded at run time (it ships with the driver, not the toolkit). */
 typedef struct nvml_api {
     void *lib;
-    nvml_return_t (*init)(void);
-    nvml_return_t (*shutdown)(void);
-    nvml_return_t (*by_busid)(const char *busid, nvml_device_t *dev);
-    nvml_return_t (*p2p_status)(nvml_device_t a, nvml_device_t b, int caps_index, int *status);
-    const char *(*error_string)(nvml_return_t r);
+    nvmlReturn_t (*init)(void);
+    nvmlReturn_t (*shutdown)(void);
+    nvmlReturn_t (*by_busid)(const char *busid, nvmlDevice_t *dev);
+    nvmlReturn_t (*p2p_status)(nvmlDevice_t a, nvmlDevice_t b, nvmlGpuP2PCapsIndex_t caps, nvmlGpuP2PStatus_t *status);
+    nvmlReturn_t (*driver_version)(char *version, unsigned int length);
+    const char *(*error_string)(nvmlReturn_t r);
 } nvml_api_t;
 
 static int nvml_open(nvml_api_t *api, char *why, size_t why_len)
@@ -123,13 +135,14 @@ static int nvml_open(nvml_api_t *api, char *why, size_t why_len)
     *(void **)&api->shutdown = dlsym(api->lib, "nvmlShutdown");
     *(void **)&api->by_busid = dlsym(api->lib, "nvmlDeviceGetHandleByPciBusId_v2");
     *(void **)&api->p2p_status = dlsym(api->lib, "nvmlDeviceGetP2PStatus");
+    *(void **)&api->driver_version = dlsym(api->lib, "nvmlSystemGetDriverVersion");
     *(void **)&api->error_string = dlsym(api->lib, "nvmlErrorString");
-    if (!api->init || !api->shutdown || !api->by_busid || !api->p2p_status || !api->error_string) {
-        snprintf(why, why_len, "NVML not usable: libnvidia-ml.so.1 lacks nvmlInit_v2, nvmlDeviceGetHandleByPciBusId_v2 or nvmlDeviceGetP2PStatus");
+    if (!api->init || !api->shutdown || !api->by_busid || !api->p2p_status || !api->driver_version || !api->error_string) {
+        snprintf(why, why_len, "NVML not usable: libnvidia-ml.so.1 lacks nvmlInit_v2, nvmlDeviceGetHandleByPciBusId_v2, nvmlDeviceGetP2PStatus or nvmlSystemGetDriverVersion");
         goto err_close_lib;
     }
-    nvml_return_t r = api->init();
-    if (r != 0) {
+    nvmlReturn_t r = api->init();
+    if (r != NVML_SUCCESS) {
         snprintf(why, why_len, "NVML not usable: nvmlInit_v2: %s", api->error_string(r));
         goto err_close_lib;
     }
@@ -139,6 +152,59 @@ err_close_lib:
     dlclose(api->lib);
     api->lib = NULL;
     return -1;
+}
+
+int arb_driver_version_parse_proc(const char *text, char *buf, size_t len)
+{
+    /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Sun ..." or
+     * "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ...":
+     * the version is the first word after "Kernel Module" made of digits and dots. */
+    const char *p = text ? strstr(text, "Kernel Module") : NULL;
+    if (!p || !len)
+        return -1;
+    for (p += strlen("Kernel Module"); *p && *p != '\n';) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        size_t n = strcspn(p, " \t\n");
+        size_t digits = strspn(p, "0123456789.");
+        if (n && digits == n && p[0] != '.' && memchr(p, '.', n) && n < len) {
+            memcpy(buf, p, n);
+            buf[n] = '\0';
+            return 0;
+        }
+        p += n;
+    }
+    return -1;
+}
+
+arb_status_t arb_driver_version(char *buf, size_t len, char *why, size_t why_len)
+{
+    buf[0] = '\0';
+    nvml_api_t api;
+    char nvml_why[256] = "";
+    if (nvml_open(&api, nvml_why, sizeof nvml_why) == 0) {
+        char v[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = "";
+        nvmlReturn_t r = api.driver_version(v, sizeof v);
+        if (r != NVML_SUCCESS)
+            snprintf(nvml_why, sizeof nvml_why, "nvmlSystemGetDriverVersion: %s", api.error_string(r));
+        api.shutdown();
+        dlclose(api.lib);
+        if (r == NVML_SUCCESS && v[0]) {
+            snprintf(buf, len, "%s", v);
+            return ARB_OK;
+        }
+    }
+    /* Fallback: the kernel module's own line (both wordings of it). */
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    char line[512] = "";
+    int ok = f && fgets(line, sizeof line, f) && arb_driver_version_parse_proc(line, buf, len) == 0;
+    if (f)
+        fclose(f);
+    if (ok)
+        return ARB_OK;
+    snprintf(why, why_len, "driver version unknown: %s; /proc/driver/nvidia/version %s", nvml_why,
+             f ? "has no \"Kernel Module <version>\"" : "cannot be read");
+    return ARB_DECLINE;
 }
 
 /* Keeps what hwloc said about NVLink and adds why NVML could not say more. */
@@ -156,11 +222,11 @@ int arb_topo_nvml_nvlink(arb_topo_node_t *node, char *why, size_t why_len)
         note_source(node, why);
         return -1;
     }
-    nvml_device_t dev[ARB_TOPO_MAX_GPUS];
+    nvmlDevice_t dev[ARB_TOPO_MAX_GPUS];
     int pairs = 0;
     for (int i = 0; i < node->ngpus; i++) {
-        nvml_return_t r = api.by_busid(node->gpu[i].busid, &dev[i]);
-        if (r != 0) {
+        nvmlReturn_t r = api.by_busid(node->gpu[i].busid, &dev[i]);
+        if (r != NVML_SUCCESS) {
             snprintf(why, why_len, "NVML does not know GPU %s: %s", node->gpu[i].busid, api.error_string(r));
             note_source(node, why);
             pairs = -1;
@@ -169,8 +235,8 @@ int arb_topo_nvml_nvlink(arb_topo_node_t *node, char *why, size_t why_len)
     }
     for (int i = 0; i < node->ngpus; i++)
         for (int j = i + 1; j < node->ngpus; j++) {
-            int status = -1;
-            if (api.p2p_status(dev[i], dev[j], NVML_P2P_CAPS_INDEX_NVLINK, &status) == 0 &&
+            nvmlGpuP2PStatus_t status = (nvmlGpuP2PStatus_t)-1;
+            if (api.p2p_status(dev[i], dev[j], NVML_P2P_CAPS_INDEX_NVLINK, &status) == NVML_SUCCESS &&
                 status == NVML_P2P_STATUS_OK) {
                 arb_topo_node_set_nvlink(node, i, j);
                 pairs++;

@@ -8,7 +8,9 @@
 #include <strings.h>
 
 #include "nccl_tuner_abi.h"
+#include "profile_row.h"
 #include "results.h"
+#include "role.h"
 
 /* NCCL's MAXCHANNELS (src/include/device.h): NCCL never runs more channels than this. */
 #define TUNER_MAX_CHANNELS 64
@@ -134,6 +136,7 @@ typedef struct loader {
     const arb_table_t *t;
     const char *path;
     int c_schema, c_ranks, c_nodes, c_dtype, c_op, c_mode, c_min, c_max, c_impl, c_params;
+    int c_rep, c_points, c_median, c_base_median, c_speedup, c_role; /* optional: -1 absent */
     tuner_warn_fn warn;
     void *warn_arg;
     char *err;
@@ -176,9 +179,25 @@ static int load_row(const loader_t *ld, size_t r, size_t nranks, size_t nnodes, 
         return bad_field(ld, line, "max_bytes", row[ld->c_max], "a byte count");
     if (lo > hi)
         return bad_field(ld, line, "min_bytes", row[ld->c_min], "at most max_bytes");
-
-    if (strcmp(row[ld->c_impl], "nccl") != 0 || strcmp(row[ld->c_op], "allreduce") != 0)
-        return 0; /* another implementation's or operation's row: for servers, not NCCL */
+    const arb_profile_row_t pr = {
+#define CELL(c) ((c) >= 0 ? row[c] : NULL)
+        .min_bytes = row[ld->c_min], .max_bytes = row[ld->c_max], .rep_bytes = CELL(ld->c_rep),
+        .points = CELL(ld->c_points), .median_us = CELL(ld->c_median), .baseline_median_us = CELL(ld->c_base_median),
+        .speedup = CELL(ld->c_speedup), .role = CELL(ld->c_role),
+#undef CELL
+    };
+    char why[256];
+    const char *off = arb_profile_row_check(&pr, why, sizeof why);
+    if (off) {
+        snprintf(ld->err, ld->err_len, "%s: line %zu: column %s: %s (an edited or damaged profile?)", ld->path, line, off, why);
+        return -1;
+    }
+    /* NCCL is steered where the baseline kept the range (role column; older profiles: impl). */
+    arb_role_t role;
+    if (!pr.role || !*pr.role || arb_role_parse(pr.role, &role))
+        role = arb_role_of_legacy_row(row[ld->c_impl], "");
+    if (role != ARB_ROLE_BASELINE || strcmp(row[ld->c_op], "allreduce") != 0)
+        return 0; /* a candidate's or another operation's row: for servers, not NCCL */
     if (ranks != nranks || (nodes_known && nodes != nnodes))
         return 0;
     params_t p;
@@ -267,6 +286,12 @@ int tuner_rules_load(const char *path, size_t nranks, size_t nnodes, tuner_rules
         .c_max = arb_table_col(&t, "max_bytes"),
         .c_impl = arb_table_col(&t, "impl"),
         .c_params = arb_table_col(&t, "params"),
+        .c_rep = arb_table_col(&t, "rep_bytes"),
+        .c_points = arb_table_col(&t, "points"),
+        .c_median = arb_table_col(&t, "median_us"),
+        .c_base_median = arb_table_col(&t, "baseline_median_us"),
+        .c_speedup = arb_table_col(&t, "speedup"),
+        .c_role = arb_table_col(&t, "role"),
         .warn = warn,
         .warn_arg = warn_arg,
         .err = err,

@@ -68,6 +68,7 @@ enum arb_cap {
     ARB_CAP_FP32 = 1u << 6,
     ARB_CAP_REFERENCE = 1u << 7,     /* a floor (noop, ping): moves no payload, results not checked */
     ARB_CAP_NEEDS_ALLOC = 1u << 8,   /* send/recv buffers must come from mem_alloc */
+    ARB_CAP_BASELINE = 1u << 9,      /* what the others are measured against (NCCL): ratios, profiles */
 };
 
 /* Collective host operations over all ranks, provided by the harness (MPI underneath). */

@@ -40,17 +40,33 @@ has p.json '"run_ids"' "JSON records run_ids"
 if ls ./*.tmp.* >/dev/null 2>&1; then tap FAIL "no temporary files left"; else tap OK "no temporary files left"; fi
 expect 0 "profile --min-speedup 2: p2p's 1.36-1.67x leads no longer count" "$cli" profile --quiet --min-speedup 2 --out p2.csv base.csv
 if grep -q ',p2p,' p2.csv; then tap FAIL "no p2p rows at --min-speedup 2"; else tap OK "no p2p rows at --min-speedup 2"; fi
-expect 0 "profile --exclude '': the noop floor then wins" "$cli" profile --quiet --exclude , --out p3.csv base.csv
-has p3.csv ',noop,' "with nothing excluded the reference floor is (wrongly) chosen, so the default exclusion matters"
+expect 0 "profile --exclude '': nothing excluded by name" "$cli" profile --quiet --exclude , --out p3.csv base.csv
+if grep -q ',noop,' p3.csv; then tap FAIL "the reference floor (role=reference) never wins"; else tap OK "the reference floor (role=reference) never wins"; fi
+# The same rows with role=candidate on the noop floor: it wins (so the role is what keeps it out).
+sed 's/,reference,,,$/,candidate,,,/' base.csv | sed 's/,skip,0,,"reference floor: no payload, not checked",/,pass,0,exact,,/' >noop_candidate.csv
+expect 0 "profile of the floor relabelled candidate" "$cli" profile --quiet --out p4.csv noop_candidate.csv
+has p4.csv ',noop,' "relabelled as a candidate, the no-payload floor would win: the role matters"
+expect 0 "profile --exclude noop: names still exclude" "$cli" profile --quiet --exclude noop --out p5.csv noop_candidate.csv
+if grep -q ',noop,' p5.csv; then tap FAIL "--exclude noop keeps it out"; else tap OK "--exclude noop keeps it out"; fi
 
 # ---- hostile inputs: exit 2 with a message naming the file ----
 for f in empty nan_median inf_median neg_median text_bytes neg_bytes schema2 bad_samples zero_ranks \
-         huge_field missing_col foreign binary truncated wrong_count; do
+         huge_field missing_col foreign binary truncated wrong_count cut_mid_row inconsistent short_samples \
+         bad_role; do
     expect 2 "profile rejects $f.csv" "$cli" profile "$f.csv"
     has err "$f.csv" "the message names $f.csv"
     expect 2 "gate rejects $f.csv as candidate" "$cli" gate --baseline base.csv --candidate "$f.csv"
 done
+"$cli" gate --baseline base.csv --candidate wrong_count.csv 2>err
 has err "line 2 has 2 fields, the header has" "wrong field count: the message says which line and what is wrong"
+"$cli" gate --baseline base.csv --candidate cut_mid_row.csv 2>err
+has err "cut_mid_row.csv: line 33 (the last row) is cut off" "a file cut mid-row: the message names the file and the row"
+"$cli" profile inconsistent.csv 2>err
+has err "inconsistent.csv: line [0-9]* (p2p graph allreduce 43008 B): statistics disagree with the row's own samples: median_us" "statistics x1.3 without their samples: the message names the file, row and column"
+"$cli" gate --baseline base.csv --candidate short_samples.csv 2>err
+has err "samples_us holds 3 samples, but iters=" "fewer samples than iters implies: refused"
+expect 0 "profile of a file with strided samples (10000 taken, every 3rd stored)" "$cli" profile --quiet --out ps.csv strided.csv
+expect 0 "gate: strided samples against themselves" "$cli" gate --baseline strided.csv --candidate strided.csv
 expect 2 "profile of a missing file" "$cli" profile no_such_file.csv
 has err "cannot open" "missing file: 'cannot open'"
 expect 2 "profile with no files" "$cli" profile
@@ -71,8 +87,25 @@ expect 1 "gate: failed check in the candidate" "$cli" gate --baseline base.csv -
 has out "FAILED-CHECK" "the failed check is listed"
 expect 0 "gate: NCCL version change in params still matches" "$cli" gate --baseline base.csv --candidate cand_upgrade.csv
 has out "matched 32 points" "all 32 points matched"
-expect 0 "gate --volatile '': no params key ignored, NCCL rows no longer match" "$cli" gate --volatile , --baseline base.csv --candidate cand_upgrade.csv
+expect 1 "gate --volatile '': no params key ignored, NCCL rows no longer match: lost coverage fails" "$cli" gate --volatile , --baseline base.csv --candidate cand_upgrade.csv
 has out "only in the baseline (16" "16 NCCL points listed as only in the baseline"
+has out "coverage lost: 16 measured baseline points are missing" "the report says coverage was lost"
+expect 0 "gate --volatile '' --allow-missing: the same, accepted" "$cli" gate --allow-missing --volatile , --baseline base.csv --candidate cand_upgrade.csv
+# A candidate that lost coverage: base.csv's header and first row (a sweep that died after one point).
+head -n 2 base.csv >one_row.csv
+expect 1 "gate: a candidate with 1 of 32 points fails (missing coverage)" "$cli" gate --baseline base.csv --candidate one_row.csv
+has out "31 measured baseline points are missing" "the report counts the 31 missing points"
+has out "result: FAIL" "the report says FAIL"
+expect 0 "gate --allow-missing: the same candidate passes" "$cli" gate --allow-missing --baseline base.csv --candidate one_row.csv
+# Zero comparisons: every row skipped on both sides (nothing was measured).
+sed 's/,pass,0,/,skip,0,/' base.csv >all_skip.csv
+expect 1 "gate: nothing compared fails" "$cli" gate --baseline all_skip.csv --candidate all_skip.csv
+has out "0 were compared" "the report says nothing was compared"
+expect 0 "gate --allow-missing: nothing compared is accepted" "$cli" gate --allow-missing --baseline all_skip.csv --candidate all_skip.csv
+# A candidate that skips what the baseline measured (an implementation that now declines).
+sed 's/,p2p,\(.*\),pass,0,/,p2p,\1,skip,0,/' base.csv >p2p_skip.csv
+expect 1 "gate: a candidate that skips p2p fails (skipped coverage)" "$cli" gate --baseline base.csv --candidate p2p_skip.csv
+has out "8 were skipped by it" "the report counts the 8 skipped p2p points"
 expect 1 "gate without samples_us: p10/p90 fallback still catches 20%" "$cli" gate --baseline base_nosamples.csv --candidate cand_regress_nosamples.csv
 has out "p10/p90 fallback" "the report says the fallback was used"
 expect 2 "gate: no common points" "$cli" gate --baseline base.csv --candidate other_fabric.csv
@@ -117,6 +150,12 @@ has err "default-noise" "the message names --default-noise"
 expect 2 "gate --default-noise warm=1.1 is refused" "$cli" gate --default-noise warm=1.1 --baseline base.csv --candidate cand_same.csv
 expect 2 "gate: a bad second baseline file" "$cli" gate --baseline base.csv --baseline nan_median.csv --candidate cand_same.csv
 has err "nan_median.csv" "the message names the bad baseline"
+
+# ---- every committed results file passes the readers (a damaged one would be refused) ----
+for f in "$(dirname "$repeat_a")"/*.csv; do
+    case $(basename "$f") in *profile-*|sweep-*) continue ;; esac # sweep-*: local, git-ignored runs
+    expect 0 "committed $(basename "$f") reads (gate against itself)" "$cli" gate --reps 100 --baseline "$f" --candidate "$f"
+done
 
 # ---- ci/gate.sh (with this CLI standing in for arbench: same `gate` subcommand) ----
 expect 1 "ci/gate.sh: regression exits 1" env ARBENCH="$cli" GATE_REPORT=ci.md GITHUB_STEP_SUMMARY=summary.md "$gate_sh" base.csv cand_regress.csv

@@ -42,9 +42,11 @@ int fx_append(arb_results_writer_t *w, const fx_point_t *p)
     arb_rng_seed(&r, p->seed);
     size_t len = 0;
     samples[0] = '\0';
+    /* Stored as the sweep stores them: beyond the cap, every stride-th sample. */
+    size_t stride = (n + ARB_RESULTS_MAX_STORED_SAMPLES - 1) / ARB_RESULTS_MAX_STORED_SAMPLES;
     for (size_t i = 0; i < n; i++) {
         s[i] = p->median_us * exp(p->sigma * normal(&r));
-        if (p->nsamples)
+        if (p->nsamples && i % stride == 0)
             len += (size_t)snprintf(samples + len, 24, "%s%.3f", i ? " " : "", s[i]);
     }
     arb_stats_t st;
@@ -64,9 +66,11 @@ int fx_append(arb_results_writer_t *w, const fx_point_t *p)
     snprintf(sd, sizeof sd, "%.3f", st.stdev);
     snprintf(mn, sizeof mn, "%.3f", st.min);
     snprintf(mx, sizeof mx, "%.3f", st.max);
+    /* The writer's rounding: statistics of the 3-decimal samples, as a reader recomputes them. */
     snprintf(alg, sizeof alg, "%.3f", arb_algbw_gbs(p->bytes, st.median));
     snprintf(bus, sizeof bus, "%.3f", arb_busbw_gbs(p->bytes, st.median, p->ranks));
-    int pass = strcmp(p->check, "pass") == 0;
+    const char *role = p->role ? p->role : arb_role_name(arb_role_of_legacy_row(p->impl, p->note));
+    int timed = strcmp(p->check, "pass") == 0 || strcmp(role, "reference") == 0; /* floors are timed */
     arb_row_t row = {.f = {
         [ARB_COL_schema] = "1", [ARB_COL_run_id] = p->run_id, [ARB_COL_time] = "2025-01-01T00:00:00Z",
         [ARB_COL_git_rev] = "fixture", [ARB_COL_arbench_version] = "0.1.0", [ARB_COL_host] = "testhost",
@@ -76,13 +80,13 @@ int fx_append(arb_results_writer_t *w, const fx_point_t *p)
         [ARB_COL_fusion] = p->fusion, [ARB_COL_dtype] = p->dtype, [ARB_COL_bytes] = bytes,
         [ARB_COL_count] = count, [ARB_COL_tokens] = tokens, [ARB_COL_hidden] = "7168",
         [ARB_COL_mode] = p->mode, [ARB_COL_timing] = "events", [ARB_COL_warmup] = "5",
-        [ARB_COL_iters] = iters, [ARB_COL_median_us] = pass ? med : "", [ARB_COL_p10_us] = pass ? p10 : "",
-        [ARB_COL_p90_us] = pass ? p90 : "", [ARB_COL_p99_us] = pass ? p99 : "",
-        [ARB_COL_mean_us] = pass ? mean : "", [ARB_COL_stdev_us] = pass ? sd : "",
-        [ARB_COL_min_us] = pass ? mn : "", [ARB_COL_max_us] = pass ? mx : "",
-        [ARB_COL_algbw_gbs] = pass ? alg : "", [ARB_COL_busbw_gbs] = pass ? bus : "",
-        [ARB_COL_check] = p->check, [ARB_COL_wrong] = pass ? "0" : "12",
-        [ARB_COL_samples_us] = pass ? samples : "",
+        [ARB_COL_iters] = iters, [ARB_COL_median_us] = timed ? med : "", [ARB_COL_p10_us] = timed ? p10 : "",
+        [ARB_COL_p90_us] = timed ? p90 : "", [ARB_COL_p99_us] = timed ? p99 : "",
+        [ARB_COL_mean_us] = timed ? mean : "", [ARB_COL_stdev_us] = timed ? sd : "",
+        [ARB_COL_min_us] = timed ? mn : "", [ARB_COL_max_us] = timed ? mx : "",
+        [ARB_COL_algbw_gbs] = timed ? alg : "", [ARB_COL_busbw_gbs] = timed ? bus : "",
+        [ARB_COL_check] = p->check, [ARB_COL_wrong] = strcmp(p->check, "fail") ? "0" : "12",
+        [ARB_COL_samples_us] = timed ? samples : "", [ARB_COL_role] = role, [ARB_COL_note] = p->note,
     }};
     if (p->override_col)
         for (int c = 0; c < ARB_COL_COUNT; c++)
@@ -129,7 +133,7 @@ int fx_write_sweep(const char *path, const fx_sweep_t *s)
             }
             fx_point_t ref = {.fabric = s->fabric ? s->fabric : "pcie-gen5", .impl = "noop", .params = "",
                               .op = "allreduce", .fusion = "", .dtype = "bf16", .mode = modes[m],
-                              .check = "pass", .run_id = s->run_id, .ranks = 2, .bytes = sizes[i],
+                              .check = "skip", .role = "reference", .note = "reference floor: no payload, not checked", .run_id = s->run_id, .ranks = 2, .bytes = sizes[i],
                               .median_us = 2.0, .sigma = 0.03, .nsamples = s->nsamples, .seed = seed++};
             rc |= fx_append(w, &ref);
         }
@@ -147,8 +151,42 @@ static const char *scaled(char *buf, size_t n, const char *v, double factor)
     return buf;
 }
 
+/* Recomputes a row's statistics from its samples_us text (3 decimals each). */
+static int restat(const char *samples, arb_row_t *row, char num[][32])
+{
+    size_t n = 0, cap = strlen(samples) / 2 + 2;
+    double *v = malloc(cap * sizeof *v);
+    for (const char *s = samples; v && *s && n < cap;) {
+        char *end;
+        v[n] = strtod(s, &end);
+        if (end == s)
+            break;
+        n++, s = end;
+    }
+    arb_stats_t st;
+    if (!v || arb_stats_compute(v, n, &st)) {
+        free(v);
+        return -1;
+    }
+    const struct { int col; double v; } out[] = {
+        {ARB_COL_median_us, st.median}, {ARB_COL_p10_us, st.p10}, {ARB_COL_p90_us, st.p90}, {ARB_COL_p99_us, st.p99},
+        {ARB_COL_mean_us, st.mean}, {ARB_COL_stdev_us, st.stdev}, {ARB_COL_min_us, st.min}, {ARB_COL_max_us, st.max}};
+    for (size_t k = 0; k < sizeof out / sizeof out[0]; k++) {
+        snprintf(num[out[k].col], 32, "%.3f", out[k].v);
+        row->f[out[k].col] = num[out[k].col];
+    }
+    free(v);
+    return 0;
+}
+
 int fx_copy_scaled(const char *src, const char *dst, const char *impl, const char *params, const char *mode,
                    size_t bytes, double factor, const char *run_id)
+{
+    return fx_copy_scaled_ex(src, dst, impl, params, mode, bytes, factor, run_id, 1);
+}
+
+int fx_copy_scaled_ex(const char *src, const char *dst, const char *impl, const char *params, const char *mode,
+                      size_t bytes, double factor, const char *run_id, int scale_samples)
 {
     static const char *const times[] = {"median_us", "p10_us", "p90_us", "p99_us", "mean_us",
                                         "stdev_us", "min_us", "max_us"};
@@ -180,7 +218,7 @@ int fx_copy_scaled(const char *src, const char *dst, const char *impl, const cha
                     row.f[c] = scaled(num[c], sizeof num[c], f[tc], factor);
             if (c == ARB_COL_algbw_gbs || c == ARB_COL_busbw_gbs)
                 row.f[c] = scaled(num[c], sizeof num[c], f[tc], 1.0 / factor);
-            if (c == ARB_COL_samples_us && *f[tc]) {
+            if (c == ARB_COL_samples_us && *f[tc] && scale_samples) {
                 samples = malloc(strlen(f[tc]) * 2 + 64);
                 size_t len = 0;
                 for (char *s = f[tc], *end; samples && *s; s = end) {
@@ -192,6 +230,10 @@ int fx_copy_scaled(const char *src, const char *dst, const char *impl, const cha
                 row.f[c] = samples;
             }
         }
+        if (!row.f[ARB_COL_role]) /* a file from before the role column */
+            row.f[ARB_COL_role] = arb_role_name(arb_role_of_legacy_row(row.f[ARB_COL_impl], row.f[ARB_COL_note]));
+        if (samples) /* statistics of the scaled, rounded samples: what the writer would store */
+            rc |= restat(samples, &row, num);
         if (run_id)
             row.f[ARB_COL_run_id] = run_id;
         rc |= arb_results_append(w, &row);

@@ -17,6 +17,7 @@ typedef struct fx_point {
     size_t nsamples;  /* 0: samples_us left empty */
     uint64_t seed;
     const char *override_col, *override_val; /* a hostile field, or NULL */
+    const char *role, *note; /* role NULL: derived as for a file without the column (role.h) */
 } fx_point_t;
 
 /* Appends one row drawn from the point's distribution; stats computed from the draws. */
@@ -53,5 +54,9 @@ int fx_write_sweep(const char *path, const fx_sweep_t *s);
  * run_id unless NULL. Fails unless exactly one row matches. */
 int fx_copy_scaled(const char *src, const char *dst, const char *impl, const char *params, const char *mode,
                    size_t bytes, double factor, const char *run_id);
+/* The same; scale_samples 0 leaves samples_us as it was (statistics that the row's own
+ * samples contradict: an edited file). */
+int fx_copy_scaled_ex(const char *src, const char *dst, const char *impl, const char *params, const char *mode,
+                      size_t bytes, double factor, const char *run_id, int scale_samples);
 
 #endif

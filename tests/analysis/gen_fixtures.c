@@ -64,6 +64,38 @@ static int append_rmsnorm(const char *name)
     return w && arb_results_close(w) == 0 ? rc : -1;
 }
 
+/* many_impls.csv: 10 candidate implementations, a baseline and two floors at 3 sizes,
+ * more than an overview figure may draw (it keeps 8 lines: the plots test). */
+static int write_many_impls(const char *name)
+{
+    arb_results_writer_t *w = fx_create(at(name));
+    static const size_t sizes[] = {14336, 43008, 86016};
+    static const char *const floors[] = {"noop", "ping"};
+    int rc = w ? 0 : -1;
+    uint64_t seed = 5000;
+    for (size_t i = 0; w && i < 3; i++) {
+        fx_point_t p = {.fabric = "pcie-gen5", .impl = "nccl", .params = "algo=Ring,proto=LL,nccl=2.28.3", .op = "allreduce",
+                        .fusion = "", .dtype = "bf16", .mode = "graph", .check = "pass", .run_id = "many", .ranks = 2,
+                        .bytes = sizes[i], .median_us = 12, .sigma = 0.03, .nsamples = 30, .seed = seed++};
+        rc |= fx_append(w, &p);
+        char impl[16];
+        for (int k = 0; k < 10; k++) {
+            snprintf(impl, sizeof impl, "impl%d", k);
+            fx_point_t c = p;
+            c.impl = impl, c.params = "variant=x,timeout_ms=5000", c.role = "candidate", c.seed = seed++;
+            c.median_us = 4.0 + k;
+            rc |= fx_append(w, &c);
+        }
+        for (int k = 0; k < 2; k++) {
+            fx_point_t f = p;
+            f.impl = floors[k], f.params = "", f.check = "skip", f.role = "reference", f.seed = seed++;
+            f.note = "reference floor: no payload, not checked", f.median_us = 1.0 + 2 * k;
+            rc |= fx_append(w, &f);
+        }
+    }
+    return w && arb_results_close(w) == 0 ? rc : -1;
+}
+
 /* Appends the data rows of file `from` (its header line skipped) to file `to`. */
 static int append_rows(const char *to, const char *from)
 {
@@ -140,6 +172,7 @@ int main(int argc, char **argv)
     nv.run_id = "nvlink", nv.fabric = "nvlink";
     rc |= fx_write_sweep(at("other_fabric.csv"), &nv);
     rc |= append_rmsnorm("rmsnorm.csv");
+    rc |= write_many_impls("many_impls.csv");
     rc |= write_runs();
     /* The committed repeat run b with one graph point 30% slower (a real regression on
      * real noise): p2p flag-free at 43008 B, the 3-token verify message. */
@@ -147,7 +180,19 @@ int main(int argc, char **argv)
         rc |= fx_copy_scaled(argv[2], at("repeat_b_slow30.csv"), "p2p", "variant=oneshot-flagfree,blocks=24,threads=256",
                              "graph", 43008, 1.3, "repeat-b-slow30");
 
+    /* More samples than the writer stores (10000: every 3rd kept), read as consistent. */
+    fx_sweep_t st = base;
+    st.run_id = "strided", st.seed = 9400, st.nsamples = 10000;
+    rc |= fx_write_sweep(at("strided.csv"), &st);
+    /* An edited file: one row's statistics x1.3, its samples_us left as they were. */
+    char base_path[8192];
+    snprintf(base_path, sizeof base_path, "%s", at("base.csv")); /* at() has one buffer */
+    rc |= fx_copy_scaled_ex(base_path, at("inconsistent.csv"), "p2p", "variant=oneshot-push,blocks=8", "graph", 43008,
+                            1.3, NULL, 0);
+
     /* Hostile inputs: each must be refused with a message and exit 2, never crash. */
+    rc |= write_hostile("short_samples.csv", "samples_us", "7.0 7.1 7.2");
+    rc |= write_hostile("bad_role.csv", "role", "judge");
     rc |= write_text("empty.csv", "", 0);
     rc |= write_hostile("nan_median.csv", "median_us", "nan");
     rc |= write_hostile("inf_median.csv", "median_us", "inf");
@@ -179,6 +224,9 @@ int main(int argc, char **argv)
     size_t len = f && buf ? fread(buf, 1, 1 << 20, f) : 0;
     if (f)
         fclose(f);
+    /* cut_mid_row.csv: base.csv without its last 7 bytes (a file cut inside samples_us). */
+    if (len > 7)
+        rc |= write_text("cut_mid_row.csv", buf, len - 7);
     char *cut = NULL;
     for (size_t i = 0; i + 1 < len; i++) /* the last row's argv field is quoted: find its quote */
         if (buf[i] == '\n' && i + 1 < len)

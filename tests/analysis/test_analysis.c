@@ -9,10 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <arbench/plugin.h>
+
 #include "fixture.h"
 #include "gate.h"
 #include "profile.h"
 #include "resample.h"
+#include "stats.h"
 
 static int ntest, nfail;
 static char dir[] = "/tmp/arb-analysis-XXXXXX";
@@ -76,6 +79,107 @@ static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+/* Every committed profile (results/ *profile*.csv, next to the repeat runs) passes the reader. */
+static void test_committed_profiles(const char *repeat_a)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "ls \"$(dirname '%s')\"/*profile*.csv 2>/dev/null", repeat_a);
+    FILE *ls = popen(cmd, "r");
+    char path[4096];
+    int n = 0;
+    while (ls && fgets(path, sizeof path, ls)) {
+        path[strcspn(path, "\n")] = '\0';
+        arb_profile_t p;
+        char err[1024] = "";
+        int rc = arb_profile_read(path, &p, err, sizeof err);
+        ok(rc == 0, "committed profile %s reads (%s)", strrchr(path, '/') + 1, rc ? err : "ok");
+        if (rc == 0)
+            arb_profile_free(&p);
+        n++;
+    }
+    if (ls)
+        pclose(ls);
+    ok(n >= 1, "committed profiles found: %d", n);
+}
+
+/* Roles from capabilities, and the one floor/baseline rule every consumer uses. */
+static void test_roles(void)
+{
+    ok(arb_role_of_caps(ARB_CAP_DEVICE_MEMORY | ARB_CAP_REFERENCE) == ARB_ROLE_REFERENCE &&
+           arb_role_of_caps(ARB_CAP_DEVICE_MEMORY | ARB_CAP_BASELINE) == ARB_ROLE_BASELINE &&
+           arb_role_of_caps(ARB_CAP_DEVICE_MEMORY) == ARB_ROLE_CANDIDATE &&
+           arb_role_of_caps(ARB_CAP_REFERENCE | ARB_CAP_BASELINE) == ARB_ROLE_REFERENCE,
+       "roles from capabilities: reference, baseline, candidate (reference wins)");
+    arb_role_t r = ARB_ROLE_CANDIDATE;
+    ok(arb_role_parse("baseline", &r) == 0 && r == ARB_ROLE_BASELINE && arb_role_parse("Baseline", &r) != 0 &&
+           arb_role_parse("", &r) != 0 && !strcmp(arb_role_name(ARB_ROLE_REFERENCE), "reference"),
+       "role names parse exactly");
+    ok(arb_role_of_legacy_row("ping", "reference floor: no payload, not checked") == ARB_ROLE_REFERENCE &&
+           arb_role_of_legacy_row("nccl", "") == ARB_ROLE_BASELINE && arb_role_of_legacy_row("p2p", "") == ARB_ROLE_CANDIDATE,
+       "files without the role column: floors by their note, nccl the baseline");
+    arb_refs_t refs = {0};
+    arb_refs_add(&refs, ARB_ROLE_REFERENCE, 0, 0.71, "noop", "");
+    arb_refs_add(&refs, ARB_ROLE_REFERENCE, 0, 2.93, "ping", "");
+    arb_refs_add(&refs, ARB_ROLE_BASELINE, 1, 7.94, "nccl", "algo=Ring");
+    arb_refs_add(&refs, ARB_ROLE_BASELINE, 1, 7.71, "nccl", "algo=auto");
+    arb_refs_add(&refs, ARB_ROLE_BASELINE, 0, 1.00, "nccl", "algo=broken"); /* not passing: never the baseline */
+    arb_refs_add(&refs, ARB_ROLE_CANDIDATE, 1, 3.37, "p2p", "");
+    ok(refs.floor_us == 2.93 && !strcmp(refs.floor_impl, "ping") && refs.baseline_us == 7.71 &&
+           !strcmp(refs.baseline_params, "algo=auto"),
+       "floor = the highest reference (ping 2.93 over noop 0.71), baseline = the fastest passing one (7.71)");
+    ok(fabs(arb_ratio(3.37, refs.baseline_us) - 0.437) < 0.001 && isnan(arb_ratio(3.37, 0)),
+       "ratio to the baseline 0.437; NAN without a reference");
+}
+
+/* Statistics against the row's own samples: exact with every sample stored, quantile
+ * ranks with a strided subset (the writer keeps every ceil(n/4096)-th of n). */
+static void test_sample_check(void)
+{
+    enum { N = 10000 };
+    static double all[N], kept[N], sorted[N];
+    arb_rng_t r;
+    arb_rng_seed(&r, 4242);
+    for (size_t i = 0; i < N; i++) /* 3-decimal values, as the writer prints them */
+        all[i] = round((5.0 + 2.0 * arb_rng_uniform(&r) + (i % 7 == 0 ? 3.0 : 0.0)) * 1000) / 1000;
+    arb_stats_t st;
+    arb_stats_compute(all, 200, &st);
+    char why[256];
+    const char *bad = arb_points_check_samples(all, 200, 200, st.median, st.p10, st.p90, st.min, st.max, st.mean, why, sizeof why);
+    ok(!bad, "200 stored samples and their own statistics agree (%s)", bad ? why : "");
+    bad = arb_points_check_samples(all, 200, 200, st.median * 1.3, st.p10 * 1.3, st.p90 * 1.3, NAN, NAN, NAN, why, sizeof why);
+    ok(bad && !strcmp(bad, "median_us") && strstr(why, "200 samples"), "statistics x1.3 over unchanged samples: median_us refused (%s)", why);
+    bad = arb_points_check_samples(all, 200, 200, st.median + 0.002, st.p10, st.p90, NAN, NAN, NAN, why, sizeof why);
+    ok(bad && !strcmp(bad, "median_us"), "a median 0.002 us off (beyond the 3-decimal rounding) is refused");
+    bad = arb_points_check_samples(all, 200, 200, st.median, st.p10, st.p90, st.min, st.max, st.mean + 0.01, why, sizeof why);
+    ok(bad && !strcmp(bad, "mean_us"), "a mean the samples do not give is refused (%s)", why);
+    bad = arb_points_check_samples(all, 199, 200, st.median, st.p10, st.p90, NAN, NAN, NAN, why, sizeof why);
+    ok(bad && !strcmp(bad, "samples_us"), "199 samples where iters=200: refused (a cut samples_us) (%s)", why);
+    /* 10000 taken, every 3rd stored: 3334 samples, statistics of all 10000. */
+    size_t stride = (N + ARB_RESULTS_MAX_STORED_SAMPLES - 1) / ARB_RESULTS_MAX_STORED_SAMPLES, n = 0;
+    for (size_t i = 0; i < N; i += stride)
+        kept[n++] = all[i];
+    arb_stats_compute(all, N, &st);
+    bad = arb_points_check_samples(kept, n, N, st.median, st.p10, st.p90, st.min, st.max, st.mean, why, sizeof why);
+    ok(!bad && n == 3334, "strided (stride %zu, %zu stored): the full set's statistics pass (%s)", stride, n, bad ? why : "");
+    bad = arb_points_check_samples(kept, n, N, st.median * 1.3, st.p10 * 1.3, st.p90 * 1.3, NAN, NAN, NAN, why, sizeof why);
+    ok(bad && !strcmp(bad, "median_us"), "strided: statistics x1.3 refused (%s)", why);
+    memcpy(sorted, kept, n * sizeof *sorted);
+    for (size_t i = 1; i < n; i++) /* insertion sort: the test's own order statistic */
+        for (size_t j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
+            double t = sorted[j];
+            sorted[j] = sorted[j - 1], sorted[j - 1] = t;
+        }
+    double q58 = sorted[(size_t)(0.58 * (double)n)], q53 = sorted[(size_t)(0.53 * (double)n)];
+    bad = arb_points_check_samples(kept, n, N, q58, st.p10, st.p90, NAN, NAN, NAN, why, sizeof why);
+    ok(bad && !strcmp(bad, "median_us"), "strided: a median at the subset's 0.58 quantile is refused (%s)", why);
+    bad = arb_points_check_samples(kept, n, N, q53, st.p10, st.p90, NAN, NAN, NAN, why, sizeof why);
+    ok(!bad, "strided: a median at the subset's 0.53 quantile is within the slack (%s)", bad ? why : "");
+    bad = arb_points_check_samples(kept, n, N, st.median, st.p10, st.p90, sorted[0] + 0.5, NAN, NAN, why, sizeof why);
+    ok(bad && !strcmp(bad, "min_us"), "strided: min_us above the smallest stored sample is refused (%s)", why);
+    bad = arb_points_check_samples(kept, 3000, N, st.median, st.p10, st.p90, NAN, NAN, NAN, why, sizeof why);
+    ok(bad && !strcmp(bad, "samples_us"), "strided: 3000 stored where iters=10000 means 3334: refused (%s)", why);
 }
 
 static void test_resample(void)
@@ -289,7 +393,7 @@ static void test_gate(void)
         ok(0, "gate base vs cand_upgrade");
     }
     if (gate("base_nosamples.csv", "cand_regress_nosamples.csv", &r, &b, &c) == 0) {
-        ok(r.nfallback == r.n && r.count[ARB_GATE_REGRESSION] == 1, "without samples_us the p10/p90 rule still finds the 20%% slowdown");
+        ok(r.nfallback == r.ncompared && r.ncompared == 24 && r.count[ARB_GATE_REGRESSION] == 1, "without samples_us the p10/p90 rule still finds the 20%% slowdown (24 payload points compared, the 8 floors not)");
         gate_done(&r, &b, &c);
     } else {
         ok(0, "gate without samples");
@@ -480,6 +584,9 @@ int main(int argc, char **argv)
         return 1;
     }
     test_parsers();
+    test_sample_check();
+    test_roles();
+    test_committed_profiles(argv[1]);
     test_resample();
     test_profile();
     test_profile_noise();

@@ -74,6 +74,10 @@ static int failed;
 #define HEADER                                                                           \
     "schema,fabric,ranks,nodes,dtype,op,mode,min_bytes,max_bytes,impl,params,median_us," \
     "baseline_impl,baseline_params,baseline_median_us,speedup,confidence,sources\n"
+/* With the columns `arbench profile` writes after them (fusion, rep_bytes, points, role). */
+#define HEADER_ROLE                                                                      \
+    "schema,fabric,ranks,nodes,dtype,op,mode,min_bytes,max_bytes,impl,params,median_us," \
+    "baseline_impl,baseline_params,baseline_median_us,speedup,confidence,sources,fusion,rep_bytes,points,role\n"
 /* A row: ranks, nodes, dtype, op, mode, min, max, impl, params (quoted: it holds commas). */
 #define ROW(ranks, nodes, dtype, op, mode, lo, hi, impl, params)                        \
     "1,pcie," ranks "," nodes "," dtype "," op "," mode "," lo "," hi "," impl ",\"" params \
@@ -145,7 +149,8 @@ static void t_exports(void)
     EXPECT(v4 && v4->init && v4->getCollInfo && v4->destroy, "v4 callbacks set");
     /* everything else is hidden, including the compiled-in CSV reader */
     static const char *const hidden[] = {"tuner_rules_load", "tuner_rules_find", "arb_table_read",
-                                         "arb_table_free", "ncclTunerPlugin_v6", NULL};
+                                         "arb_table_free", "arb_profile_row_check", "arb_role_parse",
+                                         "ncclTunerPlugin_v6", NULL};
     for (int i = 0; hidden[i]; i++)
         EXPECT(dlsym(module, hidden[i]) == NULL, "%s not exported", hidden[i]);
 }
@@ -284,6 +289,38 @@ static void expect_refused(const char *content, const char *needle)
             named += strstr(logs[i].text, needle) && strstr(logs[i].text, "profile not used");
         }
     EXPECT(warns == 1 && named == 1, "one warning naming '%s', got %d warnings", needle, warns);
+}
+
+/* A profile cut mid-row (a full disk, a partial copy) is refused, naming the row. */
+static void t_truncated(void)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", two_ranges);
+    buf[strlen(buf) - 9] = '\0'; /* inside the last row's sources */
+    expect_refused(buf, "line 4 (the last row) is cut off");
+}
+
+/* A row whose figures disagree (speedup 1.5 where 9.0 / 7.5 = 1.2) was edited: refused,
+ * even where the row would steer NCCL. */
+static void t_inconsistent(void)
+{
+    expect_refused(HEADER "1,pcie,2,1,bf16,allreduce,graph,0,65536,nccl,\"algo=Ring,proto=LL\",7.5,nccl,\"algo=Ring,proto=LL\",9.0,1.5,ci95,results/a.csv@run1\n",
+                   "speedup 1.5000, but baseline_median_us / median_us");
+    expect_refused(HEADER_ROLE "1,pcie,2,1,bf16,allreduce,graph,0,65536,noop,,7.5,nccl,\"algo=Ring,proto=LL\",9.0,1.2,ci95,results/a.csv@run1,,99999,1,candidate\n",
+                   "rep_bytes");
+}
+
+/* The role column, not the name, says which rows are NCCL's own choice: a baseline row
+ * steers NCCL whatever its impl is called; an nccl-named candidate row does not. */
+static void t_roles(void)
+{
+    use_profile(HEADER_ROLE
+                "1,pcie,2,1,bf16,allreduce,graph,0,65536,vendor-ar,\"algo=Tree,proto=LL\",7.5,vendor-ar,\"algo=Tree,proto=LL\",7.5,1.0,baseline,results/a.csv@run1,,43008,3,baseline\n"
+                "1,pcie,2,1,bf16,allreduce,eager,0,65536,nccl,\"algo=Ring,proto=Simple\",7.5,nccl,\"algo=Ring,proto=LL\",9.0,1.2,ci95,results/a.csv@run1,,43008,3,candidate\n");
+    expect_choice(2, 1, ncclFuncAllReduce, 43008, NCCL_ALGO_TREE, NCCL_PROTO_LL, 0);
+    EXPECT(count_logs(NCCL_LOG_INFO, "1 all-reduce rows") == 1, "init loaded the baseline row only");
+    expect_refused(HEADER_ROLE "1,pcie,2,1,bf16,allreduce,graph,0,65536,noop,,7.5,nccl,\"algo=Ring,proto=LL\",9.0,1.2,ci95,results/a.csv@run1,,43008,1,reference\n",
+                   "role 'reference'");
 }
 
 static void t_missing_file(void)
@@ -455,6 +492,9 @@ static const struct {
     {"no_env", t_no_env},
     {"missing_file", t_missing_file},
     {"malformed", t_malformed},
+    {"truncated", t_truncated},
+    {"inconsistent", t_inconsistent},
+    {"roles", t_roles},
     {"header_only", t_header_only},
     {"unknown_names", t_unknown_names},
     {"auto", t_auto},

@@ -207,14 +207,15 @@ static void t_report_summary(void)
     arb_report_init(&r, 5);
     r.progress = 0;
     arb_report_line_t ping = {.impl = "ping", .params = "", .mode = "graph", .check = "skip", .note = "",
-                              .bytes = 43008, .tokens = 3, .median = 3.0, .fusion = "", .reference = 1};
+                              .bytes = 43008, .tokens = 3, .median = 3.0, .fusion = "", .role = ARB_ROLE_REFERENCE};
     arb_report_line_t ring = {.impl = "nccl", .params = "algo=Ring", .mode = "graph", .check = "pass", .note = "",
-                              .bytes = 43008, .tokens = 3, .median = 8.0, .fusion = ""};
+                              .bytes = 43008, .tokens = 3, .median = 8.0, .fusion = "", .role = ARB_ROLE_BASELINE};
     arb_report_line_t tree = ring, fast = ring, bad = ring;
     tree.params = "algo=Tree";
     tree.median = 7.0;
     fast.impl = "p2p";
     fast.params = "variant=oneshot-flagfree";
+    fast.role = bad.role = ARB_ROLE_CANDIDATE;
     fast.median = 4.0;
     bad.impl = "p2p";
     bad.params = "variant=broken";

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arb_config.h"
 #include "loader.h"
 #include "tap.h"
 
@@ -96,6 +97,50 @@ static void t_env_path(void)
     unsetenv("ARBENCH_PLUGIN_PATH");
 }
 
+/* The generated arb_known_plugins names every module built under collectives/ (and
+ * nothing twice): a new plugin folder is known without editing src/loader.c. */
+static void t_known_list(void)
+{
+    size_t n = 0;
+    for (; arb_known_plugins[n]; n++)
+        for (size_t j = 0; j < n; j++)
+            TAP_CHECK(strcmp(arb_known_plugins[j], arb_known_plugins[n]) != 0);
+    TAP_CHECK(n >= 2);
+    int mpi_host = 0;
+    for (size_t i = 0; i < n; i++)
+        mpi_host |= strcmp(arb_known_plugins[i], "mpi-host") == 0; /* built in every configuration */
+    TAP_CHECK(mpi_host);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "ls %s/*/arb-*.so 2>/dev/null", ARB_BUILD_PLUGIN_DIR);
+    FILE *ls = popen(cmd, "r");
+    char line[4096];
+    int built = 0;
+    while (ls && fgets(line, sizeof line, ls)) {
+        char *name = strrchr(line, '/') + 5; /* after "/arb-" */
+        name[strcspn(name, ".")] = '\0';
+        int known = 0;
+        for (size_t i = 0; i < n; i++)
+            known |= strcmp(arb_known_plugins[i], name) == 0;
+        if (!known)
+            printf("# built but not in arb_known_plugins: %s\n", name);
+        TAP_CHECK(known);
+        built++;
+    }
+    if (ls)
+        pclose(ls);
+    TAP_CHECK(built >= 1);
+    /* The default sweep's list is a subset, without the plugins that need parameters. */
+    size_t nd = 0;
+    for (; arb_default_plugins[nd]; nd++) {
+        int known = 0;
+        for (size_t i = 0; i < n; i++)
+            known |= strcmp(arb_known_plugins[i], arb_default_plugins[nd]) == 0;
+        TAP_CHECK(known);
+        TAP_CHECK(strcmp(arb_default_plugins[nd], "modeled") != 0); /* needs table=PATH */
+    }
+    TAP_CHECK(nd >= 1 && nd <= n);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 6) {
@@ -112,6 +157,7 @@ int main(int argc, char **argv)
         {"bad_abi", t_bad_abi},   {"no_symbol", t_no_symbol},
         {"missing_callback", t_missing_callback}, {"unknown_name", t_unknown_name},
         {"env_path", t_env_path},   {"abi_v1", t_abi_v1},
+        {"known_list", t_known_list},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc - 5, argv + 5);
 }
