@@ -114,6 +114,21 @@ static int memory_plan(arb_engine_run_t *r, arb_memplan_t *plan, char *msg, size
     if (r->m->rank == 0)
         arb_memplan_print(stdout, plan, title), fflush(stdout);
     int bad = !arb_memplan_fits(plan);
+    if (r->be && r->be->model_bytes) { /* the backend's own count of what it allocates */
+        char mwhy[512] = "";
+        double mb = r->be->model_bytes(&r->s, mwhy, sizeof mwhy);
+        if (r->m->rank == 0 && mb >= 0)
+            printf("#   %s model's own plan: %.0f bytes (%.3f GB; plugin buffers not included)\n", r->be->name, mb,
+                   mb / 1e9);
+        else if (r->m->rank == 0)
+            printf("#   %s model's own plan: not available (%s)\n", r->be->name, mwhy);
+        if (mb >= 0 && plan->available >= 0 && mb + plan->bytes[ARB_MEM_PLUGIN] > plan->available) {
+            snprintf(msg, len, "the %s model needs %.3f GB per rank (plus %.3f GB of plugin buffers) but %s has %.3f GB",
+                     r->be->name, mb / 1e9, plan->bytes[ARB_MEM_PLUGIN] / 1e9, plan->available_what,
+                     plan->available / 1e9);
+            return -1;
+        }
+    }
     if (bad)
         snprintf(msg, len, "the memory plan needs %.3f GB per rank but %s has %.3f GB (the table above)",
                  plan->total / 1e9, plan->available_what, plan->available / 1e9);

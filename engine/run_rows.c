@@ -17,7 +17,7 @@
     X(config) X(model_type) X(layers) X(experts) X(topk) X(overrides) X(weights) X(tp)           \
     X(tp_shape) X(shards_per_rank) X(context) X(phase) X(tokens) X(mode) X(steps) X(sites)       \
     X(fusion) X(median_us) X(p10_us) X(p90_us) X(mean_us) X(min_us) X(max_us) X(tok_s)           \
-    X(compute_only_us) X(allreduce_us) X(allreduce_share) X(step_bytes) X(read_gbs)              \
+    X(compute_only_us) X(compute_only_experts) X(allreduce_us) X(allreduce_share) X(step_bytes) X(read_gbs)              \
     X(hbm_floor_us) X(floor_ratio) X(experts_per_layer) X(moe_us) X(moe_gbs) X(moe_cublas_us)    \
     X(moe_cublas_gbs) X(moe_speedup) X(accept_rate) X(accepted_per_cycle) X(agree) X(check_agree) X(check_logit_diff) X(logit_tol)    \
     X(greedy) X(note) X(samples_us)                                                              \
@@ -150,6 +150,7 @@ void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase
     }
     if (q) {
         setd(&t, EC_compute_only_us, q->st.median, "%.3f");
+        setd(&t, EC_compute_only_experts, q->experts, "%.2f");
         setd(&t, EC_allreduce_us, p->st.median - q->st.median, "%.3f");
         setd(&t, EC_allreduce_share, (p->st.median - q->st.median) / p->st.median, "%.4f");
     }
