@@ -11,5 +11,6 @@ int cmd_profile(int argc, char **argv); /* harness/cmd_profile.c */
 int cmd_gate(int argc, char **argv);    /* harness/cmd_gate.c */
 int cmd_engine(int argc, char **argv);  /* harness/cmd_engine.c */
 int cmd_model(int argc, char **argv);   /* harness/cmd_model.c */
+int cmd_model_e2e(int argc, char **argv); /* harness/cmd_model_e2e.c: arbench model e2e */
 
 #endif

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* arbench model e2e: predicted tok/s of a target from modeled-plugin engine runs (docs/model.md). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "model_e2e.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: arbench model e2e --pred PRED.csv --out E2E.csv [--target-read-gbs 1800] [--h200-peak-gbs 4800]\n"
+          "                         [--hidden 7168] ENGINE.csv...\n"
+          "  ENGINE.csv: `arbench engine` results with --impl 'modeled:table=PRED.csv,impl=NAME,...,params=...' (one\n"
+          "  choice per file or several in one; at least one run with the compute-only replay). Writes predicted decode\n"
+          "  and speculative tok/s per choice with bands (source=model). Exit 2 on invalid input. docs/model.md\n", f);
+}
+
+static int parse_pos(const char *name, const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (*end || !(v > 0 && v < 1e9)) {
+        fprintf(stderr, "arbench model e2e: --%s '%s': expected a positive number\n", name, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cmd_model_e2e(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"pred", required_argument, NULL, 'p'},          {"out", required_argument, NULL, 'o'},
+        {"target-read-gbs", required_argument, NULL, 't'}, {"h200-peak-gbs", required_argument, NULL, 'P'},
+        {"hidden", required_argument, NULL, 'H'},        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    /* RTX PRO 6000 Blackwell: 1.8 TB/s GDDR7; H200: 4.8 TB/s HBM3e (vendor specs, issue 16). */
+    arb_e2e_opts_t o = {.target_read_gbs = 1800, .h200_peak_gbs = 4800, .hidden = 7168};
+    const char *pred = NULL, *out = NULL;
+    double hidden = 7168;
+    int c;
+    optind = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p': pred = optarg; break;
+        case 'o': out = optarg; break;
+        case 't': if (parse_pos("target-read-gbs", optarg, &o.target_read_gbs)) return 2; break;
+        case 'P': if (parse_pos("h200-peak-gbs", optarg, &o.h200_peak_gbs)) return 2; break;
+        case 'H': if (parse_pos("hidden", optarg, &hidden)) return 2; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    o.hidden = (int)hidden;
+    if (!pred || !out || optind >= argc) {
+        fprintf(stderr, "arbench model e2e: needs --pred PRED.csv (the prediction table the plugin replayed), --out E2E.csv and ENGINE.csv...\n");
+        return 2;
+    }
+    static arb_e2e_result_t res;
+    char err[1024], args[4096];
+    size_t n = (size_t)snprintf(args, sizeof args, "arbench model");
+    for (int i = 0; i < argc && n < sizeof args; i++)
+        n += (size_t)snprintf(args + n, sizeof args - n, " %s", argv[i]);
+    if (arb_e2e_predict((const char *const *)argv + optind, (size_t)(argc - optind), pred, &o, &res, err, sizeof err)) {
+        fprintf(stderr, "arbench model e2e: %s\n", err);
+        return 2;
+    }
+    if (arb_e2e_write(&res, out, args, err, sizeof err)) {
+        fprintf(stderr, "arbench model e2e: %s\n", err);
+        return 1;
+    }
+    arb_e2e_print(&res, &o, stdout);
+    printf("arbench model e2e: %zu predicted rows, wrote %s\n", res.nrows, out);
+    return 0;
+}

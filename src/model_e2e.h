@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arbench model e2e: decode and speculative tok/s of a target machine, predicted from
+ * engine runs on one H200 whose call sites replayed the target's predicted all-reduce
+ * latencies (the `modeled` plugin) and a prediction table's bands (docs/model.md,
+ * "End to end").
+ *
+ * Rule: target step = compute_H200 x (read_gbs_H200 / read_gbs_target) + all-reduce time
+ * replayed, where compute_H200 is the engine's compute-only replay (noop at every site) and
+ * the all-reduce time is median_us - compute_only_us of the run with the modeled plugin.
+ * Units: microseconds, GB/s = 1e9 B/s.
+ */
+#ifndef ARB_MODEL_E2E_H
+#define ARB_MODEL_E2E_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "arbench/status.h"
+
+#define ARB_E2E_MAX_ROWS 64
+
+typedef struct arb_e2e_opts {
+    double target_read_gbs; /* the target's memory bandwidth (RTX PRO 6000: 1800, GDDR7 spec) */
+    double h200_peak_gbs;   /* H200's HBM3e spec bandwidth (4800): the band's slow end, see docs */
+    int hidden;             /* hidden size: all-reduce bytes = tokens x hidden x 2 (bf16) */
+} arb_e2e_opts_t;
+
+/* A value with its band: lo <= v <= hi. */
+typedef struct arb_e2e_band {
+    double v, lo, hi;
+} arb_e2e_band_t;
+
+typedef struct arb_e2e_row {
+    char choice[256]; /* impl[:params] the modeled plugin replayed */
+    char mode[16];
+    char phase[8]; /* "decode" or "spec" */
+    int spec_k;
+    double accept_rate;       /* spec rows */
+    double read_gbs_h200;     /* the engine's measured streaming read */
+    double compute_h200_us;   /* the compute-only step (decode) or cycle compute (spec) on the H200 */
+    arb_e2e_band_t compute_us; /* scaled to the target */
+    arb_e2e_band_t allreduce_us;
+    arb_e2e_band_t step_us;   /* decode: one step; spec: one cycle (k draft steps + verify) */
+    arb_e2e_band_t tok_s;     /* lo from step hi, hi from step lo */
+    arb_e2e_band_t break_even; /* spec rows; +inf where speculation loses at p = 1 */
+} arb_e2e_row_t;
+
+typedef struct arb_e2e_result {
+    size_t nrows;
+    arb_e2e_row_t rows[ARB_E2E_MAX_ROWS];
+} arb_e2e_result_t;
+
+/* Reads engine results CSVs (modeled-plugin rows: impl=modeled) and the prediction table
+ * the plugin replayed; fills one decode row and, where the runs had spec rows, one spec row
+ * per (choice, mode). Refuses files that lack a needed column, naming it. */
+arb_status_t arb_e2e_predict(const char *const *engine_csvs, size_t nfiles, const char *pred_csv,
+                             const arb_e2e_opts_t *o, arb_e2e_result_t *res, char *err, size_t err_len);
+
+/* sum_{i=0..k} p^i = R solved for p by bisection (0 when R <= 1, +inf when R > k + 1). */
+double arb_e2e_break_even(int k, double ratio);
+
+/* Writes the predicted CSV atomically (source=model in every row). */
+arb_status_t arb_e2e_write(const arb_e2e_result_t *res, const char *path, const char *argv_joined, char *err,
+                           size_t err_len);
+void arb_e2e_print(const arb_e2e_result_t *res, const arb_e2e_opts_t *o, FILE *f);
+
+#endif
