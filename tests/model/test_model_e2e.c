@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/* arbench model e2e's arithmetic on hand-made fixtures (tests/model/e2e/README.md). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/tap.h"
+#include "model_e2e.h"
+
+#define FIX ARB_TEST_ROOT "/tests/model/e2e/"
+#define NEAR(a, b) (fabs((double)(a) - (double)(b)) <= 1e-4 * fabs((double)(b)) + 1e-9)
+
+static const arb_e2e_opts_t opts = {.target_read_gbs = 1800, .h200_peak_gbs = 4800, .hidden = 7168};
+static arb_e2e_result_t res;
+
+static const arb_e2e_row_t *find(const char *choice, const char *phase)
+{
+    for (size_t i = 0; i < res.nrows; i++)
+        if (!strcmp(res.rows[i].choice, choice) && !strcmp(res.rows[i].phase, phase))
+            return &res.rows[i];
+    return NULL;
+}
+
+/* Worked by hand: r = 4000 / 1800; decode compute 8000 us, floor 6000 us; verify 9000 / 6500. */
+static void t_decode(void)
+{
+    const char *files[] = {FIX "engine_fixture.csv"};
+    char err[1024] = "";
+    TAP_REQUIRE(arb_e2e_predict(files, 1, FIX "pred_fixture.csv", &opts, &res, err, sizeof err) == ARB_OK);
+    TAP_EQ_INT((long long)res.nrows, 4);
+    const double r = 4000.0 / 1800.0;
+    const arb_e2e_row_t *n = find("nccl:algo=auto,proto=auto", "decode");
+    TAP_REQUIRE(n != NULL);
+    TAP_CHECK(NEAR(n->compute_us.v, 8000 * r));
+    TAP_CHECK(NEAR(n->compute_us.lo, 6000 * r + 2000));     /* only the streaming floor scales */
+    TAP_CHECK(NEAR(n->compute_us.hi, 8000 * 4800.0 / 1800)); /* the ratio of spec peaks */
+    TAP_CHECK(NEAR(n->allreduce_us.v, 5000));                /* 13000 - 8000 */
+    TAP_CHECK(NEAR(n->allreduce_us.lo, 2500) && NEAR(n->allreduce_us.hi, 10000)); /* 20/40, 80/40 */
+    TAP_CHECK(NEAR(n->tok_s.v, 1e6 / (8000 * r + 5000)));
+    TAP_CHECK(NEAR(n->tok_s.lo, 1e6 / (8000 * 4800.0 / 1800 + 10000)));
+    TAP_CHECK(NEAR(n->tok_s.hi, 1e6 / (6000 * r + 2000 + 2500)));
+    const arb_e2e_row_t *p = find("p2p:variant=twoshot,blocks=16,threads=512", "decode");
+    TAP_REQUIRE(p != NULL);
+    /* compute-only from the nccl run (same mode, phase, tokens); band 6/10 .. 15/10 */
+    TAP_CHECK(NEAR(p->allreduce_us.v, 1220) && NEAR(p->allreduce_us.lo, 732) && NEAR(p->allreduce_us.hi, 1830));
+    TAP_CHECK(NEAR(p->step_us.v, 8000 * r + 1220));
+    TAP_CHECK(NEAR(p->tok_s.v, 52.6377));
+}
+
+static void t_spec(void)
+{
+    const double r = 4000.0 / 1800.0;
+    const arb_e2e_row_t *s = find("p2p:variant=twoshot,blocks=16,threads=512", "spec");
+    const arb_e2e_row_t *d = find("p2p:variant=twoshot,blocks=16,threads=512", "decode");
+    TAP_REQUIRE(s != NULL && d != NULL);
+    TAP_EQ_INT(s->spec_k, 2);
+    /* draft: 440 us = k x 1220 / 61 = 40 us of all-reduce + 400 us compute; verify 9800 = 9000 + 800 */
+    double cycle = 400 * r + 40 + 9000 * r + 800;
+    TAP_CHECK(NEAR(s->step_us.v, cycle));
+    TAP_CHECK(NEAR(s->allreduce_us.lo, 40 * 0.6 + 800 * 0.5)); /* verify at 43008 B: 6/12 */
+    TAP_CHECK(NEAR(s->allreduce_us.hi, 40 * 1.5 + 800 * 2.0));
+    TAP_CHECK(NEAR(s->tok_s.v, (1 + 0.7 + 0.49) * 1e6 / cycle));
+    double R = cycle / d->step_us.v, pstar = (-1 + sqrt(1 + 4 * (R - 1))) / 2; /* 1 + p + p^2 = R */
+    TAP_CHECK(NEAR(s->break_even.v, pstar));
+    TAP_CHECK(s->break_even.lo <= s->break_even.v && s->break_even.v <= s->break_even.hi);
+    TAP_CHECK(s->tok_s.lo < s->tok_s.v && s->tok_s.v < s->tok_s.hi);
+}
+
+static void t_break_even(void)
+{
+    TAP_CHECK(arb_e2e_break_even(2, 0.9) == 0);
+    TAP_CHECK(isinf(arb_e2e_break_even(2, 3.5)));
+    TAP_CHECK(NEAR(arb_e2e_break_even(1, 1.5), 0.5));
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static void t_refusals(void)
+{
+    char err[1024] = "", path[64], nocmp[64];
+    snprintf(path, sizeof path, "/tmp/arb_e2e_nocol_%d.csv", (int)getpid());
+    write_file(path, "schema,impl,params,mode,phase,tokens,layers,median_us,read_gbs,hbm_floor_us,draft_us,verify_us,accept_rate\n"
+                     "engine-1,modeled,\"impl=nccl\",graph,decode,1,61,13000,4000,6000,,,\n");
+    const char *files[] = {path};
+    TAP_CHECK(arb_e2e_predict(files, 1, FIX "pred_fixture.csv", &opts, &res, err, sizeof err) != ARB_OK);
+    TAP_CHECK(strstr(err, "compute_only_us") != NULL);
+    /* Every run with --no-noop-replay: no compute-only step to scale. */
+    snprintf(nocmp, sizeof nocmp, "/tmp/arb_e2e_nocmp_%d.csv", (int)getpid());
+    write_file(nocmp, "schema,impl,params,mode,phase,tokens,layers,median_us,compute_only_us,read_gbs,hbm_floor_us,draft_us,verify_us,accept_rate\n"
+                      "engine-1,modeled,\"impl=nccl,params=algo=auto,proto=auto\",graph,decode,1,61,13000,,4000,6000,,,\n");
+    files[0] = nocmp;
+    err[0] = 0;
+    TAP_CHECK(arb_e2e_predict(files, 1, FIX "pred_fixture.csv", &opts, &res, err, sizeof err) != ARB_OK);
+    TAP_CHECK(strstr(err, "compute_only_us") != NULL);
+    /* A prediction table without bands. */
+    write_file(nocmp, "impl,params,mode,bytes,median_us,source\nnccl,\"algo=auto,proto=auto\",graph,14336,40,model\n");
+    files[0] = FIX "engine_fixture.csv";
+    err[0] = 0;
+    TAP_CHECK(arb_e2e_predict(files, 1, nocmp, &opts, &res, err, sizeof err) != ARB_OK);
+    TAP_CHECK(strstr(err, "band_lo_us") != NULL);
+    remove(path);
+    remove(nocmp);
+}
+
+int main(int argc, char **argv)
+{
+    static const tap_test_t tests[] = {
+        {"decode", t_decode}, {"spec", t_spec}, {"break_even", t_break_even}, {"refusals", t_refusals}};
+    return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
+}
