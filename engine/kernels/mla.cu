@@ -287,8 +287,9 @@ size_t mla_attend_smem(int rkv, int dr, int nh_r, int T)
 
 cudaError_t mla_setup(int rkv, int dr, int nh_r)
 {
-    return cudaFuncSetAttribute(mla_attend_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)mla_attend_smem(rkv, dr, nh_r, kMaxT));
+    const cudaError_t e = cudaFuncSetAttribute(mla_attend_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               (int)mla_attend_smem(rkv, dr, nh_r, kMaxT));
+    return e != cudaSuccess ? e : mla_split_setup(rkv, dr, nh_r);
 }
 
 cudaError_t mla_absorb(const launch_ctx &c, const bf16 *q, const bf16 *kv_b, const float2 *rope_cs,
