@@ -92,8 +92,8 @@ cudaError_t gemv_split(const launch_ctx &c, const bf16 *W, const bf16 *W2, const
     }
 }
 
-// The split of a row: parts of at least 64 vectors (two loads per lane) and K / 8 a
-// multiple of the parts; one part under use_old("gemv").
+// The split of a row: four parts of at least 128 vectors (four loads per lane), else two
+// of at least 96, K / 8 a multiple of the parts; one part under use_old("gemv").
 int gemv_parts(int K)
 {
     const int nvec = K / 8;
@@ -101,7 +101,7 @@ int gemv_parts(int K)
         return 1;
     if (nvec >= 4 * 128 && nvec % 4 == 0)
         return 4;
-    if (nvec >= 2 * 128 && nvec % 2 == 0)
+    if (nvec >= 2 * 96 && nvec % 2 == 0)
         return 2;
     return 1;
 }

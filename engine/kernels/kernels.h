@@ -24,7 +24,7 @@ struct launch_ctx {
 
 // The previous form of a kernel (A/B measurement): true when the environment variable
 // ARB_ENGINE_OLD names `kernel` in its comma-separated list, or is "all". Kernels:
-// attend, combine (the merge and W_uv), router, gemv. Read at launch (a captured graph
+// attend, combine (the merge and W_uv), absorb, router, gemv, moe (INT4 gate/up at T 2-4). Read at launch (a captured graph
 // keeps the form it was captured with).
 bool use_old(const char *kernel);
 

@@ -18,8 +18,9 @@ namespace arbk {
 namespace {
 
 constexpr int kAbsorbCols = 64; // latent columns per absorb block: 2 per lane
-constexpr int kAbsorbWarps = 4; // the nope dimension is split over them
 
+// The nope dimension is split over kAbsorbWarps warps (8; 4 under use_old("absorb")).
+template <int kAbsorbWarps>
 __global__ void __launch_bounds__(kAbsorbWarps *kWarp)
     mla_absorb_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ kv_b, const float2 *__restrict__ rope_cs,
                       const int32_t *__restrict__ pos0, bf16 *__restrict__ qlat, bf16 *__restrict__ qpe, int nh_r,
@@ -296,8 +297,11 @@ cudaError_t mla_absorb(const launch_ctx &c, const bf16 *q, const bf16 *kv_b, con
                        const int32_t *pos0, bf16 *qlat, bf16 *qpe, int nh_r, int dn, int dr, int dv, int rkv, int T)
 {
     const dim3 grid(nh_r, (rkv + kAbsorbCols - 1) / kAbsorbCols + 1);
-    return launch(c, mla_absorb_kernel, grid, dim3(kAbsorbWarps * kWarp), 0, q, kv_b, rope_cs, pos0, qlat, qpe, nh_r,
-                  dn, dr, dv, rkv, T);
+    if (use_old("absorb"))
+        return launch(c, mla_absorb_kernel<4>, grid, dim3(4 * kWarp), 0, q, kv_b, rope_cs, pos0, qlat, qpe, nh_r, dn,
+                      dr, dv, rkv, T);
+    return launch(c, mla_absorb_kernel<8>, grid, dim3(8 * kWarp), 0, q, kv_b, rope_cs, pos0, qlat, qpe, nh_r, dn, dr,
+                  dv, rkv, T);
 }
 
 cudaError_t mla_attend(const launch_ctx &c, const bf16 *qlat, const bf16 *qpe, const bf16 *cache_ckv,

@@ -7,11 +7,12 @@
 //   router      logits and top-k (Kimi: 384 experts, one group, T = 3 and 8; DeepSeek: 256
 //               in 8 groups, 4 kept) against engine/router.h's arb_route on the same
 //               logits; the default and the previous form (ARB_ENGINE_OLD=router)
-//   moe         INT4 and bf16 MoE block, T = 3 with one expert shared by two tokens
+//   moe         INT4 and bf16 MoE block, T = 3 with one expert shared by two tokens; INT4
+//               in both gate/up forms (two rows per warp, and ARB_ENGINE_OLD=moe's one)
 //   mla         prep (norms, RoPE, cache rows), absorb, attend over 10 chunks (the last
 //               one partial and wholly masked for the first token), then the merge and
-//               W_uv; both forms (mla_attend_pos + mla_merge + mla_uv, mla_attend +
-//               mla_combine), each against the same host loops
+//               W_uv; both forms (absorb over 8 warps, mla_attend_pos + mla_merge +
+//               mla_uv; absorb over 4, mla_attend + mla_combine), against the same host loops
 // Tolerances: fp32 outputs within 1e-5 of sum |terms| (accumulation order); bf16 outputs
 // additionally one rounding, 2^-8 relative; where a bf16 intermediate is rounded on both
 // sides (act, qlat, olat) a flip of one ulp is allowed through 4 x that.
@@ -354,6 +355,12 @@ void moe_case(bool int4)
     TAP_CHECK(c.ok());
 }
 void t_moe_int4() { moe_case(true); }
+void t_moe_int4_old() // the previous INT4 gate/up form (one row per warp)
+{
+    setenv("ARB_ENGINE_OLD", "moe", 1);
+    moe_case(true);
+    unsetenv("ARB_ENGINE_OLD");
+}
 void t_moe_bf16() { moe_case(false); }
 
 void mla_case(bool old)
@@ -386,7 +393,10 @@ void mla_case(bool old)
     TAP_REQUIRE(arbk::mla_setup(rkv, dr, nh) == cudaSuccess);
     TAP_REQUIRE(arbk::mla_prep(g_lc, d_qkva, d_qan, d_kvn, d_cs, d_pos, d_qa, d_ckv, d_kpe, rq, rkv, dr, eps, T) ==
                 cudaSuccess);
+    if (old) // absorb's previous form too (four warps over the nope dimension)
+        setenv("ARB_ENGINE_OLD", "absorb", 1);
     TAP_REQUIRE(arbk::mla_absorb(g_lc, d_q, d_kvb, d_cs, d_pos, d_qlat, d_qpe, nh, dn, dr, dv, rkv, T) == cudaSuccess);
+    unsetenv("ARB_ENGINE_OLD");
     if (old) {
         TAP_REQUIRE(arbk::mla_attend(g_lc, d_qlat, d_qpe, d_ckv, d_kpe, d_pos, d_part, nh, dr, rkv, scale, T, ctx) ==
                     cudaSuccess);
@@ -489,7 +499,7 @@ int main(int argc, char **argv)
         return 77;
     }
     static const tap_test_t tests[] = {
-        {"gemv", t_gemv}, {"wgen", t_wgen}, {"router", t_router}, {"moe_int4", t_moe_int4},
+        {"gemv", t_gemv}, {"wgen", t_wgen}, {"router", t_router}, {"moe_int4", t_moe_int4}, {"moe_int4_old", t_moe_int4_old},
         {"moe_bf16", t_moe_bf16}, {"mla", t_mla}, {"mla_old", t_mla_old},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
