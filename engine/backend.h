@@ -35,6 +35,9 @@ typedef struct arb_backend_ops {
     const char *name; /* "cpu", "gpu" */
     /* Device (or host) memory free for this rank, bytes; < 0 when unknown. */
     double (*available)(const arb_engine_setup_t *s, char *what, size_t what_len);
+    /* What the backend's own model would allocate for this rank, bytes (NULL: the memory
+     * plan is all there is). The driver checks the larger of the two against `available`. */
+    double (*model_bytes)(const arb_engine_setup_t *s, char *why, size_t why_len);
     /* Builds and fills the model (weights from the seed); sites [2 * layers], entries may be NULL. */
     arb_status_t (*create)(const arb_engine_setup_t *s, arb_inst_t *const *sites, void **model, char *why,
                            size_t why_len);

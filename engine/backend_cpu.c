@@ -78,6 +78,7 @@ static void cpu_destroy(void *model)
 const arb_backend_ops_t arb_engine_backend_cpu = {
     .name = "cpu",
     .available = cpu_available,
+    .model_bytes = NULL,
     .create = cpu_create,
     .step = cpu_step,
     .argmax = cpu_argmax,

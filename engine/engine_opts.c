@@ -48,12 +48,15 @@ void arb_engine_opts_usage(FILE *f)
             "                      probability p (draws seeded, wgen ARB_W_ACCEPT), the longest matching prefix accepted\n"
             "  --dump-tokens FILE  write every step's greedy tokens (rank 0), for tests\n"
             "  --dump-logits FILE  write the last step's logits of rank 0's shard, for tests\n"
-            "  --quiet             no progress lines\n");
+            "  --quiet             no progress lines\n"
+            "  --profile FILE      per-site choice from a profile of arbench profile (CSV or JSON); no match: nccl\n"
+            "  --tune              first sweep exactly the call-site shapes, write that profile next to --out, use it\n"
+            "  --baseline IMPL[:PARAMS]  also run this and compare, decode and verify steps interleaved A/B\n");
 }
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
        O_CHUNK, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
-       O_ACCEPT, O_HELP };
+       O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE };
 
 static int parse_uint(const char *opt, const char *v, unsigned lo, unsigned hi, unsigned *out, char *err, size_t len)
 {
@@ -77,16 +80,16 @@ static int parse_path(const char *opt, const char *v, char *dst, size_t n, char 
     return 0;
 }
 
-static int parse_impl(const char *v, arb_impl_spec_t *s, char *err, size_t len)
+static int parse_impl(const char *opt, const char *v, arb_impl_spec_t *s, char *err, size_t len)
 {
     const char *colon = strchr(v, ':');
     size_t nl = colon ? (size_t)(colon - v) : strlen(v);
     if (nl == 0 || nl >= sizeof s->name || strchr(v, '|') || (!colon && strchr(v, ','))) {
-        snprintf(err, len, "--impl '%s': expected one NAME[:PARAMS], e.g. nccl, nccl:algo=Ring,proto=LL, mpi-host", v);
+        snprintf(err, len, "%s '%s': expected one NAME[:PARAMS], e.g. nccl, nccl:algo=Ring,proto=LL, mpi-host", opt, v);
         return -1;
     }
     if (colon && strlen(colon + 1) >= sizeof s->params) {
-        snprintf(err, len, "--impl '%s': parameters longer than %zu characters", v, sizeof s->params - 1);
+        snprintf(err, len, "%s '%s': parameters longer than %zu characters", opt, v, sizeof s->params - 1);
         return -1;
     }
     memset(s, 0, sizeof *s);
@@ -139,6 +142,8 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"no-noop-replay", no_argument, 0, O_NONOOP}, {"dump-tokens", required_argument, 0, O_DTOK},
         {"dump-logits", required_argument, 0, O_DLOG}, {"quiet", no_argument, 0, O_QUIET},
         {"accept-rate", required_argument, 0, O_ACCEPT},
+        {"profile", required_argument, 0, O_PROFILE}, {"tune", no_argument, 0, O_TUNE},
+        {"baseline", required_argument, 0, O_BASELINE},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0},
     };
     arb_engine_opts_defaults(o);
@@ -168,7 +173,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         case O_STEPS: bad = parse_uint("--steps", optarg, 1, 100000, &o->steps, err, len); break;
         case O_SPECK: bad = parse_uint("--spec-k", optarg, 1, 63, &o->spec_k, err, len); break;
         case O_CHUNK: bad = parse_uint("--prefill-chunk", optarg, 1, 4096, &o->prefill_chunk, err, len); break;
-        case O_IMPL: bad = parse_impl(optarg, &o->impl, err, len); o->impl_given = !bad; break;
+        case O_IMPL: bad = parse_impl("--impl", optarg, &o->impl, err, len); o->impl_given = !bad; break;
         case O_MODES: bad = parse_modes(optarg, &o->modes, err, len); break;
         case O_SEED: {
             char *end;
@@ -208,6 +213,9 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             break;
         }
         case O_HELP: return 1;
+        case O_PROFILE: bad = parse_path("--profile", optarg, o->profile, sizeof o->profile, err, len); break;
+        case O_TUNE: o->tune = 1; break;
+        case O_BASELINE: bad = parse_impl("--baseline", optarg, &o->baseline, err, len); o->baseline_given = !bad; break;
         default:
             snprintf(err, len, "unknown or incomplete option '%s' (see arbench engine --help)", argv[optind - 1]);
             return -1;
@@ -217,6 +225,14 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
     }
     if (optind < argc) {
         snprintf(err, len, "unexpected argument '%s' (see arbench engine --help)", argv[optind]);
+        return -1;
+    }
+    if ((o->profile[0] || o->tune) && o->impl_given) {
+        snprintf(err, len, "--impl with --%s: the profile chooses the implementation at each call site (give one or the other)", o->tune ? "tune" : "profile");
+        return -1;
+    }
+    if (o->profile[0] && o->tune) {
+        snprintf(err, len, "--profile with --tune: --tune measures its own profile (give one or the other)");
         return -1;
     }
     return 0;

@@ -16,6 +16,8 @@
 #include "common.h"
 #include "memplan.h"
 #include "run.h"
+#include "run_ab.h"
+#include "run_profile.h"
 #include "runner.h"
 #include "topo.h"
 
@@ -112,6 +114,21 @@ static int memory_plan(arb_engine_run_t *r, arb_memplan_t *plan, char *msg, size
     if (r->m->rank == 0)
         arb_memplan_print(stdout, plan, title), fflush(stdout);
     int bad = !arb_memplan_fits(plan);
+    if (r->be && r->be->model_bytes) { /* the backend's own count of what it allocates */
+        char mwhy[512] = "";
+        double mb = r->be->model_bytes(&r->s, mwhy, sizeof mwhy);
+        if (r->m->rank == 0 && mb >= 0)
+            printf("#   %s model's own plan: %.0f bytes (%.3f GB; plugin buffers not included)\n", r->be->name, mb,
+                   mb / 1e9);
+        else if (r->m->rank == 0)
+            printf("#   %s model's own plan: not available (%s)\n", r->be->name, mwhy);
+        if (mb >= 0 && plan->available >= 0 && mb + plan->bytes[ARB_MEM_PLUGIN] > plan->available) {
+            snprintf(msg, len, "the %s model needs %.3f GB per rank (plus %.3f GB of plugin buffers) but %s has %.3f GB",
+                     r->be->name, mb / 1e9, plan->bytes[ARB_MEM_PLUGIN] / 1e9, plan->available_what,
+                     plan->available / 1e9);
+            return -1;
+        }
+    }
     if (bad)
         snprintf(msg, len, "the memory plan needs %.3f GB per rank but %s has %.3f GB (the table above)",
                  plan->total / 1e9, plan->available_what, plan->available / 1e9);
@@ -191,15 +208,16 @@ static arb_status_t open_config(arb_engine_run_t *r, arb_runcfg_t *c, const char
 
 static void close_config(arb_runcfg_t *c)
 {
-    for (unsigned i = 0; i < c->ninst; i++) {
+    for (unsigned i = 0; !c->borrowed && i < c->ninst; i++) {
         arb_inst_close(c->inst[i]);
         arb_plugin_unload(&c->lp[i]);
     }
     c->ninst = 0;
     free(c->sites);
-    for (int mo = 0; mo < ARB_MODE_COUNT; mo++)
+    for (int mo = 0; mo < ARB_MODE_COUNT; mo++) {
         for (int p = 0; p < ARB_PHASES; p++)
             free(c->res[mo][p].us), free(c->res[mo][p].tokens);
+    }
 }
 
 int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **argv)
@@ -258,10 +276,14 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
                          sizeof msg);
         r->ncfgs++;
     }
-    if (st == ARB_OK) {
+    if (st == ARB_OK && (o->profile[0] || o->tune)) {
+        st = arb_run_open_profile(r, msg, sizeof msg); /* per-site choice (engine/run_profile.h) */
+    } else if (st == ARB_OK) {
         st = open_config(r, &r->cfgs[r->ncfgs], "impl", impl, o->impl_given ? o->impl.params : "", msg, sizeof msg);
         r->ncfgs++;
     }
+    if (st == ARB_OK && o->baseline_given) /* A/B after the runs (engine/run_ab.h) */
+        st = arb_run_open_baseline(r, msg, sizeof msg);
     if (failed_everywhere(r, st != ARB_OK, msg, sizeof msg))
         goto out_close;
     if (m->rank == 0 && arb_run_open_rows(r, msg, sizeof msg) != 0) {
@@ -270,12 +292,19 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
     }
     rc = 0;
     for (unsigned i = 0; i < r->ncfgs && rc == 0; i++) {
+        if (strcmp(r->cfgs[i].label, "baseline") == 0)
+            continue; /* it runs interleaved with the implementation below */
         st = arb_run_config(r, &r->cfgs[i], msg, sizeof msg);
         if (st != ARB_OK) {
             if (m->rank == 0)
                 fprintf(stderr, "arbench engine: %s run: %s\n", r->cfgs[i].label, msg);
             rc = 1;
         }
+    }
+    if (rc == 0 && o->baseline_given && (st = arb_run_ab(r, msg, sizeof msg)) != ARB_OK) {
+        if (m->rank == 0)
+            fprintf(stderr, "arbench engine: A/B against --baseline: %s\n", msg);
+        rc = 1;
     }
     if (m->rank == 0) {
         arb_run_print_table(r);
@@ -284,6 +313,8 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
 out_close:
     for (unsigned i = 0; i < r->ncfgs; i++)
         close_config(&r->cfgs[i]);
+    arb_run_close_profile(r);
+    arb_run_close_baseline(r);
 out:
     free(r);
     return rc;

@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "ab.h"
 #include "backend.h"
 #include "hostops.h"
 #include "loader.h"
@@ -43,6 +44,7 @@ typedef struct arb_phase_result {
     double moe_ours_us, moe_ours_bytes, moe_cublas_us, moe_cublas_bytes; /* < 0: not measured */
     unsigned produced;    /* spec: tokens the cycles produced (accepted drafts + one per cycle) */
     double total_us;      /* spec: sum of the cycles' times */
+    double draft_us, verify_us; /* spec: medians per cycle of the draft's k steps and of the verify (max over ranks) */
 } arb_phase_result_t;
 
 /* One run configuration: which instance serves each site. */
@@ -56,6 +58,8 @@ typedef struct arb_runcfg {
     char describe[256];    /* the instance's resolved parameters */
     char fusion[32];       /* path of the fused op: plugin, composed, mixed, local */
     arb_phase_result_t res[ARB_MODE_COUNT][ARB_PHASES];
+    int borrowed;          /* the instances belong to the profile's registry (engine/run_profile.h) */
+    unsigned phases;       /* bits (1 << ARB_PHASE_*) whose rows this configuration writes; 0 = all */
 } arb_runcfg_t;
 
 typedef struct arb_engine_run {
@@ -111,6 +115,9 @@ int arb_run_is_impl(const arb_runcfg_t *c);
  * the implementation's configuration, written as soon as the phase finished. */
 int arb_run_open_rows(arb_engine_run_t *r, char *err, size_t len);
 void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase);
+void arb_run_ab_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase, int role, const double *us,
+                    size_t n, unsigned T, const arb_ab_result_t *cmp, const arb_agreement_t *ag, const char *bname,
+                    const char *bparams);
 void arb_run_close_rows(arb_engine_run_t *r);
 void arb_run_print_table(const arb_engine_run_t *r);
 extern const char *const arb_engine_columns[];

@@ -7,6 +7,7 @@
 #include "memplan.h"
 #include "results.h"
 #include "run.h"
+#include "spec.h"
 
 /* The sweep's metadata columns (docs/results.md), then the engine's. */
 #define ARB_ENGINE_COLUMNS(X)                                                                    \
@@ -16,10 +17,12 @@
     X(config) X(model_type) X(layers) X(experts) X(topk) X(overrides) X(weights) X(tp)           \
     X(tp_shape) X(shards_per_rank) X(context) X(phase) X(tokens) X(mode) X(steps) X(sites)       \
     X(fusion) X(median_us) X(p10_us) X(p90_us) X(mean_us) X(min_us) X(max_us) X(tok_s)           \
-    X(compute_only_us) X(allreduce_us) X(allreduce_share) X(step_bytes) X(read_gbs)              \
+    X(compute_only_us) X(compute_only_experts) X(allreduce_us) X(allreduce_share) X(step_bytes) X(read_gbs)              \
     X(hbm_floor_us) X(floor_ratio) X(experts_per_layer) X(moe_us) X(moe_gbs) X(moe_cublas_us)    \
     X(moe_cublas_gbs) X(moe_speedup) X(accept_rate) X(accepted_per_cycle) X(agree) X(check_agree) X(check_logit_diff) X(logit_tol)    \
-    X(greedy) X(note) X(samples_us)
+    X(greedy) X(note) X(samples_us)                                                              \
+    X(draft_us) X(verify_us) X(spec_ratio) X(break_even)                                         \
+    X(ab_role) X(ab_baseline) X(ab_speedup) X(ab_ci_lo) X(ab_ci_hi) X(ab_agree)
 
 enum {
 #define ARB_EC(name) EC_##name,
@@ -70,47 +73,54 @@ static void setd(rowtext_t *t, int col, double v, const char *fmt)
         snprintf(t->b[col], sizeof t->b[col], fmt, v);
 }
 
+/* The columns every row has: metadata, model, sharding, configuration and mode. */
+static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, rowtext_t *t, const char **f)
+{
+    const arb_engine_opts_t *o = r->o;
+    const arb_meta_t *mt = &r->meta;
+    for (int i = 0; i < EC_COUNT; i++)
+        f[i] = t->b[i];
+    char now[32];
+    arb_utc_now(now, sizeof now);
+    snprintf(t->b[EC_schema], 96, ARB_ENGINE_SCHEMA);
+    f[EC_run_id] = mt->run_id, f[EC_git_rev] = mt->git_rev, f[EC_arbench_version] = mt->version;
+    f[EC_host] = mt->host, f[EC_argv] = mt->argv, f[EC_gpu] = mt->gpu, f[EC_sm] = mt->sm;
+    f[EC_driver] = mt->driver, f[EC_cuda] = mt->cuda, f[EC_nccl] = mt->nccl, f[EC_nccl_header] = mt->nccl_header;
+    f[EC_mpi] = mt->mpi, f[EC_fabric] = mt->fabric, f[EC_binding] = mt->binding, f[EC_env] = mt->env;
+    snprintf(t->b[EC_time], 96, "%s", now);
+    snprintf(t->b[EC_ranks], 96, "%d", r->m->nranks);
+    snprintf(t->b[EC_nodes], 96, "%d", r->m->nnodes);
+    f[EC_impl] = c->spec.name, f[EC_params] = c->describe;
+    f[EC_backend] = r->be->name;
+    snprintf(t->b[EC_source], 96, "measured");
+    f[EC_config] = r->cfg.name, f[EC_model_type] = r->cfg.model_type_str, f[EC_overrides] = r->cfg.overrides;
+    snprintf(t->b[EC_layers], 96, "%u", r->cfg.num_hidden_layers);
+    snprintf(t->b[EC_experts], 96, "%u", r->cfg.n_routed_experts);
+    snprintf(t->b[EC_topk], 96, "%u", r->cfg.num_experts_per_tok);
+    snprintf(t->b[EC_weights], 96, "%s", o->weights == ARB_WEIGHTS_INT4 ? "int4" : "bf16");
+    snprintf(t->b[EC_tp], 96, "%d", r->m->nranks);
+    snprintf(t->b[EC_tp_shape], 96, "%u", r->s.tp_shape);
+    snprintf(t->b[EC_shards_per_rank], 96, "%u", r->s.shard_count);
+    snprintf(t->b[EC_context], 96, "%u", o->context);
+    snprintf(t->b[EC_mode], 96, "%s", arb_mode_names[mode]);
+    snprintf(t->b[EC_sites], 96, "all %u=%.40s%s%.40s", 2 * r->cfg.num_hidden_layers, c->spec.name,
+             c->spec.params[0] ? ":" : "", c->spec.params);
+    f[EC_fusion] = c->fusion;
+}
+
 void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase)
 {
     const arb_phase_result_t *p = &c->res[mode][phase];
     const arb_runcfg_t *co = compute_only(r);
     const arb_phase_result_t *q = co && co->res[mode][phase].ran ? &co->res[mode][phase] : NULL;
     const arb_engine_opts_t *o = r->o;
-    const arb_meta_t *mt = &r->meta;
     rowtext_t t;
     memset(&t, 0, sizeof t);
     const char *f[EC_COUNT] = {0};
-    for (int i = 0; i < EC_COUNT; i++)
-        f[i] = t.b[i];
-    char now[32];
-    arb_utc_now(now, sizeof now);
-    snprintf(t.b[EC_schema], 96, ARB_ENGINE_SCHEMA);
-    f[EC_run_id] = mt->run_id, f[EC_git_rev] = mt->git_rev, f[EC_arbench_version] = mt->version;
-    f[EC_host] = mt->host, f[EC_argv] = mt->argv, f[EC_gpu] = mt->gpu, f[EC_sm] = mt->sm;
-    f[EC_driver] = mt->driver, f[EC_cuda] = mt->cuda, f[EC_nccl] = mt->nccl, f[EC_nccl_header] = mt->nccl_header;
-    f[EC_mpi] = mt->mpi, f[EC_fabric] = mt->fabric, f[EC_binding] = mt->binding, f[EC_env] = mt->env;
-    snprintf(t.b[EC_time], 96, "%s", now);
-    snprintf(t.b[EC_ranks], 96, "%d", r->m->nranks);
-    snprintf(t.b[EC_nodes], 96, "%d", r->m->nnodes);
-    f[EC_impl] = c->spec.name, f[EC_params] = c->describe;
-    f[EC_backend] = r->be->name;
-    snprintf(t.b[EC_source], 96, "measured");
-    f[EC_config] = r->cfg.name, f[EC_model_type] = r->cfg.model_type_str, f[EC_overrides] = r->cfg.overrides;
-    snprintf(t.b[EC_layers], 96, "%u", r->cfg.num_hidden_layers);
-    snprintf(t.b[EC_experts], 96, "%u", r->cfg.n_routed_experts);
-    snprintf(t.b[EC_topk], 96, "%u", r->cfg.num_experts_per_tok);
-    snprintf(t.b[EC_weights], 96, "%s", o->weights == ARB_WEIGHTS_INT4 ? "int4" : "bf16");
-    snprintf(t.b[EC_tp], 96, "%d", r->m->nranks);
-    snprintf(t.b[EC_tp_shape], 96, "%u", r->s.tp_shape);
-    snprintf(t.b[EC_shards_per_rank], 96, "%u", r->s.shard_count);
-    snprintf(t.b[EC_context], 96, "%u", o->context);
+    fill_common(r, c, mode, &t, f);
     snprintf(t.b[EC_phase], 96, "%s", arb_phase_names[phase]);
     snprintf(t.b[EC_tokens], 96, "%u", p->T);
-    snprintf(t.b[EC_mode], 96, "%s", arb_mode_names[mode]);
     snprintf(t.b[EC_steps], 96, "%u", p->nsteps);
-    snprintf(t.b[EC_sites], 96, "all %u=%.40s%s%.40s", 2 * r->cfg.num_hidden_layers, c->spec.name,
-             c->spec.params[0] ? ":" : "", c->spec.params);
-    f[EC_fusion] = c->fusion;
     setd(&t, EC_median_us, p->st.median, "%.3f");
     setd(&t, EC_p10_us, p->st.p10, "%.3f");
     setd(&t, EC_p90_us, p->st.p90, "%.3f");
@@ -123,9 +133,24 @@ void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase
         setd(&t, EC_tok_s, p->produced / p->total_us * 1e6, "%.2f");
         setd(&t, EC_accept_rate, o->accept_rate, "%.3f");
         setd(&t, EC_accepted_per_cycle, (double)p->produced / p->nsteps - 1.0, "%.3f");
+        /* issue 15: the draft's share, the ratio to plain decode, the break-even acceptance */
+        const arb_phase_result_t *dp = &c->res[mode][ARB_PHASE_DECODE];
+        setd(&t, EC_draft_us, p->draft_us, "%.3f");
+        setd(&t, EC_verify_us, p->verify_us, "%.3f");
+        double be = NAN;
+        char bwhy[256];
+        if (dp->ran && dp->st.median > 0) {
+            setd(&t, EC_spec_ratio, p->produced / p->total_us * 1e6 / (1e6 / dp->st.median), "%.4f");
+            if (arb_spec_break_even(r->o->spec_k, p->draft_us / r->o->spec_k, p->verify_us, dp->st.median, &be, bwhy,
+                                    sizeof bwhy) == ARB_OK && isinf(be))
+                snprintf(t.b[EC_break_even], 96, "inf");
+            else
+                setd(&t, EC_break_even, be, "%.4f");
+        }
     }
     if (q) {
         setd(&t, EC_compute_only_us, q->st.median, "%.3f");
+        setd(&t, EC_compute_only_experts, q->experts, "%.2f");
         setd(&t, EC_allreduce_us, p->st.median - q->st.median, "%.3f");
         setd(&t, EC_allreduce_share, (p->st.median - q->st.median) / p->st.median, "%.4f");
     }
@@ -173,6 +198,54 @@ void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase
     if (arb_csv_append(r->rows, f, EC_COUNT) != 0)
         fprintf(stderr, "arbench engine: cannot append to %s\n", r->out);
     free(t.greedy);
+    free(t.samples);
+}
+
+/* An A/B row (docs/engine-e2e.md): one side's interleaved steps, phase ab-decode or
+ * ab-verify, with the comparison (speedup = median(baseline) / median(candidate)). */
+void arb_run_ab_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase, int role, const double *us,
+                    size_t n, unsigned T, const arb_ab_result_t *cmp, const arb_agreement_t *ag, const char *bname,
+                    const char *bparams)
+{
+    rowtext_t t;
+    memset(&t, 0, sizeof t);
+    const char *f[EC_COUNT] = {0};
+    fill_common(r, c, mode, &t, f);
+    snprintf(t.b[EC_phase], 96, "ab-%s", arb_phase_names[phase]);
+    snprintf(t.b[EC_tokens], 96, "%u", T);
+    snprintf(t.b[EC_steps], 96, "%zu", n);
+    arb_stats_t st;
+    if (arb_stats_compute(us, n, &st) == 0) {
+        setd(&t, EC_median_us, st.median, "%.3f");
+        setd(&t, EC_p10_us, st.p10, "%.3f");
+        setd(&t, EC_p90_us, st.p90, "%.3f");
+        setd(&t, EC_mean_us, st.mean, "%.3f");
+        setd(&t, EC_min_us, st.min, "%.3f");
+        setd(&t, EC_max_us, st.max, "%.3f");
+        if (phase == ARB_PHASE_DECODE)
+            setd(&t, EC_tok_s, 1e6 / st.median, "%.2f");
+        const arb_runcfg_t *co = compute_only(r);
+        if (co && co->res[mode][phase].ran) {
+            double q = co->res[mode][phase].st.median;
+            setd(&t, EC_compute_only_us, q, "%.3f");
+            setd(&t, EC_allreduce_us, st.median - q, "%.3f");
+            setd(&t, EC_allreduce_share, (st.median - q) / st.median, "%.4f");
+        }
+    }
+    snprintf(t.b[EC_ab_role], 96, "%s", role ? "candidate" : "baseline");
+    snprintf(t.b[EC_ab_baseline], 96, "%.40s%s%.50s", bname, *bparams ? ":" : "", bparams);
+    setd(&t, EC_ab_speedup, cmp->speedup, "%.4f");
+    setd(&t, EC_ab_ci_lo, cmp->lo, "%.4f");
+    setd(&t, EC_ab_ci_hi, cmp->hi, "%.4f");
+    char agree[200];
+    arb_agreement_text(ag, agree, sizeof agree);
+    f[EC_ab_agree] = agree;
+    t.samples = calloc(n * 16 + 1, 1);
+    for (size_t i = 0, u = 0; t.samples && i < n; i++)
+        u += (size_t)snprintf(t.samples + u, 16, "%s%.3f", i ? " " : "", us[i]);
+    f[EC_samples_us] = t.samples;
+    if (arb_csv_append(r->rows, f, EC_COUNT) != 0)
+        fprintf(stderr, "arbench engine: cannot append to %s\n", r->out);
     free(t.samples);
 }
 

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `arbench engine --profile FILE` / `--tune` in the run driver (docs/engine-e2e.md): the
+ * engine's call-site shapes (decode T = 1, verify T = k + 1, the prefill chunk) are
+ * described as sites of this run (fabric, ranks, nodes, mode) and each gets its choice
+ * from the profile (site_choice.h); the registry opens each distinct choice once.
+ * The backends serve one instance per site position for every step shape, so when the
+ * decode and the verify shapes choose differently the implementation runs as two
+ * configurations: one whose decode rows are written, one whose verify (and speculative)
+ * rows are; each still runs the other phase untimed (verify needs decode's tokens).
+ */
+#ifndef ARB_ENGINE_RUN_PROFILE_H
+#define ARB_ENGINE_RUN_PROFILE_H
+
+#include <stddef.h>
+
+#include "arbench/plugin.h"
+
+/* (forward declarations only: run.c also includes src/runner.h, whose arb_point_t is not
+ * src/points.h's) */
+struct arb_engine_run;
+struct arb_runcfg;
+struct arb_site_registry;
+
+/* Collective. Appends the implementation's configuration(s) to r->cfgs (label "impl",
+ * phases set when split), prints each site's choice on rank 0. */
+arb_status_t arb_run_open_profile(struct arb_engine_run *r, char *why, size_t len);
+/* Fills c as a configuration serving registry slot `slot`'s instance at every site (the
+ * registry keeps ownership: c->borrowed), writing the rows of `phases` (0: all). */
+arb_status_t arb_run_borrow_config(struct arb_engine_run *r, struct arb_runcfg *c, const char *label,
+                                   const struct arb_site_registry *reg, size_t slot, unsigned phases, char *why,
+                                   size_t len);
+/* Collective. Closes what arb_run_open_profile opened (the configurations borrow it). */
+void arb_run_close_profile(struct arb_engine_run *r);
+
+#endif

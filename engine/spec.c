@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/* EAGLE-style speculative decoding cycles: accept, rollback, statistics, break-even. */
+#include "spec.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arbench/status.h"
+#include "resample.h"
+#include "stats.h"
+#include "wgen.h"
+
+unsigned arb_spec_accept_greedy(const int32_t *draft, const int32_t *target_argmax, unsigned k)
+{
+    unsigned n = 0;
+    while (n < k && draft[n] == target_argmax[n])
+        n++;
+    return n;
+}
+
+double arb_spec_accept_draw(uint64_t seed, uint64_t cycle, unsigned i)
+{
+    /* arb_wgen_uniform is in (-1, 1) with 24 random bits: map to [0, 1). */
+    return (arb_wgen_uniform(seed, ARB_W_ACCEPT, 0, cycle * 64u + i) + 1.0) * 0.5;
+}
+
+unsigned arb_spec_accept_rate(uint64_t seed, uint64_t cycle, unsigned k, double p)
+{
+    unsigned n = 0;
+    while (n < k && arb_spec_accept_draw(seed, cycle, n) < p)
+        n++;
+    return n;
+}
+
+arb_status_t arb_spec_commit(arb_spec_state_t *st, unsigned k, unsigned accepted, const int32_t *draft,
+                             const int32_t *target_argmax, int32_t *emitted, arb_spec_commit_t *out,
+                             char *why, size_t why_len)
+{
+    if (k == 0 || k > ARB_SPEC_MAX_K)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "speculative cycle: k = %u; expected 1 to %d draft tokens", k, ARB_SPEC_MAX_K);
+    if (accepted > k)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "speculative cycle: %u accepted of %u drafted", accepted, k);
+    for (unsigned i = 0; i < accepted; i++)
+        emitted[i] = draft[i];
+    emitted[accepted] = target_argmax[accepted];
+    out->accepted = accepted;
+    out->bonus = target_argmax[accepted];
+    out->emitted = accepted + 1;
+    out->written = (size_t)k + 1;
+    out->rolled_back = (size_t)(k - accepted);
+    st->cache_len += (size_t)accepted + 1; /* next and the accepted drafts stay */
+    st->next = out->bonus;
+    st->cycle++;
+    out->cache_len = st->cache_len;
+    return ARB_OK;
+}
+
+void arb_spec_trace_free(arb_spec_trace_t *t)
+{
+    free(t->draft_us);
+    free(t->verify_us);
+    free(t->cycle_us);
+    free(t->accepted);
+    free(t->tokens);
+    memset(t, 0, sizeof *t);
+}
+
+arb_status_t arb_spec_run(const arb_spec_model_t *m, const arb_spec_opts_t *o, arb_spec_state_t *st,
+                          arb_spec_trace_t *t, char *why, size_t why_len)
+{
+    memset(t, 0, sizeof *t);
+    if (o->k == 0 || o->k > ARB_SPEC_MAX_K)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "--spec-k %u: expected 1 to %d draft tokens", o->k, ARB_SPEC_MAX_K);
+    if (o->accept_rate > 1 || isnan(o->accept_rate))
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "--accept-rate %g: expected a probability from 0 to 1", o->accept_rate);
+    if (o->cycles == 0)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "speculative run: 0 cycles; expected at least 1");
+    size_t c = o->cycles;
+    t->k = o->k;
+    t->draft_us = calloc(c, sizeof(double));
+    t->verify_us = calloc(c, sizeof(double));
+    t->cycle_us = calloc(c, sizeof(double));
+    t->accepted = calloc(c, sizeof(unsigned));
+    t->tokens = calloc(c * (o->k + 1), sizeof(int32_t));
+    arb_status_t s = ARB_OK;
+    if (!t->draft_us || !t->verify_us || !t->cycle_us || !t->accepted || !t->tokens)
+        ARB_RAISE_GOTO(s, ARB_ERR_SYSTEM, fail, why, why_len, "speculative run: out of memory for %zu cycles", c);
+    for (size_t i = 0; i < c; i++) {
+        int32_t in[ARB_SPEC_MAX_K + 1], argmax[ARB_SPEC_MAX_K + 1];
+        double dus = NAN, vus = NAN;
+        in[0] = st->next;
+        ARB_TRY_GOTO(s, m->draft(m->ctx, st, o->k, in + 1, &dus, why, why_len), fail);
+        ARB_TRY_GOTO(s, m->verify(m->ctx, st, in, o->k + 1, argmax, &vus, why, why_len), fail);
+        unsigned n = o->accept_rate < 0 ? arb_spec_accept_greedy(in + 1, argmax, o->k)
+                                        : arb_spec_accept_rate(o->seed, st->cycle, o->k, o->accept_rate);
+        arb_spec_commit_t cm;
+        ARB_TRY_GOTO(s, arb_spec_commit(st, o->k, n, in + 1, argmax, t->tokens + t->ntokens, &cm, why, why_len), fail);
+        ARB_TRY_GOTO(s, m->rollback(m->ctx, st->cache_len, why, why_len), fail);
+        t->ntokens += cm.emitted;
+        t->draft_us[i] = dus;
+        t->verify_us[i] = vus;
+        t->cycle_us[i] = dus + vus;
+        t->accepted[i] = n;
+        t->cycles = i + 1;
+    }
+    return ARB_OK;
+fail:
+    arb_spec_trace_free(t);
+    return s;
+}
+
+double arb_spec_expected_accepted(double p, unsigned k)
+{
+    double sum = 0, pi = 1;
+    for (unsigned i = 1; i <= k; i++) {
+        pi *= p;
+        sum += pi;
+    }
+    return sum;
+}
+
+double arb_spec_tok_s(double p, unsigned k, double draft_step_us, double verify_us)
+{
+    return (1.0 + arb_spec_expected_accepted(p, k)) / (k * draft_step_us + verify_us) * 1e6;
+}
+
+/* The p in [0, 1] with sum_{i=0..k} p^i = R (0 below the range, INFINITY above). */
+static double solve_geometric(unsigned k, double R)
+{
+    if (R <= 1)
+        return 0;
+    if (R > k + 1.0)
+        return INFINITY;
+    double lo = 0, hi = 1;
+    for (int it = 0; it < 200 && hi - lo > 1e-15; it++) {
+        double mid = 0.5 * (lo + hi);
+        if (1.0 + arb_spec_expected_accepted(mid, k) < R)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+arb_status_t arb_spec_break_even(unsigned k, double draft_step_us, double verify_us, double plain_step_us, double *p,
+                                 char *why, size_t why_len)
+{
+    if (k == 0 || !isfinite(draft_step_us) || draft_step_us < 0 || !isfinite(verify_us) || verify_us <= 0 ||
+        !isfinite(plain_step_us) || plain_step_us <= 0)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "break-even: k %u, draft step %g us, verify %g us, plain step %g us; expected k >= 1, draft >= 0, verify and plain > 0", k, draft_step_us, verify_us, plain_step_us);
+    *p = solve_geometric(k, (k * draft_step_us + verify_us) / plain_step_us);
+    return ARB_OK;
+}
+
+arb_status_t arb_spec_implied_acceptance(unsigned k, double spec_tok_s, double cycle_us, double *p, char *why,
+                                         size_t why_len)
+{
+    if (k == 0 || !isfinite(spec_tok_s) || spec_tok_s <= 0 || !isfinite(cycle_us) || cycle_us <= 0)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "implied acceptance: k %u, %g tok/s, cycle %g us; expected k >= 1 and positive finite rates and times", k, spec_tok_s, cycle_us);
+    *p = solve_geometric(k, spec_tok_s * cycle_us * 1e-6);
+    return ARB_OK;
+}
+
+static double median_of(const double *v, size_t n, double *scratch)
+{
+    memcpy(scratch, v, n * sizeof *v);
+    return arb_median_inplace(scratch, n);
+}
+
+arb_status_t arb_spec_summarize(const arb_spec_trace_t *t, double plain_step_us, arb_spec_summary_t *out, char *why,
+                                size_t why_len)
+{
+    memset(out, 0, sizeof *out);
+    if (t->cycles == 0 || t->k == 0)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "speculative summary: no cycles");
+    if (!isfinite(plain_step_us) || plain_step_us <= 0)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "speculative summary: plain decode step %g us; expected a finite time > 0", plain_step_us);
+    double *scratch = malloc(t->cycles * sizeof *scratch);
+    if (!scratch)
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "speculative summary: out of memory");
+    double total_us = 0, acc = 0;
+    for (size_t i = 0; i < t->cycles; i++) {
+        if (!isfinite(t->cycle_us[i]) || t->cycle_us[i] <= 0 || !isfinite(t->draft_us[i]) || t->draft_us[i] < 0) {
+            free(scratch);
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "speculative summary: cycle %zu took %g us (draft %g us); expected finite positive times", i, t->cycle_us[i], t->draft_us[i]);
+        }
+        total_us += t->cycle_us[i];
+        acc += t->accepted[i];
+    }
+    out->k = t->k;
+    out->cycles = t->cycles;
+    out->draft_us = median_of(t->draft_us, t->cycles, scratch);
+    out->verify_us = median_of(t->verify_us, t->cycles, scratch);
+    out->cycle_us = median_of(t->cycle_us, t->cycles, scratch);
+    free(scratch);
+    out->mean_accepted = acc / (double)t->cycles;
+    out->spec_tok_s = (double)t->ntokens / total_us * 1e6;
+    out->plain_step_us = plain_step_us;
+    out->plain_tok_s = 1e6 / plain_step_us;
+    out->ratio = out->spec_tok_s / out->plain_tok_s;
+    return arb_spec_break_even(t->k, out->draft_us / t->k, out->verify_us, plain_step_us, &out->break_even, why, why_len);
+}

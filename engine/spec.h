@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Speculative decoding cycles, EAGLE style, greedy (docs/engine-e2e.md).
+ *
+ * State between cycles: `cache_len` positions are in the target's KV cache and `next`,
+ * the last token emitted, is not yet (it is fed first). One cycle:
+ *   1. draft: k steps at T = 1 propose d_1 .. d_k;
+ *   2. verify: the target runs [next, d_1, .., d_k] at positions cache_len .. cache_len + k
+ *      in one pass (T = k + 1) and yields its argmax g_0 .. g_k (g_i follows token i);
+ *   3. accept: n = the number of leading d_i with d_i == g_{i-1} (greedy), or, with an
+ *      acceptance rate p, the number of leading draws u_i < p (u_i uniform in [0, 1) from
+ *      arb_wgen(seed, ARB_W_ACCEPT, 0, cycle * 64 + i - 1): reproducible, rank-independent);
+ *   4. emit d_1 .. d_n and the bonus token g_n (n + 1 tokens);
+ *   5. rollback: the verify wrote k + 1 positions, the first n + 1 stay (next and the
+ *      accepted drafts): cache_len += n + 1, k - n positions are discarded; next = g_n.
+ *
+ * Throughput: a cycle costs k draft steps and one verify, t_cycle = k t_draft + t_verify,
+ * and emits 1 + E[n] tokens; with each draft token accepted independently with
+ * probability p (a rejection ends the run of accepts), E[n] = sum_{i=1..k} p^i, so
+ *   tok/s_spec(p) = (1 + sum_{i=1..k} p^i) / t_cycle,   tok/s_plain = 1 / t_plain.
+ * The break-even acceptance p* solves tok/s_spec(p*) = tok/s_plain, that is
+ *   sum_{i=0..k} p*^i = t_cycle / t_plain  (= R);
+ * the left side rises from 1 (p = 0) to k + 1 (p = 1), so p* = 0 when R <= 1
+ * (speculation wins whatever is accepted), p* = INFINITY when R > k + 1 (it loses even
+ * when every draft is accepted), else the unique root, found by bisection.
+ */
+#ifndef ARB_ENGINE_SPEC_H
+#define ARB_ENGINE_SPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arbench/plugin.h"
+
+#define ARB_SPEC_MAX_K 16 /* draft tokens per cycle; the accept draws index cycle * 64 + i */
+
+typedef struct arb_spec_state {
+    size_t cache_len; /* positions in the target's KV cache */
+    int32_t next;     /* last emitted token, fed first in the next cycle */
+    uint64_t cycle;   /* cycles done (the accept draws' index) */
+} arb_spec_state_t;
+
+/* Greedy acceptance: leading draft[i] equal to target[i] (the argmax after the prefix
+ * that ends in token i: next for i = 0, draft[i-1] otherwise). 0..k. */
+unsigned arb_spec_accept_greedy(const int32_t *draft, const int32_t *target_argmax, unsigned k);
+/* Acceptance at rate p in [0, 1]: leading positions whose draw is < p. 0..k. */
+unsigned arb_spec_accept_rate(uint64_t seed, uint64_t cycle, unsigned k, double p);
+/* The draw for draft position i (0-based) of a cycle, uniform in [0, 1). */
+double arb_spec_accept_draw(uint64_t seed, uint64_t cycle, unsigned i);
+
+typedef struct arb_spec_commit {
+    unsigned accepted;   /* n */
+    int32_t bonus;       /* g_n */
+    unsigned emitted;    /* n + 1 tokens: d_1 .. d_n, g_n */
+    size_t written;      /* k + 1 positions the verify wrote */
+    size_t rolled_back;  /* k - n positions discarded */
+    size_t cache_len;    /* after the cycle */
+} arb_spec_commit_t;
+
+/* Steps 4-5 for a cycle with `accepted` = n: writes the emitted tokens into
+ * emitted[0..n] (n + 1 entries), advances st. ARB_ERR_INVALID when n > k or k is out of range. */
+arb_status_t arb_spec_commit(arb_spec_state_t *st, unsigned k, unsigned accepted, const int32_t *draft,
+                             const int32_t *target_argmax, int32_t *emitted, arb_spec_commit_t *out,
+                             char *why, size_t why_len);
+
+/* What the engine provides: one draft of k tokens, one verify pass, the cache cut. Times in us. */
+typedef struct arb_spec_model {
+    arb_status_t (*draft)(void *ctx, const arb_spec_state_t *st, unsigned k, int32_t *draft, double *us,
+                          char *why, size_t why_len);
+    /* tokens[0..n) at positions st->cache_len .. + n - 1; argmax[0..n) */
+    arb_status_t (*verify)(void *ctx, const arb_spec_state_t *st, const int32_t *tokens, unsigned n, int32_t *argmax,
+                           double *us, char *why, size_t why_len);
+    /* keep the first len positions of the target's (and the draft's) KV cache */
+    arb_status_t (*rollback)(void *ctx, size_t len, char *why, size_t why_len);
+    void *ctx;
+} arb_spec_model_t;
+
+typedef struct arb_spec_opts {
+    unsigned k;         /* 1 .. ARB_SPEC_MAX_K */
+    double accept_rate; /* < 0: greedy (the draft's tokens decide); else p in [0, 1] */
+    uint64_t seed;
+    size_t cycles;
+} arb_spec_opts_t;
+
+/* Per cycle, in order; tokens: every emitted token. */
+typedef struct arb_spec_trace {
+    size_t cycles;
+    unsigned k;
+    double *draft_us, *verify_us, *cycle_us; /* [cycles] */
+    unsigned *accepted;                      /* [cycles] */
+    int32_t *tokens;                         /* [ntokens], at most cycles * (k + 1) */
+    size_t ntokens;
+} arb_spec_trace_t;
+
+/* Runs opts->cycles cycles from st; the trace is allocated here (arb_spec_trace_free). */
+arb_status_t arb_spec_run(const arb_spec_model_t *m, const arb_spec_opts_t *opts, arb_spec_state_t *st,
+                          arb_spec_trace_t *out, char *why, size_t why_len);
+void arb_spec_trace_free(arb_spec_trace_t *t);
+
+/* E[n] = sum_{i=1..k} p^i. */
+double arb_spec_expected_accepted(double p, unsigned k);
+/* tok/s of speculation at acceptance p: (1 + E[n]) / (k draft_step_us + verify_us), per second. */
+double arb_spec_tok_s(double p, unsigned k, double draft_step_us, double verify_us);
+/* p* (formula above) for t_cycle = k draft_step_us + verify_us against plain_step_us.
+ * ARB_ERR_INVALID for times that are not finite and > 0 (draft may be 0) or k = 0. */
+arb_status_t arb_spec_break_even(unsigned k, double draft_step_us, double verify_us, double plain_step_us, double *p,
+                                 char *why, size_t why_len);
+/* The acceptance that a measured speculative rate implies: sum_{i=0..k} p^i = tok_s * t_cycle.
+ * p = 0 / INFINITY outside [1, k + 1] as above. */
+arb_status_t arb_spec_implied_acceptance(unsigned k, double spec_tok_s, double cycle_us, double *p, char *why,
+                                         size_t why_len);
+
+typedef struct arb_spec_summary {
+    unsigned k;
+    size_t cycles;
+    double draft_us, verify_us, cycle_us; /* medians per cycle; draft is all k steps */
+    double mean_accepted;                 /* mean n */
+    double spec_tok_s;                    /* emitted tokens / total cycle time */
+    double plain_step_us, plain_tok_s;    /* the plain decode step of the same run */
+    double ratio;                         /* spec_tok_s / plain_tok_s */
+    double break_even;                    /* p* from the medians; INFINITY: never wins */
+} arb_spec_summary_t;
+
+arb_status_t arb_spec_summarize(const arb_spec_trace_t *t, double plain_step_us, arb_spec_summary_t *out, char *why,
+                                size_t why_len);
+
+#endif

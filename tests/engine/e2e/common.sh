@@ -1,0 +1,10 @@
+# SPDX-License-Identifier: MIT
+# Sourced by the engine_*.sh tests: a temporary directory removed on exit, mpirun's
+# arguments for this machine, and a TAP line helper (n, bad).
+tmp=$(mktemp -d /tmp/arbench-engine-e2e-XXXXXX) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+mpirun_args="--oversubscribe"
+[ "$(id -u)" = 0 ] && mpirun_args="$mpirun_args --allow-run-as-root"
+export OMPI_MCA_btl="^openib" OMPI_MCA_btl_vader_single_copy_mechanism=none
+n=0 bad=0
+tap() { n=$((n + 1)); if [ "$1" = OK ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; bad=1; fi; }

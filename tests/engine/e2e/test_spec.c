@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/* Speculative cycles: accept/rollback arithmetic, greedy equivalence with plain decoding
+ * on a toy model, seeded acceptance statistics, break-even and the seed deployment's figures. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "spec.h"
+#include "tap.h"
+#include "wgen.h"
+
+static void test_rollback_hand_cases(void)
+{
+    static const int32_t draft[3] = {5, 6, 7};
+    struct {
+        int32_t target[4];
+        unsigned n;
+        int32_t bonus;
+        size_t rolled, len;
+    } c[] = {
+        {{5, 6, 9, 11}, 2, 9, 1, 103},  /* d3 rejected: g2 = 9 is the bonus */
+        {{4, 6, 7, 11}, 0, 4, 3, 101},  /* first rejected: only the target's own token */
+        {{5, 6, 7, 11}, 3, 11, 0, 104}, /* all accepted: the bonus after d3 */
+    };
+    char why[128];
+    for (size_t i = 0; i < 3; i++) {
+        arb_spec_state_t st = {.cache_len = 100, .next = 1, .cycle = 7};
+        unsigned n = arb_spec_accept_greedy(draft, c[i].target, 3);
+        TAP_CHECK(n == c[i].n);
+        int32_t emitted[4] = {-1, -1, -1, -1};
+        arb_spec_commit_t cm;
+        TAP_CHECK(arb_spec_commit(&st, 3, n, draft, c[i].target, emitted, &cm, why, sizeof why) == ARB_OK);
+        TAP_CHECK(cm.accepted == n && cm.emitted == n + 1 && cm.bonus == c[i].bonus);
+        TAP_CHECK(cm.written == 4 && cm.rolled_back == c[i].rolled && cm.cache_len == c[i].len);
+        TAP_CHECK(st.cache_len == c[i].len && st.next == c[i].bonus && st.cycle == 8);
+        TAP_CHECK(memcmp(emitted, draft, n * sizeof *draft) == 0 && emitted[n] == c[i].bonus);
+        for (unsigned j = n + 1; j < 4; j++)
+            TAP_CHECK(emitted[j] == -1); /* nothing written past the bonus */
+    }
+    arb_spec_state_t st = {0};
+    int32_t e[4];
+    arb_spec_commit_t cm;
+    TAP_CHECK(arb_spec_commit(&st, 3, 4, draft, draft, e, &cm, why, sizeof why) == ARB_ERR_INVALID);
+    TAP_CHECK(arb_spec_commit(&st, 0, 0, draft, draft, e, &cm, why, sizeof why) == ARB_ERR_INVALID);
+    TAP_CHECK(st.cache_len == 0 && st.cycle == 0);
+}
+
+/* A toy model: the target's greedy token after `tok` at position `pos` is a hash; the
+ * draft agrees except where a second hash says it errs. Positions and the cache are
+ * tracked to check what the cycle feeds and keeps. */
+#define V 1000
+typedef struct toy {
+    uint64_t seed;
+    unsigned err_mod; /* the draft errs at 1 in err_mod positions (0: never) */
+    size_t cache_len; /* as the rollback left it */
+    size_t verify_pos_errors, rollback_errors, verifies;
+    double draft_step_us, verify_us;
+} toy_t;
+
+static int32_t toy_next(const toy_t *t, int32_t tok, size_t pos)
+{
+    return (int32_t)arb_wgen_below(t->seed, ARB_W_PROMPT, 1, (uint64_t)tok * 1000003u + pos, V);
+}
+
+static arb_status_t toy_draft(void *ctx, const arb_spec_state_t *st, unsigned k, int32_t *draft, double *us, char *why,
+                              size_t why_len)
+{
+    (void)why, (void)why_len;
+    toy_t *t = ctx;
+    int32_t prev = st->next;
+    for (unsigned i = 0; i < k; i++) {
+        size_t pos = st->cache_len + i;
+        int32_t d = toy_next(t, prev, pos);
+        if (t->err_mod && arb_wgen_below(t->seed, ARB_W_PROMPT, 2, pos, t->err_mod) == 0)
+            d = (d + 1) % V;
+        draft[i] = prev = d;
+    }
+    *us = k * t->draft_step_us;
+    return ARB_OK;
+}
+
+static arb_status_t toy_verify(void *ctx, const arb_spec_state_t *st, const int32_t *tokens, unsigned n,
+                               int32_t *argmax, double *us, char *why, size_t why_len)
+{
+    (void)why, (void)why_len;
+    toy_t *t = ctx;
+    t->verifies++;
+    t->verify_pos_errors += st->cache_len != t->cache_len; /* verify starts where the cache ends */
+    for (unsigned i = 0; i < n; i++)
+        argmax[i] = toy_next(t, tokens[i], st->cache_len + i);
+    *us = t->verify_us;
+    return ARB_OK;
+}
+
+static arb_status_t toy_rollback(void *ctx, size_t len, char *why, size_t why_len)
+{
+    (void)why, (void)why_len;
+    toy_t *t = ctx;
+    /* the cache can only have grown by at most k + 1 and never shrinks below where it was */
+    t->rollback_errors += len <= t->cache_len;
+    t->cache_len = len;
+    return ARB_OK;
+}
+
+static void test_greedy_equals_plain(void)
+{
+    for (unsigned k = 1; k <= 4; k++) {
+        toy_t t = {.seed = 11, .err_mod = 3, .cache_len = 50, .draft_step_us = 1, .verify_us = 10};
+        arb_spec_model_t m = {toy_draft, toy_verify, toy_rollback, &t};
+        arb_spec_state_t st = {.cache_len = 50, .next = 17};
+        arb_spec_opts_t o = {.k = k, .accept_rate = -1, .seed = 1, .cycles = 300};
+        arb_spec_trace_t tr;
+        char why[256];
+        TAP_CHECK(arb_spec_run(&m, &o, &st, &tr, why, sizeof why) == ARB_OK);
+        /* plain greedy decoding of the same model from the same state */
+        int32_t tok = 17;
+        size_t mismatches = 0, acc = 0;
+        for (size_t i = 0; i < tr.ntokens; i++) {
+            tok = toy_next(&t, tok, 50 + i);
+            mismatches += tok != tr.tokens[i];
+        }
+        for (size_t c = 0; c < tr.cycles; c++)
+            acc += tr.accepted[c];
+        TAP_CHECK(mismatches == 0);
+        TAP_CHECK(tr.ntokens == tr.cycles + acc && st.cache_len == 50 + tr.ntokens && t.cache_len == st.cache_len);
+        TAP_CHECK(t.verify_pos_errors == 0 && t.rollback_errors == 0 && t.verifies == 300);
+        TAP_CHECK(acc > 0 && acc < tr.cycles * k); /* both paths ran: some accepted, some rejected */
+        arb_spec_trace_free(&tr);
+    }
+}
+
+/* n = leading accepts of k: P(n = j) = p^j (1 - p) for j < k, P(n = k) = p^k. */
+static double var_accepted(double p, unsigned k)
+{
+    double m = 0, m2 = 0;
+    for (unsigned j = 0; j <= k; j++) {
+        double pj = j < k ? pow(p, j) * (1 - p) : pow(p, k);
+        m += j * pj, m2 += (double)j * j * pj;
+    }
+    return m2 - m * m;
+}
+
+static void test_accept_rate_statistics(void)
+{
+    const size_t N = 20000;
+    const double ps[] = {0.5, 0.7, 0.9};
+    for (size_t a = 0; a < 3; a++) {
+        unsigned k = 3;
+        double p = ps[a];
+        double sum = 0;
+        size_t first = 0;
+        for (uint64_t c = 0; c < N; c++) {
+            unsigned n = arb_spec_accept_rate(42, c, k, p);
+            sum += n;
+            first += n >= 1;
+        }
+        double mean = sum / N, e = arb_spec_expected_accepted(p, k);
+        double tol = 4.5 * sqrt(var_accepted(p, k) / N);
+        double ftol = 4.5 * sqrt(N * p * (1 - p));
+        printf("# p %.1f k %u: mean accepted %.4f, expected %.4f (+- %.4f); first accepted %zu of %zu\n", p, k, mean, e,
+               tol, first, N);
+        TAP_CHECK(fabs(mean - e) < tol);
+        TAP_CHECK(fabs((double)first - N * p) < ftol); /* binomial(N, p) */
+    }
+    for (uint64_t c = 0; c < 100; c++) {
+        TAP_CHECK(arb_spec_accept_rate(1, c, 4, 0.0) == 0);
+        TAP_CHECK(arb_spec_accept_rate(1, c, 4, 1.0) == 4);
+    }
+    /* seeded: the same seed and cycle give the same draws, another seed others */
+    size_t same = 0, diff = 0;
+    for (uint64_t c = 0; c < 200; c++) {
+        same += arb_spec_accept_draw(5, c, 1) == arb_spec_accept_draw(5, c, 1);
+        diff += arb_spec_accept_draw(5, c, 1) != arb_spec_accept_draw(6, c, 1);
+        double u = arb_spec_accept_draw(5, c, 0);
+        TAP_CHECK(u >= 0 && u < 1);
+    }
+    TAP_CHECK(same == 200 && diff >= 190);
+}
+
+static void test_accept_rate_drives_the_cycle(void)
+{
+    /* A draft that is always wrong: with --accept-rate the accepted length still decides
+     * the rollback and where the next verify starts. */
+    toy_t t = {.seed = 3, .err_mod = 1, .cache_len = 0, .draft_step_us = 2, .verify_us = 20};
+    arb_spec_model_t m = {toy_draft, toy_verify, toy_rollback, &t};
+    arb_spec_state_t st = {.cache_len = 0, .next = 1};
+    arb_spec_opts_t o = {.k = 2, .accept_rate = 0.8, .seed = 9, .cycles = 5000};
+    arb_spec_trace_t tr;
+    char why[256];
+    TAP_CHECK(arb_spec_run(&m, &o, &st, &tr, why, sizeof why) == ARB_OK);
+    size_t acc = 0;
+    int matches_draws = 1;
+    for (size_t c = 0; c < tr.cycles; c++) {
+        acc += tr.accepted[c];
+        matches_draws &= tr.accepted[c] == arb_spec_accept_rate(9, c, 2, 0.8);
+    }
+    TAP_CHECK(matches_draws);
+    TAP_CHECK(st.cache_len == tr.cycles + acc && t.verify_pos_errors == 0 && t.rollback_errors == 0);
+    double mean = (double)acc / tr.cycles, e = arb_spec_expected_accepted(0.8, 2);
+    TAP_CHECK(fabs(mean - e) < 4.5 * sqrt(var_accepted(0.8, 2) / tr.cycles));
+    arb_spec_summary_t s;
+    TAP_CHECK(arb_spec_summarize(&tr, 10.0, &s, why, sizeof why) == ARB_OK);
+    TAP_CHECK(s.draft_us == 4 && s.verify_us == 20 && s.cycle_us == 24);
+    TAP_CHECK(fabs(s.mean_accepted - mean) < 1e-12);
+    TAP_CHECK(fabs(s.spec_tok_s - (1 + mean) / 24e-6) < 1e-6 * s.spec_tok_s);
+    TAP_CHECK(fabs(s.plain_tok_s - 1e5) < 1e-6 && fabs(s.ratio - s.spec_tok_s / 1e5) < 1e-12);
+    /* cycle 24 us vs plain 10: R = 2.4, 1 + p + p^2 = 2.4 */
+    TAP_CHECK(fabs(s.break_even - (-1 + sqrt(1 + 4 * 1.4)) / 2) < 1e-9);
+    arb_spec_trace_free(&tr);
+    o.accept_rate = 1.5;
+    TAP_CHECK(arb_spec_run(&m, &o, &st, &tr, why, sizeof why) == ARB_ERR_INVALID && strstr(why, "--accept-rate"));
+    o.accept_rate = 0.5, o.k = 0;
+    TAP_CHECK(arb_spec_run(&m, &o, &st, &tr, why, sizeof why) == ARB_ERR_INVALID && strstr(why, "--spec-k"));
+}
+
+static void test_break_even(void)
+{
+    char why[256];
+    double p;
+    /* k = 2, draft step 2.5 us, verify 15 us, plain 10 us: R = 2, p* = golden ratio - 1 */
+    TAP_CHECK(arb_spec_break_even(2, 2.5, 15, 10, &p, why, sizeof why) == ARB_OK);
+    TAP_CHECK(fabs(p - (sqrt(5.0) - 1) / 2) < 1e-12);
+    TAP_CHECK(fabs(arb_spec_tok_s(p, 2, 2.5, 15) - 1e5) < 1e-6); /* there spec = plain */
+    TAP_CHECK(arb_spec_tok_s(p + 0.01, 2, 2.5, 15) > 1e5 && arb_spec_tok_s(p - 0.01, 2, 2.5, 15) < 1e5);
+    /* k = 1: 1 + p = R */
+    TAP_CHECK(arb_spec_break_even(1, 1, 14, 10, &p, why, sizeof why) == ARB_OK && fabs(p - 0.5) < 1e-12);
+    /* a cycle no slower than a plain step: wins at any acceptance */
+    TAP_CHECK(arb_spec_break_even(3, 1, 7, 10, &p, why, sizeof why) == ARB_OK && p == 0);
+    /* slower than k + 1 plain steps: never wins */
+    TAP_CHECK(arb_spec_break_even(2, 1, 29, 10, &p, why, sizeof why) == ARB_OK && isinf(p));
+    TAP_CHECK(arb_spec_break_even(2, 1, 0, 10, &p, why, sizeof why) == ARB_ERR_INVALID);
+    TAP_CHECK(arb_spec_break_even(0, 1, 5, 10, &p, why, sizeof why) == ARB_ERR_INVALID);
+    TAP_CHECK(fabs(arb_spec_expected_accepted(0.5, 3) - 0.875) < 1e-15);
+}
+
+static void test_seed_deployment(void)
+{
+    /* design.md: plain decode 89.5 tok/s; EAGLE-3 54.1 tok/s; a 3-token verify (k = 2) of
+     * about 30 ms. Even with a free draft (0 us, the most favourable case) the break-even
+     * acceptance is ~0.89, while 54.1 tok/s at that cycle implies an acceptance of ~0.43:
+     * speculation loses. */
+    char why[256];
+    double plain_us = 1e6 / 89.5, be, implied;
+    TAP_CHECK(arb_spec_break_even(2, 0, 30000, plain_us, &be, why, sizeof why) == ARB_OK);
+    TAP_CHECK(arb_spec_implied_acceptance(2, 54.1, 30000, &implied, why, sizeof why) == ARB_OK);
+    printf("# seed: break-even %.4f, implied acceptance %.4f, ratio %.3f\n", be, implied, 54.1 / 89.5);
+    TAP_CHECK(fabs(be - (-1 + sqrt(1 + 4 * (30000 / plain_us - 1))) / 2) < 1e-9);
+    TAP_CHECK(be > 0.85 && be < 0.95);
+    TAP_CHECK(implied < be); /* a loss */
+    TAP_CHECK(arb_spec_tok_s(implied, 2, 0, 30000) < 89.5);
+    TAP_CHECK(fabs(arb_spec_tok_s(implied, 2, 0, 30000) - 54.1) < 1e-6);
+    /* a draft that costs time only raises the bar */
+    double be2;
+    TAP_CHECK(arb_spec_break_even(2, 500, 30000, plain_us, &be2, why, sizeof why) == ARB_OK && be2 > be);
+}
+
+int main(int argc, char **argv)
+{
+    static const tap_test_t tests[] = {
+        {"rollback_hand_cases", test_rollback_hand_cases},
+        {"greedy_equals_plain", test_greedy_equals_plain},
+        {"accept_rate_statistics", test_accept_rate_statistics},
+        {"accept_rate_drives_the_cycle", test_accept_rate_drives_the_cycle},
+        {"break_even", test_break_even},
+        {"seed_deployment", test_seed_deployment},
+    };
+    return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
+}
