@@ -225,19 +225,7 @@ __global__ void __launch_bounds__(kCombineWarps *kWarp)
     const size_t cstride = (size_t)R * ps;
     for (int t = 0; t < T; t++) {
         const float *base = partial + (size_t)(t * nh_r + h) * ps;
-        // the chunks' weights, in parallel; sums in a fixed order (block_sum)
-        float m = -INFINITY;
-        for (int ch = threadIdx.x; ch < nch; ch += blockDim.x)
-            m = fmaxf(m, base[ch * cstride + rkv]);
-        const float M = block_max(m, scratch);
-        float lsum = 0.0f;
-        for (int ch = threadIdx.x; ch < nch; ch += blockDim.x) {
-            const float mc = base[ch * cstride + rkv];
-            const float w = mc == -INFINITY ? 0.0f : expf(mc - M);
-            wch[ch] = w;
-            lsum = fmaf(w, base[ch * cstride + rkv + 1], lsum);
-        }
-        lsum = block_sum(lsum, scratch); // its barriers also publish wch
+        const float lsum = chunk_weights(base, cstride, rkv, nch, wch, scratch);
         for (int d = threadIdx.x; d < rkv; d += blockDim.x) {
             float acc = 0.0f;
 #pragma unroll 16

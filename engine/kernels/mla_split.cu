@@ -194,18 +194,7 @@ __global__ void __launch_bounds__(kMergeCols *kMergeStrands)
     const int nch = (*pos0 + T + kAttnChunk - 1) / kAttnChunk;
     const size_t cstride = (size_t)R * ps;
     const float *base = partial + (size_t)r * ps;
-    float m = -INFINITY;
-    for (int ch = threadIdx.x; ch < nch; ch += blockDim.x)
-        m = fmaxf(m, base[ch * cstride + rkv]);
-    const float M = block_max(m, scratch);
-    float lsum = 0.0f;
-    for (int ch = threadIdx.x; ch < nch; ch += blockDim.x) {
-        const float mc = base[ch * cstride + rkv];
-        const float w = mc == -INFINITY ? 0.0f : expf(mc - M);
-        wch[ch] = w;
-        lsum = fmaf(w, base[ch * cstride + rkv + 1], lsum);
-    }
-    lsum = block_sum(lsum, scratch); // its barriers also publish wch
+    const float lsum = chunk_weights(base, cstride, rkv, nch, wch, scratch);
     const int col = threadIdx.x % kMergeCols, strand = threadIdx.x / kMergeCols, c = blockIdx.y * kMergeCols + col;
     float acc = 0.0f;
     if (c < rkv) {

@@ -38,6 +38,63 @@ __device__ __forceinline__ best_t warp_best(best_t b)
     return b;
 }
 
+// The groups a token keeps (bit g; all when n_group is 1): the topk_group groups whose two
+// largest choices sum highest, ties to the lower group index. By one warp; ch its choices.
+__device__ __forceinline__ unsigned long long kept_groups(const float *ch, int n_group, int topk_group, int gsz)
+{
+    if (n_group <= 1)
+        return ~0ull;
+    const int lane = threadIdx.x % kWarp;
+    float gs = -INFINITY; // lane g < n_group: the sum of its group's two largest choices
+    if (lane < n_group) {
+        float a = -INFINITY, b2 = -INFINITY;
+        for (int e = lane * gsz; e < (lane + 1) * gsz; e++) {
+            const float c = ch[e];
+            if (c > a)
+                b2 = a, a = c;
+            else if (c > b2)
+                b2 = c;
+        }
+        gs = a + b2;
+    }
+    unsigned long long keep = 0;
+    for (int kept = 0; kept < topk_group; kept++) {
+        best_t b = {(lane < n_group && !((keep >> lane) & 1)) ? gs : -INFINITY, lane < n_group ? lane : 0x7fffffff};
+        b = warp_best(b);
+        keep |= 1ull << b.i;
+    }
+    return keep;
+}
+
+// After the top-k (used, sel, selw in shared memory, then a barrier): the distinct experts
+// ascending (uniq, n_uniq) and coef[u][t]; by the whole block.
+__device__ void publish_route(const unsigned char *used, const int *sel, const float *selw, int *slot_of,
+                              int *n_uniq_s, const moe_route &rt, int E, int k, int T)
+{
+    if (threadIdx.x < kWarp) { // distinct experts, ascending: ballot and prefix count
+        int count = 0;
+        for (int base = 0; base < E; base += kWarp) {
+            const int e = base + threadIdx.x;
+            const bool f = e < E && used[e];
+            const unsigned mask = __ballot_sync(0xffffffffu, f);
+            if (f) {
+                const int pos = count + __popc(mask & ((1u << threadIdx.x) - 1u));
+                rt.uniq[pos] = e;
+                slot_of[e] = pos;
+            }
+            count += __popc(mask);
+        }
+        if (threadIdx.x == 0)
+            *n_uniq_s = count, *rt.n_uniq = count;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < *n_uniq_s * kMaxT; i += blockDim.x)
+        rt.coef[i] = 0.0f;
+    __syncthreads();
+    for (int i = threadIdx.x; i < T * k; i += blockDim.x)
+        rt.coef[slot_of[sel[i]] * kMaxT + i / k] = selw[i];
+}
+
 // Top-k of every token (warp t routes token t, shuffles only) and the dedupe; run by the
 // whole (last) block. Shared memory per token: choice values, the kept-group mask.
 __device__ void route_tokens(const float *logits, const float *__restrict__ bias, const moe_route &rt, int E, int k,
@@ -59,27 +116,7 @@ __device__ void route_tokens(const float *logits, const float *__restrict__ bias
         for (int e = lane; e < E; e += kWarp)
             ch[e] = 1.0f / (1.0f + expf(-__ldcg(logits + (size_t)t * E + e))) + bias[e];
         __syncwarp();
-        unsigned long long keep = ~0ull; // kept groups (n_group <= 64)
-        if (n_group > 1) {
-            float gs = -INFINITY; // lane g < n_group: the sum of its group's two largest choices
-            if (lane < n_group) {
-                float a = -INFINITY, b2 = -INFINITY;
-                for (int e = lane * gsz; e < (lane + 1) * gsz; e++) {
-                    const float c = ch[e];
-                    if (c > a)
-                        b2 = a, a = c;
-                    else if (c > b2)
-                        b2 = c;
-                }
-                gs = a + b2;
-            }
-            keep = 0;
-            for (int kept = 0; kept < topk_group; kept++) { // ties: the lower group index
-                best_t b = {(lane < n_group && !((keep >> lane) & 1)) ? gs : -INFINITY, lane < n_group ? lane : 0x7fffffff};
-                b = warp_best(b);
-                keep |= 1ull << b.i;
-            }
-        }
+        const unsigned long long keep = kept_groups(ch, n_group, topk_group, gsz);
         for (int j = 0; j < k; j++) {
             best_t b = {-INFINITY, 0x7fffffff};
             for (int e = lane; e < E; e += kWarp)
@@ -110,28 +147,7 @@ __device__ void route_tokens(const float *logits, const float *__restrict__ bias
         __syncwarp();
     }
     __syncthreads();
-    if (threadIdx.x < kWarp) { // distinct experts, ascending: ballot and prefix count
-        int count = 0;
-        for (int base = 0; base < E; base += kWarp) {
-            const int e = base + threadIdx.x;
-            const bool f = e < E && used[e];
-            const unsigned mask = __ballot_sync(0xffffffffu, f);
-            if (f) {
-                const int pos = count + __popc(mask & ((1u << threadIdx.x) - 1u));
-                rt.uniq[pos] = e;
-                slot_of[e] = pos;
-            }
-            count += __popc(mask);
-        }
-        if (threadIdx.x == 0)
-            n_uniq_s = count, *rt.n_uniq = count;
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < n_uniq_s * kMaxT; i += blockDim.x)
-        rt.coef[i] = 0.0f;
-    __syncthreads();
-    for (int i = threadIdx.x; i < T * k; i += blockDim.x)
-        rt.coef[slot_of[sel[i]] * kMaxT + i / k] = selw[i];
+    publish_route(used, sel, selw, slot_of, &n_uniq_s, rt, E, k, T);
 }
 
 template <int T>
@@ -196,27 +212,7 @@ __device__ void route_tokens_par(const float *logits, const float *__restrict__ 
         for (int e = lane; e < E; e += kWarp)
             ch[e] = 1.0f / (1.0f + expf(-__ldcg(logits + (size_t)t * E + e))) + bias[e];
         __syncwarp();
-        unsigned long long keep = ~0ull; // kept groups
-        if (n_group > 1) {
-            float gs = -INFINITY;
-            if (lane < n_group) {
-                float a = -INFINITY, b2 = -INFINITY;
-                for (int e = lane * gsz; e < (lane + 1) * gsz; e++) {
-                    const float c = ch[e];
-                    if (c > a)
-                        b2 = a, a = c;
-                    else if (c > b2)
-                        b2 = c;
-                }
-                gs = a + b2;
-            }
-            keep = 0;
-            for (int kept = 0; kept < topk_group; kept++) {
-                best_t b = {(lane < n_group && !((keep >> lane) & 1)) ? gs : -INFINITY, lane < n_group ? lane : 0x7fffffff};
-                b = warp_best(b);
-                keep |= 1ull << b.i;
-            }
-        }
+        const unsigned long long keep = kept_groups(ch, n_group, topk_group, gsz);
         unsigned mine = 0; // lane's experts e = lane + 32 i still eligible, bit i
         for (int i = 0, e = lane; e < E; i++, e += kWarp)
             if ((keep >> (e / gsz)) & 1)
@@ -251,28 +247,7 @@ __device__ void route_tokens_par(const float *logits, const float *__restrict__ 
         }
     }
     __syncthreads();
-    if (threadIdx.x < kWarp) { // distinct experts, ascending: ballot and prefix count
-        int count = 0;
-        for (int base = 0; base < E; base += kWarp) {
-            const int e = base + threadIdx.x;
-            const bool f = e < E && used[e];
-            const unsigned mask = __ballot_sync(0xffffffffu, f);
-            if (f) {
-                const int pos = count + __popc(mask & ((1u << threadIdx.x) - 1u));
-                rt.uniq[pos] = e;
-                slot_of[e] = pos;
-            }
-            count += __popc(mask);
-        }
-        if (threadIdx.x == 0)
-            n_uniq_s = count, *rt.n_uniq = count;
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < n_uniq_s * kMaxT; i += blockDim.x)
-        rt.coef[i] = 0.0f;
-    __syncthreads();
-    for (int i = threadIdx.x; i < T * k; i += blockDim.x)
-        rt.coef[slot_of[sel[i]] * kMaxT + i / k] = selw[i];
+    publish_route(used, sel, selw, slot_of, &n_uniq_s, rt, E, k, T);
 }
 
 template <int T>
