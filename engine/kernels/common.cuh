@@ -94,6 +94,27 @@ __device__ __forceinline__ float block_max(float v, float *scratch)
     return warp_max(v);
 }
 
+// The attention merge's chunk weights for one row: base points at the row's partial in
+// chunk 0 (chunks cstride floats apart, m at [rkv], l at [rkv + 1]); wch[c] = exp(m_c - M)
+// (0 for a wholly masked chunk); returns sum_c wch[c] l_c, the same in every thread, in a
+// fixed order. By the whole block; wch (shared) is published on return.
+__device__ __forceinline__ float chunk_weights(const float *base, size_t cstride, int rkv, int nch, float *wch,
+                                               float *scratch)
+{
+    float m = -INFINITY;
+    for (int ch = threadIdx.x; ch < nch; ch += blockDim.x)
+        m = fmaxf(m, base[ch * cstride + rkv]);
+    const float M = block_max(m, scratch);
+    float lsum = 0.0f;
+    for (int ch = threadIdx.x; ch < nch; ch += blockDim.x) {
+        const float mc = base[ch * cstride + rkv];
+        const float w = mc == -INFINITY ? 0.0f : expf(mc - M);
+        wch[ch] = w;
+        lsum = fmaf(w, base[ch * cstride + rkv + 1], lsum);
+    }
+    return block_sum(lsum, scratch); // its barriers also publish wch
+}
+
 // out = bf16(in / sqrt(mean(in^2) + eps) * w) over one row of n values, by the whole
 // block (forward.md's rmsnorm; the mean over the stored bf16 inputs).
 __device__ __forceinline__ void block_rmsnorm(const bf16 *in, const bf16 *w, bf16 *out, int n, float eps,

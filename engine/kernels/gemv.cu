@@ -3,7 +3,8 @@
 // row-major (a Hugging Face Linear weight), x [T x K] bf16, fp32 accumulation. At these
 // shapes the weights are read once and dominate: one warp per output row (rowdot.cuh).
 // Epilogues: bf16 store, fp32 store, and SiLU(gate) * up over two weight matrices read
-// in the same pass (the MLP's gate/up in one launch, the product rounded once).
+// in the same pass (the MLP's gate/up in one launch, the product rounded once). Long rows
+// are split over up to four warps (gemv_parts).
 #include "kernels.h"
 
 #include "rowdot.cuh"
@@ -11,26 +12,54 @@
 namespace arbk {
 namespace {
 
-constexpr int kRowsPerBlock = 8; // one warp per row
+constexpr int kGemvWarps = 8;
 
-template <int T, int EPI>
-__global__ void __launch_bounds__(kRowsPerBlock *kWarp)
+// Split S: each row's K inputs in S contiguous parts, one warp each (S = 1: a warp per
+// row, the previous form); the parts' sums added in a fixed order by the first warp.
+// More warps stream a long row at once, each with its loads in flight together.
+template <int T, int EPI, int S>
+__global__ void __launch_bounds__(kGemvWarps *kWarp)
     gemv_kernel(const bf16 *__restrict__ W, const bf16 *__restrict__ W2, const bf16 *__restrict__ x, int ldx,
                 int N, int K, void *__restrict__ y, int ldy)
 {
     constexpr bool two = EPI == GEMV_SILU_MUL;
-    const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+    constexpr int rows = kGemvWarps / S;
+    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+    const int row = blockIdx.x * rows + warp / S, part = warp % S, Ks = K / S, k0 = part * Ks;
     pdl_launch_dependents();
     if (row < N) { // weights do not depend on the predecessor: fetch them while it finishes
-        warp_prefetch_l2(W + (size_t)row * K, (size_t)K * 2);
+        warp_prefetch_l2(W + (size_t)row * K + k0, (size_t)Ks * 2);
         if (two)
-            warp_prefetch_l2(W2 + (size_t)row * K, (size_t)K * 2);
+            warp_prefetch_l2(W2 + (size_t)row * K + k0, (size_t)Ks * 2);
     }
     pdl_wait();
-    if (row >= N)
+    if (S == 1 && row >= N)
         return;
     float acc[T], acc2[T];
-    warp_rowdot<T, two>(W + (size_t)row * K, two ? W2 + (size_t)row * K : nullptr, x, ldx, K, acc, acc2);
+#pragma unroll
+    for (int t = 0; t < T; t++)
+        acc[t] = 0.0f, acc2[t] = 0.0f;
+    if (row < N)
+        warp_rowdot<T, two>(W + (size_t)row * K + k0, two ? W2 + (size_t)row * K + k0 : nullptr, x + k0, ldx, Ks, acc,
+                            acc2);
+    if (S > 1) {
+        __shared__ float red[kGemvWarps][2][T];
+        if (lane == 0)
+#pragma unroll
+            for (int t = 0; t < T; t++)
+                red[warp][0][t] = acc[t], red[warp][1][t] = acc2[t];
+        __syncthreads();
+        if (part != 0 || row >= N)
+            return;
+#pragma unroll
+        for (int t = 0; t < T; t++) {
+            float a = red[warp][0][t], b = red[warp][1][t];
+#pragma unroll
+            for (int q = 1; q < S; q++)
+                a += red[warp + q][0][t], b += red[warp + q][1][t];
+            acc[t] = a, acc2[t] = b;
+        }
+    }
 #pragma unroll
     for (int t = 0; t < T; t++) {
         if (lane != t)
@@ -44,21 +73,47 @@ __global__ void __launch_bounds__(kRowsPerBlock *kWarp)
     }
 }
 
+template <int EPI, int S>
+cudaError_t gemv_split(const launch_ctx &c, const bf16 *W, const bf16 *W2, const bf16 *x, int ldx, int N, int K,
+                       void *y, int ldy, int T)
+{
+    constexpr int rows = kGemvWarps / S;
+    const dim3 grid((N + rows - 1) / rows), block(kGemvWarps * kWarp);
+    switch (T) {
+    case 1: return launch(c, gemv_kernel<1, EPI, S>, grid, block, 0, W, W2, x, ldx, N, K, y, ldy);
+    case 2: return launch(c, gemv_kernel<2, EPI, S>, grid, block, 0, W, W2, x, ldx, N, K, y, ldy);
+    case 3: return launch(c, gemv_kernel<3, EPI, S>, grid, block, 0, W, W2, x, ldx, N, K, y, ldy);
+    case 4: return launch(c, gemv_kernel<4, EPI, S>, grid, block, 0, W, W2, x, ldx, N, K, y, ldy);
+    case 5: return launch(c, gemv_kernel<5, EPI, S>, grid, block, 0, W, W2, x, ldx, N, K, y, ldy);
+    case 6: return launch(c, gemv_kernel<6, EPI, S>, grid, block, 0, W, W2, x, ldx, N, K, y, ldy);
+    case 7: return launch(c, gemv_kernel<7, EPI, S>, grid, block, 0, W, W2, x, ldx, N, K, y, ldy);
+    case 8: return launch(c, gemv_kernel<8, EPI, S>, grid, block, 0, W, W2, x, ldx, N, K, y, ldy);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+// The split of a row: four parts of at least 128 vectors (four loads per lane), else two
+// of at least 96, K / 8 a multiple of the parts; one part under use_old("gemv").
+int gemv_parts(int K)
+{
+    const int nvec = K / 8;
+    if (use_old("gemv"))
+        return 1;
+    if (nvec >= 4 * 128 && nvec % 4 == 0)
+        return 4;
+    if (nvec >= 2 * 96 && nvec % 2 == 0)
+        return 2;
+    return 1;
+}
+
 template <int EPI>
 cudaError_t gemv_dispatch(const launch_ctx &c, const bf16 *W, const bf16 *W2, const bf16 *x, int ldx, int N, int K,
                           void *y, int ldy, int T)
 {
-    const dim3 grid((N + kRowsPerBlock - 1) / kRowsPerBlock), block(kRowsPerBlock * kWarp);
-    switch (T) {
-    case 1: return launch(c, gemv_kernel<1, EPI>, grid, block, 0, W, W2, x, ldx, N, K, y, ldy);
-    case 2: return launch(c, gemv_kernel<2, EPI>, grid, block, 0, W, W2, x, ldx, N, K, y, ldy);
-    case 3: return launch(c, gemv_kernel<3, EPI>, grid, block, 0, W, W2, x, ldx, N, K, y, ldy);
-    case 4: return launch(c, gemv_kernel<4, EPI>, grid, block, 0, W, W2, x, ldx, N, K, y, ldy);
-    case 5: return launch(c, gemv_kernel<5, EPI>, grid, block, 0, W, W2, x, ldx, N, K, y, ldy);
-    case 6: return launch(c, gemv_kernel<6, EPI>, grid, block, 0, W, W2, x, ldx, N, K, y, ldy);
-    case 7: return launch(c, gemv_kernel<7, EPI>, grid, block, 0, W, W2, x, ldx, N, K, y, ldy);
-    case 8: return launch(c, gemv_kernel<8, EPI>, grid, block, 0, W, W2, x, ldx, N, K, y, ldy);
-    default: return cudaErrorInvalidValue;
+    switch (gemv_parts(K)) {
+    case 4: return gemv_split<EPI, 4>(c, W, W2, x, ldx, N, K, y, ldy, T);
+    case 2: return gemv_split<EPI, 2>(c, W, W2, x, ldx, N, K, y, ldy, T);
+    default: return gemv_split<EPI, 1>(c, W, W2, x, ldx, N, K, y, ldy, T);
     }
 }
 

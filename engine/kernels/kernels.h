@@ -22,12 +22,18 @@ struct launch_ctx {
     int pdl; // 1: launch with programmatic stream serialization (PDL)
 };
 
+// The previous form of a kernel (A/B measurement): true when the environment variable
+// ARB_ENGINE_OLD names `kernel` in its comma-separated list, or is "all". Kernels:
+// attend, combine (the merge and W_uv), absorb, router, gemv, moe (INT4 gate/up at T 2-4). Read at launch (a captured graph
+// keeps the form it was captured with).
+bool use_old(const char *kernel);
+
 constexpr int kMaxT = 8;          // tokens per step (ARB_GPU_MAX_T)
 constexpr int kMaxNope = 256;     // qk_nope_head_dim
 constexpr int kMaxLatVec = 2;     // 16-byte vectors of a latent row per lane
 constexpr int kMaxLatent = kMaxLatVec * 32 * 8; // kv_lora_rank <= 512
-constexpr int kAttnChunk = 64;    // cache positions per attention CTA
-constexpr int kMaxChunks = 2048;  // context <= kMaxChunks * kAttnChunk (131072 positions)
+constexpr int kAttnChunk = 32;    // cache positions per attention CTA (<= 32: a lane per position)
+constexpr int kMaxChunks = 4096;  // context <= kMaxChunks * kAttnChunk (131072 positions)
 constexpr int kMaxExperts = 1024; // n_routed_experts
 constexpr int kMaxTopk = 16;      // num_experts_per_tok
 constexpr int kMaxGroups = 32;    // n_group: one lane per group
@@ -53,7 +59,8 @@ cudaError_t mla_prep(const launch_ctx &c, const bf16 *qkva, const bf16 *q_a_norm
 
 // ---- mla.cu: absorbed attention over the latent cache ----
 // rope_cs [context x dr/2] (cos * m, sin * m); partial [chunks x T nh_r x (rkv + 4)] fp32.
-cudaError_t mla_setup(int rkv, int dr, int nh_r); // once per process: the attend kernel's shared memory
+cudaError_t mla_setup(int rkv, int dr, int nh_r); // once per process: the attend kernels' shared memory
+cudaError_t mla_split_setup(int rkv, int dr, int nh_r); // mla_attend_pos's part of mla_setup
 size_t mla_attend_smem(int rkv, int dr, int nh_r, int T);
 cudaError_t mla_absorb(const launch_ctx &c, const bf16 *q, const bf16 *kv_b, const float2 *rope_cs,
                        const int32_t *pos0, bf16 *qlat, bf16 *qpe, int nh_r, int dn, int dr, int dv, int rkv, int T);
@@ -62,6 +69,17 @@ cudaError_t mla_attend(const launch_ctx &c, const bf16 *qlat, const bf16 *qpe, c
                        float scale, int T, int context);
 cudaError_t mla_combine(const launch_ctx &c, const float *partial, const bf16 *kv_b, const int32_t *pos0, bf16 *o,
                         int nh_r, int dn, int dv, int rkv, int T);
+// mla_split.cu: the same attention with more parallelism (the default; use_old selects the
+// above). mla_attend_pos writes mla_attend's partials; mla_merge leaves olat (bf16,
+// [T nh_r x rkv], the layout of qlat) and mla_uv projects it: mla_combine in two launches.
+size_t mla_attend_pos_smem(int rkv, int dr, int nh_r, int T);
+cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qpe, const bf16 *cache_ckv,
+                           const bf16 *cache_kpe, const int32_t *pos0, float *partial, int nh_r, int dr, int rkv,
+                           float scale, int T, int context);
+cudaError_t mla_merge(const launch_ctx &c, const float *partial, const int32_t *pos0, bf16 *olat, int nh_r, int rkv,
+                      int T);
+cudaError_t mla_uv(const launch_ctx &c, const bf16 *olat, const bf16 *kv_b, bf16 *o, int nh_r, int dn, int dv, int rkv,
+                   int T);
 
 // ---- router.cu and moe.cu ----
 struct moe_route {   // device buffers the router fills and the MoE kernels read

@@ -18,8 +18,9 @@ namespace arbk {
 namespace {
 
 constexpr int kAbsorbCols = 64; // latent columns per absorb block: 2 per lane
-constexpr int kAbsorbWarps = 4; // the nope dimension is split over them
 
+// The nope dimension is split over kAbsorbWarps warps (8; 4 under use_old("absorb")).
+template <int kAbsorbWarps>
 __global__ void __launch_bounds__(kAbsorbWarps *kWarp)
     mla_absorb_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ kv_b, const float2 *__restrict__ rope_cs,
                       const int32_t *__restrict__ pos0, bf16 *__restrict__ qlat, bf16 *__restrict__ qpe, int nh_r,
@@ -224,19 +225,7 @@ __global__ void __launch_bounds__(kCombineWarps *kWarp)
     const size_t cstride = (size_t)R * ps;
     for (int t = 0; t < T; t++) {
         const float *base = partial + (size_t)(t * nh_r + h) * ps;
-        // the chunks' weights, in parallel; sums in a fixed order (block_sum)
-        float m = -INFINITY;
-        for (int ch = threadIdx.x; ch < nch; ch += blockDim.x)
-            m = fmaxf(m, base[ch * cstride + rkv]);
-        const float M = block_max(m, scratch);
-        float lsum = 0.0f;
-        for (int ch = threadIdx.x; ch < nch; ch += blockDim.x) {
-            const float mc = base[ch * cstride + rkv];
-            const float w = mc == -INFINITY ? 0.0f : expf(mc - M);
-            wch[ch] = w;
-            lsum = fmaf(w, base[ch * cstride + rkv + 1], lsum);
-        }
-        lsum = block_sum(lsum, scratch); // its barriers also publish wch
+        const float lsum = chunk_weights(base, cstride, rkv, nch, wch, scratch);
         for (int d = threadIdx.x; d < rkv; d += blockDim.x) {
             float acc = 0.0f;
 #pragma unroll 16
@@ -287,16 +276,20 @@ size_t mla_attend_smem(int rkv, int dr, int nh_r, int T)
 
 cudaError_t mla_setup(int rkv, int dr, int nh_r)
 {
-    return cudaFuncSetAttribute(mla_attend_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)mla_attend_smem(rkv, dr, nh_r, kMaxT));
+    const cudaError_t e = cudaFuncSetAttribute(mla_attend_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               (int)mla_attend_smem(rkv, dr, nh_r, kMaxT));
+    return e != cudaSuccess ? e : mla_split_setup(rkv, dr, nh_r);
 }
 
 cudaError_t mla_absorb(const launch_ctx &c, const bf16 *q, const bf16 *kv_b, const float2 *rope_cs,
                        const int32_t *pos0, bf16 *qlat, bf16 *qpe, int nh_r, int dn, int dr, int dv, int rkv, int T)
 {
     const dim3 grid(nh_r, (rkv + kAbsorbCols - 1) / kAbsorbCols + 1);
-    return launch(c, mla_absorb_kernel, grid, dim3(kAbsorbWarps * kWarp), 0, q, kv_b, rope_cs, pos0, qlat, qpe, nh_r,
-                  dn, dr, dv, rkv, T);
+    if (use_old("absorb"))
+        return launch(c, mla_absorb_kernel<4>, grid, dim3(4 * kWarp), 0, q, kv_b, rope_cs, pos0, qlat, qpe, nh_r, dn,
+                      dr, dv, rkv, T);
+    return launch(c, mla_absorb_kernel<8>, grid, dim3(8 * kWarp), 0, q, kv_b, rope_cs, pos0, qlat, qpe, nh_r, dn, dr,
+                  dv, rkv, T);
 }
 
 cudaError_t mla_attend(const launch_ctx &c, const bf16 *qlat, const bf16 *qpe, const bf16 *cache_ckv,

@@ -127,6 +127,84 @@ __device__ __forceinline__ void warp_rowdot_int4_pair(const uint32_t *__restrict
         acc[t] = warp_sum(acc[t]), acc2[t] = warp_sum(acc2[t]);
 }
 
+// warp_rowdot_int4_pair over ROWS consecutive rows of one expert: each input vector is
+// widened once for all of them (at T > 1 the inputs' loads and widening, not the
+// weights, bound the kernel). Per row the same sums in the same order, so the same bits.
+template <int T, int ROWS>
+__device__ __forceinline__ void warp_rows_int4_pair(const uint32_t *__restrict__ g_packed,
+                                                    const bf16 *__restrict__ g_scale,
+                                                    const uint32_t *__restrict__ u_packed,
+                                                    const bf16 *__restrict__ u_scale, const bf16 *__restrict__ x,
+                                                    int K, float (&acc)[ROWS][T], float (&acc2)[ROWS][T])
+{
+    const int lane = threadIdx.x % kWarp, groups = K / 32;
+    const uint4 *gp = reinterpret_cast<const uint4 *>(g_packed), *up = reinterpret_cast<const uint4 *>(u_packed);
+    const uint4 *xv = reinterpret_cast<const uint4 *>(x);
+#pragma unroll
+    for (int r = 0; r < ROWS; r++)
+#pragma unroll
+        for (int t = 0; t < T; t++)
+            acc[r][t] = 0.0f, acc2[r][t] = 0.0f;
+    constexpr int kGU = 4; // groups of gate and of up in flight per lane and row
+    for (int g0 = lane; g0 < groups; g0 += kWarp * kGU) {
+        uint4 pg[kGU][ROWS], pu[kGU][ROWS];
+        float sg[kGU][ROWS], su[kGU][ROWS];
+#pragma unroll
+        for (int j = 0; j < kGU; j++) {
+            const int g = g0 + j * kWarp;
+            if (g < groups)
+#pragma unroll
+                for (int r = 0; r < ROWS; r++) {
+                    const size_t o = (size_t)r * groups + g; // groups per row: one uint4 and one scale each
+                    pg[j][r] = ld_stream(gp + o), pu[j][r] = ld_stream(up + o);
+                    sg[j][r] = bf(g_scale[o]), su[j][r] = bf(u_scale[o]);
+                }
+        }
+#pragma unroll
+        for (int j = 0; j < kGU; j++) {
+            const int g = g0 + j * kWarp;
+            if (g >= groups)
+                break;
+            float dg[ROWS][T], du[ROWS][T];
+#pragma unroll
+            for (int r = 0; r < ROWS; r++)
+#pragma unroll
+                for (int t = 0; t < T; t++)
+                    dg[r][t] = 0.0f, du[r][t] = 0.0f;
+#pragma unroll
+            for (int wi = 0; wi < 4; wi++) {
+                float xf[T][8];
+#pragma unroll
+                for (int t = 0; t < T; t++)
+                    unpack8(__ldg(xv + (size_t)t * (K / 8) + g * 4 + wi), xf[t]);
+#pragma unroll
+                for (int r = 0; r < ROWS; r++) {
+                    const uint32_t wg[4] = {pg[j][r].x, pg[j][r].y, pg[j][r].z, pg[j][r].w};
+                    const uint32_t wu[4] = {pu[j][r].x, pu[j][r].y, pu[j][r].z, pu[j][r].w};
+                    float qg[8], qu[8];
+                    dequant_word(wg[wi], qg);
+                    dequant_word(wu[wi], qu);
+#pragma unroll
+                    for (int t = 0; t < T; t++)
+#pragma unroll
+                        for (int jj = 0; jj < 8; jj++)
+                            dg[r][t] = fmaf(qg[jj], xf[t][jj], dg[r][t]), du[r][t] = fmaf(qu[jj], xf[t][jj], du[r][t]);
+                }
+            }
+#pragma unroll
+            for (int r = 0; r < ROWS; r++)
+#pragma unroll
+                for (int t = 0; t < T; t++)
+                    acc[r][t] = fmaf(dg[r][t], sg[j][r], acc[r][t]), acc2[r][t] = fmaf(du[r][t], su[j][r], acc2[r][t]);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < ROWS; r++)
+#pragma unroll
+        for (int t = 0; t < T; t++)
+            acc[r][t] = warp_sum(acc[r][t]), acc2[r][t] = warp_sum(acc2[r][t]);
+}
+
 template <int T>
 __device__ __forceinline__ void store_act(bf16 *dst, int ld, int row, const float (&g)[T], const float (&u)[T])
 {
@@ -169,6 +247,40 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp)
                              H, H, g, u);
     }
     store_act<T>(act + (size_t)slot * kMaxT * I, I, n, g, u);
+}
+
+// INT4 gate/up with ROWS rows of an expert per warp (warp_rows_int4_pair); the shared
+// expert as in moe_gate_up_kernel.
+template <int T, int ROWS>
+__global__ void __launch_bounds__(kMoeWarps *kWarp)
+    moe_gate_up_rows_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ h, bf16 *__restrict__ act,
+                            bf16 *__restrict__ act_sh)
+{
+    const int warp = blockIdx.x * kMoeWarps + threadIdx.x / kWarp;
+    const int H = w.H, I = w.I;
+    pdl_launch_dependents();
+    if (warp < w.Is) {
+        warp_prefetch_l2(w.sh_gate + (size_t)warp * H, (size_t)H * 2);
+        warp_prefetch_l2(w.sh_up + (size_t)warp * H, (size_t)H * 2);
+    }
+    pdl_wait();
+    if (warp < w.Is) {
+        float g[T], u[T];
+        warp_rowdot<T, true>(w.sh_gate + (size_t)warp * H, w.sh_up + (size_t)warp * H, h, H, H, g, u);
+        store_act<T>(act_sh, w.Is, warp, g, u);
+        return;
+    }
+    const int per_slot = I / ROWS, slot = (warp - w.Is) / per_slot, n = (warp - w.Is) % per_slot * ROWS;
+    if (slot >= *rt.n_uniq)
+        return;
+    const size_t row = (size_t)rt.uniq[slot] * I + n;
+    float g[ROWS][T], u[ROWS][T];
+    warp_rows_int4_pair<T, ROWS>(static_cast<const uint32_t *>(w.gate) + row * (H / 8), w.gate_s + row * (H / 32),
+                                 static_cast<const uint32_t *>(w.up) + row * (H / 8), w.up_s + row * (H / 32), h, H, g,
+                                 u);
+#pragma unroll
+    for (int r = 0; r < ROWS; r++)
+        store_act<T>(act + (size_t)slot * kMaxT * I, I, n + r, g[r], u[r]);
 }
 
 constexpr int kDownBatch = 8; // experts whose rows are in flight together per lane
@@ -298,7 +410,18 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
     const dim3 block(kMoeWarps * kWarp);
     const dim3 grid_gu((w.Is + max_slots * w.I + kMoeWarps - 1) / kMoeWarps);
     const dim3 grid_dn((w.H + kMoeWarps * kDownRowsPerWarp - 1) / (kMoeWarps * kDownRowsPerWarp));
+    // INT4 at T = 2 .. 4: two rows per warp (moe_gate_up_rows_kernel) unless use_old("moe")
+    const bool rows2 = INT4 && T >= 2 && T <= 4 && w.I % 2 == 0 && (which & 1) && !use_old("moe");
+    const dim3 grid_gu2((w.Is + max_slots * (w.I / 2) + kMoeWarps - 1) / kMoeWarps);
     cudaError_t e = cudaErrorInvalidValue;
+    if (rows2) {
+        e = T == 2   ? launch(c, moe_gate_up_rows_kernel<2, 2>, grid_gu2, block, 0, w, rt, h, act, act_sh)
+            : T == 3 ? launch(c, moe_gate_up_rows_kernel<3, 2>, grid_gu2, block, 0, w, rt, h, act, act_sh)
+                     : launch(c, moe_gate_up_rows_kernel<4, 2>, grid_gu2, block, 0, w, rt, h, act, act_sh);
+        if (e != cudaSuccess || !(which & 2))
+            return e;
+        which = 2;
+    }
 #define ARB_MOE_CASE(TT)                                                                                        \
     case TT:                                                                                                    \
         e = which & 1 ? launch(c, moe_gate_up_kernel<TT, INT4>, grid_gu, block, 0, w, rt, h, act, act_sh)        \

@@ -38,6 +38,63 @@ __device__ __forceinline__ best_t warp_best(best_t b)
     return b;
 }
 
+// The groups a token keeps (bit g; all when n_group is 1): the topk_group groups whose two
+// largest choices sum highest, ties to the lower group index. By one warp; ch its choices.
+__device__ __forceinline__ unsigned long long kept_groups(const float *ch, int n_group, int topk_group, int gsz)
+{
+    if (n_group <= 1)
+        return ~0ull;
+    const int lane = threadIdx.x % kWarp;
+    float gs = -INFINITY; // lane g < n_group: the sum of its group's two largest choices
+    if (lane < n_group) {
+        float a = -INFINITY, b2 = -INFINITY;
+        for (int e = lane * gsz; e < (lane + 1) * gsz; e++) {
+            const float c = ch[e];
+            if (c > a)
+                b2 = a, a = c;
+            else if (c > b2)
+                b2 = c;
+        }
+        gs = a + b2;
+    }
+    unsigned long long keep = 0;
+    for (int kept = 0; kept < topk_group; kept++) {
+        best_t b = {(lane < n_group && !((keep >> lane) & 1)) ? gs : -INFINITY, lane < n_group ? lane : 0x7fffffff};
+        b = warp_best(b);
+        keep |= 1ull << b.i;
+    }
+    return keep;
+}
+
+// After the top-k (used, sel, selw in shared memory, then a barrier): the distinct experts
+// ascending (uniq, n_uniq) and coef[u][t]; by the whole block.
+__device__ void publish_route(const unsigned char *used, const int *sel, const float *selw, int *slot_of,
+                              int *n_uniq_s, const moe_route &rt, int E, int k, int T)
+{
+    if (threadIdx.x < kWarp) { // distinct experts, ascending: ballot and prefix count
+        int count = 0;
+        for (int base = 0; base < E; base += kWarp) {
+            const int e = base + threadIdx.x;
+            const bool f = e < E && used[e];
+            const unsigned mask = __ballot_sync(0xffffffffu, f);
+            if (f) {
+                const int pos = count + __popc(mask & ((1u << threadIdx.x) - 1u));
+                rt.uniq[pos] = e;
+                slot_of[e] = pos;
+            }
+            count += __popc(mask);
+        }
+        if (threadIdx.x == 0)
+            *n_uniq_s = count, *rt.n_uniq = count;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < *n_uniq_s * kMaxT; i += blockDim.x)
+        rt.coef[i] = 0.0f;
+    __syncthreads();
+    for (int i = threadIdx.x; i < T * k; i += blockDim.x)
+        rt.coef[slot_of[sel[i]] * kMaxT + i / k] = selw[i];
+}
+
 // Top-k of every token (warp t routes token t, shuffles only) and the dedupe; run by the
 // whole (last) block. Shared memory per token: choice values, the kept-group mask.
 __device__ void route_tokens(const float *logits, const float *__restrict__ bias, const moe_route &rt, int E, int k,
@@ -59,27 +116,7 @@ __device__ void route_tokens(const float *logits, const float *__restrict__ bias
         for (int e = lane; e < E; e += kWarp)
             ch[e] = 1.0f / (1.0f + expf(-__ldcg(logits + (size_t)t * E + e))) + bias[e];
         __syncwarp();
-        unsigned long long keep = ~0ull; // kept groups (n_group <= 64)
-        if (n_group > 1) {
-            float gs = -INFINITY; // lane g < n_group: the sum of its group's two largest choices
-            if (lane < n_group) {
-                float a = -INFINITY, b2 = -INFINITY;
-                for (int e = lane * gsz; e < (lane + 1) * gsz; e++) {
-                    const float c = ch[e];
-                    if (c > a)
-                        b2 = a, a = c;
-                    else if (c > b2)
-                        b2 = c;
-                }
-                gs = a + b2;
-            }
-            keep = 0;
-            for (int kept = 0; kept < topk_group; kept++) { // ties: the lower group index
-                best_t b = {(lane < n_group && !((keep >> lane) & 1)) ? gs : -INFINITY, lane < n_group ? lane : 0x7fffffff};
-                b = warp_best(b);
-                keep |= 1ull << b.i;
-            }
-        }
+        const unsigned long long keep = kept_groups(ch, n_group, topk_group, gsz);
         for (int j = 0; j < k; j++) {
             best_t b = {-INFINITY, 0x7fffffff};
             for (int e = lane; e < E; e += kWarp)
@@ -110,28 +147,7 @@ __device__ void route_tokens(const float *logits, const float *__restrict__ bias
         __syncwarp();
     }
     __syncthreads();
-    if (threadIdx.x < kWarp) { // distinct experts, ascending: ballot and prefix count
-        int count = 0;
-        for (int base = 0; base < E; base += kWarp) {
-            const int e = base + threadIdx.x;
-            const bool f = e < E && used[e];
-            const unsigned mask = __ballot_sync(0xffffffffu, f);
-            if (f) {
-                const int pos = count + __popc(mask & ((1u << threadIdx.x) - 1u));
-                rt.uniq[pos] = e;
-                slot_of[e] = pos;
-            }
-            count += __popc(mask);
-        }
-        if (threadIdx.x == 0)
-            n_uniq_s = count, *rt.n_uniq = count;
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < n_uniq_s * kMaxT; i += blockDim.x)
-        rt.coef[i] = 0.0f;
-    __syncthreads();
-    for (int i = threadIdx.x; i < T * k; i += blockDim.x)
-        rt.coef[slot_of[sel[i]] * kMaxT + i / k] = selw[i];
+    publish_route(used, sel, selw, slot_of, &n_uniq_s, rt, E, k, T);
 }
 
 template <int T>
@@ -168,6 +184,123 @@ __global__ void __launch_bounds__(kRouterWarps *kWarp)
         *ticket = 0; // ready for the next launch (the next layer, or the graph's next replay)
 }
 
+// ---- the default form: the logits split over more warps, every token routed at once ----
+
+constexpr int kSplitWarps = 8;                      // block
+constexpr int kSplitK = 4;                          // warps per expert row, each a quarter of H
+constexpr int kSplitExperts = kSplitWarps / kSplitK; // experts per block
+
+// route_tokens with warp t routing token t (T <= kMaxT = kSplitWarps), each lane keeping
+// its best remaining expert so a pick rescans one lane's experts, and the weights by
+// the lanes in parallel (their sum in the old order, j = 0 .. k-1).
+__device__ void route_tokens_par(const float *logits, const float *__restrict__ bias, const moe_route &rt, int E,
+                                 int k, int n_group, int topk_group, float scaling, int T)
+{
+    __shared__ float choice[kMaxT][kMaxExperts];
+    __shared__ int sel[kMaxT * kMaxTopk];
+    __shared__ float selw[kMaxT * kMaxTopk];
+    __shared__ unsigned char used[kMaxExperts];
+    __shared__ int slot_of[kMaxExperts];
+    __shared__ int n_uniq_s;
+    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, gsz = E / n_group;
+    for (int e = threadIdx.x; e < E; e += blockDim.x)
+        used[e] = 0;
+    __syncthreads();
+    if (warp < T) {
+        const int t = warp;
+        float *ch = choice[t];
+        for (int e = lane; e < E; e += kWarp)
+            ch[e] = 1.0f / (1.0f + expf(-__ldcg(logits + (size_t)t * E + e))) + bias[e];
+        __syncwarp();
+        const unsigned long long keep = kept_groups(ch, n_group, topk_group, gsz);
+        unsigned mine = 0; // lane's experts e = lane + 32 i still eligible, bit i
+        for (int i = 0, e = lane; e < E; i++, e += kWarp)
+            if ((keep >> (e / gsz)) & 1)
+                mine |= 1u << i;
+        auto local_best = [&]() {
+            best_t b = {-INFINITY, 0x7fffffff};
+            for (int i = 0, e = lane; e < E; i++, e += kWarp)
+                if ((mine >> i) & 1)
+                    b = better(b, best_t{ch[e], e});
+            return b;
+        };
+        best_t lb = local_best();
+        int my_e = 0x7fffffff; // lane j < k: the j-th pick
+        for (int j = 0; j < k; j++) {
+            const best_t b = warp_best(lb);
+            if (lane == j)
+                my_e = b.i;
+            if (b.i % kWarp == lane && b.i < E) { // the owner drops it and rescans
+                mine &= ~(1u << (b.i / kWarp));
+                lb = local_best();
+            }
+        }
+        const float score = lane < k ? 1.0f / (1.0f + expf(-__ldcg(logits + (size_t)t * E + my_e))) : 0.0f;
+        float sum = 0.0f;
+        for (int j = 0; j < k; j++)
+            sum += __shfl_sync(0xffffffffu, score, j);
+        if (lane < k) {
+            sel[t * k + lane] = my_e;
+            selw[t * k + lane] = score / sum * scaling;
+            rt.experts[t * k + lane] = my_e;
+            used[my_e] = 1;
+        }
+    }
+    __syncthreads();
+    publish_route(used, sel, selw, slot_of, &n_uniq_s, rt, E, k, T);
+}
+
+template <int T>
+__global__ void __launch_bounds__(kSplitWarps *kWarp)
+    router_split_kernel(const bf16 *__restrict__ h, const bf16 *__restrict__ W, const float *__restrict__ bias,
+                        float *logits, unsigned *ticket, moe_route rt, int H, int E, int k, int n_group,
+                        int topk_group, float scaling)
+{
+    __shared__ float part[kSplitWarps][T];
+    __shared__ int last;
+    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+    const int e = blockIdx.x * kSplitExperts + warp / kSplitK, q = warp % kSplitK;
+    const int per = (H / 8 + kSplitK - 1) / kSplitK * 8; // inputs per quarter, a multiple of 8
+    const int k0 = q * per, k1 = min(H, k0 + per);
+    pdl_launch_dependents();
+    if (e < E && k0 < k1)
+        warp_prefetch_l2(W + (size_t)e * H + k0, (size_t)(k1 - k0) * 2);
+    pdl_wait();
+    float acc[T], unused[T];
+#pragma unroll
+    for (int t = 0; t < T; t++)
+        acc[t] = 0.0f;
+    if (e < E && k0 < k1)
+        warp_rowdot<T, false>(W + (size_t)e * H + k0, nullptr, h + k0, H, k1 - k0, acc, unused);
+    if (lane == 0)
+#pragma unroll
+        for (int t = 0; t < T; t++)
+            part[warp][t] = acc[t];
+    __syncthreads();
+    if (threadIdx.x < kSplitExperts * T) { // quarters added in a fixed order
+        const int x = threadIdx.x / T, t = threadIdx.x % T, ex = blockIdx.x * kSplitExperts + x;
+        if (ex < E) {
+            float s = part[x * kSplitK][t];
+#pragma unroll
+            for (int j = 1; j < kSplitK; j++)
+                s += part[x * kSplitK + j][t];
+            logits[(size_t)t * E + ex] = s;
+        }
+    }
+    // Release this block's logits, take a ticket; the last block sees every block's.
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence();
+    route_tokens_par(logits, bias, rt, E, k, n_group, topk_group, scaling, T);
+    if (threadIdx.x == 0)
+        *ticket = 0;
+}
+
 } // namespace
 
 cudaError_t router(const launch_ctx &c, const bf16 *h, const bf16 *W, const float *bias, float *logits,
@@ -176,6 +309,20 @@ cudaError_t router(const launch_ctx &c, const bf16 *h, const bf16 *W, const floa
 {
     if (E > kMaxExperts || k > kMaxTopk || n_group > kMaxGroups || n_group < 1 || E % n_group || H % 8)
         return cudaErrorInvalidValue;
+    if (!use_old("router")) {
+        const dim3 grid((E + kSplitExperts - 1) / kSplitExperts), block(kSplitWarps * kWarp);
+        switch (T) {
+        case 1: return launch(c, router_split_kernel<1>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+        case 2: return launch(c, router_split_kernel<2>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+        case 3: return launch(c, router_split_kernel<3>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+        case 4: return launch(c, router_split_kernel<4>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+        case 5: return launch(c, router_split_kernel<5>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+        case 6: return launch(c, router_split_kernel<6>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+        case 7: return launch(c, router_split_kernel<7>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+        case 8: return launch(c, router_split_kernel<8>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+        default: return cudaErrorInvalidValue;
+        }
+    }
     const dim3 grid((E + kRouterWarps - 1) / kRouterWarps), block(kRouterWarps * kWarp);
     switch (T) {
     case 1: return launch(c, router_kernel<1>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);

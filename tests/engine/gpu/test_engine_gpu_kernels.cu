@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: MIT
 // Each engine kernel at Kimi-K2's per-rank shapes (tp_shape 8) against a plain host loop
 // in double (checkasm style: same inputs, compare). TAP; exit 77 without a CUDA device.
-//   gemv        bf16 / fp32 / SiLU*up epilogues, T = 1, 3, 8, K not a multiple of 256
+//   gemv        bf16 / fp32 / SiLU*up epilogues, T = 1, 3, 8, K not a multiple of 256, and
+//               rows long enough to be split over two and four warps
 //   wgen        device generation bit-identical to engine/wgen.h on the host (bf16, INT4)
-//   router      logits and top-k (Kimi: 384 experts, one group; DeepSeek: 256 in 8 groups,
-//               4 kept) against engine/router.h's arb_route on the same logits
-//   moe         INT4 and bf16 MoE block, T = 3 with one expert shared by two tokens
-//   mla         prep (norms, RoPE, cache rows), absorb, attend over 5 chunks, combine
+//   router      logits and top-k (Kimi: 384 experts, one group, T = 3 and 8; DeepSeek: 256
+//               in 8 groups, 4 kept) against engine/router.h's arb_route on the same
+//               logits; the default and the previous form (ARB_ENGINE_OLD=router)
+//   moe         INT4 and bf16 MoE block, T = 3 with one expert shared by two tokens; INT4
+//               in both gate/up forms (two rows per warp, and ARB_ENGINE_OLD=moe's one)
+//   mla         prep (norms, RoPE, cache rows), absorb, attend over 10 chunks (the last
+//               one partial and wholly masked for the first token), then the merge and
+//               W_uv; both forms (absorb over 8 warps, mla_attend_pos + mla_merge +
+//               mla_uv; absorb over 4, mla_attend + mla_combine), against the same host loops
 // Tolerances: fp32 outputs within 1e-5 of sum |terms| (accumulation order); bf16 outputs
 // additionally one rounding, 2^-8 relative; where a bf16 intermediate is rounded on both
 // sides (act, qlat, olat) a flip of one ulp is allowed through 4 x that.
@@ -84,8 +90,11 @@ struct cmp {
 
 void t_gemv()
 {
-    const int N = 300, K = 1000; // 125 vectors per row: a partial last round of the unrolled loop
-    for (int T : {1, 3, 8}) {
+    // K 1000: 125 vectors per row, a partial last round of the unrolled loop, one warp per
+    // row; 2304 and 4096: rows split over two and four warps (gemv_parts)
+    for (int T : {1, 3, 8})
+      for (int K : {1000, 2304, 4096}) {
+        const int N = K == 1000 ? 300 : 70;
         auto W = rand_bf((size_t)N * K, 1.0f), W2 = rand_bf((size_t)N * K, 1.0f), x = rand_bf((size_t)T * K, 1.0f);
         bf16 *dW = (bf16 *)to_dev(W), *dW2 = (bf16 *)to_dev(W2), *dx = (bf16 *)to_dev(x);
         float *dy;
@@ -119,7 +128,7 @@ void t_gemv()
             TAP_CHECK(c.ok());
         }
         cudaFree(dW), cudaFree(dW2), cudaFree(dx), cudaFree(dy);
-    }
+      }
 }
 
 void t_wgen()
@@ -237,8 +246,15 @@ void router_case(int E, int k, int ng, int kg, int T)
 }
 void t_router()
 {
-    router_case(384, 8, 1, 1, 3);
-    router_case(256, 8, 8, 4, 2);
+    for (int old = 0; old < 2; old++) { // the default form, then the previous one
+        if (old)
+            setenv("ARB_ENGINE_OLD", "router", 1);
+        tap_diag("router: %s form", old ? "previous" : "default");
+        router_case(384, 8, 1, 1, 3);
+        router_case(384, 8, 1, 1, 8);
+        router_case(256, 8, 8, 4, 2);
+        unsetenv("ARB_ENGINE_OLD");
+    }
 }
 
 // Host INT4 weight: q * s (value j of word at bits 4j).
@@ -339,11 +355,17 @@ void moe_case(bool int4)
     TAP_CHECK(c.ok());
 }
 void t_moe_int4() { moe_case(true); }
+void t_moe_int4_old() // the previous INT4 gate/up form (one row per warp)
+{
+    setenv("ARB_ENGINE_OLD", "moe", 1);
+    moe_case(true);
+    unsetenv("ARB_ENGINE_OLD");
+}
 void t_moe_bf16() { moe_case(false); }
 
-void t_mla()
+void mla_case(bool old)
 {
-    const int nh = 8, dn = 128, dr = 64, dv = 128, rkv = 512, rq = 1536, T = 3, P0 = 290, ctx = 320;
+    const int nh = 8, dn = 128, dr = 64, dv = 128, rkv = 512, rq = 1536, T = 3, P0 = 287, ctx = 320;
     const int qw = nh * (dn + dr), width = rq + rkv + dr, pairs = dr / 2;
     const float eps = 1e-6f, scale = 0.0722f;
     auto qkva = rand_bf((size_t)T * width, 1.0f), qan = rand_bf(rq, 1.0f), kvn = rand_bf(rkv, 1.0f);
@@ -371,10 +393,24 @@ void t_mla()
     TAP_REQUIRE(arbk::mla_setup(rkv, dr, nh) == cudaSuccess);
     TAP_REQUIRE(arbk::mla_prep(g_lc, d_qkva, d_qan, d_kvn, d_cs, d_pos, d_qa, d_ckv, d_kpe, rq, rkv, dr, eps, T) ==
                 cudaSuccess);
+    if (old) // absorb's previous form too (four warps over the nope dimension)
+        setenv("ARB_ENGINE_OLD", "absorb", 1);
     TAP_REQUIRE(arbk::mla_absorb(g_lc, d_q, d_kvb, d_cs, d_pos, d_qlat, d_qpe, nh, dn, dr, dv, rkv, T) == cudaSuccess);
-    TAP_REQUIRE(arbk::mla_attend(g_lc, d_qlat, d_qpe, d_ckv, d_kpe, d_pos, d_part, nh, dr, rkv, scale, T, ctx) ==
-                cudaSuccess);
-    TAP_REQUIRE(arbk::mla_combine(g_lc, d_part, d_kvb, d_pos, d_o, nh, dn, dv, rkv, T) == cudaSuccess);
+    unsetenv("ARB_ENGINE_OLD");
+    if (old) {
+        TAP_REQUIRE(arbk::mla_attend(g_lc, d_qlat, d_qpe, d_ckv, d_kpe, d_pos, d_part, nh, dr, rkv, scale, T, ctx) ==
+                    cudaSuccess);
+        TAP_REQUIRE(arbk::mla_combine(g_lc, d_part, d_kvb, d_pos, d_o, nh, dn, dv, rkv, T) == cudaSuccess);
+    } else { // olat into its own buffer here: qlat is read back below
+        bf16 *d_olat;
+        TAP_REQUIRE(cudaMalloc(&d_olat, (size_t)T * nh * rkv * 2) == cudaSuccess);
+        TAP_REQUIRE(arbk::mla_attend_pos(g_lc, d_qlat, d_qpe, d_ckv, d_kpe, d_pos, d_part, nh, dr, rkv, scale, T,
+                                         ctx) == cudaSuccess);
+        TAP_REQUIRE(arbk::mla_merge(g_lc, d_part, d_pos, d_olat, nh, rkv, T) == cudaSuccess);
+        TAP_REQUIRE(arbk::mla_uv(g_lc, d_olat, d_kvb, d_o, nh, dn, dv, rkv, T) == cudaSuccess);
+        TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+        cudaFree(d_olat);
+    }
     TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
     auto qa = from_dev((uint16_t *)d_qa, (size_t)T * rq);
     auto ckv = from_dev((uint16_t *)d_ckv, (size_t)ctx * rkv), kpe = from_dev((uint16_t *)d_kpe, (size_t)ctx * dr);
@@ -450,6 +486,8 @@ void t_mla()
     TAP_CHECK(ca.ok());
     TAP_CHECK(co.ok());
 }
+void t_mla() { mla_case(false); }
+void t_mla_old() { mla_case(true); }
 
 } // namespace
 
@@ -461,8 +499,8 @@ int main(int argc, char **argv)
         return 77;
     }
     static const tap_test_t tests[] = {
-        {"gemv", t_gemv}, {"wgen", t_wgen}, {"router", t_router}, {"moe_int4", t_moe_int4},
-        {"moe_bf16", t_moe_bf16}, {"mla", t_mla},
+        {"gemv", t_gemv}, {"wgen", t_wgen}, {"router", t_router}, {"moe_int4", t_moe_int4}, {"moe_int4_old", t_moe_int4_old},
+        {"moe_bf16", t_moe_bf16}, {"mla", t_mla}, {"mla_old", t_mla_old},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
