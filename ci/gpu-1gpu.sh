@@ -8,7 +8,7 @@
 #                                          and the issue-14 engine run (kimi-k2, INT4, tp-shape 8)
 #   ci/gpu-1gpu.sh engine OUT              speculative cycles with another machine's latencies
 #                                          replayed by the modeled plugin (a slow PCIe table and
-#                                          the 2 x H200 profile), k = 2 and 3
+#                                          the 2 x H200 NCCL and p2p results), k = 2 and 3
 #
 # Builds sm_90 only (the H200 machines) to keep the call short; DEBS (default .debs) is the
 # folder of .debs for air-gapped machines. The engine phase reuses the suite phase's build.
@@ -68,16 +68,19 @@ fi
 if [ "$phase" = engine ]; then
     [ -x $arb ] || build new . || { note "build: FAILED"; exit 1; }
     # Speculative decoding with another machine's all-reduce latencies (modeled plugin):
-    # a slow PCIe fabric (hand-made seed table) and the 2 x H200 profile's choices.
-    slow="modeled:table=model/tables/pcie-latency-example.csv,ranks=8,offset_us=0.7"
-    fast="modeled:table=results/profile-h200x2.csv,offset_us=0.7"
-    for k in 2 3; do
-        for f in slow fast; do
-            impl=$slow; [ $f = fast ] && impl=$fast
+    # a slow PCIe fabric (the seed's hand-made table) and the committed 2 x H200 results of
+    # NCCL (auto) and of the best custom kernel (p2p flag-free). E2E_TABLES picks some.
+    declare -A tab=(
+        [slow]="modeled:table=model/tables/pcie-latency-example.csv,ranks=8,offset_us=0.7"
+        [h200nccl]="modeled:table=results/h200x2-default.csv,impl=nccl,mode=graph,offset_us=0.7,params=algo=auto,proto=auto,nccl=2.28.3"
+        [h200p2p]="modeled:table=results/h200x2-default.csv,impl=p2p,mode=graph,offset_us=0.7,params=variant=oneshot-flagfree,blocks=24,threads=256,row_blocks=auto"
+    )
+    for f in ${E2E_TABLES:-slow h200nccl h200p2p}; do
+        for k in 2 3; do
             nr="--no-noop-replay"; [ $k = 2 ] && nr=""
             timeout 120 $mpi $arb engine --config kimi-k2 --weights int4 --tp-shape 8 --context 4096 --steps 16 --modes graph \
-                --spec-k $k --accept-rate 0.7 $nr --impl "$impl" --out "$out/e2e-$f-k$k.csv" >"$out/e2e-$f-k$k.log" 2>&1
-            note "e2e $f k=$k: rc=$?"; grep -E "spec|break|decode|verify" "$out/e2e-$f-k$k.log" | tail -6
+                --spec-k $k --accept-rate 0.7 $nr --impl "${tab[$f]}" --out "$out/e2e-$f-k$k.csv" >"$out/e2e-$f-k$k.log" 2>&1
+            note "e2e $f k=$k: rc=$?"; grep -E "^# graph|arbench engine:" "$out/e2e-$f-k$k.log" | tail -4
         done
     done
     exit $status
