@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# plots/engine_render.sh [--tool ARB_ENGINE_PLOTDATA] ENGINE.csv... OUTDIR
+# plots/engine_render.sh [--tool ARB_ENGINE_PLOTDATA] ENGINE.csv[=LABEL]... OUTDIR
+# (=LABEL: a short legend name for every row of that file)
 # Renders the engine figures of `arbench engine` results into OUTDIR as PNG and SVG, per
 # mode: engine_steps_MODE (step breakdown, compute vs all-reduce, stacked, per choice,
 # decode and verify) and engine_spec_MODE (tok/s against acceptance, plain and speculative,

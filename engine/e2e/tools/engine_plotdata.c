@@ -60,9 +60,30 @@ static int num(const arb_table_t *t, size_t r, const char *name, int need, doubl
     return 0;
 }
 
-static int load(const char *file, arb_table_t *t)
+/* `file` may be "PATH=LABEL": every row of PATH is then drawn under LABEL (a short name
+ * for a legend; replayed modeled tables otherwise show their whole parameter string). */
+static int load(const char *arg, arb_table_t *t)
 {
     char err[1024];
+    static char paths[64][4096];
+    static int npaths;
+    const char *label = NULL, *file = arg;
+    const char *eq = strstr(arg, ".csv=");
+    if (eq && npaths < 64) {
+        size_t n = (size_t)(eq - arg) + 4;
+        if (n >= sizeof paths[0]) {
+            fprintf(stderr, "arb-engine-plotdata: %s: path too long\n", arg);
+            return -1;
+        }
+        memcpy(paths[npaths], arg, n);
+        paths[npaths][n] = '\0';
+        file = paths[npaths++];
+        label = eq + 5;
+        if (!*label) {
+            fprintf(stderr, "arb-engine-plotdata: %s: empty label after '=' (expected PATH.csv=LABEL)\n", arg);
+            return -1;
+        }
+    }
     if (arb_table_read(file, t, err, sizeof err)) {
         fprintf(stderr, "arb-engine-plotdata: %s\n", err);
         return -1;
@@ -80,7 +101,9 @@ static int load(const char *file, arb_table_t *t)
     }
     for (size_t r = 0; r < t->nrows; r++) {
         row_t w = {.mode = t->rows[r][arb_table_col(t, "mode")], .phase = t->rows[r][arb_table_col(t, "phase")]};
-        if (c_choice >= 0) {
+        if (label) {
+            w.choice = label;
+        } else if (c_choice >= 0) {
             w.choice = t->rows[r][c_choice];
         } else { /* impl[:params], kept in a pool that lives as long as the rows */
             static char pool[1 << 20];

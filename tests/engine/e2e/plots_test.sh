@@ -47,6 +47,10 @@ bad bad_number "line 4: bad tok_s" '4s/,55.3797,/,fast,/'
 bad bad_mode "line 2: bad mode" '2s/,graph,/,turbo,/'
 bad no_choice "missing column 'choice' or 'impl'" '1s/,impl,/,label,/'
 bad bad_k "bad spec_k" '4s/,3,2,0.5,/,3,2.5,0.5,/'
+# PATH.csv=LABEL: every row of that file under the short label; an empty label is refused
+"$tool" "$fixture=short name" "$dir/lab" 2>"$dir/err" && grep -q '^title_1 = "short name k=2"' "$dir/lab/data/engine_spec_graph.gp" \
+    && ! grep -q 'title_[0-9]* = "nccl' "$dir/lab/data/engine_spec_graph.gp" && tap OK "FILE=LABEL relabels the file's rows" || tap FAIL "FILE=LABEL relabels the file's rows ($(cat "$dir/err"))"
+"$tool" "$fixture=" "$dir/lab2" 2>"$dir/err" && tap FAIL "an empty label is refused" || { grep -q "empty label" "$dir/err" && tap OK "an empty label is refused" || tap FAIL "an empty label is refused naming it"; }
 if "$render" --tool "$tool" "$dir/bad_phase.csv" "$dir/out2" 2>/dev/null; then tap FAIL "engine_render.sh refuses a malformed file"; else tap OK "engine_render.sh refuses a malformed file"; fi
 echo "1..$n"
 [ "$failed" -eq 0 ] && rm -rf "$dir"
