@@ -6,6 +6,8 @@
 #                                          the redesign against OLD_TREE (a source tree of the
 #                                          previous main, built beside it) alternated A/B/A/B,
 #                                          and the issue-14 engine run (kimi-k2, INT4, tp-shape 8)
+#   ci/gpu-1gpu.sh fused  OUT [OLD_TREE]   the fused-path check: p2p fused tests, the register
+#                                          kernel and pull (opened second) old vs new, A/B/A/B
 #   ci/gpu-1gpu.sh engine OUT              speculative cycles with another machine's latencies
 #                                          replayed by the modeled plugin (a slow PCIe table and
 #                                          the 2 x H200 NCCL and p2p results), k = 2 and 3
@@ -83,6 +85,31 @@ if [ "$phase" = engine ]; then
             note "e2e $f k=$k: rc=$?"; grep -E "^# graph|arbench engine:" "$out/e2e-$f-k$k.log" | tail -4
         done
     done
+    exit $status
+fi
+if [ "$phase" = fused ]; then
+    # The fused-path regression check: the register kernel (flag-free 64x1024 row_blocks=1)
+    # and pull opened second (the first variant's buffers land elsewhere), old vs new, A/B/A/B.
+    [ -d "$debs" ] && ci/deps.sh --debs "$debs" >"$out/deps.log" 2>&1
+    build new . & pn=$!
+    [ -n "$old" ] && { build old "$old" & po=$!; }
+    wait $pn && note "build: ok" || { note "build: FAILED"; tail -20 "$out/build-new.log"; exit 1; }
+    [ -n "$old" ] && { wait $po || old=; }
+    timeout 200 meson test -C b p2p-fused-check-np1 p2p-fused-stress-np1 symm-fused-np1-h7168 symm-fused-np1-h1001 \
+        --num-processes 1 --print-errorlogs >"$out/fused-tests.log" 2>&1
+    note "fused tests: rc=$? $(grep -E '^(Ok|Fail|Skipped):' "$out/fused-tests.log" | tr -s ' ' | tr '\n' ' ')"
+    impls='p2p:variant=oneshot-push,blocks=24,threads=256,p2p:variant=oneshot-pull,blocks=8,threads=512,p2p:variant=oneshot-flagfree,blocks=64,threads=1024,row_blocks=1,p2p:variant=oneshot-flagfree,blocks=24,threads=256'
+    for r in a b; do
+        for t in old new; do
+            [ $t = old ] && { [ -n "$old" ] || continue; a="$old/b/harness/arbench"; } || a=$arb
+            timeout 120 $mpi "$a" sweep --op allreduce_rmsnorm --impl "$impls" --tokens 3 --modes graph,context --iters 200 \
+                --out "$out/h200x1-fused2-$t-$r.csv" >"$out/h200x1-fused2-$t-$r.log" 2>&1 || note "fused sweep $t $r: FAILED"
+        done
+    done
+    [ -n "$old" ] && { $arb gate --baseline "$out/h200x1-fused2-old-a.csv" --baseline "$out/h200x1-fused2-old-b.csv" \
+        --candidate "$out/h200x1-fused2-new-b.csv" >"$out/gate-h200x1-fused2-old-vs-new.txt" 2>&1;
+        note "gate fused2 old a+b vs new b: exit $? ($(grep -m1 -i '^result' "$out/gate-h200x1-fused2-old-vs-new.txt"))"; }
+    grep -E "^(REGRESSION|ok|improved)" "$out/gate-h200x1-fused2-old-vs-new.txt" | cut -c1-160
     exit $status
 fi
 echo "ci/gpu-1gpu.sh: unknown phase '$phase' (expected suite or engine)" >&2

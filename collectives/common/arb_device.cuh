@@ -218,7 +218,7 @@ __device__ __forceinline__ arb_unit<E> arb_load_unit(const __nv_bfloat16 *row, u
 }
 
 template <int E, bool WHOLE>
-__device__ __forceinline__ void arb_store_unit(__nv_bfloat16 *row, unsigned j, unsigned hidden, arb_unit<E> x)
+__device__ __forceinline__ void arb_store_unit(__nv_bfloat16 *row, unsigned j, unsigned hidden, const arb_unit<E> &x)
 {
     if constexpr (WHOLE) {
         *(typename arb_unit_bits<E>::type *)(row + (size_t)j * E) = x.u;

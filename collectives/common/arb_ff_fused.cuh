@@ -110,6 +110,7 @@ __global__ void __launch_bounds__(MAXT, 1) arb_ff_fused_kernel(const arb_ff_args
     constexpr int kE = kArbFfUnitElems;
     using unit4 = arb_unit<kE>;
     __shared__ float s_warp[KMAX][MAXT / kArbWarp]; // [row of this CTA][warp]: sum of squares
+    __shared__ float s_inv[MAXT / kArbWarp][KMAX];  // [warp][row]: 1 / rms, each warp its own copy
     unsigned P = 1, q = 0;
     if constexpr (CLUSTER) {
         P = cg::this_cluster().num_blocks();
@@ -270,8 +271,11 @@ __global__ void __launch_bounds__(MAXT, 1) arb_ff_fused_kernel(const arb_ff_args
                     v += s_warp[i][w];
             }
             inv[i] = arb_rms_inv(arb_warp_sum(v), a.hidden, a.eps);
+            if (lane == 0)
+                s_inv[warp][i] = inv[i];
         }
     }
+    __syncwarp();
     if constexpr (CLUSTER)
         cg::this_cluster().barrier_arrive(); // my reads of the other CTAs' s_warp are done
     // Every thread of this CTA read the epoch before the barrier above.
@@ -282,12 +286,16 @@ __global__ void __launch_bounds__(MAXT, 1) arb_ff_fused_kernel(const arb_ff_args
     for (int k = 0; k < KMAX; k++) {
         if (!(valid >> k & 1) || failed)
             continue;
-        float r_inv = 0.0f;
+        const float r_inv = s_inv[warp][row_of[k]];
+        float f[kE];
 #pragma unroll
-        for (int i = 0; i < KMAX; i++)
-            r_inv = row_of[k] == (unsigned)i ? inv[i] : r_inv;
-        arb_store_unit<kE, WHOLE>((__nv_bfloat16 *)a.out + off[k], unit[k], a.hidden,
-                                  arb_rms_out<kE>(rv[k], wv[k], r_inv));
+        for (int e = 0; e < kE; e++)
+            f[e] = __bfloat162float(rv[k].e[e]) * r_inv * __bfloat162float(wv[k].e[e]);
+        static_assert(kE == 4, "the output packing below writes four bf16 per unit");
+        arb_unit<kE> o;
+        o.u.x = (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(f[0])) | ((uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(f[1])) << 16);
+        o.u.y = (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(f[2])) | ((uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(f[3])) << 16);
+        arb_store_unit<kE, WHOLE>((__nv_bfloat16 *)a.out + off[k], unit[k], a.hidden, o);
     }
     if constexpr (CLUSTER)
         cg::this_cluster().barrier_wait(); // no CTA exits while another reads its s_warp
