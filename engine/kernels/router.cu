@@ -303,36 +303,36 @@ __global__ void __launch_bounds__(kSplitWarps *kWarp)
 
 } // namespace
 
+// One launch of the router for T tokens: the split form (four warps per expert row) or,
+// with ARB_ENGINE_OLD=router, the previous one (a warp per expert row).
+template <int T>
+cudaError_t router_t(const launch_ctx &c, bool split, const bf16 *h, const bf16 *W, const float *bias, float *logits,
+                     unsigned *ticket, const moe_route &rt, int H, int E, int k, int n_group, int topk_group,
+                     float scaling)
+{
+    if (split)
+        return launch(c, router_split_kernel<T>, dim3((E + kSplitExperts - 1) / kSplitExperts), dim3(kSplitWarps * kWarp), 0,
+                      h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    return launch(c, router_kernel<T>, dim3((E + kRouterWarps - 1) / kRouterWarps), dim3(kRouterWarps * kWarp), 0, h, W,
+                  bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+}
+
 cudaError_t router(const launch_ctx &c, const bf16 *h, const bf16 *W, const float *bias, float *logits,
                    unsigned *ticket, const moe_route &rt, int H, int E, int k, int n_group, int topk_group,
                    float scaling, int T)
 {
     if (E > kMaxExperts || k > kMaxTopk || n_group > kMaxGroups || n_group < 1 || E % n_group || H % 8)
         return cudaErrorInvalidValue;
-    if (!use_old("router")) {
-        const dim3 grid((E + kSplitExperts - 1) / kSplitExperts), block(kSplitWarps * kWarp);
-        switch (T) {
-        case 1: return launch(c, router_split_kernel<1>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-        case 2: return launch(c, router_split_kernel<2>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-        case 3: return launch(c, router_split_kernel<3>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-        case 4: return launch(c, router_split_kernel<4>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-        case 5: return launch(c, router_split_kernel<5>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-        case 6: return launch(c, router_split_kernel<6>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-        case 7: return launch(c, router_split_kernel<7>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-        case 8: return launch(c, router_split_kernel<8>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-        default: return cudaErrorInvalidValue;
-        }
-    }
-    const dim3 grid((E + kRouterWarps - 1) / kRouterWarps), block(kRouterWarps * kWarp);
+    const bool split = !use_old("router");
     switch (T) {
-    case 1: return launch(c, router_kernel<1>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 2: return launch(c, router_kernel<2>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 3: return launch(c, router_kernel<3>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 4: return launch(c, router_kernel<4>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 5: return launch(c, router_kernel<5>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 6: return launch(c, router_kernel<6>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 7: return launch(c, router_kernel<7>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 8: return launch(c, router_kernel<8>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 1: return router_t<1>(c, split, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 2: return router_t<2>(c, split, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 3: return router_t<3>(c, split, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 4: return router_t<4>(c, split, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 5: return router_t<5>(c, split, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 6: return router_t<6>(c, split, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 7: return router_t<7>(c, split, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 8: return router_t<8>(c, split, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
     default: return cudaErrorInvalidValue;
     }
 }
