@@ -38,9 +38,10 @@ typedef struct arb_backend_ops {
     /* What the backend's own model would allocate for this rank, bytes (NULL: the memory
      * plan is all there is). The driver checks the larger of the two against `available`. */
     double (*model_bytes)(const arb_engine_setup_t *s, char *why, size_t why_len);
-    /* Builds and fills the model (weights from the seed); sites [2 * layers], entries may be NULL. */
-    arb_status_t (*create)(const arb_engine_setup_t *s, arb_inst_t *const *sites, void **model, char *why,
-                           size_t why_len);
+    /* Builds and fills the model (weights from the seed); sites [2 * layers], entries may be
+     * NULL; sites_t1 [2 * layers] or NULL: the instances of one-token steps where they differ. */
+    arb_status_t (*create)(const arb_engine_setup_t *s, arb_inst_t *const *sites, arb_inst_t *const *sites_t1,
+                           void **model, char *why, size_t why_len);
     /* One step of T tokens at pos0, finished on return; *us = its time on this rank.
      * mode ARB_MODE_GRAPH replays a graph captured at the first step of each T. */
     arb_status_t (*step)(void *model, const uint32_t *tokens, unsigned T, unsigned pos0, arb_mode_t mode,

@@ -16,13 +16,14 @@ static double cpu_available(const arb_engine_setup_t *s, char *what, size_t len)
     return arb_memplan_host_available();
 }
 
-static arb_status_t cpu_create(const arb_engine_setup_t *s, arb_inst_t *const *sites, void **model, char *why,
-                               size_t len)
+static arb_status_t cpu_create(const arb_engine_setup_t *s, arb_inst_t *const *sites, arb_inst_t *const *sites_t1,
+                               void **model, char *why, size_t len)
 {
     arb_cpu_model_opts_t o = {.cfg = s->cfg, .format = s->opts->weights, .seed = s->opts->seed,
                               .tp_shape = s->tp_shape, .shard_first = s->shard_first,
                               .shard_count = s->shard_count, .max_tokens = s->max_tokens,
-                              .context = s->positions, .sites = sites, .fusion = ARB_FUSION_AUTO};
+                              .context = s->positions, .sites = sites, .sites_t1 = sites_t1,
+                              .fusion = ARB_FUSION_AUTO};
     return arb_cpu_model_create(&o, (arb_cpu_model_t **)model, why, len);
 }
 

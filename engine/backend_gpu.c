@@ -51,8 +51,8 @@ static void gpu_destroy(void *model)
 }
 
 /* The GPU model's options for this rank's shard and sites. */
-static arb_status_t model_opts(const arb_engine_setup_t *s, arb_inst_t *const *sites, arb_gpu_model_opts_t *o,
-                               char *why, size_t len)
+static arb_status_t model_opts(const arb_engine_setup_t *s, arb_inst_t *const *sites, arb_inst_t *const *sites_t1,
+                               arb_gpu_model_opts_t *o, char *why, size_t len)
 {
     memset(o, 0, sizeof *o);
     ARB_TRY(arb_gpu_dims_from_config(s->cfg, &s->rope, s->tp_shape, s->shard_first, &o->dims, why, len));
@@ -61,6 +61,7 @@ static arb_status_t model_opts(const arb_engine_setup_t *s, arb_inst_t *const *s
     o->max_tokens = s->max_tokens;
     o->context = s->positions;
     o->sites = sites;
+    o->sites_t1 = sites_t1;
     o->fusion = ARB_FUSION_AUTO;
     o->pdl = 0;
     return ARB_OK;
@@ -70,13 +71,13 @@ static double gpu_model_bytes(const arb_engine_setup_t *s, char *why, size_t len
 {
     arb_gpu_model_opts_t o;
     arb_gpu_mem_t mem;
-    if (model_opts(s, NULL, &o, why, len) != ARB_OK || arb_gpu_model_plan(&o, &mem, why, len) != ARB_OK)
+    if (model_opts(s, NULL, NULL, &o, why, len) != ARB_OK || arb_gpu_model_plan(&o, &mem, why, len) != ARB_OK)
         return -1;
     return (double)mem.total;
 }
 
-static arb_status_t gpu_create(const arb_engine_setup_t *s, arb_inst_t *const *sites, void **model, char *why,
-                               size_t len)
+static arb_status_t gpu_create(const arb_engine_setup_t *s, arb_inst_t *const *sites, arb_inst_t *const *sites_t1,
+                               void **model, char *why, size_t len)
 {
     const arb_model_config_t *c = s->cfg;
     *model = NULL;
@@ -95,7 +96,7 @@ static arb_status_t gpu_create(const arb_engine_setup_t *s, arb_inst_t *const *s
     ARB_CUDA_GOTO(st, cudaEventCreate(&g->e0), err, why, len);
     ARB_CUDA_GOTO(st, cudaEventCreate(&g->e1), err, why, len);
     arb_gpu_model_opts_t o;
-    ARB_TRY_GOTO(st, model_opts(s, sites, &o, why, len), err);
+    ARB_TRY_GOTO(st, model_opts(s, sites, sites_t1, &o, why, len), err);
     g->layers = c->num_hidden_layers, g->topk = c->num_experts_per_tok;
     ARB_TRY_GOTO(st, arb_gpu_model_create(&o, &g->m, why, len), err);
     ARB_TRY_GOTO(st, arb_gpu_model_generate(g->m, why, len), err);

@@ -44,21 +44,34 @@ static void free_scratch(arb_cpu_scratch_t *w)
         free(ps[i]);
 }
 
+/* Site s's instance in a step of T tokens: one-token steps take sites_t1 where given. */
+static arb_inst_t *site_inst(const struct arb_cpu_model *m, unsigned s, unsigned T)
+{
+    arb_inst_t *const *set = T == 1 && m->o.sites_t1 ? m->o.sites_t1 : m->o.sites;
+    return set ? set[s] : NULL;
+}
+
+/* Site s's slot in site_part: [0, 2L) for T > 1, [2L, 4L) for T = 1. */
+static unsigned site_index(const struct arb_cpu_model *m, unsigned s, unsigned T)
+{
+    return (T == 1 ? 2 * m->c->num_hidden_layers : 0) + s;
+}
+
 /* One part buffer per distinct instance (arb_inst_alloc, collective, in site order), one
  * malloc'd buffer for sites without an instance. */
 static arb_status_t alloc_parts(struct arb_cpu_model *m, char *why, size_t len)
 {
     unsigned nsites = 2 * m->c->num_hidden_layers;
     size_t bytes = (size_t)m->o.max_tokens * m->c->hidden_size * sizeof(uint16_t);
-    m->site_part = calloc(nsites, sizeof *m->site_part);
-    m->owners = calloc(nsites, sizeof *m->owners);
-    m->owned_part = calloc(nsites, sizeof *m->owned_part);
+    m->site_part = calloc(2 * (size_t)nsites, sizeof *m->site_part); /* T > 1, then T = 1 */
+    m->owners = calloc(2 * (size_t)nsites, sizeof *m->owners);
+    m->owned_part = calloc(2 * (size_t)nsites, sizeof *m->owned_part);
     m->site_path = calloc(nsites, sizeof *m->site_path);
     m->local_part = calloc(1, bytes);
     if (!m->site_part || !m->owners || !m->owned_part || !m->site_path || !m->local_part)
         ARB_RAISE(ARB_ERR_SYSTEM, why, len, "cpu reference: out of host memory for the site table");
-    for (unsigned s = 0; s < nsites; s++) {
-        arb_inst_t *in = m->o.sites ? m->o.sites[s] : NULL;
+    for (unsigned s = 0; s < 2 * nsites; s++) { /* in site order: the T > 1 sites, then the T = 1 ones */
+        arb_inst_t *in = site_inst(m, s % nsites, s < nsites ? 2 : 1);
         m->site_part[s] = m->local_part;
         if (!in)
             continue;
@@ -113,8 +126,8 @@ static arb_status_t site(struct arb_cpu_model *m, unsigned s, const uint16_t *no
                          size_t len)
 {
     const arb_model_config_t *c = m->c;
-    arb_inst_t *in = m->o.sites ? m->o.sites[s] : NULL;
-    uint16_t *part = m->site_part[s];
+    arb_inst_t *in = site_inst(m, s, T);
+    uint16_t *part = m->site_part[site_index(m, s, T)];
     if (!in) { /* no communication: this process's partial sums alone */
         for (size_t i = 0; i < (size_t)T * c->hidden_size; i++)
             m->res[i] = arb_tobf(arb_bf(m->res[i]) + arb_bf(part[i]));
@@ -151,9 +164,9 @@ arb_status_t arb_cpu_model_step(arb_cpu_model_t *m, const uint32_t *tokens, unsi
     }
     m->T = T;
     for (unsigned l = 0; l < Lz; l++) {
-        arb_cpu_attention(m, l, m->h, T, pos0, m->site_part[2 * l]);
+        arb_cpu_attention(m, l, m->h, T, pos0, m->site_part[site_index(m, 2 * l, T)]);
         ARB_TRY(site(m, 2 * l, m->layers[l].ffn_norm, T, why, len));
-        arb_cpu_mlp(m, l, m->h, T, m->site_part[2 * l + 1]);
+        arb_cpu_mlp(m, l, m->h, T, m->site_part[site_index(m, 2 * l + 1, T)]);
         ARB_TRY(site(m, 2 * l + 1, l + 1 < Lz ? m->layers[l + 1].attn_norm : m->final_norm, T, why, len));
     }
     for (unsigned t = 0; t < T; t++)                   /* logits_r = h @ lm_head_r^T, fp32 */

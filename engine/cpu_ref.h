@@ -35,6 +35,7 @@ typedef struct arb_cpu_model_opts {
      * array or an entry): no communication, the host residual + RMSNorm on this process's
      * partial sums alone. */
     arb_inst_t *const *sites;
+    arb_inst_t *const *sites_t1; /* [2 * layers] or NULL: one-token steps' instances (gpu_model.h) */
     arb_fusion_t fusion;
 } arb_cpu_model_opts_t;
 

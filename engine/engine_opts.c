@@ -44,8 +44,9 @@ void arb_engine_opts_usage(FILE *f)
             "  --dry-run           print the per-rank memory plan and exit\n"
             "  --check-steps N     gpu: compare the first N decode tokens with the CPU reference (0: off)\n"
             "  --no-noop-replay    skip the compute-only replay (no all-reduce share in the rows)\n"
-            "  --accept-rate p     also run speculative cycles: k drafts per verify step, each the right token with\n"
-            "                      probability p (draws seeded, wgen ARB_W_ACCEPT), the longest matching prefix accepted\n"
+            "  --accept-rate P[,P...]  also run speculative cycles: k drafts per verify step, each the right token with\n"
+            "                      probability p (draws seeded, wgen ARB_W_ACCEPT), the longest matching prefix accepted;\n"
+            "                      a list (at most 16) runs the cycles once per p on the same model, one spec row each\n"
             "  --dump-tokens FILE  write every step's greedy tokens (rank 0), for tests\n"
             "  --dump-logits FILE  write the last step's logits of rank 0's shard, for tests\n"
             "  --quiet             no progress lines\n"
@@ -57,6 +58,36 @@ void arb_engine_opts_usage(FILE *f)
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
        O_CHUNK, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
        O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE };
+
+/* --accept-rate P[,P...]: probabilities in 0..1, at most ARB_ENGINE_MAX_RATES, none twice. */
+static int parse_rates(const char *v, arb_engine_opts_t *o, char *err, size_t len)
+{
+    o->naccept = 0;
+    const char *s = v;
+    for (;;) {
+        char *end;
+        double x = strtod(s, &end);
+        if (end == s || (*end && *end != ',') || !(x >= 0 && x <= 1)) {
+            snprintf(err, len, "--accept-rate '%s': expected probabilities in 0..1, comma-separated (e.g. 0.5,0.7,0.9)", v);
+            return 1;
+        }
+        for (unsigned i = 0; i < o->naccept; i++)
+            if (o->accept_rates[i] == x) {
+                snprintf(err, len, "--accept-rate '%s': %g is listed twice", v, x);
+                return 1;
+            }
+        if (o->naccept == ARB_ENGINE_MAX_RATES) {
+            snprintf(err, len, "--accept-rate '%s': more than %u rates", v, ARB_ENGINE_MAX_RATES);
+            return 1;
+        }
+        o->accept_rates[o->naccept++] = x;
+        if (!*end)
+            break;
+        s = end + 1;
+    }
+    o->accept_rate = o->accept_rates[0];
+    return 0;
+}
 
 static int parse_uint(const char *opt, const char *v, unsigned lo, unsigned hi, unsigned *out, char *err, size_t len)
 {
@@ -202,16 +233,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         case O_DTOK: bad = parse_path("--dump-tokens", optarg, o->dump_tokens, sizeof o->dump_tokens, err, len); break;
         case O_DLOG: bad = parse_path("--dump-logits", optarg, o->dump_logits, sizeof o->dump_logits, err, len); break;
         case O_QUIET: o->quiet = 1; break;
-        case O_ACCEPT: {
-            char *end;
-            double x = strtod(optarg, &end);
-            if (!*optarg || *end || !(x >= 0 && x <= 1)) {
-                snprintf(err, len, "--accept-rate '%s': expected a probability in 0..1", optarg);
-                bad = 1;
-            }
-            o->accept_rate = x;
-            break;
-        }
+        case O_ACCEPT: bad = parse_rates(optarg, o, err, len); break;
         case O_HELP: return 1;
         case O_PROFILE: bad = parse_path("--profile", optarg, o->profile, sizeof o->profile, err, len); break;
         case O_TUNE: o->tune = 1; break;

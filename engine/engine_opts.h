@@ -29,6 +29,7 @@ typedef enum arb_engine_backend {
 #define ARB_ENGINE_DEFAULT_SPEC_K 2u     /* verify T = k + 1 = 3 tokens: 43,008 B at hidden 7168 */
 #define ARB_ENGINE_DEFAULT_SEED 1u
 #define ARB_ENGINE_DEFAULT_PREFILL_CHUNK 8u  /* the GPU step's largest T (ARB_GPU_MAX_T) */
+#define ARB_ENGINE_MAX_RATES 16u          /* acceptance rates in one --accept-rate list */
 
 typedef struct arb_engine_opts {
     char config[1024];               /* --config NAME|PATH */
@@ -57,6 +58,10 @@ typedef struct arb_engine_opts {
     int tune;                        /* --tune: sweep the call-site shapes first and use that profile */
     arb_impl_spec_t baseline;        /* --baseline IMPL[:params]: A/B against it in the same run */
     int baseline_given;
+    /* --accept-rate p1,p2,...: speculative cycles once per rate, in this order, on the same
+     * model (one prefill for all); accept_rate above is accept_rates[0] (or < 0: off) */
+    double accept_rates[ARB_ENGINE_MAX_RATES];
+    unsigned naccept;
 } arb_engine_opts_t;
 
 void arb_engine_opts_defaults(arb_engine_opts_t *o);

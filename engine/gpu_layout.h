@@ -68,13 +68,20 @@ struct arb_gpu_model {
     float *logits, *best_logit;   /* [Tm x Vr], [Tm] */
     int32_t *best_index;          /* [Tm] */
     arbk::bf16 *local_part;       /* [Tm x H] for sites without an instance */
-    arb_gpu_site *sites;          /* [2 Lz] */
+    arb_gpu_site *sites;          /* [4 Lz]: steps of T > 1 at [0, 2 Lz), of T = 1 at [2 Lz, 4 Lz) (arb_gpu_site_at) */
     /* profiling (arb_gpu_model_profile): an event after every launch of one step */
     int prof_n, prof_cap;
     cudaEvent_t *prof_ev;
     int *prof_kind;
     unsigned last_T;
 };
+
+/* Site i as a step of T tokens uses it: one-token steps (decode, draft) may have their own
+ * instances (opts.sites_t1), as a server dispatches per batch-size bucket. */
+static inline arb_gpu_site &arb_gpu_site_at(arb_gpu_model *m, unsigned i, unsigned T)
+{
+    return m->sites[(T == 1 ? 2 * m->s.Lz : 0) + i];
+}
 
 /* Bytes of one routed expert's shard (gate, up, down; INT4 with scales). */
 double arb_gpu_expert_bytes(const arb_gpu_model_t *m);

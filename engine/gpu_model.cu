@@ -196,8 +196,9 @@ arb_gpu_model_t *model_new(const arb_gpu_model_opts_t *opts, char *why, size_t l
     memcpy(m->inv_freq, opts->dims.inv_freq, sizeof(double) * (s.dr / 2));
     m->o.dims.inv_freq = m->inv_freq;
     m->o.sites = nullptr; // copied into m->sites at create
+    m->o.sites_t1 = nullptr;
     m->layers = static_cast<arb_gpu_layer *>(calloc(s.Lz, sizeof *m->layers));
-    m->sites = static_cast<arb_gpu_site *>(calloc(2 * (size_t)s.Lz, sizeof *m->sites));
+    m->sites = static_cast<arb_gpu_site *>(calloc(4 * (size_t)s.Lz, sizeof *m->sites));
     if (!m->layers || !m->sites) {
         free(m->layers), free(m->sites), free(m);
         *st = ARB_ERR_SYSTEM;
@@ -290,9 +291,12 @@ extern "C" arb_status_t arb_gpu_model_create(const arb_gpu_model_opts_t *opts, a
         ARB_CUDA_GOTO(st, e, err_free_dev, why, why_len);
     }
     ARB_CUDA_GOTO(st, arbk::mla_setup((int)m->s.rkv, (int)m->s.dr, (int)m->s.nh_r), err_free_dev, why, why_len);
-    for (unsigned i = 0; i < 2 * m->s.Lz; i++) { // one input buffer per distinct instance, in site order
+    // one input buffer per distinct instance, in site order: the T > 1 sites, then the T = 1 ones
+    for (unsigned i = 0; i < 4 * m->s.Lz; i++) {
         arb_gpu_site &site = m->sites[i];
-        site.inst = opts->sites ? opts->sites[i] : nullptr;
+        const unsigned si = i % (2 * m->s.Lz);
+        arb_inst_t *const *set = i < 2 * m->s.Lz || !opts->sites_t1 ? opts->sites : opts->sites_t1;
+        site.inst = set ? set[si] : nullptr;
         site.part = m->local_part;
         if (!site.inst)
             continue;
@@ -524,7 +528,7 @@ extern "C" void arb_gpu_model_destroy(arb_gpu_model_t *m)
 {
     if (!m)
         return;
-    for (unsigned i = 0; i < 2 * m->s.Lz; i++) { // free each distinct instance's buffer once, in site order
+    for (unsigned i = 0; i < 4 * m->s.Lz; i++) { // free each distinct instance's buffer once, in site order
         arb_gpu_site &site = m->sites[i];
         if (!site.inst || site.part == m->local_part || !site.part)
             continue;

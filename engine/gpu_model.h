@@ -106,6 +106,9 @@ typedef struct arb_gpu_model_opts {
      * there. NULL (the array or an entry): one rank without a plugin, the residual add +
      * RMSNorm kernel on this rank's partial sums alone (single-GPU tests). */
     arb_inst_t *const *sites;
+    /* [2 * layers] or NULL: the instances of one-token steps (decode, draft), where a
+     * profile chose differently by shape; NULL: `sites` for every T. Same rules. */
+    arb_inst_t *const *sites_t1;
     arb_fusion_t fusion;   /* passed to every arb_inst_allreduce_rmsnorm */
     int pdl;               /* 1: kernels launched with programmatic dependent launch */
 } arb_gpu_model_opts_t;

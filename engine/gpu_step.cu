@@ -28,7 +28,7 @@ void mark(arb_gpu_model_t *m, cudaStream_t st, int kind)
 arb_status_t call_site(arb_gpu_model_t *m, unsigned i, const bf16 *norm, unsigned T, cudaStream_t st, char *why,
                        size_t len)
 {
-    const arb_gpu_site &site = m->sites[i];
+    const arb_gpu_site &site = arb_gpu_site_at(m, i, T);
     if (!site.inst)
         return arb_rmsnorm_residual_launch(m->res, site.part, norm, m->h, T, m->s.H, m->o.dims.rms_eps, st, why, len);
     const arb_rmsnorm_args_t args = {site.part, m->res, norm, m->h, T, m->s.H, m->o.dims.rms_eps};
@@ -74,7 +74,7 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
         mark(m, lc.stream, ARB_GPU_PROF_COMBINE);
     }
     // part = o @ o_proj_r^T                                        [T x H], this rank's partial sums
-    ARB_CUDA_TRY(gemv(lc, GEMV_BF16, L.o_proj, nullptr, m->o_heads, ow, H, ow, m->sites[2 * l].part, H, t), why, len);
+    ARB_CUDA_TRY(gemv(lc, GEMV_BF16, L.o_proj, nullptr, m->o_heads, ow, H, ow, arb_gpu_site_at(m, 2 * l, T).part, H, t), why, len);
     mark(m, lc.stream, ARB_GPU_PROF_O_PROJ);
     return ARB_OK;
 }
@@ -88,7 +88,7 @@ arb_status_t dense_mlp(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     ARB_CUDA_TRY(gemv(lc, GEMV_SILU_MUL, L.gate, L.up, m->h, s.H, s.Id, s.H, m->act_dense, s.Id, (int)T), why, len);
     mark(m, lc.stream, ARB_GPU_PROF_DENSE);
     // part = act @ down_r^T                                        [T x H]
-    ARB_CUDA_TRY(gemv(lc, GEMV_BF16, L.down, nullptr, m->act_dense, s.Id, s.H, s.Id, m->sites[2 * l + 1].part, s.H,
+    ARB_CUDA_TRY(gemv(lc, GEMV_BF16, L.down, nullptr, m->act_dense, s.Id, s.H, s.Id, arb_gpu_site_at(m, 2 * l + 1, T).part, s.H,
                       (int)T),
                  why, len);
     mark(m, lc.stream, ARB_GPU_PROF_DENSE);
@@ -112,7 +112,7 @@ arb_status_t moe(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_ctx &l
     // part = shared_down(act_sh) + sum_u coef_u down_u(act_u)      [T x H]
     ARB_CUDA_TRY(moe_gate_up(lc, L.moe, rt, m->h, m->act_moe, m->act_sh, (int)T, (int)slots), why, len);
     mark(m, lc.stream, ARB_GPU_PROF_MOE_GATE_UP);
-    ARB_CUDA_TRY(moe_down(lc, L.moe, rt, m->act_moe, m->act_sh, m->sites[2 * l + 1].part, (int)T), why, len);
+    ARB_CUDA_TRY(moe_down(lc, L.moe, rt, m->act_moe, m->act_sh, arb_gpu_site_at(m, 2 * l + 1, T).part, (int)T), why, len);
     mark(m, lc.stream, ARB_GPU_PROF_MOE_DOWN);
     return ARB_OK;
 }

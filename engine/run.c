@@ -214,9 +214,12 @@ static void close_config(arb_runcfg_t *c)
     }
     c->ninst = 0;
     free(c->sites);
+    free(c->sites_t1);
     for (int mo = 0; mo < ARB_MODE_COUNT; mo++) {
         for (int p = 0; p < ARB_PHASES; p++)
             free(c->res[mo][p].us), free(c->res[mo][p].tokens);
+        for (unsigned i = 0; i < ARB_ENGINE_MAX_RATES; i++)
+            free(c->specs[mo][i].us), free(c->specs[mo][i].tokens);
     }
 }
 

@@ -45,6 +45,7 @@ typedef struct arb_phase_result {
     unsigned produced;    /* spec: tokens the cycles produced (accepted drafts + one per cycle) */
     double total_us;      /* spec: sum of the cycles' times */
     double draft_us, verify_us; /* spec: medians per cycle of the draft's k steps and of the verify (max over ranks) */
+    double accept_rate;   /* spec: the p these cycles ran at */
 } arb_phase_result_t;
 
 /* One run configuration: which instance serves each site. */
@@ -55,9 +56,13 @@ typedef struct arb_runcfg {
     arb_inst_t *inst[ARB_ENGINE_MAX_INSTS];
     unsigned ninst;
     arb_inst_t **sites;    /* [2 * layers] */
+    arb_inst_t **sites_t1; /* [2 * layers] or NULL: one-token steps' instances where a profile chose differently */
+    arb_impl_spec_t spec_t1; /* their implementation (rows of the decode phase) */
+    char describe_t1[256];
     char describe[256];    /* the instance's resolved parameters */
     char fusion[32];       /* path of the fused op: plugin, composed, mixed, local */
-    arb_phase_result_t res[ARB_MODE_COUNT][ARB_PHASES];
+    arb_phase_result_t res[ARB_MODE_COUNT][ARB_PHASES]; /* [.][ARB_PHASE_SPEC] unused: see spec */
+    arb_phase_result_t specs[ARB_MODE_COUNT][ARB_ENGINE_MAX_RATES]; /* per --accept-rate value, in its order */
     int borrowed;          /* the instances belong to the profile's registry (engine/run_profile.h) */
     unsigned phases;       /* bits (1 << ARB_PHASE_*) whose rows this configuration writes; 0 = all */
 } arb_runcfg_t;
@@ -88,9 +93,9 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
 /* run_steps.c */
 arb_status_t arb_run_config(arb_engine_run_t *r, arb_runcfg_t *c, char *why, size_t len);
 arb_status_t arb_run_check(arb_engine_run_t *r, void *gpu_model, uint32_t gpu_g0, char *why, size_t len);
-/* run_spec.c: speculative cycles on the decode chain g (--accept-rate) */
+/* run_spec.c: speculative cycles at acceptance p on the decode chain g (--accept-rate) */
 arb_status_t arb_run_spec_phase(arb_engine_run_t *r, arb_runcfg_t *c, void *model, arb_mode_t mode, const uint32_t *g,
-                                arb_phase_result_t *pr, int32_t *ebuf, char *why, size_t len);
+                                double p, arb_phase_result_t *pr, int32_t *ebuf, char *why, size_t len);
 /* run_steps.c helpers shared with run_check.c and run_spec.c */
 arb_status_t arb_run_phase_alloc(arb_phase_result_t *pr, unsigned T, unsigned nsteps, size_t ntokens, double **mine,
                                  char *why, size_t len);
@@ -115,6 +120,8 @@ int arb_run_is_impl(const arb_runcfg_t *c);
  * the implementation's configuration, written as soon as the phase finished. */
 int arb_run_open_rows(arb_engine_run_t *r, char *err, size_t len);
 void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase);
+/* the row of the speculative cycles at the i-th --accept-rate value */
+void arb_run_spec_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, unsigned i);
 void arb_run_ab_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase, int role, const double *us,
                     size_t n, unsigned T, const arb_ab_result_t *cmp, const arb_agreement_t *ag, const char *bname,
                     const char *bparams);

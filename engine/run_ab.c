@@ -105,10 +105,6 @@ arb_status_t arb_run_ab(arb_engine_run_t *r, char *why, size_t len)
     arb_runcfg_t *c[2] = {find(r, "baseline"), find(r, "impl")};
     if (!c[0] || !c[1])
         ARB_RAISE(ARB_ERR_INVALID, why, len, "--baseline: no implementation configuration to compare with");
-    for (unsigned i = 0; i < r->ncfgs; i++)
-        if (&r->cfgs[i] != c[1] && strcmp(r->cfgs[i].label, "impl") == 0)
-            ARB_RAISE(ARB_ERR_INVALID, why, len, "--baseline with a profile whose decode and verify choices differ: "
-                      "A/B compares one configuration (give --profile entries that agree, or compare with --impl)");
     side_t sd[2] = {{0}, {0}};
     arb_status_t st = ARB_OK;
     size_t nlog = (size_t)r->s.max_tokens * r->cfg.vocab_size; /* at least T x this rank's vocabulary */
@@ -118,7 +114,7 @@ arb_status_t arb_run_ab(arb_engine_run_t *r, char *why, size_t len)
         sd[s].logits = malloc(nlog * sizeof(float));
         if (!sd[s].logits)
             ARB_RAISE_GOTO(st, ARB_ERR_SYSTEM, out, why, len, "out of host memory");
-        st = arb_run_agree(r, r->be->create(&r->s, c[s]->sites, &sd[s].model, why, len), why, len);
+        st = arb_run_agree(r, r->be->create(&r->s, c[s]->sites, c[s]->sites_t1, &sd[s].model, why, len), why, len);
         if (st != ARB_OK) {
             size_t n = strlen(why);
             snprintf(why + n, len - n, " (A/B holds two models at once)");

@@ -56,7 +56,7 @@ arb_status_t arb_run_check(arb_engine_run_t *r, void *gpu_model, uint32_t gpu_g0
         ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");
     arb_status_t st = arb_run_agree(r, open_host_sites(r, &lp, &inst, sites, why, len), why, len);
     if (st == ARB_OK)
-        st = arb_run_agree(r, cb->create(&cs, inst ? sites : NULL, &cpu, why, len), why, len);
+        st = arb_run_agree(r, cb->create(&cs, inst ? sites : NULL, NULL, &cpu, why, len), why, len);
     uint32_t g0 = 0;
     if (st == ARB_OK)
         st = arb_run_prefill(r, cb, NULL, cpu, &g0, why, len);

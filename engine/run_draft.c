@@ -23,7 +23,7 @@ arb_status_t arb_run_draft_open(arb_engine_run_t *r, arb_runcfg_t *c, arb_run_dr
         ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");
     for (unsigned p = 0; p < r->o->context && p < d->cap; p++)
         d->hist[p] = arb_prompt_token(r, p);
-    ARB_TRY(arb_run_agree(r, r->be->create(&ds, c->sites, &d->model, why, len), why, len));
+    ARB_TRY(arb_run_agree(r, r->be->create(&ds, c->sites, c->sites_t1, &d->model, why, len), why, len));
     uint32_t g0;
     ARB_TRY(arb_run_prefill(r, r->be, c, d->model, &g0, why, len));
     d->len = r->o->context;

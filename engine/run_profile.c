@@ -107,12 +107,10 @@ arb_status_t arb_run_open_profile(arb_engine_run_t *r, char *why, size_t len)
         ARB_TRY(arb_site_choose(&ps->prof, ps->path, &site[i], fallback, &ch[i], why, len));
         ARB_TRY(arb_site_registry_add(&ps->reg, &site[i], &ch[i], &slot[i], why, len));
     }
-    /* The untimed prefill runs through the timed phases' instances (the backends serve one
-     * instance per site position for every step shape): each is sized for its chunk too. */
-    int split = strcmp(ch[SHAPE_DECODE].impl, ch[SHAPE_VERIFY].impl) || strcmp(ch[SHAPE_DECODE].params, ch[SHAPE_VERIFY].params);
-    for (int i = SHAPE_DECODE; i <= (split ? SHAPE_VERIFY : SHAPE_DECODE); i++) {
-        arb_choice_t pc = ch[i];
-        snprintf(pc.note, sizeof pc.note, "prefill chunk (untimed) on the %s choice", names[i]);
+    /* The untimed prefill chunks (T > 1) run on the verify choice's instance, sized for them too. */
+    {
+        arb_choice_t pc = ch[SHAPE_VERIFY];
+        snprintf(pc.note, sizeof pc.note, "prefill chunk (untimed) on the verify choice");
         size_t ps_slot;
         ARB_TRY(arb_site_registry_add(&ps->reg, &site[SHAPE_PREFILL], &pc, &ps_slot, why, len));
     }
@@ -127,14 +125,25 @@ arb_status_t arb_run_open_profile(arb_engine_run_t *r, char *why, size_t len)
     /* after open: a declined choice may have moved both shapes onto the fallback */
     arb_inst_t *idec = arb_site_registry_instance(&ps->reg, slot[SHAPE_DECODE], NULL);
     arb_inst_t *iver = arb_site_registry_instance(&ps->reg, slot[SHAPE_VERIFY], NULL);
+    arb_runcfg_t *c = &r->cfgs[r->ncfgs++];
+    ARB_TRY(arb_run_borrow_config(r, c, "impl", &ps->reg, slot[SHAPE_VERIFY], 0, why, len));
     if (idec == iver)
-        return arb_run_borrow_config(r, &r->cfgs[r->ncfgs++], "impl", &ps->reg, slot[SHAPE_VERIFY], 0, why, len);
-    if (r->ncfgs + 2 > ARB_ENGINE_MAX_CFGS)
-        ARB_RAISE(ARB_ERR_INVALID, why, len, "too many run configurations");
-    ARB_TRY(arb_run_borrow_config(r, &r->cfgs[r->ncfgs++], "impl", &ps->reg, slot[SHAPE_DECODE], 1u << ARB_PHASE_DECODE,
-                                  why, len));
-    return arb_run_borrow_config(r, &r->cfgs[r->ncfgs++], "impl", &ps->reg, slot[SHAPE_VERIFY], 1u << ARB_PHASE_VERIFY,
-                                 why, len);
+        return ARB_OK;
+    /* One configuration, as a server dispatches by shape: one-token steps (decode, the
+     * draft's steps) on the decode choice, every other step on the verify choice. */
+    const unsigned nsites = 2 * r->cfg.num_hidden_layers;
+    const arb_choice_t *dch = arb_site_registry_choice(&ps->reg, slot[SHAPE_DECODE]);
+    c->sites_t1 = calloc(nsites, sizeof *c->sites_t1);
+    if (!c->sites_t1)
+        ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");
+    for (unsigned s = 0; s < nsites; s++)
+        c->sites_t1[s] = idec;
+    snprintf(c->spec_t1.name, sizeof c->spec_t1.name, "%s", dch->impl);
+    snprintf(c->spec_t1.params, sizeof c->spec_t1.params, "%s", dch->params);
+    c->spec_t1.has_params = dch->params[0] != 0;
+    snprintf(c->describe_t1, sizeof c->describe_t1, "%s", arb_inst_describe(idec));
+    c->inst[c->ninst++] = idec; /* for the per-step error query */
+    return ARB_OK;
 }
 
 void arb_run_close_profile(arb_engine_run_t *r)

@@ -4,10 +4,11 @@
  * engine's call-site shapes (decode T = 1, verify T = k + 1, the prefill chunk) are
  * described as sites of this run (fabric, ranks, nodes, mode) and each gets its choice
  * from the profile (site_choice.h); the registry opens each distinct choice once.
- * The backends serve one instance per site position for every step shape, so when the
- * decode and the verify shapes choose differently the implementation runs as two
- * configurations: one whose decode rows are written, one whose verify (and speculative)
- * rows are; each still runs the other phase untimed (verify needs decode's tokens).
+ * When the decode and the verify shapes choose differently, the one configuration holds
+ * both: its one-token steps (decode, the draft's steps) call the decode choice's instance
+ * (arb_runcfg_t.sites_t1), every other step (verify, prefill chunks, the draft's catch-up)
+ * the verify choice's, as a server dispatches by batch-size bucket; so a speculative
+ * cycle runs its drafts and its verify each on its own shape's choice.
  */
 #ifndef ARB_ENGINE_RUN_PROFILE_H
 #define ARB_ENGINE_RUN_PROFILE_H
@@ -22,8 +23,8 @@ struct arb_engine_run;
 struct arb_runcfg;
 struct arb_site_registry;
 
-/* Collective. Appends the implementation's configuration(s) to r->cfgs (label "impl",
- * phases set when split), prints each site's choice on rank 0. */
+/* Collective. Appends the implementation's configuration to r->cfgs (label "impl"),
+ * prints each site's choice on rank 0. */
 arb_status_t arb_run_open_profile(struct arb_engine_run *r, char *why, size_t len);
 /* Fills c as a configuration serving registry slot `slot`'s instance at every site (the
  * registry keeps ownership: c->borrowed), writing the rows of `phases` (0: all). */

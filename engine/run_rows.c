@@ -108,16 +108,22 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
     f[EC_fusion] = c->fusion;
 }
 
-void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase)
+/* The row of result p (phase `phase`); q: the compute-only configuration's result of the
+ * same (mode, phase[, rate]) or NULL. */
+static void write_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase, const arb_phase_result_t *p,
+                      const arb_phase_result_t *q)
 {
-    const arb_phase_result_t *p = &c->res[mode][phase];
-    const arb_runcfg_t *co = compute_only(r);
-    const arb_phase_result_t *q = co && co->res[mode][phase].ran ? &co->res[mode][phase] : NULL;
     const arb_engine_opts_t *o = r->o;
     rowtext_t t;
     memset(&t, 0, sizeof t);
     const char *f[EC_COUNT] = {0};
     fill_common(r, c, mode, &t, f);
+    if (c->sites_t1) { /* per-shape choices: the decode row's steps ran on the one-token choice */
+        if (phase == ARB_PHASE_DECODE)
+            f[EC_impl] = c->spec_t1.name, f[EC_params] = c->describe_t1;
+        snprintf(t.b[EC_sites], 96, "T=1 %.20s%s%.21s; T>1 %.20s%s%.21s", c->spec_t1.name, c->spec_t1.params[0] ? ":" : "",
+                 c->spec_t1.params, c->spec.name, c->spec.params[0] ? ":" : "", c->spec.params);
+    }
     snprintf(t.b[EC_phase], 96, "%s", arb_phase_names[phase]);
     snprintf(t.b[EC_tokens], 96, "%u", p->T);
     snprintf(t.b[EC_steps], 96, "%u", p->nsteps);
@@ -131,7 +137,7 @@ void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase
         setd(&t, EC_tok_s, 1e6 / p->st.median, "%.2f");
     if (phase == ARB_PHASE_SPEC) {
         setd(&t, EC_tok_s, p->produced / p->total_us * 1e6, "%.2f");
-        setd(&t, EC_accept_rate, o->accept_rate, "%.3f");
+        setd(&t, EC_accept_rate, p->accept_rate, "%.3f");
         setd(&t, EC_accepted_per_cycle, (double)p->produced / p->nsteps - 1.0, "%.3f");
         /* issue 15: the draft's share, the ratio to plain decode, the break-even acceptance */
         const arb_phase_result_t *dp = &c->res[mode][ARB_PHASE_DECODE];
@@ -201,6 +207,20 @@ void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase
     free(t.samples);
 }
 
+void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase)
+{
+    const arb_runcfg_t *co = compute_only(r);
+    write_row(r, c, mode, phase, &c->res[mode][phase],
+              co && co->res[mode][phase].ran ? &co->res[mode][phase] : NULL);
+}
+
+void arb_run_spec_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, unsigned i)
+{
+    const arb_runcfg_t *co = compute_only(r);
+    write_row(r, c, mode, ARB_PHASE_SPEC, &c->specs[mode][i],
+              co && co->specs[mode][i].ran ? &co->specs[mode][i] : NULL);
+}
+
 /* An A/B row (docs/engine-e2e.md): one side's interleaved steps, phase ab-decode or
  * ab-verify, with the comparison (speedup = median(baseline) / median(candidate)). */
 void arb_run_ab_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase, int role, const double *us,
@@ -249,6 +269,34 @@ void arb_run_ab_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int ph
     free(t.samples);
 }
 
+/* Per acceptance rate: the cycles' medians, the accepted length measured and expected
+ * (E[n] = p + ... + p^k), tok/s measured, the ratio to plain decode measured and at E[n]
+ * (the draft and verify medians, not the draws' luck), and the break-even p. */
+static void print_spec_table(const arb_engine_run_t *r, const arb_runcfg_t *c)
+{
+    const unsigned k = r->o->spec_k;
+    int head = 0;
+    for (int mode = 0; mode < ARB_MODE_COUNT; mode++)
+        for (unsigned i = 0; i < r->o->naccept; i++) {
+            const arb_phase_result_t *p = &c->specs[mode][i], *d = &c->res[mode][ARB_PHASE_DECODE];
+            if (!p->ran || !p->nsteps || !d->ran || !(d->st.median > 0))
+                continue;
+            if (!head++)
+                printf("# %-6s %2s %5s %6s %7s %6s %10s %10s %8s %8s %9s %10s\n", "mode", "k", "p", "cycles", "acc/cyc",
+                       "E[n]", "draft_us", "verify_us", "tok/s", "x_plain", "x_plain@E", "break_even");
+            double en = 0, pi = 1, be = NAN;
+            for (unsigned j = 1; j <= k; j++)
+                pi *= p->accept_rate, en += pi;
+            char bwhy[256], bes[16] = "-";
+            if (arb_spec_break_even(k, p->draft_us / k, p->verify_us, d->st.median, &be, bwhy, sizeof bwhy) == ARB_OK)
+                snprintf(bes, sizeof bes, isinf(be) ? "inf" : "%.3f", be);
+            const double tok = p->produced / p->total_us * 1e6, plain = 1e6 / d->st.median;
+            printf("# %-6s %2u %5.2f %6u %7.3f %6.3f %10.1f %10.1f %8.1f %8.3f %9.3f %10s\n", arb_mode_names[mode], k,
+                   p->accept_rate, p->nsteps, (double)p->produced / p->nsteps - 1.0, en, p->draft_us, p->verify_us, tok,
+                   tok / plain, (1 + en) / (p->draft_us + p->verify_us) * 1e6 / plain, bes);
+        }
+}
+
 void arb_run_print_table(const arb_engine_run_t *r)
 {
     const arb_runcfg_t *c = NULL, *co = compute_only(r);
@@ -264,11 +312,14 @@ void arb_run_print_table(const arb_engine_run_t *r)
     printf("# %-6s %-6s %3s %11s %11s %11s %10s %9s %11s %10s %9s\n", "mode", "phase", "T", "median_us", "p10_us",
            "p90_us", "tok/s", "ar_share", "floor_us", "x_floor", "agree");
     for (int mode = 0; mode < ARB_MODE_COUNT; mode++)
-        for (int ph = 0; ph < ARB_PHASES; ph++) {
-            const arb_phase_result_t *p = &c->res[mode][ph];
+        for (unsigned e = 0; e < ARB_PHASE_SPEC + ARB_ENGINE_MAX_RATES; e++) { /* decode, verify, spec per rate */
+            const int ph = e < ARB_PHASE_SPEC ? (int)e : ARB_PHASE_SPEC;
+            const unsigned si = e - (unsigned)ARB_PHASE_SPEC;
+            const arb_phase_result_t *p = ph < ARB_PHASE_SPEC ? &c->res[mode][ph] : &c->specs[mode][si];
             if (!p->ran)
                 continue;
-            const arb_phase_result_t *q = co && co->res[mode][ph].ran ? &co->res[mode][ph] : NULL;
+            const arb_phase_result_t *qq = !co ? NULL : ph < ARB_PHASE_SPEC ? &co->res[mode][ph] : &co->specs[mode][si];
+            const arb_phase_result_t *q = qq && qq->ran ? qq : NULL;
             double floor_us = r->bandwidth > 0 ? p->bytes / r->bandwidth * 1e6 : NAN;
             char share[16] = "-", fl[16] = "-", xf[16] = "-", ag[24] = "-", tk[16] = "-";
             if (q)
@@ -284,6 +335,7 @@ void arb_run_print_table(const arb_engine_run_t *r)
             printf("# %-6s %-6s %3u %11.1f %11.1f %11.1f %10s %9s %11s %10s %9s\n", arb_mode_names[mode],
                    arb_phase_names[ph], p->T, p->st.median, p->st.p10, p->st.p90, tk, share, fl, xf, ag);
         }
+    print_spec_table(r, c);
     if (r->check_max_logit_diff >= 0)
         printf("# check vs the CPU reference: %u/%u greedy tokens equal, max |logit diff| %.5f (tolerance %.3f)\n",
                r->check_agree, r->check_compared, r->check_max_logit_diff, ARB_ENGINE_LOGIT_TOL);

@@ -29,7 +29,7 @@ static double accept_draw(const arb_engine_run_t *r, unsigned cycle, unsigned j)
 }
 
 arb_status_t arb_run_spec_phase(arb_engine_run_t *r, arb_runcfg_t *c, void *model, arb_mode_t mode, const uint32_t *g,
-                                arb_phase_result_t *pr, int32_t *ebuf, char *why, size_t len)
+                                double p, arb_phase_result_t *pr, int32_t *ebuf, char *why, size_t len)
 {
     const unsigned S = r->o->steps, k = r->o->spec_k, T = k + 1, P0 = r->o->context, V = r->cfg.vocab_size;
     double *mine = NULL, bsum = 0, esum = 0;
@@ -42,15 +42,16 @@ arb_status_t arb_run_spec_phase(arb_engine_run_t *r, arb_runcfg_t *c, void *mode
         ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");
     }
     pr->nsteps = 0; /* counts the cycles run */
+    pr->accept_rate = p;
     char what[64];
-    snprintf(what, sizeof what, "%s %s: spec", c->label, arb_mode_names[mode]);
+    snprintf(what, sizeof what, "%s %s: spec p=%.2f", c->label, arb_mode_names[mode], p);
     arb_status_t st = arb_run_draft_open(r, c, &draft, why, len);
     unsigned i = 0; /* tokens produced so far: the chain position of the next input */
     uint32_t in[64], out[64];
     for (unsigned cyc = 0; cyc < S && i < S && st == ARB_OK; cyc++) {
         in[0] = g[i];
         for (unsigned j = 1; j <= k; j++) /* the chain has S + k + 1 tokens: g[i + j] exists */
-            in[j] = accept_draw(r, cyc, j) < r->o->accept_rate ? g[i + j] : (g[i + j] + 1) % V;
+            in[j] = accept_draw(r, cyc, j) < p ? g[i + j] : (g[i + j] + 1) % V;
         double us = 0, dus = 0, b = 0, e = 0;
         st = arb_run_draft_cycle(r, c, &draft, mode, in, k, P0 + i, &dus, why, len);
         if (st == ARB_OK)

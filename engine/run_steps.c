@@ -309,7 +309,7 @@ arb_status_t arb_run_config(arb_engine_run_t *r, arb_runcfg_t *c, char *why, siz
                            sizeof *ebuf);
     if (!ebuf)
         ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");
-    arb_status_t st = arb_run_agree(r, r->be->create(&r->s, c->sites, &model, why, len), why, len);
+    arb_status_t st = arb_run_agree(r, r->be->create(&r->s, c->sites, c->sites_t1, &model, why, len), why, len);
     uint32_t g0 = 0;
     if (st == ARB_OK)
         st = arb_run_prefill(r, r->be, c, model, &g0, why, len);
@@ -339,11 +339,11 @@ arb_status_t arb_run_config(arb_engine_run_t *r, arb_runcfg_t *c, char *why, siz
             if (r->m->rank == 0)
                 arb_run_row(r, c, mode, ARB_PHASE_VERIFY);
         }
-        if (st == ARB_OK && r->o->accept_rate >= 0) {
-            arb_phase_result_t *sp = &c->res[mode][ARB_PHASE_SPEC];
-            st = arb_run_spec_phase(r, c, model, (arb_mode_t)mode, d->tokens, sp, ebuf, why, len);
+        for (unsigned i = 0; i < r->o->naccept && st == ARB_OK; i++) { /* one spec row per acceptance rate */
+            st = arb_run_spec_phase(r, c, model, (arb_mode_t)mode, d->tokens, r->o->accept_rates[i], &c->specs[mode][i],
+                                    ebuf, why, len);
             if (st == ARB_OK && writes(c, ARB_PHASE_VERIFY) && r->m->rank == 0)
-                arb_run_row(r, c, mode, ARB_PHASE_SPEC);
+                arb_run_spec_row(r, c, mode, i);
         }
     }
     if (model)

@@ -4,6 +4,14 @@
  * measured for real without a GPU. fp32 uses MPI_SUM on MPI_FLOAT; bf16 uses a
  * user-defined, commutative MPI_Op on 16-bit words that adds each pair in fp32 and
  * rounds once to bf16 (round to nearest even).
+ *
+ * Parameters (a describe() string is accepted back, so a profile's winner reopens):
+ *   algo=allreduce      MPI_Allreduce (default)
+ *   algo=reduce-bcast   MPI_Reduce to rank 0, then MPI_Bcast: a second host variant, so
+ *                       the CPU reference can run different choices at different call
+ *                       sites (the per-shape profile tests); the same sums, bit for bit,
+ *                       on two ranks (one addition, commutative)
+ *   transport=mpi, memory=host   what describe() reports; accepted with those values only
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -17,7 +25,33 @@
 typedef struct mpi_host {
     MPI_Comm comm;
     MPI_Op bf16_sum;
+    int reduce_bcast; /* algo=reduce-bcast */
 } mpi_host_t;
+
+/* "k=v,k=v": algo=allreduce|reduce-bcast, transport=mpi, memory=host. */
+static arb_status_t parse(const char *params, int *reduce_bcast, char *why, size_t why_len)
+{
+    *reduce_bcast = 0;
+    for (const char *p = params ? params : ""; *p;) {
+        size_t n = strcspn(p, ",");
+        const char *eq = memchr(p, '=', n);
+        size_t kl = eq ? (size_t)(eq - p) : n, vl = eq ? n - kl - 1 : 0;
+        const char *v = eq ? eq + 1 : "";
+#define IS(s, len, lit) ((len) == sizeof(lit) - 1 && strncmp((s), (lit), (len)) == 0)
+        if (eq && IS(p, kl, "algo") && (IS(v, vl, "allreduce") || IS(v, vl, "reduce-bcast")))
+            *reduce_bcast = IS(v, vl, "reduce-bcast");
+        else if (!(eq && ((IS(p, kl, "transport") && IS(v, vl, "mpi")) || (IS(p, kl, "memory") && IS(v, vl, "host"))))) {
+            ARB_WHY(why, why_len,
+                    "mpi-host params: item '%.*s': expected algo=allreduce|reduce-bcast (or its describe() items "
+                    "transport=mpi, memory=host)",
+                    (int)n, p);
+            return ARB_ERR_INVALID;
+        }
+#undef IS
+        p += n + (p[n] == ',');
+    }
+    return ARB_OK;
+}
 
 static float bf16_to_f32(uint16_t h)
 {
@@ -50,9 +84,8 @@ static arb_status_t mh_init(const arb_comm_info_t *info, const arb_host_ops_t *o
                             void **state, char *why, size_t why_len)
 {
     (void)ops;
-    if (params && *params) {
-        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "mpi-host takes no parameters (got '%s')", params);
-    }
+    int rb;
+    ARB_TRY(parse(params, &rb, why, why_len));
     if (!info->mpi_comm) {
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "mpi-host needs the harness's MPI communicator");
     }
@@ -65,6 +98,7 @@ static arb_status_t mh_init(const arb_comm_info_t *info, const arb_host_ops_t *o
         free(s);
         return ARB_ERR_SYSTEM;
     }
+    s->reduce_bcast = rb;
     *state = s;
     return ARB_OK;
 }
@@ -77,19 +111,29 @@ static arb_status_t mh_allreduce(void *state, const void *send, void *recv, size
     if (count > (size_t)INT32_MAX) {
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "mpi-host: count %zu elements, expected at most %d (MPI's int count)", count, INT32_MAX);
     }
-    int rc = dtype == ARB_DTYPE_FP32
-                 ? MPI_Allreduce(send, recv, (int)count, MPI_FLOAT, MPI_SUM, s->comm)
-                 : MPI_Allreduce(send, recv, (int)count, MPI_UINT16_T, s->bf16_sum, s->comm);
+    MPI_Datatype t = dtype == ARB_DTYPE_FP32 ? MPI_FLOAT : MPI_UINT16_T;
+    MPI_Op op = dtype == ARB_DTYPE_FP32 ? MPI_SUM : s->bf16_sum;
+    int rc, rank = 0;
+    if (!s->reduce_bcast) {
+        rc = MPI_Allreduce(send, recv, (int)count, t, op, s->comm);
+    } else {
+        MPI_Comm_rank(s->comm, &rank);
+        /* rank 0 reduces into recv (MPI_IN_PLACE when the caller reduces in place) */
+        rc = MPI_Reduce(rank == 0 && send == recv ? MPI_IN_PLACE : send, recv, (int)count, t, op, 0, s->comm);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Bcast(recv, (int)count, t, 0, s->comm);
+    }
     if (rc != MPI_SUCCESS) {
-        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "mpi-host: MPI_Allreduce of %zu elements failed (MPI error %d)", count, rc);
+        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "mpi-host: %s of %zu elements failed (MPI error %d)",
+                  s->reduce_bcast ? "MPI_Reduce + MPI_Bcast" : "MPI_Allreduce", count, rc);
     }
     return ARB_OK;
 }
 
 static const char *mh_describe(void *state)
 {
-    (void)state;
-    return "transport=mpi,memory=host";
+    const mpi_host_t *s = state;
+    return s->reduce_bcast ? "algo=reduce-bcast,transport=mpi,memory=host" : "transport=mpi,memory=host";
 }
 
 static void mh_finalize(void *state)

@@ -66,7 +66,7 @@ static void t_init_failure_agreed(void)
     arb_use_t u = host_use(ARB_OP_ALLREDUCE);
     TAP_EQ_INT(arb_inst_open(&g_mpi, &g_lp, "bogus=1", &u, &in, why, sizeof why), ARB_ERR_INVALID);
     TAP_CHECK(in == NULL);
-    TAP_HAS_STR(why, "takes no parameters");
+    TAP_HAS_STR(why, "item 'bogus=1': expected algo=allreduce|reduce-bcast");
 }
 
 /* A decline on one rank only: every rank declines, with that rank's reason. */

@@ -3,7 +3,11 @@
 # `arbench engine --tune` and `--profile FILE` on the CPU reference under mpirun -np 2:
 # the tune sweep and its profile are written next to the results and used; a profile of
 # another fabric falls back with one line per site naming what was missing; a malformed
-# profile and --profile with --impl are refused (exit 2, the message names them). TAP.
+# profile and --profile with --impl are refused (exit 2, the message names them); a
+# profile whose decode and verify shapes choose differently (mpi-host's two algorithms)
+# runs as one configuration, one-token steps (decode, the draft) on the decode choice and
+# the others on the verify choice, with the same greedy tokens (bitwise equal sums on two
+# ranks). TAP.
 # usage: engine_profile.sh ARBENCH
 set -u
 arbench=$1
@@ -33,6 +37,25 @@ if engine 2 other --profile "$tmp/prof_other.csv"; then tap OK "--profile of ano
 grep -q 'site verify .*no entry in .*prof_other.csv for its fabric (.*has: nvlink) -> mpi-host (its own choice)' "$tmp/other.out" \
     && tap OK "fallback line names the site and the missing fabric" || { tap FAIL "fallback line names the site and the missing fabric"; sed 's/^/# /' "$tmp/other.out"; }
 [ "$(rows "$tmp/other.csv")" -eq 2 ] && tap OK "rows with the fallback" || tap FAIL "rows with the fallback"
+
+cat >"$tmp/prof_split.csv" <<'CSV'
+schema,fabric,ranks,nodes,dtype,op,mode,min_bytes,max_bytes,impl,params,fusion
+1,host,2,0,bf16,allreduce,eager,1,128,mpi-host,algo=reduce-bcast,
+1,host,2,0,bf16,allreduce,eager,129,100000,mpi-host,algo=allreduce,
+CSV
+if engine 2 split --profile "$tmp/prof_split.csv" --accept-rate 0.7; then tap OK "--profile split by shape exits 0"; else tap FAIL "--profile split by shape exits 0"; sed 's/^/# /' "$tmp/split.out"; fi
+[ "$(grep -c ',\(decode\|verify\|spec\),' "$tmp/split.csv")" -eq 3 ] && tap OK "one configuration: one decode, one verify, one spec row" \
+    || tap FAIL "one configuration: one decode, one verify, one spec row (got $(grep -c ',\(decode\|verify\|spec\),' "$tmp/split.csv"))"
+case "$(grep ',decode,' "$tmp/split.csv")" in *algo=reduce-bcast,transport=mpi*) tap OK "the decode row ran on the decode choice (reduce-bcast)";; *) tap FAIL "the decode row ran on the decode choice";; esac
+case "$(grep ',verify,' "$tmp/split.csv")" in *reduce-bcast,transport*) tap FAIL "the verify row ran on the verify choice (allreduce)";; *transport=mpi,memory=host*) tap OK "the verify row ran on the verify choice (allreduce)";; *) tap FAIL "the verify row ran on the verify choice";; esac
+grep -q 'T=1 mpi-host:algo=reduce-bcast; T>1 mpi-host:algo=allreduce' "$tmp/split.csv" && tap OK "rows name both choices in sites" || tap FAIL "rows name both choices in sites"
+for ph in verify spec; do
+    a=$(grep ",$ph," "$tmp/split.csv" | grep -o ',[0-9]*/[0-9]*,' | head -1 | tr -d ,)
+    [ -n "$a" ] && [ "${a%/*}" = "${a#*/}" ] && tap OK "$ph reproduces the decode chain across the two choices ($a)" || tap FAIL "$ph reproduces the decode chain across the two choices (${a:-none})"
+done
+engine 1 badmh --impl mpi-host:algo=bogus
+rc=$?
+[ $rc -eq 2 ] && grep -q "algo=bogus" "$tmp/badmh.out" && tap OK "mpi-host algo=bogus refused naming it" || tap FAIL "mpi-host algo=bogus refused naming it (exit $rc)"
 
 printf 'schema,fabric\n1,host\n' >"$tmp/broken.csv"
 engine 1 broken --profile "$tmp/broken.csv"

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * spec_rows_check ENGINE.csv K: the speculative rows of an `arbench engine --accept-rate`
- * run (TAP): each has the draft's and the verify's medians (the draft model ran), the
- * ratio to the same mode's plain decode tok/s, the break-even acceptance of
+ * spec_rows_check ENGINE.csv K [P,P...]: the speculative rows of an `arbench engine
+ * --accept-rate` run (TAP): each has the draft's and the verify's medians (the draft model
+ * ran), the ratio to the same mode's plain decode tok/s, the break-even acceptance of
  * engine/spec.h recomputed from the row's own medians, and greedy agreement with the
- * decode chain (n/n).
+ * decode chain (n/n). With a list of rates: every mode that has spec rows has exactly
+ * one per listed rate, and the accept path ran for real at the ends: p = 0 accepts no
+ * draft in any cycle (accepted_per_cycle 0), p = 1 every draft (accepted_per_cycle K).
  */
 #include <math.h>
 #include <stdio.h>
@@ -29,8 +31,8 @@ static const char *get(const arb_table_t *t, size_t r, const char *col)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: spec_rows_check ENGINE.csv K\n");
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: spec_rows_check ENGINE.csv K [P,P...]\n");
         return 2;
     }
     arb_table_t t;
@@ -69,6 +71,36 @@ int main(int argc, char **argv)
         ok(sscanf(ag, "%u/%u", &a, &b) == 2 && a == b && b > 0, "greedy speculation reproduces the decode chain", ag);
     }
     ok(nspec > 0, "spec rows present", NULL);
+    if (argc == 4) { /* one row per (mode with spec rows, listed rate); the ends accept 0 and K */
+        const char *modes[] = {"graph", "eager"};
+        for (int m = 0; m < 2; m++) {
+            size_t inmode = 0;
+            for (size_t r = 0; r < t.nrows; r++)
+                inmode += !strcmp(get(&t, r, "phase"), "spec") && !strcmp(get(&t, r, "mode"), modes[m]);
+            if (!inmode)
+                continue;
+            size_t listed = 0;
+            for (const char *s = argv[3]; *s; s += strcspn(s, ",") + (s[strcspn(s, ",")] == ',')) {
+                double p = atof(s);
+                listed++;
+                size_t hits = 0;
+                double acc = NAN;
+                for (size_t r = 0; r < t.nrows; r++)
+                    if (!strcmp(get(&t, r, "phase"), "spec") && !strcmp(get(&t, r, "mode"), modes[m]) &&
+                        fabs(atof(get(&t, r, "accept_rate")) - p) < 5e-4)
+                        hits++, acc = atof(get(&t, r, "accepted_per_cycle"));
+                char detail[128];
+                snprintf(detail, sizeof detail, "%s p=%g: %zu rows, accepted_per_cycle %.3f", modes[m], p, hits, acc);
+                ok(hits == 1, "one spec row per listed acceptance rate", detail);
+                if (p == 0 || p == 1)
+                    ok(hits == 1 && fabs(acc - (p == 0 ? 0.0 : (double)k)) < 1e-9,
+                       p == 0 ? "p = 0 accepts no draft" : "p = 1 accepts every draft", detail);
+            }
+            char detail[96];
+            snprintf(detail, sizeof detail, "%s: %zu spec rows, %zu rates listed", modes[m], inmode, listed);
+            ok(inmode == listed, "no spec rows beyond the listed rates", detail);
+        }
+    }
     arb_table_free(&t);
     printf("1..%d\n", n);
     return failed;

@@ -95,8 +95,8 @@ static void t_tune_host(void)
         if (!c.from_profile)
             tap_diag("%s", c.note);
     }
-    /* the tuned choice opens through the registry: mpi-host refuses its own describe
-     * string as params (it takes none), so the site runs on mpi-host's own choice */
+    /* the tuned choice opens through the registry: mpi-host takes its own describe
+     * string back as params, so the site runs on the tuned choice itself */
     static arb_site_registry_t reg;
     arb_site_registry_init(&reg, "mpi-host");
     arb_site_t s = {.name = "decode.attn", .op = ARB_OP_ALLREDUCE_RMSNORM, .tokens = 1, .hidden = 64,
@@ -110,6 +110,7 @@ static void t_tune_host(void)
     arb_reg_plugins_init(&pl, &g_mpi, &b);
     TAP_CHECK(arb_site_registry_open(&reg, &b, -1, why, sizeof why) == ARB_OK);
     TAP_CHECK(arb_site_registry_instance(&reg, slot, NULL) != NULL);
+    TAP_CHECK(strstr(arb_site_registry_choice(&reg, slot)->note, "refused") == NULL);
     if (g_mpi.rank == 0)
         tap_diag("%s", arb_site_registry_choice(&reg, slot)->note);
     arb_site_registry_close(&reg);
