@@ -1,13 +1,22 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# The committed engine figures of the one-H200 runs (results/README.md): kimi-k2, INT4,
-# --tp-shape 8, with the modeled plugin replaying three fabrics' all-reduce latencies.
+# The committed engine figures of the one-H200 runs (results/e2e-h200/, from
+# ci/gpu-1gpu.sh engine): kimi-k2, INT4, --tp-shape 8, the modeled plugin replaying six
+# fabrics' all-reduce latencies, plain and speculative (k = 2, 3; acceptance 0.5..0.9).
 #   plots/render-engine-h200.sh [OUTDIR]      (default plots/figures/engine)
 set -eu
 cd "$(dirname "$0")/.."
 r=results/e2e-h200
-exec plots/engine_render.sh \
-    "$r/e2e-slow-k2.csv=seed PCIe table (NCCL ~200 us)" "$r/e2e-slow-k3.csv=seed PCIe table (NCCL ~200 us)" \
-    "$r/e2e-h200nccl-k2.csv=2xH200 NCCL auto" "$r/e2e-h200nccl-k3.csv=2xH200 NCCL auto" \
-    "$r/e2e-h200p2p-k2.csv=2xH200 p2p flag-free" "$r/e2e-h200p2p-k3.csv=2xH200 p2p flag-free" \
-    "${1:-plots/figures/engine}"
+out=${1:-plots/figures/engine}
+# two figure sets of at most 8 series: the PCIe tables (hand-made and predicted), the 2 x H200 ones
+render() { # OUTDIR NAME=LABEL...
+    local dir=$1 args=() f k
+    shift
+    for f in "$@"; do
+        for k in 2 3; do args+=("$r/e2e-${f%%=*}-k$k.csv=${f#*=}"); done
+    done
+    plots/engine_render.sh "${args[@]}" "$dir"
+}
+render "$out/pcie" "slow=seed table (NCCL 150-200 us)" "pcie-nccl-seed=NCCL LL/Simple (seed reading)" \
+    "pcie-nccl=NCCL auto (predicted)" "pcie-p2p=p2p push (predicted)"
+render "$out/h200" "h200nccl=2xH200 NCCL auto" "h200p2p=2xH200 p2p flag-free"
