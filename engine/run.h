@@ -64,7 +64,6 @@ typedef struct arb_runcfg {
     arb_phase_result_t res[ARB_MODE_COUNT][ARB_PHASES]; /* [.][ARB_PHASE_SPEC] unused: see spec */
     arb_phase_result_t specs[ARB_MODE_COUNT][ARB_ENGINE_MAX_RATES]; /* per --accept-rate value, in its order */
     int borrowed;          /* the instances belong to the profile's registry (engine/run_profile.h) */
-    unsigned phases;       /* bits (1 << ARB_PHASE_*) whose rows this configuration writes; 0 = all */
 } arb_runcfg_t;
 
 typedef struct arb_engine_run {

@@ -22,7 +22,7 @@ static profile_state_t *g_state; /* one run per process */
 enum { SHAPE_DECODE, SHAPE_VERIFY, SHAPE_PREFILL, SHAPES };
 
 arb_status_t arb_run_borrow_config(arb_engine_run_t *r, arb_runcfg_t *c, const char *label,
-                                   const arb_site_registry_t *reg, size_t slot, unsigned phases, char *why, size_t len)
+                                   const arb_site_registry_t *reg, size_t slot, char *why, size_t len)
 {
     memset(c, 0, sizeof *c);
     const arb_choice_t *ch = arb_site_registry_choice(reg, slot);
@@ -45,7 +45,6 @@ arb_status_t arb_run_borrow_config(arb_engine_run_t *r, arb_runcfg_t *c, const c
     snprintf(c->fusion, sizeof c->fusion, "%s", arb_inst_has_fused(in) ? "plugin" : "composed");
     c->inst[0] = in, c->ninst = 1; /* for the per-step error query */
     c->borrowed = 1;
-    c->phases = phases;
     return ARB_OK;
 }
 
@@ -126,7 +125,7 @@ arb_status_t arb_run_open_profile(arb_engine_run_t *r, char *why, size_t len)
     arb_inst_t *idec = arb_site_registry_instance(&ps->reg, slot[SHAPE_DECODE], NULL);
     arb_inst_t *iver = arb_site_registry_instance(&ps->reg, slot[SHAPE_VERIFY], NULL);
     arb_runcfg_t *c = &r->cfgs[r->ncfgs++];
-    ARB_TRY(arb_run_borrow_config(r, c, "impl", &ps->reg, slot[SHAPE_VERIFY], 0, why, len));
+    ARB_TRY(arb_run_borrow_config(r, c, "impl", &ps->reg, slot[SHAPE_VERIFY], why, len));
     if (idec == iver)
         return ARB_OK;
     /* One configuration, as a server dispatches by shape: one-token steps (decode, the

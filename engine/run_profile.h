@@ -27,9 +27,9 @@ struct arb_site_registry;
  * prints each site's choice on rank 0. */
 arb_status_t arb_run_open_profile(struct arb_engine_run *r, char *why, size_t len);
 /* Fills c as a configuration serving registry slot `slot`'s instance at every site (the
- * registry keeps ownership: c->borrowed), writing the rows of `phases` (0: all). */
+ * registry keeps ownership: c->borrowed). */
 arb_status_t arb_run_borrow_config(struct arb_engine_run *r, struct arb_runcfg *c, const char *label,
-                                   const struct arb_site_registry *reg, size_t slot, unsigned phases, char *why,
+                                   const struct arb_site_registry *reg, size_t slot, char *why,
                                    size_t len);
 /* Collective. Closes what arb_run_open_profile opened (the configurations borrow it). */
 void arb_run_close_profile(struct arb_engine_run *r);

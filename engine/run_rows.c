@@ -284,9 +284,7 @@ static void print_spec_table(const arb_engine_run_t *r, const arb_runcfg_t *c)
             if (!head++)
                 printf("# %-6s %2s %5s %6s %7s %6s %10s %10s %8s %8s %9s %10s\n", "mode", "k", "p", "cycles", "acc/cyc",
                        "E[n]", "draft_us", "verify_us", "tok/s", "x_plain", "x_plain@E", "break_even");
-            double en = 0, pi = 1, be = NAN;
-            for (unsigned j = 1; j <= k; j++)
-                pi *= p->accept_rate, en += pi;
+            double en = arb_spec_expected_accepted(p->accept_rate, k), be = NAN;
             char bwhy[256], bes[16] = "-";
             if (arb_spec_break_even(k, p->draft_us / k, p->verify_us, d->st.median, &be, bwhy, sizeof bwhy) == ARB_OK)
                 snprintf(bes, sizeof bes, isinf(be) ? "inf" : "%.3f", be);

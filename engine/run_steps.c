@@ -282,13 +282,6 @@ int arb_run_is_impl(const arb_runcfg_t *c)
     return strcmp(c->label, "impl") == 0;
 }
 
-/* The implementation's configuration writes this phase's rows (a profile may split them
- * by phase: engine/run_profile.h). */
-static int writes(const arb_runcfg_t *c, int phase)
-{
-    return arb_run_is_impl(c) && (!c->phases || (c->phases & (1u << phase)));
-}
-
 /* The fused op's path as the backend saw it at every site (the CPU records it per call). */
 static void update_fusion(arb_engine_run_t *r, arb_runcfg_t *c, void *model)
 {
@@ -326,7 +319,7 @@ arb_status_t arb_run_config(arb_engine_run_t *r, arb_runcfg_t *c, char *why, siz
             continue;
         arb_phase_result_t *d = &c->res[mode][ARB_PHASE_DECODE], *v = &c->res[mode][ARB_PHASE_VERIFY];
         st = decode_phase(r, c, model, (arb_mode_t)mode, g0, d, ebuf, why, len);
-        if (st == ARB_OK && writes(c, ARB_PHASE_DECODE)) {
+        if (st == ARB_OK && arb_run_is_impl(c)) {
             moe_bench(r, model, d);
             update_fusion(r, c, model);
             if (r->m->rank == 0)
@@ -334,7 +327,7 @@ arb_status_t arb_run_config(arb_engine_run_t *r, arb_runcfg_t *c, char *why, siz
         }
         if (st == ARB_OK)
             st = verify_phase(r, c, model, (arb_mode_t)mode, d->tokens, v, ebuf, why, len);
-        if (st == ARB_OK && writes(c, ARB_PHASE_VERIFY)) {
+        if (st == ARB_OK && arb_run_is_impl(c)) {
             moe_bench(r, model, v);
             if (r->m->rank == 0)
                 arb_run_row(r, c, mode, ARB_PHASE_VERIFY);
@@ -342,7 +335,7 @@ arb_status_t arb_run_config(arb_engine_run_t *r, arb_runcfg_t *c, char *why, siz
         for (unsigned i = 0; i < r->o->naccept && st == ARB_OK; i++) { /* one spec row per acceptance rate */
             st = arb_run_spec_phase(r, c, model, (arb_mode_t)mode, d->tokens, r->o->accept_rates[i], &c->specs[mode][i],
                                     ebuf, why, len);
-            if (st == ARB_OK && writes(c, ARB_PHASE_VERIFY) && r->m->rank == 0)
+            if (st == ARB_OK && arb_run_is_impl(c) && r->m->rank == 0)
                 arb_run_spec_row(r, c, mode, i);
         }
     }
