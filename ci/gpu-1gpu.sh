@@ -72,8 +72,8 @@ fi
 
 # The seed's-shape verdicts and the figures from the engine phase's CSVs (no GPU needed).
 report() {
-    shape=$bd/engine/e2e/tools/arb-engine-shape
-    [ -x $shape ] || ninja -C "$bd" engine/e2e/tools/arb-engine-shape >/dev/null || return 1
+    shape=$bd/engine/tools/arb-engine-shape
+    [ -x $shape ] || ninja -C "$bd" engine/tools/arb-engine-shape >/dev/null || return 1
     : >"$out/e2e-shape.txt"
     for pair in "slow h200p2p" "pcie-nccl-seed pcie-p2p" "pcie-nccl pcie-p2p" "h200nccl h200p2p"; do
         set -- $pair
@@ -83,7 +83,7 @@ report() {
         { echo "## slow $1, fast $2"; $shape --slow "$1" --fast "$2" $args; echo "## exit $?"; echo; } >>"$out/e2e-shape.txt" 2>&1
     done
     grep -E "^## |seed's shape|the shape holds|no acceptance gives" "$out/e2e-shape.txt"
-    plots/engine_render.sh --tool $bd/engine/e2e/tools/arb-engine-plotdata \
+    plots/engine_render.sh --tool $bd/engine/tools/arb-engine-plotdata \
         $(for f in "$out"/e2e-*-k2.csv "$out"/e2e-*-k3.csv; do [ -f "$f" ] || continue; t=${f##*/e2e-}; printf '%s=%s ' "$f" "${t%-k*}"; done) \
         "$out/figures" >"$out/plots.log" 2>&1 || note "plots: FAILED (see plots.log)"
 }

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* `arbench engine`: option parsing; the work is in engine/run.c. */
+/* `arbench engine`: option parsing; the work is in engine/run/run.c. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "commands.h"
-#include "common.h"
-#include "engine_opts.h"
-#include "hostops.h"
-#include "run.h"
+#include "base/common.h"
+#include "model/engine_opts.h"
+#include "runtime/hostops.h"
+#include "run/run.h"
 
 int cmd_engine(int argc, char **argv)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "gate.h"
+#include "analysis/gate.h"
 
 static void usage(FILE *f)
 {

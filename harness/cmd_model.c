@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "commands.h"
-#include "model.h"
-#include "sizes.h"
+#include "costmodel/model.h"
+#include "base/sizes.h"
 
 /* The default sweep plan's sizes (32K:56K:+2K and tokens 1..64 x 7168 x bf16) plus 1 MiB. */
 #define DEFAULT_SIZES "14336,28672,32K:56K:+2K,57344,86016,114688,172032,229376,344064,458752,688128,917504,1M"

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "model_e2e.h"
+#include "costmodel/model_e2e.h"
 
 static void usage(FILE *f)
 {

@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "commands.h"
-#include "loader.h"
-#include "meta.h"
-#include "runner.h"
+#include "runtime/loader.h"
+#include "base/meta.h"
+#include "sweep/runner.h"
 
 static void caps_text(uint32_t caps, char *buf, size_t len)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "profile.h"
+#include "analysis/profile.h"
 
 static void usage(FILE *f)
 {

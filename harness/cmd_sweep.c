@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* `arbench sweep`: option parsing; the work is in src/sweep.c. */
+/* `arbench sweep`: option parsing; the work is in src/sweep/sweep.c. */
 #include <getopt.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "common.h"
-#include "hostops.h"
-#include "plan.h"
-#include "sweep.h"
+#include "base/common.h"
+#include "runtime/hostops.h"
+#include "sweep/plan.h"
+#include "sweep/sweep.h"
 
 static void usage(FILE *f)
 {

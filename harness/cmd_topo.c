@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "topo.h"
+#include "topo/topo.h"
 
 typedef struct topo_opts {
     const char *xml;        /* read this hwloc XML instead of the machine */

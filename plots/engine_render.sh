@@ -5,7 +5,7 @@
 # Renders the engine figures of `arbench engine` results into OUTDIR as PNG and SVG, per
 # mode: engine_steps_MODE (step breakdown, compute vs all-reduce, stacked, per choice,
 # decode and verify) and engine_spec_MODE (tok/s against acceptance, plain and speculative,
-# break-even marked). Needs gnuplot and arb-engine-plotdata (build*/engine/e2e/tools/, or --tool,
+# break-even marked). Needs gnuplot and arb-engine-plotdata (build*/engine/tools/, or --tool,
 # or $ARB_ENGINE_PLOTDATA). docs/engine-e2e.md. Exit 0 ok, 2 bad usage/input or missing
 # tool, 1 a figure failed.
 set -u
@@ -16,7 +16,7 @@ if [ "${1:-}" = --tool ]; then
     shift 2 || true
 fi
 if [ -z "$tool" ]; then
-    for t in "$here"/../build*/engine/e2e/tools/arb-engine-plotdata; do
+    for t in "$here"/../build*/engine/tools/arb-engine-plotdata; do
         if [ -x "$t" ]; then tool=$t; break; fi
     done
 fi

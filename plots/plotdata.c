@@ -20,9 +20,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "points.h"
-#include "role.h"
-#include "stats.h"
+#include "analysis/points.h"
+#include "results/role.h"
+#include "base/stats.h"
 
 /* More lines than this in one picture cannot be told apart (issue 13). */
 #define MAX_OVERVIEW_SERIES 8

@@ -8,9 +8,9 @@
 #include <strings.h>
 
 #include "nccl_tuner_abi.h"
-#include "profile_row.h"
-#include "results.h"
-#include "role.h"
+#include "results/profile_row.h"
+#include "results/results.h"
+#include "results/role.h"
 
 /* NCCL's MAXCHANNELS (src/include/device.h): NCCL never runs more channels than this. */
 #define TUNER_MAX_CHANNELS 64

@@ -6,7 +6,7 @@
 //   - LL lines: 16-byte {d0, epoch, d1, epoch} stores and polls;
 //   - vector traits: 16-byte vectors of bf16 or fp32 accumulated in fp32;
 //   - bf16 units (E elements moved as one 8- or 16-byte access) and the row RMSNorm
-//     epilogue (residual add, warp sum, 1/rms, out) in the formula of src/rmsnorm.cu.
+//     epilogue (residual add, warp sum, 1/rms, out) in the formula of src/rmsnorm/rmsnorm.cu.
 // Every function is __forceinline__: a kernel that calls them compiles to the code it
 // had with private copies.
 #ifndef ARB_COMMON_DEVICE_CUH
@@ -295,7 +295,7 @@ __device__ __forceinline__ float arb_rms_inv(float sumsq, unsigned hidden, float
     return rsqrtf(sumsq / (float)hidden + eps);
 }
 
-// out = bf16(residual * inv_rms * weight), the formula and order of src/rmsnorm.cu.
+// out = bf16(residual * inv_rms * weight), the formula and order of src/rmsnorm/rmsnorm.cu.
 template <int E>
 __device__ __forceinline__ arb_unit<E> arb_rms_out(const arb_unit<E> &r, const arb_unit<E> &w, float inv_rms)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "arbench/status.h"
-#include "results.h"
+#include "results/results.h"
 
 static int set_text(char *dst, size_t len, const char *v, size_t vl)
 {

@@ -149,7 +149,7 @@ __device__ __forceinline__ void row_pass1(const p2p_fused_launch_t &a, const row
 }
 
 // out = residual * inv_rms * weight for unit j of a row (the same formula and order
-// as the unfused kernel in src/rmsnorm.cu).
+// as the unfused kernel in src/rmsnorm/rmsnorm.cu).
 template <int E>
 __device__ __forceinline__ void out_unit(const p2p_fused_launch_t &a, __nv_bfloat16 *out_row, unsigned j,
                                          const unit_t<E> &r, const unit_t<E> &w, float inv_rms)

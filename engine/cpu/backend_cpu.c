@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The CPU reference as a driver backend (engine/backend.h): eager steps, host memory. */
+/* The CPU reference as a driver backend (engine/model/backend.h): eager steps, host memory. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "arbench/status.h"
-#include "backend.h"
-#include "cpu_ref.h"
-#include "memplan.h"
+#include "model/backend.h"
+#include "cpu/cpu_ref.h"
+#include "model/memplan.h"
 
 static double cpu_available(const arb_engine_setup_t *s, char *what, size_t len)
 {

@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "arbench/status.h"
-#include "cpu_ref_model.h"
-#include "rmsnorm.h"
-#include "wgen.h"
+#include "cpu/cpu_ref_model.h"
+#include "rmsnorm/rmsnorm.h"
+#include "model/wgen.h"
 
 static arb_status_t alloc_scratch(struct arb_cpu_model *m, char *why, size_t len)
 {

@@ -5,7 +5,7 @@
  * holds a contiguous range of shards of tp_shape K (its own shard r, or K/N shards when
  * N < K processes stand in for all K ranks) and calls the two fused all-reduce +
  * residual + RMSNorm call sites of every layer through the instance API on host memory.
- * Same shape as engine/gpu_model.h (sites array, fusion, set_input/step/read).
+ * Same shape as engine/gpu/gpu_model.h (sites array, fusion, set_input/step/read).
  */
 #ifndef ARB_ENGINE_CPU_REF_H
 #define ARB_ENGINE_CPU_REF_H
@@ -13,10 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "instance.h"
-#include "rope.h"
-#include "shard.h"
+#include "model/config.h"
+#include "runtime/instance.h"
+#include "model/rope.h"
+#include "model/shard.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "cpu_ref_model.h"
+#include "cpu/cpu_ref_model.h"
 
 void arb_cpu_attention(struct arb_cpu_model *m, unsigned l, const uint16_t *h, unsigned T, unsigned pos0,
                        uint16_t *part)

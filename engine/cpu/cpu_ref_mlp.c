@@ -8,9 +8,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "cpu_ref_model.h"
-#include "int4.h"
-#include "router.h"
+#include "cpu/cpu_ref_model.h"
+#include "model/int4.h"
+#include "model/router.h"
 
 static double silu(double x)
 {

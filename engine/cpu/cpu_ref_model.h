@@ -5,7 +5,7 @@
 #ifndef ARB_ENGINE_CPU_REF_MODEL_H
 #define ARB_ENGINE_CPU_REF_MODEL_H
 
-#include "cpu_ref.h"
+#include "cpu/cpu_ref.h"
 
 typedef struct arb_cpu_layer {
     uint16_t *attn_norm;            /* [H] input_layernorm */

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* The CPU reference's weights from engine/wgen.h, scaled and sharded as engine/forward.md
+/* The CPU reference's weights from engine/model/wgen.h, scaled and sharded as engine/forward.md
  * says (bit-identical to the GPU's generation: fp32, one rounding per operation). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arbench/status.h"
-#include "cpu_ref_model.h"
-#include "int4.h"
-#include "rmsnorm.h"
-#include "wgen.h"
+#include "cpu/cpu_ref_model.h"
+#include "model/int4.h"
+#include "rmsnorm/rmsnorm.h"
+#include "model/wgen.h"
 
 /* c = (float)(g / sqrt(in)) [/ sqrt(2 Lz) for the residual-branch outputs], float64 first. */
 static double c64_of(unsigned in, int residual_out, unsigned layers)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The GPU model (engine/gpu_model.h) as a driver backend: eager steps timed with CUDA
+ * The GPU model (engine/gpu/gpu_model.h) as a driver backend: eager steps timed with CUDA
  * events; graph mode captures one CUDA graph per step shape T at its first use and
  * replays it (the inputs live in device memory, set before each replay).
  */
@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "arbench/status.h"
-#include "backend.h"
-#include "gpu_dims.h"
-#include "gpu_model.h"
+#include "model/backend.h"
+#include "gpu/gpu_dims.h"
+#include "gpu/gpu_model.h"
 
 typedef struct gpu_backend_model {
     arb_gpu_model_t *m;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A build without the GPU engine (no CUDA toolkit): the driver says so. */
-#include "backend.h"
+#include "model/backend.h"
 
 const arb_backend_ops_t *arb_engine_backend_gpu(void)
 {

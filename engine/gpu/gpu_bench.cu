@@ -15,8 +15,8 @@
 #include <cuda_runtime.h>
 
 #include "arbench/status.h"
-#include "gpu_layout.h"
-#include "wgen.h"
+#include "gpu/gpu_layout.h"
+#include "model/wgen.h"
 
 using arbk::bf16;
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "gpu_dims.h"
+#include "gpu/gpu_dims.h"
 
 #include <string.h>
 

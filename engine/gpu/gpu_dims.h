@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The GPU model's dimensions from the engine's parsed config (engine/config.h, after
- * overrides) and RoPE tables (engine/rope.h): the one place where arb_gpu_dims_t is filled.
+ * The GPU model's dimensions from the engine's parsed config (engine/model/config.h, after
+ * overrides) and RoPE tables (engine/model/rope.h): the one place where arb_gpu_dims_t is filled.
  */
 #ifndef ARB_ENGINE_GPU_DIMS_H
 #define ARB_ENGINE_GPU_DIMS_H
 
-#include "config.h"
-#include "gpu_model.h"
-#include "rope.h"
+#include "model/config.h"
+#include "gpu/gpu_model.h"
+#include "model/rope.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inside the GPU model (engine/gpu_model.h): the per-rank shapes, where every weight
+ * Inside the GPU model (engine/gpu/gpu_model.h): the per-rank shapes, where every weight
  * lives on the device, the step's buffers. Shared by gpu_model.cu (allocation, weights,
  * reads), gpu_step.cu (the forward pass) and gpu_bench.cu. C++ only.
  */
 #ifndef ARB_ENGINE_GPU_LAYOUT_H
 #define ARB_ENGINE_GPU_LAYOUT_H
 
-#include "gpu_model.h"
-#include "kernels/kernels.h"
+#include "gpu/gpu_model.h"
+#include "gpu/kernels/kernels.h"
 
 /* Shapes of this rank (forward.md's symbols, _r = per rank). */
 struct arb_gpu_shapes {

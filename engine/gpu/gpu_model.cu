@@ -10,8 +10,8 @@
 #include <cuda_runtime.h>
 
 #include "arbench/status.h"
-#include "gpu_layout.h"
-#include "wgen.h"
+#include "gpu/gpu_layout.h"
+#include "model/wgen.h"
 
 using arbk::bf16;
 
@@ -64,7 +64,7 @@ arb_status_t shapes_of(const arb_gpu_model_opts_t *o, arb_gpu_shapes *s, char *w
         {"max_tokens", o->max_tokens == 0 || o->max_tokens > ARB_GPU_MAX_T, "1 .. 8"},
         {"context", o->context == 0 || o->context > (unsigned)(arbk::kMaxChunks * arbk::kAttnChunk), "1 .. 131072"},
         {"format", o->format != ARB_GPU_BF16 && o->format != ARB_GPU_INT4, "bf16 or int4"},
-        {"inv_freq", d->inv_freq == nullptr, "the RoPE table (engine/rope.h)"},
+        {"inv_freq", d->inv_freq == nullptr, "the RoPE table (engine/model/rope.h)"},
     };
     for (const auto &l : lim)
         if (l.bad)

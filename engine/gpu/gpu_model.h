@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The engine on the GPU: one rank's shard of a DeepSeek-V3 / Kimi-K2 model (weights
- * generated on the device from a seed, engine/wgen.h), its latent KV cache, and one step
+ * generated on the device from a seed, engine/model/wgen.h), its latent KV cache, and one step
  * of T new tokens at positions P0 .. P0+T-1 exactly as engine/forward.md defines it.
  *
  * What the driver does with it:
@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #include "arbench/plugin.h"
-#include "instance.h"
+#include "runtime/instance.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,7 +61,7 @@ typedef struct arb_gpu_dims {
     float routed_scaling;           /* routed_scaling_factor */
     float rms_eps;                  /* rms_norm_eps */
     float softmax_scale;            /* forward.md: (dn+dr)^-0.5 times the YaRN mscale^2 */
-    const double *inv_freq;         /* [rope / 2] RoPE inverse frequencies (engine/rope.h), copied at create */
+    const double *inv_freq;         /* [rope / 2] RoPE inverse frequencies (engine/model/rope.h), copied at create */
     double rope_mscale;             /* m of forward.md's RoPE (1 without YaRN) */
     unsigned tp_shape;              /* K: shard shapes of TP = K */
     unsigned shard;                 /* r < K: which shard this rank holds */

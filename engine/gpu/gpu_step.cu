@@ -7,8 +7,8 @@
 #include <cstdlib>
 
 #include "arbench/status.h"
-#include "gpu_layout.h"
-#include "rmsnorm.h"
+#include "gpu/gpu_layout.h"
+#include "rmsnorm/rmsnorm.h"
 
 using namespace arbk;
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the run driver needs from a backend (the CPU reference, or the GPU model of
- * engine/gpu_model.h): a model built for one set of call-site instances, one timed
+ * engine/gpu/gpu_model.h): a model built for one set of call-site instances, one timed
  * step, the distributed argmax's local half, the selected experts. One model exists at
  * a time; a run configuration (a set of sites: the chosen implementation, or noop for
  * the compute-only replay) creates its own.
@@ -12,11 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "engine_opts.h"
-#include "instance.h"
-#include "rope.h"
-#include "shard.h"
+#include "model/config.h"
+#include "model/engine_opts.h"
+#include "runtime/instance.h"
+#include "model/rope.h"
+#include "model/shard.h"
 
 typedef struct arb_engine_setup {
     const arb_engine_opts_t *opts;

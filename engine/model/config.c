@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Reads a DeepSeek-V3-family config.json into arb_model_config_t (engine/config.h). */
-#include "config.h"
+/* Reads a DeepSeek-V3-family config.json into arb_model_config_t (engine/model/config.h). */
+#include "model/config.h"
 
 #include <jansson.h>
 #include <limits.h>

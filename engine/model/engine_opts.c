@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* `arbench engine` option parsing (engine/engine_opts.h); messages as `arbench sweep`'s. */
-#include "engine_opts.h"
+/* `arbench engine` option parsing (engine/model/engine_opts.h); messages as `arbench sweep`'s. */
+#include "model/engine_opts.h"
 
 #include <getopt.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The options of `arbench engine` as one struct (parsed by engine/engine_opts.c, used by
+ * The options of `arbench engine` as one struct (parsed by engine/model/engine_opts.c, used by
  * the driver, the CPU reference and the GPU step). Stable: fields are only added.
  */
 #ifndef ARB_ENGINE_OPTS_H
@@ -10,9 +10,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "config.h"
-#include "plan.h" /* arb_impl_spec_t, arb_mode_t */
-#include "shard.h"
+#include "model/config.h"
+#include "sweep/plan.h" /* arb_impl_spec_t, arb_mode_t */
+#include "model/shard.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Per-rank memory plan (engine/memplan.h). */
-#include "memplan.h"
+/* Per-rank memory plan (engine/model/memplan.h). */
+#include "model/memplan.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "config.h"
-#include "shard.h"
+#include "model/config.h"
+#include "model/shard.h"
 
 #define ARB_MAX_EXPERTS_SEEN 4096u /* routed experts the step accounting tracks */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* RoPE / YaRN tables in float64 (engine/rope.h; formulas of HF's DeepSeek-V3 modelling code). */
-#include "rope.h"
+/* RoPE / YaRN tables in float64 (engine/model/rope.h; formulas of HF's DeepSeek-V3 modelling code). */
+#include "model/rope.h"
 
 #include <math.h>
 

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "config.h"
+#include "model/config.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Group-limited top-k routing (engine/router.h). */
-#include "router.h"
+/* Group-limited top-k routing (engine/model/router.h). */
+#include "model/router.h"
 
 /* a beats b: larger value, or equal and lower index. */
 static int better(double va, unsigned a, double vb, unsigned b)

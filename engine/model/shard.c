@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Per-rank shapes of tp_shape K (engine/shard.h). */
-#include "shard.h"
+/* Per-rank shapes of tp_shape K (engine/model/shard.h). */
+#include "model/shard.h"
 
 #include "arbench/status.h"
 

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "model/config.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Interleaved A/B decode and verify phases over two engine configurations. */
-#include "ab_run.h"
+#include "run/ab_run.h"
 
 #include <math.h>
 #include <stdlib.h>

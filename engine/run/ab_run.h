@@ -1,21 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A/B of two engine configurations in one run (docs/engine-e2e.md): both models are
- * built and prefilled, then their steps alternate A, B, A, B, ... (engine/ab.h's
+ * built and prefilled, then their steps alternate A, B, A, B, ... (engine/stats/ab.h's
  * schedule). Decode: each configuration feeds back its own greedy token, so the two
  * token streams can be compared; verify: both verify the same blocks (the baseline's
  * decode continuation, as the single-configuration verify does), so their outputs can.
  * The caller supplies one step function per configuration; times are what the step
  * reports (the driver's: the maximum over ranks), tokens are the distributed greedy
- * argmax, top-2 the distributed two largest logits (engine/top2.h).
+ * argmax, top-2 the distributed two largest logits (engine/run/top2.h).
  */
 #ifndef ARB_ENGINE_AB_RUN_H
 #define ARB_ENGINE_AB_RUN_H
 
 #include <stdint.h>
 
-#include "ab.h"
-#include "top2.h"
+#include "stats/ab.h"
+#include "run/top2.h"
 
 typedef struct arb_ab_side {
     /* One step of T tokens at positions pos0 .. pos0 + T - 1: *us its time, greedy[T]

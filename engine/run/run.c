@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `arbench engine`'s setup and order of work (engine/run.h): config and overrides,
+ * `arbench engine`'s setup and order of work (engine/run/run.h): config and overrides,
  * shards, memory plan (printed; refused when it does not fit; --dry-run stops here),
  * metadata, call-site instances, then the run configurations: the compute-only replay
  * first (noop on the GPU, no communication on the CPU), then the chosen implementation,
@@ -13,13 +13,13 @@
 #include <unistd.h>
 
 #include "arbench/status.h"
-#include "common.h"
-#include "memplan.h"
-#include "run.h"
-#include "run_ab.h"
-#include "run_profile.h"
-#include "runner.h"
-#include "topo.h"
+#include "base/common.h"
+#include "model/memplan.h"
+#include "run/run.h"
+#include "run/run_ab.h"
+#include "run/run_profile.h"
+#include "sweep/runner.h"
+#include "topo/topo.h"
 
 /* "20261201T094307Z": the run's UTC time in file names and run ids. */
 static void utc_stamp(char *buf, size_t len)
@@ -280,12 +280,12 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
         r->ncfgs++;
     }
     if (st == ARB_OK && (o->profile[0] || o->tune)) {
-        st = arb_run_open_profile(r, msg, sizeof msg); /* per-site choice (engine/run_profile.h) */
+        st = arb_run_open_profile(r, msg, sizeof msg); /* per-site choice (engine/run/run_profile.h) */
     } else if (st == ARB_OK) {
         st = open_config(r, &r->cfgs[r->ncfgs], "impl", impl, o->impl_given ? o->impl.params : "", msg, sizeof msg);
         r->ncfgs++;
     }
-    if (st == ARB_OK && o->baseline_given) /* A/B after the runs (engine/run_ab.h) */
+    if (st == ARB_OK && o->baseline_given) /* A/B after the runs (engine/run/run_ab.h) */
         st = arb_run_open_baseline(r, msg, sizeof msg);
     if (failed_everywhere(r, st != ARB_OK, msg, sizeof msg))
         goto out_close;

@@ -15,13 +15,13 @@
 
 #include <stdint.h>
 
-#include "ab.h"
-#include "backend.h"
-#include "hostops.h"
-#include "loader.h"
-#include "meta.h"
-#include "results.h"
-#include "stats.h"
+#include "stats/ab.h"
+#include "model/backend.h"
+#include "runtime/hostops.h"
+#include "runtime/loader.h"
+#include "base/meta.h"
+#include "results/results.h"
+#include "base/stats.h"
 
 #define ARB_ENGINE_MAX_CFGS 4
 #define ARB_ENGINE_MAX_INSTS 8 /* distinct instances of one configuration */
@@ -63,7 +63,7 @@ typedef struct arb_runcfg {
     char fusion[32];       /* path of the fused op: plugin, composed, mixed, local */
     arb_phase_result_t res[ARB_MODE_COUNT][ARB_PHASES]; /* [.][ARB_PHASE_SPEC] unused: see spec */
     arb_phase_result_t specs[ARB_MODE_COUNT][ARB_ENGINE_MAX_RATES]; /* per --accept-rate value, in its order */
-    int borrowed;          /* the instances belong to the profile's registry (engine/run_profile.h) */
+    int borrowed;          /* the instances belong to the profile's registry (engine/run/run_profile.h) */
 } arb_runcfg_t;
 
 typedef struct arb_engine_run {
@@ -136,7 +136,7 @@ extern const unsigned arb_engine_ncolumns;
  * and where the two computations round a value differently (another summation order,
  * fp32 vs float64, a per-rank bf16 partial) the difference of one ulp propagates
  * through the remaining layers; on the tiny config, TP=1 vs TP=2 (bf16 partials summed
- * by mpi-host) differ by at most 0.024 over 14 decode steps (tests/engine/engine_mpi.sh,
+ * by mpi-host) differ by at most 0.024 over 14 decode steps (tests/engine/run/engine_mpi.sh,
  * seed 1).
  * 0.25 leaves 4x margin, and is still far below the logit gap between the top token
  * and a random other one (about 3). */

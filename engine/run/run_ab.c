@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* A/B of the baseline and the implementation in one run; see run_ab.h. */
-#include "run_ab.h"
+#include "run/run_ab.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ab_run.h"
+#include "run/ab_run.h"
 #include "arbench/status.h"
-#include "run.h"
-#include "run_profile.h"
-#include "site_registry_inst.h"
+#include "run/run.h"
+#include "run/run_profile.h"
+#include "sites/site_registry_inst.h"
 
 typedef struct baseline_state {
     arb_site_registry_t reg;

@@ -3,7 +3,7 @@
  * `arbench engine --baseline IMPL[:params]` in the run driver (docs/engine-e2e.md): after
  * the configurations ran, the baseline (A) and the implementation (B: --impl or the
  * profile's choice) are built side by side, prefilled, and their decode and verify steps
- * interleaved A, B, A, B (engine/ab_run.h), per mode. Rows `ab-decode` / `ab-verify` per
+ * interleaved A, B, A, B (engine/run/ab_run.h), per mode. Rows `ab-decode` / `ab-verify` per
  * side: its step statistics, the speedup median(A) / median(B) with its bootstrap
  * interval, and the token agreement. Both models are in memory at once.
  */

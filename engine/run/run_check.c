@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "arbench/status.h"
-#include "memplan.h"
-#include "run.h"
+#include "model/memplan.h"
+#include "run/run.h"
 
 /* The reference must fit easily in host memory: it holds the shard in bf16. */
 #define ARB_CHECK_MAX_BYTES 8e9

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* The speculative cycles' draft model in the run driver; see run_draft.h. */
-#include "run_draft.h"
+#include "run/run_draft.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "arbench/status.h"
-#include "run.h"
-#include "spec_pair.h"
+#include "run/run.h"
+#include "run/spec_pair.h"
 
 arb_status_t arb_run_draft_open(arb_engine_run_t *r, arb_runcfg_t *c, arb_run_draft_t *d, char *why, size_t len)
 {

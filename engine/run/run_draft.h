@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "arbench/plugin.h"
-#include "plan.h"
+#include "sweep/plan.h"
 
 struct arb_engine_run;
 struct arb_runcfg;

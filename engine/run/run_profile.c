@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Per-site choice from a profile (or --tune) for the run driver; see run_profile.h. */
-#include "run_profile.h"
+#include "run/run_profile.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "arbench/status.h"
-#include "run.h"
-#include "site_registry_inst.h"
-#include "tune.h"
+#include "run/run.h"
+#include "sites/site_registry_inst.h"
+#include "sites/tune.h"
 
 typedef struct profile_state {
     arb_profile_t prof;

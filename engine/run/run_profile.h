@@ -17,8 +17,8 @@
 
 #include "arbench/plugin.h"
 
-/* (forward declarations only: run.c also includes src/runner.h, whose arb_point_t is not
- * src/points.h's) */
+/* (forward declarations only: run.c also includes src/sweep/runner.h, whose arb_point_t is not
+ * src/analysis/points.h's) */
 struct arb_engine_run;
 struct arb_runcfg;
 struct arb_site_registry;

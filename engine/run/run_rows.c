@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memplan.h"
-#include "results.h"
-#include "run.h"
-#include "spec.h"
+#include "model/memplan.h"
+#include "results/results.h"
+#include "run/run.h"
+#include "stats/spec.h"
 
 /* The sweep's metadata columns (docs/results.md), then the engine's. */
 #define ARB_ENGINE_COLUMNS(X)                                                                    \

@@ -9,7 +9,7 @@
  * the bonus token) and the next cycle starts after them: the rejected drafts' cache
  * rows are rolled back by being overwritten. Greedy speculative decoding must produce
  * exactly the decode chain: `agree` counts the produced tokens equal to it.
- * The draft model (engine/run_draft.h: one dense layer on the same call sites) runs its
+ * The draft model (engine/run/run_draft.h: one dense layer on the same call sites) runs its
  * k steps before each verify; a cycle's time is the draft's plus the verify's (each the
  * maximum over ranks), and their medians go to the row (draft_us, verify_us).
  */
@@ -17,10 +17,10 @@
 #include <string.h>
 
 #include "arbench/status.h"
-#include "resample.h"
-#include "run.h"
-#include "run_draft.h"
-#include "wgen.h"
+#include "analysis/resample.h"
+#include "run/run.h"
+#include "run/run_draft.h"
+#include "model/wgen.h"
 
 /* Draw j of cycle c in [0, 1). */
 static double accept_draw(const arb_engine_run_t *r, unsigned cycle, unsigned j)

@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "arbench/status.h"
-#include "cpu_ref.h"
-#include "memplan.h"
-#include "run.h"
-#include "wgen.h"
+#include "cpu/cpu_ref.h"
+#include "model/memplan.h"
+#include "run/run.h"
+#include "model/wgen.h"
 
 const char *const arb_phase_names[ARB_PHASES] = {"decode", "verify", "spec"};
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Target + draft models as a speculative cycle model; see spec_pair.h. */
-#include "spec_pair.h"
+#include "run/spec_pair.h"
 
 #include <math.h>
 #include <stdio.h>

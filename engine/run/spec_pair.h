@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A target and a draft model as the speculative cycle's arb_spec_model_t (engine/spec.h).
+ * A target and a draft model as the speculative cycle's arb_spec_model_t (engine/stats/spec.h).
  * Both are driven through one step function each (T tokens at pos0 -> time and greedy
  * argmax per token: the driver's backend step + distributed argmax, or the CPU reference
  * directly). The pair keeps every token at every position (history), so:
@@ -21,8 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "spec.h"
+#include "model/config.h"
+#include "stats/spec.h"
 
 typedef arb_status_t (*arb_model_step_fn)(void *model, const uint32_t *tokens, unsigned T, unsigned pos0, double *us,
                                           uint32_t *greedy, char *why, size_t why_len);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Top-two logits over vocabulary shards: local scan, merge, MPI gather. */
-#include "top2.h"
+#include "run/top2.h"
 
 #include <math.h>
 #include <stdlib.h>

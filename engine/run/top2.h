@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The two largest logits of a token over the vocabulary shards of all ranks, for the
- * A/B agreement's margin (engine/ab.h): each rank finds the top two of its shard, then
+ * A/B agreement's margin (engine/stats/ab.h): each rank finds the top two of its shard, then
  * the ranks' pairs are combined. Ties go to the lower global index, as in the greedy
  * argmax (MPI_MAXLOC's rule); NaN logits are never chosen.
  */
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hostops.h"
+#include "runtime/hostops.h"
 
 typedef struct arb_top2 {
     float v1, v2;   /* largest and second largest logit; -INFINITY when absent */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Per-call-site all-reduce choice from a tuning profile (rule in site_choice.h). */
-#include "site_choice.h"
+#include "sites/site_choice.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "arbench/status.h"
-#include "points.h"
+#include "analysis/points.h"
 
 const char *const arb_site_volatile_params[] = {"nccl", NULL};
 

@@ -26,9 +26,9 @@
 #include <stddef.h>
 
 #include "arbench/plugin.h"
-#include "instance.h"
-#include "plan.h"
-#include "profile.h"
+#include "runtime/instance.h"
+#include "sweep/plan.h"
+#include "analysis/profile.h"
 
 /* One call site (or a group of sites of the same shape: every layer's site A at T=3). */
 typedef struct arb_site {

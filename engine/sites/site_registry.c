@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Call sites -> one instance per distinct (impl, params, mode); see site_registry.h. */
-#include "site_registry.h"
+#include "sites/site_registry.h"
 
 #include <string.h>
 

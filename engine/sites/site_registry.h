@@ -9,7 +9,7 @@
  * the GPU engine, mpi-host on the CPU reference) for its sites, with a note.
  *
  * Opening goes through an arb_inst_backend_t: site_registry_inst.c binds it to
- * src/instance.h (arb_inst_open/close); tests bind it to a recorder. Collective
+ * src/runtime/instance.h (arb_inst_open/close); tests bind it to a recorder. Collective
  * where the backend is: every rank adds the same sites in the same order.
  */
 #ifndef ARB_ENGINE_SITE_REGISTRY_H
@@ -17,7 +17,7 @@
 
 #include <stdio.h>
 
-#include "site_choice.h"
+#include "sites/site_choice.h"
 
 #define ARB_REG_MAX_SITES 64
 #define ARB_REG_MAX_INSTS 16

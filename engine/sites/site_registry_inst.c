@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The registry's backend on src/instance.h: plugins loaded once by name, instances opened
- * collectively. Needs src/instance.c (the instance API) in libarbench. */
-#include "site_registry_inst.h"
+/* The registry's backend on src/runtime/instance.h: plugins loaded once by name, instances opened
+ * collectively. Needs src/runtime/instance.c (the instance API) in libarbench. */
+#include "sites/site_registry_inst.h"
 
 #include <string.h>
 
 #include "arbench/status.h"
-#include "hostops.h"
+#include "runtime/hostops.h"
 
 static arb_status_t inst_open(void *ctx, const char *impl, const char *params, const arb_use_t *use, arb_inst_t **out,
                               char *why, size_t why_len)

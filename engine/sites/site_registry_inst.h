@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Binds the site registry to src/instance.h: arb_reg_plugins_init fills a backend whose
+/* Binds the site registry to src/runtime/instance.h: arb_reg_plugins_init fills a backend whose
  * open loads each plugin once by name (agreed across ranks) and calls arb_inst_open. */
 #ifndef ARB_ENGINE_SITE_REGISTRY_INST_H
 #define ARB_ENGINE_SITE_REGISTRY_INST_H
 
-#include "hostops.h"
-#include "loader.h"
-#include "site_registry.h"
+#include "runtime/hostops.h"
+#include "runtime/loader.h"
+#include "sites/site_registry.h"
 
 typedef struct arb_reg_plugins {
     arb_mpi_t *mpi;

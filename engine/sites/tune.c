@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* --tune: a sweep of the engine's own call-site shapes, turned into the profile it uses. */
-#include "tune.h"
+#include "sites/tune.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,10 +8,10 @@
 #include <unistd.h>
 
 #include "arbench/status.h"
-#include "plan.h"
-#include "points.h"
-#include "site_choice.h"
-#include "sweep.h"
+#include "sweep/plan.h"
+#include "analysis/points.h"
+#include "sites/site_choice.h"
+#include "sweep/sweep.h"
 
 void arb_tune_paths(const char *results, char *sweep_csv, size_t sweep_len, char *profile_csv, size_t profile_len)
 {

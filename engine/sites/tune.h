@@ -12,9 +12,9 @@
 
 #include <stddef.h>
 
-#include "hostops.h"
-#include "plan.h"
-#include "profile.h"
+#include "runtime/hostops.h"
+#include "sweep/plan.h"
+#include "analysis/profile.h"
 
 typedef struct arb_tune_request {
     const unsigned *tokens; /* each T the engine's steps use (decode 1, verify k + 1, prefill chunk) */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A/B interleaving, ratio of medians with a bootstrap interval, token agreement. */
-#include "ab.h"
+#include "stats/ab.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "arbench/status.h"
-#include "resample.h"
+#include "analysis/resample.h"
 
 arb_status_t arb_ab_init(arb_ab_t *ab, unsigned steps, char *why, size_t why_len)
 {

@@ -3,7 +3,7 @@
  * A/B in one run: the baseline (A) and the candidate (B) run the same steps interleaved
  * A, B, A, B, ... so that drift (clocks, temperature, other tenants) lands on both
  * alike; per-step times are kept for each and compared by the ratio of medians with a
- * seeded percentile-bootstrap interval (src/resample.h). Token agreement compares the
+ * seeded percentile-bootstrap interval (src/analysis/resample.h). Token agreement compares the
  * greedy tokens of both runs step by step and, at the first difference, reports the
  * logit margin (top-1 minus top-2) of each run there: a near-zero margin means rounding
  * chose between two almost equal logits; a large one means the runs compute different
@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "arbench/plugin.h"
-#include "stats.h"
+#include "base/stats.h"
 
 enum { ARB_AB_A = 0, ARB_AB_B = 1 }; /* A = baseline, B = candidate */
 

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* EAGLE-style speculative decoding cycles: accept, rollback, statistics, break-even. */
-#include "spec.h"
+#include "stats/spec.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arbench/status.h"
-#include "resample.h"
-#include "stats.h"
-#include "wgen.h"
+#include "analysis/resample.h"
+#include "base/stats.h"
+#include "model/wgen.h"
 
 unsigned arb_spec_accept_greedy(const int32_t *draft, const int32_t *target_argmax, unsigned k)
 {

@@ -22,9 +22,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "points.h"
-#include "results.h"
-#include "spec.h"
+#include "analysis/points.h"
+#include "results/results.h"
+#include "stats/spec.h"
 
 #define MAX_ROWS 4096
 

@@ -4,7 +4,7 @@
  * decoding win or lose, per implementation choice (docs/engine-e2e.md, "The seed's shape").
  *
  * Per (choice, mode, k) it prints plain decode tok/s, R = (k draft steps + verify) / plain
- * step (the cycle's cost in plain steps), the break-even acceptance p* (engine/spec.h), and
+ * step (the cycle's cost in plain steps), the break-even acceptance p* (engine/stats/spec.h), and
  * at every acceptance rate the runs have, the ratio of speculative to plain tok/s twice:
  * at the expected accepted length (1 + E[n]) / R, from the medians alone, and as measured
  * (the draws of a finite run; the spec row's spec_ratio).
@@ -22,9 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "points.h"
-#include "results.h"
-#include "spec.h"
+#include "analysis/points.h"
+#include "results/results.h"
+#include "stats/spec.h"
 
 #define MAX_G 256
 #define MAX_P 32

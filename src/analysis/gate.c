@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Matching baseline and candidate points and judging each pair. */
-#include "gate.h"
+#include "analysis/gate.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "resample.h"
+#include "analysis/resample.h"
 
 static const char *const default_volatile[] = {"nccl", NULL};
 const char *const arb_gate_mode_names[ARB_GATE_NMODES] = {"eager", "graph", "context"};

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "points.h"
+#include "analysis/points.h"
 
 /* Modes with a default run-to-run noise allowance (used when the baseline holds one
  * run and so cannot show its own between-run spread); any other mode gets eager's. */

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gate.h"
+#include "analysis/gate.h"
 
 enum { NCELLS = 13 };
 static const char *const heads[NCELLS] = {"verdict", "impl", "params", "op", "dtype", "mode", "bytes",

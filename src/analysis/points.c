@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "points.h"
+#include "analysis/points.h"
 
 #include <errno.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stats.h"
+#include "base/stats.h"
 
 const char *const arb_points_required[] = {
     "schema", "run_id", "fabric", "ranks", "nodes", "impl", "params", "op", "fusion", "dtype",

@@ -9,8 +9,8 @@
 
 #include <stddef.h>
 
-#include "results.h"
-#include "role.h"
+#include "results/results.h"
+#include "results/role.h"
 
 typedef struct arb_point {
     /* Strings are borrowed from the owning set's tables. */

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Building a tuning profile from results: per size, the winner; then size ranges. */
-#include "profile.h"
+#include "analysis/profile.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "resample.h"
+#include "analysis/resample.h"
 
 void arb_profile_opts_default(arb_profile_opts_t *o)
 {

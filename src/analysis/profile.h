@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "points.h"
+#include "analysis/points.h"
 
 #define ARB_PROFILE_SCHEMA 1
 

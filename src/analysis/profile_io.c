@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Tuning profiles on disk: CSV (libcsv) and JSON (jansson) writers, the CSV reader. */
-#include "profile.h"
+#include "analysis/profile.h"
 
 #include <csv.h>
 #include <errno.h>
@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "profile_row.h"
-#include "results.h"
+#include "results/profile_row.h"
+#include "results/results.h"
 
 /* The profile CSV columns in file order (docs/profile.md); readers go by name. */
 #define PROFILE_COLUMNS(X)                                                               \

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-#include "resample.h"
+#include "analysis/resample.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "stats.h"
+#include "base/stats.h"
 
 void arb_rng_seed(arb_rng_t *r, uint64_t seed) { r->state = seed; }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "common.h"
+#include "base/common.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "meta.h"
+#include "base/meta.h"
 
 #include <mpi.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "arb_config.h"
-#include "common.h"
+#include "base/common.h"
 #if ARB_HAVE_NCCL
 #include <nccl.h>
 #endif

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "sizes.h"
+#include "base/sizes.h"
 
 #include <ctype.h>
 #include <errno.h>

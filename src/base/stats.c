@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "stats.h"
+#include "base/stats.h"
 
 #include <math.h>
 #include <stdlib.h>

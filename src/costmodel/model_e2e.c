@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* arbench model e2e: target tok/s from modeled-plugin engine runs (model_e2e.h, docs/model.md). */
-#include "model_e2e.h"
+#include "costmodel/model_e2e.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "points.h"
-#include "results.h"
+#include "analysis/points.h"
+#include "results/results.h"
 
 /* Engine columns the rule needs (docs/engine.md); an engine-1 file has all of them. */
 static const char *const engine_required[] = {"impl", "params", "mode", "phase", "tokens", "median_us",

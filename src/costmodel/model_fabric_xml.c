@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "model.h"
-#include "topo.h"
+#include "costmodel/model.h"
+#include "topo/topo.h"
 
 static int find_root(int *parent, int g)
 {

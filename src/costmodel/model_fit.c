@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Fitting the model's constants on measured runs (docs/model.md, "Fit"). */
-#include "model.h"
+#include "costmodel/model.h"
 
 #include <math.h>
 #include <stdio.h>

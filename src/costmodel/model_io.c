@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The model's files: measured rows in, fitted constants out and back (docs/model.md). */
-#include "model.h"
+#include "costmodel/model.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "points.h"
-#include "results.h"
+#include "analysis/points.h"
+#include "results/results.h"
 
 void arb_model_params_key(const char *params, char *out, size_t len)
 {

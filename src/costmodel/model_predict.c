@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Predicted results files (source=model, with bands) and `model check` against measured runs. */
-#include "model.h"
+#include "costmodel/model.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -9,8 +9,8 @@
 
 #include "arb_config.h"
 #include "arbench/status.h"
-#include "meta.h"
-#include "results.h"
+#include "base/meta.h"
+#include "results/results.h"
 
 /* The SHM twin of a P2P NCCL entry (same variant and mode, measured with P2P off). */
 static const arb_fit_entry_t *shm_twin(const arb_fit_t *fit, const arb_fit_entry_t *e)

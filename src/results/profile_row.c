@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "profile_row.h"
+#include "results/profile_row.h"
 
 #include <errno.h>
 #include <math.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "role.h"
+#include "results/role.h"
 
 /* 1 when s (non-NULL, non-empty) is wholly a finite number, stored in *v. */
 static int number(const char *s, double *v)

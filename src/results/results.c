@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "results.h"
+#include "results/results.h"
 
 #include <csv.h>
 #include <errno.h>

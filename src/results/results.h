@@ -12,7 +12,7 @@
 
 /* X(name): the schema, in file order. Readers look columns up by name, never by
  * position, and accept files from before a column was appended at the end (`role`:
- * src/role.h derives it for those). Bump ARB_RESULTS_SCHEMA when a column's meaning
+ * src/results/role.h derives it for those). Bump ARB_RESULTS_SCHEMA when a column's meaning
  * changes. */
 #define ARB_RESULT_COLUMNS(X)                                                        \
     X(schema) X(run_id) X(time) X(git_rev) X(arbench_version) X(host) X(argv)        \

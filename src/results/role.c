@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "role.h"
+#include "results/role.h"
 
 #include <math.h>
 #include <string.h>

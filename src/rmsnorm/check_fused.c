@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-#include "check_fused.h"
+#include "rmsnorm/check_fused.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "arbench/status.h"
-#include "rmsnorm.h"
+#include "rmsnorm/rmsnorm.h"
 
 /* Seeds: x from (salt, k, rank), the residual from (salt, k, -1), the weight from (salt, 99, -3). */
 static uint64_t seed_of(unsigned salt, unsigned k, int who)

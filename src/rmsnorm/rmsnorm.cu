@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Residual add + RMSNorm on the device: the "unfused" path the harness runs after any
 // all-reduce plugin (all-reduce into `sum`, then this kernel). One block per token row.
-#include "rmsnorm.h"
+#include "rmsnorm/rmsnorm.h"
 
 #include <climits>
 #include <cmath>

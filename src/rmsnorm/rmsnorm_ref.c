@@ -33,14 +33,14 @@
  * from arb_fill_bf16_exact_partials, whose partial sums are exact in bf16 whatever
  * the order and rounding, or give the reference the bf16-rounded sum as one rank.
  */
-#include "rmsnorm.h"
+#include "rmsnorm/rmsnorm.h"
 
 #include <float.h>
 #include <math.h>
 #include <string.h>
 
 #include "arbench/status.h"
-#include "common.h"
+#include "base/common.h"
 
 #define BF16_QNAN 0x7FC0u
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* GPU discovery (gpu_device.h) through the CUDA runtime; built only with CUDA. */
-#include "driver_version.h"
-#include "gpu_device.h"
+#include "base/driver_version.h"
+#include "runtime/gpu_device.h"
 
 #include <cuda_runtime.h>
 

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-#include "hostops.h"
+#include "runtime/hostops.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "arbench/status.h"
-#include "common.h"
+#include "base/common.h"
 
 arb_status_t arb_mpi_bootstrap(arb_mpi_t *m)
 {

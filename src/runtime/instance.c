@@ -4,7 +4,7 @@
  * one allocation policy, the calls with the composed fused fallback, per-call reasons.
  * CUDA runtime calls are made from C; a build without CUDA declines device memory.
  */
-#include "instance.h"
+#include "runtime/instance.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,8 +12,8 @@
 
 #include "arb_config.h"
 #include "arbench/status.h"
-#include "common.h"
-#include "rmsnorm.h"
+#include "base/common.h"
+#include "rmsnorm/rmsnorm.h"
 
 #if ARB_HAVE_CUDA
 #include <cuda_runtime.h>

@@ -19,9 +19,9 @@
 #include <stddef.h>
 
 #include "arbench/plugin.h"
-#include "hostops.h"
-#include "loader.h"
-#include "plan.h"
+#include "runtime/hostops.h"
+#include "runtime/loader.h"
+#include "sweep/plan.h"
 
 #ifdef __cplusplus
 extern "C" {

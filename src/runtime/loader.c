@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "loader.h"
+#include "runtime/loader.h"
 
 #include <dirent.h>
 #include <dlfcn.h>

@@ -25,7 +25,7 @@ void arb_plugin_unload(arb_loaded_plugin_t *p);
 arb_status_t arb_plugin_validate(const arb_plugin_t *p, const char *where, char *err, size_t err_len);
 
 /* The implementations the collectives/ folders define (generated at configure time by
- * src/known_plugins.sh), in folder order; a default sweep runs them by role (floors,
+ * src/runtime/known_plugins.sh), in folder order; a default sweep runs them by role (floors,
  * then the baseline, then candidates: role.h). */
 extern const char *const arb_known_plugins[];
 /* The subset a plain `arbench sweep` runs (a plugin that needs parameters is left out). */

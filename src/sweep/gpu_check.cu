@@ -6,9 +6,9 @@
 #include <stdlib.h>
 
 #include "arbench/status.h"
-#include "check_fused.h"
-#include "rmsnorm.h"
-#include "runner_gpu.h"
+#include "rmsnorm/check_fused.h"
+#include "rmsnorm/rmsnorm.h"
+#include "sweep/runner_gpu.h"
 
 /* ------------------------------------------------------------------ kernels */
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 
 #include "arbench/status.h"
-#include "common.h"
-#include "runner_gpu.h"
+#include "base/common.h"
+#include "sweep/runner_gpu.h"
 
 /* The stand-in for a model's compute in context mode: every SM busy for `ns`. */
 __global__ void k_spin(long long ns)

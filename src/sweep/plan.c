@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "plan.h"
+#include "sweep/plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>

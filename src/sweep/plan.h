@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "arbench/plugin.h"
-#include "sizes.h"
+#include "base/sizes.h"
 
 typedef enum arb_mode {
     ARB_MODE_EAGER = 0,   /* CUDA events around each call, back to back */

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-#include "report.h"
+#include "sweep/report.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "sizes.h"
+#include "base/sizes.h"
 
 static void remember(arb_report_t *r, const arb_report_line_t *l);
 

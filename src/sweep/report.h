@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "role.h"
+#include "results/role.h"
 
 typedef struct arb_report_best arb_report_best_t;
 

@@ -12,9 +12,9 @@
 #include <stddef.h>
 
 #include "arbench/plugin.h"
-#include "gpu_device.h"
-#include "instance.h"
-#include "plan.h"
+#include "runtime/gpu_device.h"
+#include "runtime/instance.h"
+#include "sweep/plan.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "arbench/status.h"
-#include "runner.h"
+#include "sweep/runner.h"
 
 void arb_runner_bufs_free(arb_inst_t *inst, arb_runner_bufs_t *b)
 {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The CUDA runner: device buffers from the instance, the call on one slot, the bounded
 // stream wait, and the dispatch to the timing modes (gpu_timing.cu).
-#include "runner_gpu.h"
+#include "sweep/runner_gpu.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "arbench/status.h"
-#include "common.h"
+#include "base/common.h"
 
 arb_status_t arb_gpu_call(arb_runner_t *r, const arb_point_t *pt, unsigned k)
 {

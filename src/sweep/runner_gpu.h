@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runner.h"
+#include "sweep/runner.h"
 
 struct arb_runner {
     arb_inst_t *inst;

@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 #include "arbench/status.h"
-#include "runner.h"
+#include "sweep/runner.h"
 
 int arb_gpu_count(char *why, size_t why_len)
 {

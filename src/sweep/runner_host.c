@@ -9,10 +9,10 @@
 #include <time.h>
 
 #include "arbench/status.h"
-#include "check_fused.h"
-#include "common.h"
-#include "rmsnorm.h"
-#include "runner.h"
+#include "rmsnorm/check_fused.h"
+#include "base/common.h"
+#include "rmsnorm/rmsnorm.h"
+#include "sweep/runner.h"
 
 struct arb_runner {
     arb_inst_t *inst;

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* `arbench sweep`: set up (sweep_setup.c), load the implementations, run every variant
  * (sweep_variant.c), close with the summary. */
-#include "sweep.h"
+#include "sweep/sweep.h"
 
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "sweep_priv.h"
+#include "base/common.h"
+#include "sweep/sweep_priv.h"
 
 volatile sig_atomic_t arb_sweep_interrupted;
 static void on_signal(int sig) { arb_sweep_interrupted = sig; }

@@ -3,8 +3,8 @@
 #ifndef ARB_SWEEP_H
 #define ARB_SWEEP_H
 
-#include "hostops.h"
-#include "plan.h"
+#include "runtime/hostops.h"
+#include "sweep/plan.h"
 
 typedef struct arb_sweep_result {
     size_t npass, nfail, nskip; /* points, the same on every rank */

@@ -4,8 +4,8 @@
  * over a bare launch). */
 #include <stdio.h>
 
-#include "role.h"
-#include "sweep_priv.h"
+#include "results/role.h"
+#include "sweep/sweep_priv.h"
 
 void sweep_floor_record(sweep_t *s, const char *impl, size_t si, arb_mode_t mode, double median)
 {

@@ -11,15 +11,15 @@
 #include <stddef.h>
 
 #include "arbench/status.h"
-#include "loader.h"
-#include "meta.h"
-#include "report.h"
-#include "results.h"
-#include "role.h"
-#include "runner.h"
-#include "sizes.h"
-#include "stats.h"
-#include "sweep.h"
+#include "runtime/loader.h"
+#include "base/meta.h"
+#include "sweep/report.h"
+#include "results/results.h"
+#include "results/role.h"
+#include "sweep/runner.h"
+#include "base/sizes.h"
+#include "base/stats.h"
+#include "sweep/sweep.h"
 
 /* Samples written per row: 4096 x ~8 characters stays far below the readers' 1 MiB field limit. */
 #define ARB_MAX_STORED_SAMPLES ARB_RESULTS_MAX_STORED_SAMPLES

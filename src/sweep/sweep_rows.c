@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "sweep_priv.h"
+#include "base/common.h"
+#include "sweep/sweep_priv.h"
 
 typedef struct rowbuf {
     char ranks[16], nodes[16], bytes[32], count[32], tokens[16], hidden[16], warmup[16], iters[16];

@@ -8,9 +8,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "sweep_priv.h"
-#include "topo.h"
+#include "base/common.h"
+#include "sweep/sweep_priv.h"
+#include "topo/topo.h"
 
 arb_status_t sweep_agree_plan(sweep_t *s)
 {

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "sweep_priv.h"
+#include "base/common.h"
+#include "sweep/sweep_priv.h"
 
 typedef struct variant {
     arb_loaded_plugin_t *lp;

@@ -5,7 +5,7 @@
  * classifies the node's GPU pairs and labels the node; the node labels are then
  * combined so that every rank returns the same fabric label.
  */
-#include "topo.h"
+#include "topo/topo.h"
 
 #include <errno.h>
 #include <hwloc.h>

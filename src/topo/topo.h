@@ -119,7 +119,7 @@ void arb_topo_node_warnings(const arb_topo_node_t *node, char *warnings, size_t 
 /* Appends one item to a '; '-separated list, truncating cleanly when full. */
 void arb_topo_append(char *list, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* CUDA and NVML (src/topo_gpu.c). Each says why in `why` when it cannot answer. */
+/* CUDA and NVML (src/topo/topo_gpu.c). Each says why in `why` when it cannot answer. */
 int arb_topo_cuda_count(char *why, size_t why_len); /* visible devices; 0 with why when none */
 int arb_topo_cuda_busid(int cuda_device, char busid[ARB_BUSID_LEN], char *why, size_t why_len);
 /* P2P access, native atomics and performance rank for GPU pairs visible in this process. */

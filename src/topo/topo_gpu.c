@@ -5,8 +5,8 @@
  * dlopen at run time (it ships with the driver, not the toolkit), never linked; its types
  * come from the toolkit's nvml.h.
  */
-#include "topo.h"
-#include "driver_version.h"
+#include "topo/topo.h"
+#include "base/driver_version.h"
 
 #include "arb_config.h"
 

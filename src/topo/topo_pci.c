@@ -4,7 +4,7 @@
  * fabric label that follows from the pair classes. Pure functions of an hwloc
  * topology, so the tests can feed them hand-written XML machines.
  */
-#include "topo.h"
+#include "topo/topo.h"
 
 #include <hwloc.h>
 #include <stdarg.h>
@@ -111,7 +111,7 @@ int arb_topo_node_add(arb_topo_node_t *node, const char *busid, int cuda_device,
             return i;
     }
     if (node->ngpus >= ARB_TOPO_MAX_GPUS) {
-        snprintf(err, err_len, "more than %d GPUs on one node: raise ARB_TOPO_MAX_GPUS in src/topo.h", ARB_TOPO_MAX_GPUS);
+        snprintf(err, err_len, "more than %d GPUs on one node: raise ARB_TOPO_MAX_GPUS in src/topo/topo.h", ARB_TOPO_MAX_GPUS);
         return -1;
     }
     arb_topo_gpu_t *g = &node->gpu[node->ngpus];

@@ -6,7 +6,7 @@
  * IOMMU is on, and two devices behind one switch land in different groups when ACS
  * isolates them (without ACS they would share the switch's group).
  */
-#include "topo.h"
+#include "topo/topo.h"
 
 #include <dirent.h>
 #include <limits.h>

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "points.h"
-#include "resample.h"
-#include "stats.h"
+#include "analysis/points.h"
+#include "analysis/resample.h"
+#include "base/stats.h"
 
 static double normal(arb_rng_t *r)
 {

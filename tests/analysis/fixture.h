@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "results.h"
+#include "results/results.h"
 
 typedef struct fx_point {
     const char *fabric, *impl, *params, *op, *fusion, *dtype, *mode, *check, *run_id;

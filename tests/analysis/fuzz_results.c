@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "gate.h"
-#include "profile.h"
+#include "analysis/gate.h"
+#include "analysis/profile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

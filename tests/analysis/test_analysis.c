@@ -12,10 +12,10 @@
 #include <arbench/plugin.h>
 
 #include "fixture.h"
-#include "gate.h"
-#include "profile.h"
-#include "resample.h"
-#include "stats.h"
+#include "analysis/gate.h"
+#include "analysis/profile.h"
+#include "analysis/resample.h"
+#include "base/stats.h"
 
 static int ntest, nfail;
 static char dir[] = "/tmp/arb-analysis-XXXXXX";

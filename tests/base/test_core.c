@@ -6,11 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plan.h"
-#include "report.h"
-#include "results.h"
-#include "sizes.h"
-#include "stats.h"
+#include "sweep/plan.h"
+#include "sweep/report.h"
+#include "results/results.h"
+#include "base/sizes.h"
+#include "base/stats.h"
 #include "tap.h"
 
 static void t_size_single(void)

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# tests/model/cli_test.sh ARBENCH SOURCE_ROOT: `arbench model` end to end on the committed
+# tests/costmodel/cli_test.sh ARBENCH SOURCE_ROOT: `arbench model` end to end on the committed
 # 2 x H200 runs: fit, predict a PCIe spec, the prediction is marked and banded, `arbench
 # profile` accepts it, check fails when it should, bad input exits 2 with a message. TAP.
 set -u

@@ -7,11 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../collectives/modeled/modeled_table.h"
-#include "../common/tap.h"
-#include "loader.h"
-#include "model.h"
-#include "results.h"
+#include "modeled_table.h"
+#include "tap.h"
+#include "runtime/loader.h"
+#include "costmodel/model.h"
+#include "results/results.h"
 
 #define NEAR(a, b, tol) (fabs((a) - (b)) <= (tol))
 

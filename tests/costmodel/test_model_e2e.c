@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* arbench model e2e's arithmetic on hand-made fixtures (tests/model/e2e/README.md). */
+/* arbench model e2e's arithmetic on hand-made fixtures (tests/costmodel/e2e/README.md). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/tap.h"
-#include "model_e2e.h"
+#include "tap.h"
+#include "costmodel/model_e2e.h"
 
-#define FIX ARB_TEST_ROOT "/tests/model/e2e/"
+#define FIX ARB_TEST_ROOT "/tests/costmodel/e2e/"
 #define NEAR(a, b) (fabs((double)(a) - (double)(b)) <= 1e-4 * fabs((double)(b)) + 1e-9)
 
 static const arb_e2e_opts_t opts = {.target_read_gbs = 1800, .h200_peak_gbs = 4800, .hidden = 7168};

@@ -10,8 +10,8 @@
 
 #include <cuda_runtime.h>
 
-#include "loader.h"
-#include "results.h"
+#include "runtime/loader.h"
+#include "results/results.h"
 
 #define K 20
 #define REPLAYS 20

@@ -17,8 +17,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "common.h"
-#include "rmsnorm.h"
+#include "base/common.h"
+#include "rmsnorm/rmsnorm.h"
 
 static char g_why[512]; /* the last launch's reason */
 

@@ -3,7 +3,7 @@
  * Unit tests (TAP, no GPU) for the host side of residual add + RMSNorm: bf16
  * conversions, the deterministic fill, the float64 reference against hand-computed
  * values, count_wrong, and an fp32 emulation of the device arithmetic that checks the
- * error bound behind ARB_RMSNORM_RTOL (see src/rmsnorm_ref.c).
+ * error bound behind ARB_RMSNORM_RTOL (see src/rmsnorm/rmsnorm_ref.c).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rmsnorm.h"
+#include "rmsnorm/rmsnorm.h"
 #include "tap.h"
 
 

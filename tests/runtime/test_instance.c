@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The instance API (src/instance.h) on host memory under mpirun: gating and its
+ * The instance API (src/runtime/instance.h) on host memory under mpirun: gating and its
  * reasons, init failures agreed across ranks, the allocation policy, an exact
  * all-reduce, and the composed fused op (mpi-host has no fused kernel) checked
  * against the float64 reference on every rank.
@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "instance.h"
-#include "rmsnorm.h"
-#include "runner.h"
+#include "runtime/instance.h"
+#include "rmsnorm/rmsnorm.h"
+#include "sweep/runner.h"
 #include "tap.h"
 
 static arb_mpi_t g_mpi;

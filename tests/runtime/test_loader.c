@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "arb_config.h"
-#include "loader.h"
+#include "runtime/loader.h"
 #include "tap.h"
 
 static const char *good_path, *bad_abi_path, *no_symbol_path, *missing_cb_path, *v1_path;
@@ -98,7 +98,7 @@ static void t_env_path(void)
 }
 
 /* The generated arb_known_plugins names every module built under collectives/ (and
- * nothing twice): a new plugin folder is known without editing src/loader.c. */
+ * nothing twice): a new plugin folder is known without editing src/runtime/loader.c. */
 static void t_known_list(void)
 {
     size_t n = 0;

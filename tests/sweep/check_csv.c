@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "results.h"
+#include "results/results.h"
 
 #define MAX_CHECKS 64
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "driver_version.h"
+#include "base/driver_version.h"
 
 static int ntest, nfail;
 

@@ -8,7 +8,7 @@
  * Exit 77 (skipped) when no CUDA device is visible. TAP output.
  *   test_topo_gpu [--expect-pair CLASS] [--expect-on GPU]
  */
-#include "topo.h"
+#include "topo/topo.h"
 
 #include <hwloc.h>
 #include <stdarg.h>
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_device.h"
+#include "runtime/gpu_device.h"
 #include "tap.h"
 
 int main(int argc, char **argv)

@@ -4,7 +4,7 @@
  * every rank; a GPU run gets one label on every rank where GPUs are visible, and one
  * error ("no CUDA device visible") on every rank where none are. TAP from rank 0.
  */
-#include "topo.h"
+#include "topo/topo.h"
 
 #include <mpi.h>
 #include <stdarg.h>

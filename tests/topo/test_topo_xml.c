@@ -4,7 +4,7 @@
  * machines of tests/topo (see gen_topologies.py). No GPU, no MPI. TAP output.
  * Usage: test_topo_xml DIR_WITH_XML_FILES
  */
-#include "topo.h"
+#include "topo/topo.h"
 
 #include <hwloc.h>
 #include <limits.h>

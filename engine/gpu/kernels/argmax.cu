@@ -2,11 +2,11 @@
 // This rank's greedy choice: best[t] = (max logit, global index) over its vocabulary
 // shard (logits [T x Vr] fp32 from the lm_head projection), ties to the lower index.
 // One block per token; the driver combines the ranks' answers (ties: lower global index).
-#include "kernels.h"
+#include "gpu/kernels/kernels.h"
 
 #include <cmath>
 
-#include "common.cuh"
+#include "gpu/kernels/common.cuh"
 
 namespace arbk {
 namespace {

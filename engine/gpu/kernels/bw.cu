@@ -2,9 +2,9 @@
 // Streaming read: every 16-byte vector of a buffer read once (past L1, in flight four per
 // thread), folded into one word per block so the reads cannot be elided. The floor's
 // denominator: what the device delivers to a kernel that only reads.
-#include "kernels.h"
+#include "gpu/kernels/kernels.h"
 
-#include "common.cuh"
+#include "gpu/kernels/common.cuh"
 
 namespace arbk {
 namespace {

@@ -10,7 +10,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include "kernels.h"
+#include "gpu/kernels/kernels.h"
 
 namespace arbk {
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Embedding: res[t] = embed_tokens[token[t]] (the residual stream starts as the token's
 // row) and h[t] = rmsnorm(res[t], input_layernorm of layer 0), one block per token.
-#include "kernels.h"
+#include "gpu/kernels/kernels.h"
 
-#include "common.cuh"
+#include "gpu/kernels/common.cuh"
 
 namespace arbk {
 namespace {

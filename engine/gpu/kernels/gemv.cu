@@ -5,9 +5,9 @@
 // Epilogues: bf16 store, fp32 store, and SiLU(gate) * up over two weight matrices read
 // in the same pass (the MLP's gate/up in one launch, the product rounded once). Long rows
 // are split over up to four warps (gemv_parts).
-#include "kernels.h"
+#include "gpu/kernels/kernels.h"
 
-#include "rowdot.cuh"
+#include "gpu/kernels/rowdot.cuh"
 
 namespace arbk {
 namespace {

@@ -113,7 +113,7 @@ cudaError_t moe_block(const launch_ctx &c, const moe_weights &w, const moe_route
 cudaError_t argmax(const launch_ctx &c, const float *logits, int Vr, int vocab_base, float *best_logit,
                    int32_t *best_index, int T);
 
-// ---- wgen.cu: device weight generation (engine/wgen.h, forward.md "Weights") ----
+// ---- wgen.cu: device weight generation (engine/model/wgen.h, forward.md "Weights") ----
 struct wgen_block {
     uint64_t seed;
     uint32_t tensor, layer;

@@ -8,11 +8,11 @@
 //                and projects it: o[t,h] = olat[t,h] @ W_uv[h]^T
 // W_uk[h] and W_uv[h] are rows of this rank's kv_b shard: per head dn rows of W_uk then
 // dv rows of W_uv, each of kv_lora columns. Rows of a step are r = t * nh_r + h.
-#include "kernels.h"
+#include "gpu/kernels/kernels.h"
 
 #include <cmath>
 
-#include "common.cuh"
+#include "gpu/kernels/common.cuh"
 
 namespace arbk {
 namespace {

@@ -6,9 +6,9 @@
 //   cache_ckv[P0 + t]    = rmsnorm(qkva[t, rq : rq + rkv], kv_a_layernorm)
 //   cache_kpe[P0 + t]    = rope(qkva[t, rq + rkv :], P0 + t)
 // Grid (T, 2): blockIdx.y 0 normalizes the query latent, 1 writes the cache row.
-#include "kernels.h"
+#include "gpu/kernels/kernels.h"
 
-#include "common.cuh"
+#include "gpu/kernels/common.cuh"
 
 namespace arbk {
 

@@ -11,11 +11,11 @@
 //                   interleaved strands added in a fixed order; olat rounded to bf16
 //   mla_uv          o[t,h] = olat[t,h] @ W_uv[h]^T: a warp per W_uv row (rowdot.cuh)
 // Every sum has a fixed order (no atomics), so replays are bit-identical.
-#include "kernels.h"
+#include "gpu/kernels/kernels.h"
 
 #include <cmath>
 
-#include "rowdot.cuh"
+#include "gpu/kernels/rowdot.cuh"
 
 namespace arbk {
 namespace {

@@ -10,9 +10,9 @@
 // Routed experts are bf16 or INT4 W4A16 (forward.md: eight 4-bit two's-complement values
 // per int32 along the input dimension, value j in bits [4j, 4j+4), a bf16 scale per 32
 // inputs); the shared expert is bf16. An expert shared by several tokens is read once.
-#include "kernels.h"
+#include "gpu/kernels/kernels.h"
 
-#include "rowdot.cuh"
+#include "gpu/kernels/rowdot.cuh"
 
 namespace arbk {
 namespace {

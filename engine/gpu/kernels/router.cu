@@ -8,11 +8,11 @@
 //   w_j = score[e_j] / sum_j score[e_j] * routed_scaling_factor
 // and the step's dedupe for the MoE kernels: the distinct experts in ascending order
 // (uniq, n_uniq) and coef[u][t] = the weight token t gives expert uniq[u] (0 if none).
-#include "kernels.h"
+#include "gpu/kernels/kernels.h"
 
 #include <cmath>
 
-#include "rowdot.cuh"
+#include "gpu/kernels/rowdot.cuh"
 
 namespace arbk {
 namespace {

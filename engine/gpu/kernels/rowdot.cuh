@@ -5,7 +5,7 @@
 #ifndef ARB_ENGINE_KERNELS_ROWDOT_CUH
 #define ARB_ENGINE_KERNELS_ROWDOT_CUH
 
-#include "common.cuh"
+#include "gpu/kernels/common.cuh"
 
 namespace arbk {
 

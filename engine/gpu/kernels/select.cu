@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Which form of a kernel a launch takes: the default (newer) one, or the previous one kept
 // for A/B measurement when ARB_ENGINE_OLD lists it ("attend,router", or "all").
-#include "kernels.h"
+#include "gpu/kernels/kernels.h"
 
 #include <cstdlib>
 #include <cstring>

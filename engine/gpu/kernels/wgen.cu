@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
-// Weights generated on the device from the seed (engine/wgen.h), bit-identical to the
-// CPU reference's (engine/cpu_ref_weights.c): the same fp32 operations in the same order,
+// Weights generated on the device from the seed (engine/model/wgen.h), bit-identical to the
+// CPU reference's (engine/cpu/cpu_ref_weights.c): the same fp32 operations in the same order,
 // each rounded once (__fmul_rn/__fadd_rn keep nvcc from contracting them into an FMA),
 // then one bf16 rounding to nearest even. A block of rows x cols of an expert-major
 // tensor per call; an element's key is its index in the unsharded tensor.
-#include "kernels.h"
+#include "gpu/kernels/kernels.h"
 
-#include "common.cuh"
-#include "wgen.h"
+#include "gpu/kernels/common.cuh"
+#include "model/wgen.h"
 
 namespace arbk {
 namespace {

@@ -20,8 +20,8 @@
 #include <cuda_runtime_api.h>
 
 #include "arbench/plugin.h"
-#include "common.h"
-#include "loader.h"
+#include "base/common.h"
+#include "runtime/loader.h"
 #include "tap.h"
 
 #define NSLOTS 4

@@ -23,7 +23,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "results.h"
+#include "results/results.h"
 
 #define WATCHDOG_S 240 /* the sweep is killed (and the test fails) after this, in seconds */
 #define TIMEOUT_MSG "hoststaged: spin-wait timed out waiting for rank 1"

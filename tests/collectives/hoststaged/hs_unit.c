@@ -13,8 +13,8 @@
 #include <cuda_runtime_api.h>
 
 #include "arbench/plugin.h"
-#include "common.h"
-#include "loader.h"
+#include "base/common.h"
+#include "runtime/loader.h"
 #include "tap.h"
 
 static char sentinel_byte; /* init must leave *state at this when it fails */

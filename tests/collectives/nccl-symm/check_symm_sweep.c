@@ -23,8 +23,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "loader.h"
-#include "results.h"
+#include "runtime/loader.h"
+#include "results/results.h"
 #include "symm_run.h"
 #include "tap.h"
 #include "symm_expect.h"

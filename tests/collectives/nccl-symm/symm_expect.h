@@ -20,8 +20,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "loader.h"
-#include "results.h"
+#include "runtime/loader.h"
+#include "results/results.h"
 
 #define SYMM_MAX_EXPECT 8
 

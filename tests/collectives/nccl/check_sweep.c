@@ -22,8 +22,8 @@
 
 #include <cuda_runtime.h>
 
-#include "loader.h"
-#include "results.h"
+#include "runtime/loader.h"
+#include "results/results.h"
 #include "tap.h"
 
 /* The nccl plugin's default variants (its `variants`, read through the loader in main). */

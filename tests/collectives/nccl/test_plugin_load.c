@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit test of arb-nccl.so and arb-noop.so through the real loading path
- * (src/loader.h: dlopen, symbol lookup, ABI validation).
+ * (src/runtime/loader.h: dlopen, symbol lookup, ABI validation).
  *   test_plugin_load [--nccl PATH] [--noop PATH]
  * Without a GPU it checks everything that must work before CUDA is touched (the
  * struct, parameter validation, declines) and that init then says "no CUDA device
@@ -14,7 +14,7 @@
 #include <cuda_runtime.h>
 
 #include "arbench/plugin.h"
-#include "loader.h"
+#include "runtime/loader.h"
 #include "tap.h"
 
 static int fake_allgather(void *ctx, const void *send, void *recv, size_t bytes)

@@ -2,7 +2,7 @@
 /*
  * GPU self-test of arb-p2p.so and arb-ping.so without MPI or the harness: forks one
  * process per rank (rank r on GPU r), host collectives through shared memory, loads
- * the modules through the loader (src/loader.h) like the harness does.
+ * the modules through the loader (src/runtime/loader.h) like the harness does.
  *
  *   p2p_selftest NRANKS MODE P2P_SO PING_SO
  *     check   every default variant, bf16 and fp32, odd sizes (2 B .. 9 MiB + 6 B, past
@@ -28,7 +28,7 @@
 #include <cuda_runtime.h>
 
 #include "arbench/plugin.h"
-#include "loader.h"
+#include "runtime/loader.h"
 #include "tap.h"
 
 #define SHM_SLOT 65536 /* bytes per rank for host collectives */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "arbench/plugin.h"
-#include "loader.h"
+#include "runtime/loader.h"
 #include "tap.h"
 
 /* One TAP line: what, and the detail after ": " when there is one. */

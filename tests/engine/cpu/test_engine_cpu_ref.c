@@ -6,10 +6,10 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../common/tap.h"
-#include "config.h"
-#include "cpu_ref.h"
-#include "wgen.h"
+#include "tap.h"
+#include "model/config.h"
+#include "cpu/cpu_ref.h"
+#include "model/wgen.h"
 
 static char why[1024];
 static arb_model_config_t cfg;

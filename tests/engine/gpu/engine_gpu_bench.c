@@ -13,7 +13,7 @@
  *                    [--compare-old]
  *
  * --compare-old: after the measurements, the same again (names prefixed old_) with every
- * kernel in its previous form (ARB_ENGINE_OLD=all, engine/kernels/kernels.h's use_old),
+ * kernel in its previous form (ARB_ENGINE_OLD=all, engine/gpu/kernels/kernels.h's use_old),
  * the graphs captured anew; the cache then holds S (1 + T_verify) positions more.
  */
 #include <math.h>
@@ -24,11 +24,11 @@
 
 #include <cuda_runtime_api.h>
 
-#include "config.h"
-#include "gpu_dims.h"
-#include "gpu_model.h"
-#include "rope.h"
-#include "wgen.h"
+#include "model/config.h"
+#include "gpu/gpu_dims.h"
+#include "gpu/gpu_model.h"
+#include "model/rope.h"
+#include "model/wgen.h"
 
 static char why[1024];
 

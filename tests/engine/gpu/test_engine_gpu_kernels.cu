@@ -3,9 +3,9 @@
 // in double (checkasm style: same inputs, compare). TAP; exit 77 without a CUDA device.
 //   gemv        bf16 / fp32 / SiLU*up epilogues, T = 1, 3, 8, K not a multiple of 256, and
 //               rows long enough to be split over two and four warps
-//   wgen        device generation bit-identical to engine/wgen.h on the host (bf16, INT4)
+//   wgen        device generation bit-identical to engine/model/wgen.h on the host (bf16, INT4)
 //   router      logits and top-k (Kimi: 384 experts, one group, T = 3 and 8; DeepSeek: 256
-//               in 8 groups, 4 kept) against engine/router.h's arb_route on the same
+//               in 8 groups, 4 kept) against engine/model/router.h's arb_route on the same
 //               logits; the default and the previous form (ARB_ENGINE_OLD=router)
 //   moe         INT4 and bf16 MoE block, T = 3 with one expert shared by two tokens; INT4
 //               in both gate/up forms (two rows per warp, and ARB_ENGINE_OLD=moe's one)
@@ -24,11 +24,11 @@
 
 #include <cuda_runtime.h>
 
-#include "../../common/tap.h"
-#include "kernels/kernels.h"
-#include "rmsnorm.h"
-#include "router.h"
-#include "wgen.h"
+#include "tap.h"
+#include "gpu/kernels/kernels.h"
+#include "rmsnorm/rmsnorm.h"
+#include "model/router.h"
+#include "model/wgen.h"
 
 using arbk::bf16;
 

@@ -6,11 +6,11 @@
  */
 #include <string.h>
 
-#include "../../common/tap.h"
-#include "config.h"
-#include "gpu_dims.h"
-#include "gpu_model.h"
-#include "rope.h"
+#include "tap.h"
+#include "model/config.h"
+#include "gpu/gpu_dims.h"
+#include "gpu/gpu_model.h"
+#include "model/rope.h"
 
 static char why[1024];
 static arb_model_config_t kimi, tiny;

@@ -14,14 +14,14 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../../common/tap.h"
-#include "config.h"
-#include "cpu_ref.h"
-#include "gpu_dims.h"
-#include "gpu_model.h"
-#include "rope.h"
-#include "shard.h"
-#include "wgen.h"
+#include "tap.h"
+#include "model/config.h"
+#include "cpu/cpu_ref.h"
+#include "gpu/gpu_dims.h"
+#include "gpu/gpu_model.h"
+#include "model/rope.h"
+#include "model/shard.h"
+#include "model/wgen.h"
 
 /* Max |gpu - cpu| over a step's logits, relative to the RMS of the reference logits.
  * Both sides round to bf16 at the same storage points; they differ by fp32 vs float64

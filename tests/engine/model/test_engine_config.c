@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* engine/config.c: the shipped configs field by field, Kimi-K2.5's text_config nesting,
+/* engine/model/config.c: the shipped configs field by field, Kimi-K2.5's text_config nesting,
  * a missing field and an unknown model_type named in the error, overrides recorded. */
 #include <jansson.h>
 #include <stdlib.h>
 
-#include "../common/tap.h"
-#include "config.h"
+#include "tap.h"
+#include "model/config.h"
 
 static char why[1024];
 

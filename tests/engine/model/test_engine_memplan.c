@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* engine/memplan.c: one rank of Kimi-K2 at TP=8 with INT4 experts, by hand (design.md:
+/* engine/model/memplan.c: one rank of Kimi-K2 at TP=8 with INT4 experts, by hand (design.md:
  * experts ~63 GB, attention ~3 GB, embedding 2.3 GB), the kinds add up, and the step's
  * bytes count each selected expert of a layer once. */
-#include "../common/tap.h"
-#include "config.h"
-#include "memplan.h"
-#include "shard.h"
+#include "tap.h"
+#include "model/config.h"
+#include "model/memplan.h"
+#include "model/shard.h"
 
 static char why[1024];
 

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* engine/rope.c against values computed by hand from HF's YaRN formulas. */
+/* engine/model/rope.c against values computed by hand from HF's YaRN formulas. */
 #include <math.h>
 
-#include "../common/tap.h"
-#include "config.h"
-#include "rope.h"
+#include "tap.h"
+#include "model/config.h"
+#include "model/rope.h"
 
 static char why[1024];
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* engine/router.c on hand-made scores: the bias selects but does not weight, group
+/* engine/model/router.c on hand-made scores: the bias selects but does not weight, group
  * limiting drops the experts of weak groups, ties go to the lower index. INT4 packing. */
-#include "../common/tap.h"
-#include "int4.h"
-#include "router.h"
+#include "tap.h"
+#include "model/int4.h"
+#include "model/router.h"
 
 static void t_flat_bias(void)
 {

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* engine/shard.c: per-rank shapes of Kimi-K2 at TP=8, exact-split and INT4 refusals,
+/* engine/model/shard.c: per-rank shapes of Kimi-K2 at TP=8, exact-split and INT4 refusals,
  * the vocabulary remainder, shard ranges covering several ranks. */
-#include "../common/tap.h"
-#include "config.h"
-#include "shard.h"
+#include "tap.h"
+#include "model/config.h"
+#include "model/shard.h"
 
 static char why[1024];
 

@@ -7,7 +7,7 @@
 # usage: engine_ab.sh ARBENCH
 set -u
 arbench=$1
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../../common/tap.sh"
 if timeout 240 mpirun $mpirun_args -np 2 "$arbench" engine --config tiny --backend cpu --context 16 --steps 12 \
         --impl mpi-host --baseline mpi-host --out "$tmp/ab.csv" --quiet >"$tmp/out" 2>&1; then
     tap OK "--baseline exits 0"

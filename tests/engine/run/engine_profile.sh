@@ -11,7 +11,7 @@
 # usage: engine_profile.sh ARBENCH
 set -u
 arbench=$1
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../../common/tap.sh"
 common="--config tiny --backend cpu --context 16 --steps 6 --quiet"
 engine() { # NP OUT ARGS...
     np=$1 out=$2; shift 2

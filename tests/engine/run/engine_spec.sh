@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# `arbench engine --accept-rate p` with the draft model (engine/run_draft.h) on the CPU
+# `arbench engine --accept-rate p` with the draft model (engine/run/run_draft.h) on the CPU
 # reference under mpirun -np 2 (mpi-host at every call site of the target and of the
 # one-layer draft) at three acceptance rates in one run (0, 0.7, 1: the ends accept
 # nothing and everything), checked by spec_rows_check; --accept-rate and --baseline with
@@ -8,7 +8,7 @@
 # usage: engine_spec.sh ARBENCH SPEC_ROWS_CHECK
 set -u
 arbench=$1 check=$2
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../../common/tap.sh"
 if ! timeout 240 mpirun $mpirun_args -np 2 "$arbench" engine --config tiny --backend cpu --context 16 --steps 10 \
         --spec-k 2 --accept-rate 0,0.7,1 --out "$tmp/e.csv" --quiet >"$tmp/out" 2>&1; then
     sed 's/^/# /' "$tmp/out"

@@ -3,7 +3,7 @@
  * spec_rows_check ENGINE.csv K [P,P...]: the speculative rows of an `arbench engine
  * --accept-rate` run (TAP): each has the draft's and the verify's medians (the draft model
  * ran), the ratio to the same mode's plain decode tok/s, the break-even acceptance of
- * engine/spec.h recomputed from the row's own medians, and greedy agreement with the
+ * engine/stats/spec.h recomputed from the row's own medians, and greedy agreement with the
  * decode chain (n/n). With a list of rates: every mode that has spec rows has exactly
  * one per listed rate, and the accept path ran for real at the ends: p = 0 accepts no
  * draft in any cycle (accepted_per_cycle 0), p = 1 every draft (accepted_per_cycle K).
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "results.h"
-#include "spec.h"
+#include "results/results.h"
+#include "stats/spec.h"
 
 static int n, failed;
 static void ok(int c, const char *what, const char *detail)
@@ -65,7 +65,7 @@ int main(int argc, char **argv)
         int bok = arb_spec_break_even(k, d / k, v, plain_us, &be, why, sizeof why) == ARB_OK &&
                   (isinf(be) ? !strcmp(got, "inf") : fabs(atof(got) - be) < 1e-3);
         snprintf(detail, sizeof detail, "%s: row %s, recomputed %.4f", mode, got, be);
-        ok(bok, "break_even from the row's medians (engine/spec.h)", detail);
+        ok(bok, "break_even from the row's medians (engine/stats/spec.h)", detail);
         const char *ag = get(&t, r, "agree");
         unsigned a = 0, b = 1;
         ok(sscanf(ag, "%u/%u", &a, &b) == 2 && a == b && b > 0, "greedy speculation reproduces the decode chain", ag);

@@ -4,10 +4,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "ab_run.h"
-#include "resample.h"
+#include "run/ab_run.h"
+#include "analysis/resample.h"
 #include "tap.h"
-#include "wgen.h"
+#include "model/wgen.h"
 
 enum { CAP = 4096, V = 50000 };
 

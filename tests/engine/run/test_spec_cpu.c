@@ -11,11 +11,11 @@
 #include <time.h>
 
 #include "arbench/status.h"
-#include "config.h"
-#include "cpu_ref.h"
-#include "spec_pair.h"
+#include "model/config.h"
+#include "cpu/cpu_ref.h"
+#include "run/spec_pair.h"
 #include "tap.h"
-#include "wgen.h"
+#include "model/wgen.h"
 
 enum { CTX = 160, PROMPT = 12 };
 static arb_model_config_t cfg, dcfg;

@@ -12,12 +12,12 @@
 #include <string.h>
 
 #include "arbench/status.h"
-#include "config.h"
-#include "cpu_ref.h"
-#include "site_registry_inst.h"
-#include "spec_pair.h"
+#include "model/config.h"
+#include "cpu/cpu_ref.h"
+#include "sites/site_registry_inst.h"
+#include "run/spec_pair.h"
 #include "tap.h"
-#include "wgen.h"
+#include "model/wgen.h"
 
 enum { CTX = 96, PROMPT = 8 };
 static arb_mpi_t g_mpi;

@@ -3,9 +3,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "resample.h"
+#include "analysis/resample.h"
 #include "tap.h"
-#include "top2.h"
+#include "run/top2.h"
 
 static void t_local(void)
 {

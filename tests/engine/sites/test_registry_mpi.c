@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The site registry on the real instance API (site_registry_inst.c -> src/instance.h)
+ * The site registry on the real instance API (site_registry_inst.c -> src/runtime/instance.h)
  * under mpirun with the host backend: a profile picks mpi-host for decode and verify
  * and noop (device memory only: it declines here) for a prefill range; a site without
  * an entry falls back to mpi-host. The registry must open mpi-host once for all of
@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rmsnorm.h"
-#include "site_registry_inst.h"
+#include "rmsnorm/rmsnorm.h"
+#include "sites/site_registry_inst.h"
 #include "tap.h"
-#include "top2.h"
+#include "run/top2.h"
 
 static arb_mpi_t g_mpi;
 

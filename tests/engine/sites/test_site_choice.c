@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "site_choice.h"
-#include "site_registry.h"
+#include "sites/site_choice.h"
+#include "sites/site_registry.h"
 #include "tap.h"
 
 #define HDR "schema,fabric,ranks,nodes,dtype,op,mode,min_bytes,max_bytes,impl,params,median_us,baseline_impl,baseline_params,baseline_median_us,speedup,confidence,sources,fusion,rep_bytes,points\n"

@@ -10,11 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "results.h"
-#include "site_choice.h"
-#include "site_registry_inst.h"
+#include "results/results.h"
+#include "sites/site_choice.h"
+#include "sites/site_registry_inst.h"
 #include "tap.h"
-#include "tune.h"
+#include "sites/tune.h"
 
 static arb_mpi_t g_mpi;
 static const char *g_dir;

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ab.h"
-#include "resample.h"
+#include "stats/ab.h"
+#include "analysis/resample.h"
 #include "tap.h"
 
 /* A synthetic engine: step time = base * (1 + drift * slot) * lognormal noise, with the

@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "spec.h"
+#include "stats/spec.h"
 #include "tap.h"
-#include "wgen.h"
+#include "model/wgen.h"
 
 static void test_rollback_hand_cases(void)
 {

@@ -7,7 +7,7 @@
 # usage: shape_test.sh ARB_ENGINE_SHAPE FIXTURE.csv
 set -u
 tool=$1 fx=$2
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../../common/tap.sh"
 lsa='lsa:variant=oneshot,pdl=1'
 "$tool" --slow nccl --fast "$lsa" "$fx" >"$tmp/a" 2>&1
 rc=$?
