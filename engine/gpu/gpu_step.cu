@@ -30,7 +30,8 @@ arb_status_t call_site(arb_gpu_model_t *m, unsigned i, const bf16 *norm, unsigne
 {
     const arb_gpu_site &site = arb_gpu_site_at(m, i, T);
     if (!site.inst)
-        return arb_rmsnorm_residual_launch(m->res, site.part, norm, m->h, T, m->s.H, m->o.dims.rms_eps, st, why, len);
+        return arb_rmsnorm_residual_launch_pdl(m->res, site.part, norm, m->h, T, m->s.H, m->o.dims.rms_eps, m->o.pdl, st,
+                                               why, len);
     const arb_rmsnorm_args_t args = {site.part, m->res, norm, m->h, T, m->s.H, m->o.dims.rms_eps};
     return arb_inst_allreduce_rmsnorm(site.inst, &args, m->o.fusion, st, nullptr, why, len);
 }
@@ -136,11 +137,11 @@ extern "C" arb_status_t arb_gpu_model_step(arb_gpu_model_t *m, unsigned T, void 
         ARB_TRY(attention(m, l, T, lc, why, why_len));
         // SITE A: res += allreduce(part); h = post_attention_layernorm(res)
         ARB_TRY(call_site(m, 2 * l, L.ffn_norm, T, st, why, why_len));
-    mark(m, st, ARB_GPU_PROF_SITE_A);
+        mark(m, st, ARB_GPU_PROF_SITE_A);
         ARB_TRY(L.dense ? dense_mlp(m, l, T, lc, why, why_len) : moe(m, l, T, lc, why, why_len));
         // SITE B: res += allreduce(part); h = next input_layernorm (model.norm after the last)
         ARB_TRY(call_site(m, 2 * l + 1, l + 1 < s.Lz ? m->layers[l + 1].attn_norm : m->final_norm, T, st, why, why_len));
-    mark(m, st, ARB_GPU_PROF_SITE_B);
+        mark(m, st, ARB_GPU_PROF_SITE_B);
     }
     // logits_r = h @ lm_head_r^T (fp32); this rank's (max, index)   [T x V_r]
     ARB_CUDA_TRY(gemv(lc, GEMV_F32, m->lm_head, nullptr, m->h, s.H, s.Vr, s.H, m->logits, s.Vr, (int)T), why, why_len);
