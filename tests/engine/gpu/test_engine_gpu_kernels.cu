@@ -246,15 +246,10 @@ void router_case(int E, int k, int ng, int kg, int T)
 }
 void t_router()
 {
-    for (int old = 0; old < 2; old++) { // the default form, then the previous one
-        if (old)
-            setenv("ARB_ENGINE_OLD", "router", 1);
-        tap_diag("router: %s form", old ? "previous" : "default");
-        router_case(384, 8, 1, 1, 3);
-        router_case(384, 8, 1, 1, 8);
-        router_case(256, 8, 8, 4, 2);
-        unsetenv("ARB_ENGINE_OLD");
-    }
+    router_case(384, 8, 1, 1, 1);
+    router_case(384, 8, 1, 1, 3);
+    router_case(384, 8, 1, 1, 8);
+    router_case(256, 8, 8, 4, 2);
 }
 
 // Host INT4 weight: q * s (value j of word at bits 4j).
