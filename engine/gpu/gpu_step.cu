@@ -58,11 +58,17 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     ARB_CUDA_TRY(mla_absorb(lc, m->q, L.kv_b, m->rope_cs, m->pos0, m->qlat, m->qpe, s.nh_r, s.dn, s.dr, s.dv, s.rkv, t),
                  why, len);
     mark(m, lc.stream, ARB_GPU_PROF_ABSORB);
-    // o = softmax(qlat . ckv + qpe . kpe, causal) @ ckv @ W_uv[h]^T  [T x nh_r x dv]
-    ARB_CUDA_TRY(mla_attention(lc, m->qlat, m->qpe, L.cache_ckv, L.cache_kpe, m->pos0, L.kv_b, m->partial, m->o_heads,
-                               s.nh_r, s.dn, s.dr, s.dv, s.rkv, m->o.dims.softmax_scale, t, m->o.context, m->sms),
+    // per chunk of the cache: softmax(qlat . ckv + qpe . kpe) partial sums of ckv, causal
+    ARB_CUDA_TRY(mla_attend_pos(lc, m->qlat, m->qpe, L.cache_ckv, L.cache_kpe, m->pos0, m->partial, s.nh_r, s.dr, s.rkv,
+                                m->o.dims.softmax_scale, t, m->o.context),
                  why, len);
     mark(m, lc.stream, ARB_GPU_PROF_ATTEND);
+    // olat = merged chunks (bf16), in qlat's buffer (dead once the partials exist);
+    // o = olat @ W_uv[h]^T                                         [T x nh_r x dv]
+    ARB_CUDA_TRY(mla_merge(lc, m->partial, m->pos0, m->qlat, s.nh_r, s.rkv, t), why, len);
+    mark(m, lc.stream, ARB_GPU_PROF_COMBINE);
+    ARB_CUDA_TRY(mla_uv(lc, m->qlat, L.kv_b, m->o_heads, s.nh_r, s.dn, s.dv, s.rkv, t), why, len);
+    mark(m, lc.stream, ARB_GPU_PROF_COMBINE);
     // part = o @ o_proj_r^T                                        [T x H], this rank's partial sums
     ARB_CUDA_TRY(gemv(lc, GEMV_BF16, L.o_proj, nullptr, m->o_heads, ow, H, ow, arb_gpu_site_at(m, 2 * l, T).part, H, t), why, len);
     mark(m, lc.stream, ARB_GPU_PROF_O_PROJ);

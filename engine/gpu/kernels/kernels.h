@@ -58,20 +58,21 @@ cudaError_t mla_prep(const launch_ctx &c, const bf16 *qkva, const bf16 *q_a_norm
                      int rkv, int dr, float eps, int T);
 
 // ---- mla.cu, mla_split.cu: absorbed attention over the latent cache ----
-// rope_cs [context x dr/2] (cos * m, sin * m).
-cudaError_t mla_setup(int rkv, int dr, int nh_r); // once per process: the attention's shared memory
+// rope_cs [context x dr/2] (cos * m, sin * m); partial [chunks x T nh_r x (rkv + 4)] fp32.
+cudaError_t mla_setup(int rkv, int dr, int nh_r); // once per process: the attend kernel's shared memory
 // qlat[t,h] = q_nope[t,h] @ W_uk[h]; qpe[t,h] = rope(q_pe[t,h], P0 + t)
 cudaError_t mla_absorb(const launch_ctx &c, const bf16 *q, const bf16 *kv_b, const float2 *rope_cs,
                        const int32_t *pos0, bf16 *qlat, bf16 *qpe, int nh_r, int dn, int dr, int dv, int rkv, int T);
-// o[t,h] = softmax(qlat . ckv + qpe . kpe, causal) @ ckv @ W_uv[h]^T in one launch over
-// mla_attention_splits(nh_r, context, sms) x nh_r CTAs. partial [chunks x T nh_r x (rkv + 4)]
-// fp32 scratch (chunks = context / kAttnChunk, rounded up); word rkv + 2 of its rows
-// 0 .. nh_r - 1 holds the per-head tickets: zero before the first launch, left zero.
-int mla_attention_splits(int nh_r, int context, int sms);
-size_t mla_attention_smem(int rkv, int dr, int T);
-cudaError_t mla_attention(const launch_ctx &c, const bf16 *qlat, const bf16 *qpe, const bf16 *cache_ckv,
-                          const bf16 *cache_kpe, const int32_t *pos0, const bf16 *kv_b, float *partial, bf16 *o,
-                          int nh_r, int dn, int dr, int dv, int rkv, float scale, int T, int context, int sms);
+// mla_attend_pos writes a chunk's partials; mla_merge leaves olat (bf16, [T nh_r x rkv],
+// the layout of qlat) and mla_uv projects it: o[t,h] = olat[t,h] @ W_uv[h]^T.
+size_t mla_attend_pos_smem(int rkv, int dr, int nh_r, int T);
+cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qpe, const bf16 *cache_ckv,
+                           const bf16 *cache_kpe, const int32_t *pos0, float *partial, int nh_r, int dr, int rkv,
+                           float scale, int T, int context);
+cudaError_t mla_merge(const launch_ctx &c, const float *partial, const int32_t *pos0, bf16 *olat, int nh_r, int rkv,
+                      int T);
+cudaError_t mla_uv(const launch_ctx &c, const bf16 *olat, const bf16 *kv_b, bf16 *o, int nh_r, int dn, int dv, int rkv,
+                   int T);
 
 // ---- router.cu and moe.cu ----
 struct moe_route {   // device buffers the router fills and the MoE kernels read

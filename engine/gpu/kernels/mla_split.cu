@@ -1,340 +1,291 @@
 // SPDX-License-Identifier: MIT
-// MLA attention over the latent cache, the merge and W_uv in one launch (forward.md):
-//   grid (head h, split s): split s takes a contiguous run of 32-position chunks of the
-//   cache (the run's length from P0 on the device, so a captured step replays at any P0)
-//   for the T rows of head h. Per chunk, double-buffered with cp.async: scores with each
-//   warp's kPosPerWarp positions widened once into registers and swept against the T
-//   queries; softmax pieces with a lane per position, folded into the split's running
-//   (max, sum); the exp-weighted latent sum by a thread per 8 columns in four strands of
-//   positions, added in strand order at the end. The split's (sum, max, exp-sum) go to
-//   its slot of `partial`; then an integer ticket per head: the head's last CTA merges
-//   the splits in ascending order, rounds olat to bf16 and projects it,
-//   o[t,h] = olat[t,h] @ W_uv[h]^T. Every sum has a fixed order (no atomics on floats),
-//   so replays are bit-identical. The splits' CTAs of one head read the whole cache; the
-//   heads of one split are adjacent in the grid, so the cache streams from DRAM once.
+// MLA attention over the latent cache (forward.md), in three launches; partials
+// [chunks x T nh_r x (rkv + 4)] fp32:
+//   mla_attend_pos  one CTA per kAttnChunk cache positions. Scores: each warp holds
+//                   kPosPerWarp positions' latent and rope rows in registers (widened
+//                   once) and sweeps every (token, head) row of the step, the queries
+//                   from shared memory. Softmax: a lane per position. Exp-weighted sum:
+//                   a thread per 8 latent columns and a strand of rows.
+//   mla_merge       one CTA per (row, 64 latent columns): the chunk weights
+//                   exp(m_c - M), then each column summed over the chunks in four
+//                   interleaved strands added in a fixed order; olat rounded to bf16
+//   mla_uv          o[t,h] = olat[t,h] @ W_uv[h]^T: a warp per W_uv row (rowdot.cuh)
+// Every sum has a fixed order (no atomics), so replays are bit-identical.
 #include "gpu/kernels/kernels.h"
 
 #include <cmath>
 
-#include "gpu/kernels/common.cuh"
+#include "gpu/kernels/rowdot.cuh"
 
 namespace arbk {
 namespace {
 
-constexpr int kAttnWarps = 8;
-constexpr int kPosPerWarp = kAttnChunk / kAttnWarps;
-constexpr int kLatVecs = kMaxLatent / 8;                // 16-byte vectors of a latent row, at most
-constexpr int kPvStrands = kAttnWarps * kWarp / kLatVecs; // position strands of the weighted sum
-constexpr int kMaxSplits = 64;
-static_assert(kAttnChunk <= kWarp && kAttnChunk % kAttnWarps == 0, "a lane per position of a chunk");
-static_assert(kAttnWarps >= kMaxT, "a warp per row in the softmax");
+constexpr int kPosWarps = 8;
+constexpr int kPosPerWarp = kAttnChunk / kPosWarps;
+constexpr int kLatVecs = kMaxLatent / 8;                 // 16-byte vectors of a latent row, at most
+constexpr int kPvStrands = kPosWarps * kWarp / kLatVecs; // row strands of the weighted sum
+constexpr int kPvRows = 4;                               // rows of a strand per pass
+static_assert(kAttnChunk <= kWarp && kAttnChunk % kPosWarps == 0, "a lane per position of a chunk");
 static_assert(kPvStrands >= 1, "a thread per latent vector");
 
-__device__ __forceinline__ void cp_async16(void *dst, const void *src)
+// Copy `nvec` 16-byte vectors global -> shared by the block, kStage loads in flight per thread.
+template <bool STREAM>
+__device__ __forceinline__ void stage(uint4 *dst, const uint4 *src, int nvec)
 {
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-
-// Chunk ch's n positions (ckv rows then kpe rows) into a staging buffer, one group.
-__device__ __forceinline__ void load_chunk(uint4 *buf, const bf16 *cache_ckv, const bf16 *cache_kpe, int ch, int L,
-                                           int nv, int nvr)
-{
-    const int c0 = ch * kAttnChunk, n = min(kAttnChunk, L - c0);
-    const uint4 *ckv = reinterpret_cast<const uint4 *>(cache_ckv) + (size_t)c0 * nv;
-    const uint4 *kpe = reinterpret_cast<const uint4 *>(cache_kpe) + (size_t)c0 * nvr;
-    for (int i = threadIdx.x; i < n * nv; i += blockDim.x)
-        cp_async16(buf + i, ckv + i);
-    for (int i = threadIdx.x; i < n * nvr; i += blockDim.x)
-        cp_async16(buf + kAttnChunk * nv + i, kpe + i);
-    cp_async_commit();
+    constexpr int kStage = 8;
+    const int step = blockDim.x * kStage;
+    for (int i0 = threadIdx.x; i0 < nvec; i0 += step) {
+        uint4 v[kStage];
+#pragma unroll
+        for (int j = 0; j < kStage; j++)
+            if (i0 + j * (int)blockDim.x < nvec)
+                v[j] = STREAM ? ld_stream(src + i0 + j * blockDim.x) : src[i0 + j * blockDim.x];
+#pragma unroll
+        for (int j = 0; j < kStage; j++)
+            if (i0 + j * (int)blockDim.x < nvec)
+                dst[i0 + j * blockDim.x] = v[j];
+    }
 }
 
-// The split's (max, exp-sum) per row and the factor its running sums take this chunk.
-struct row_stats {
-    float m[kMaxT], l[kMaxT], alpha[kMaxT];
-};
-
-// Dynamic shared memory (16-byte vectors): two staging buffers of kAttnChunk x (nv + nvr),
-// the queries [T x nv] and [T x nvr], the scores [kMaxT x kAttnChunk] fp32. After the last
-// chunk the staging buffers hold the strands' sums, then olat [T x rkv] fp32.
-__global__ void __launch_bounds__(kAttnWarps *kWarp)
-    mla_attention_kernel(const bf16 *__restrict__ qlat, const bf16 *__restrict__ qpe,
-                         const bf16 *__restrict__ cache_ckv, const bf16 *__restrict__ cache_kpe,
-                         const int32_t *__restrict__ pos0, const bf16 *__restrict__ kv_b, float *partial, bf16 *o,
-                         int nh_r, int dn, int dr, int dv, int rkv, float scale, int T)
+// Dynamic shared memory (16-byte vectors): ckv [C x nv], kpe [C x nvr], qlat [R x nv],
+// qpe [R x nvr]; then scores [R x C] fp32.
+__global__ void __launch_bounds__(kPosWarps *kWarp)
+    mla_attend_pos_kernel(const bf16 *__restrict__ qlat, const bf16 *__restrict__ qpe,
+                          const bf16 *__restrict__ cache_ckv, const bf16 *__restrict__ cache_kpe,
+                          const int32_t *__restrict__ pos0, float *__restrict__ partial, int nh_r, int dr, int rkv,
+                          float scale, int T)
 {
     extern __shared__ uint4 smem_v[];
-    __shared__ row_stats st;
-    __shared__ float wsp[kMaxT][kMaxSplits];
-    __shared__ float lsum_s[kMaxT];
-    __shared__ int last;
-    const int h = blockIdx.x, s = blockIdx.y, nsplit = gridDim.y, R = T * nh_r, ps = rkv + 4;
-    const int nv = rkv / 8, nvr = dr / 8, lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-    const bf16 *wuv = kv_b + ((size_t)h * (dn + dv) + dn) * rkv;
-    const int bufv = kAttnChunk * (nv + nvr); // vectors of one staging buffer
-    uint4 *ql = smem_v + 2 * bufv, *qp = ql + T * nv;
-    float *sc = reinterpret_cast<float *>(qp + T * nvr);
-    pdl_launch_dependents();
-    { // W_uv[h] toward L2 for the head's last CTA: this split's share of its 128-byte lines
-        const int lines = (dv * rkv * 2 + 127) / 128;
-        for (int i = s * blockDim.x + threadIdx.x; i < lines; i += nsplit * blockDim.x)
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const char *>(wuv) + (size_t)i * 128));
-    }
-    // P0 comes from the host before the step, never from a predecessor kernel; cache rows
-    // before P0 are not written by this step, so a first chunk below P0 loads before the wait.
-    const int P0 = *pos0, L = P0 + T, nch = (L + kAttnChunk - 1) / kAttnChunk;
-    const int cps = (nch + nsplit - 1) / nsplit, ch0 = s * cps, ch1 = min(nch, ch0 + cps);
-    const int used = (nch + cps - 1) / cps; // splits with at least one chunk
-    const bool early = ch0 < ch1 && (ch0 + 1) * kAttnChunk <= P0;
-    if (early)
-        load_chunk(smem_v, cache_ckv, cache_kpe, ch0, L, nv, nvr);
-    pdl_wait();
-    if (ch0 < ch1 && !early)
-        load_chunk(smem_v, cache_ckv, cache_kpe, ch0, L, nv, nvr);
-    for (int i = threadIdx.x; i < T * nv; i += blockDim.x)
-        ql[i] = reinterpret_cast<const uint4 *>(qlat + ((size_t)(i / nv) * nh_r + h) * rkv)[i % nv];
-    for (int i = threadIdx.x; i < T * nvr; i += blockDim.x)
-        qp[i] = reinterpret_cast<const uint4 *>(qpe + ((size_t)(i / nvr) * nh_r + h) * dr)[i % nvr];
-    if (threadIdx.x < kMaxT)
-        st.m[threadIdx.x] = -INFINITY, st.l[threadIdx.x] = 0.0f;
-    const int cv = threadIdx.x % kLatVecs, strand = threadIdx.x / kLatVecs;
-    float acc[kMaxT][8] = {}; // this thread's 8 columns of every row, its strand's positions
-    for (int ch = ch0; ch < ch1; ch++) {
-        const int cur = (ch - ch0) & 1, c0 = ch * kAttnChunk, n = min(kAttnChunk, L - c0);
-        if (ch + 1 < ch1)
-            load_chunk(smem_v + (cur ^ 1) * bufv, cache_ckv, cache_kpe, ch + 1, L, nv, nvr), cp_async_wait<1>();
-        else
-            cp_async_wait<0>();
-        __syncthreads();
-        const uint4 *ckv = smem_v + cur * bufv, *kpe = ckv + kAttnChunk * nv;
-        { // scores: this warp's positions against the T rows; lane holds latent vectors lane + 32 i
-            float kf[kPosPerWarp][kMaxLatVec][8], rf[kPosPerWarp][8];
+    pdl_begin();
+    const int P0 = *pos0, L = P0 + T, c0 = blockIdx.x * kAttnChunk;
+    if (c0 >= L)
+        return;
+    const int n = min(kAttnChunk, L - c0), R = T * nh_r, ps = rkv + 4, nv = rkv / 8, nvr = dr / 8;
+    uint4 *ckv = smem_v;
+    uint4 *kpe = ckv + kAttnChunk * nv;
+    uint4 *ql = kpe + kAttnChunk * nvr;
+    uint4 *qp = ql + (size_t)R * nv;
+    float *sc = reinterpret_cast<float *>(qp + (size_t)R * nvr);
+    stage<true>(ckv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)c0 * rkv), n * nv);
+    stage<true>(kpe, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)c0 * dr), n * nvr);
+    stage<false>(ql, reinterpret_cast<const uint4 *>(qlat), R * nv);
+    stage<false>(qp, reinterpret_cast<const uint4 *>(qpe), R * nvr);
+    __syncthreads();
+    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    { // scores: this warp's positions against every row; lane holds latent vectors lane + 32 i
+        float kf[kPosPerWarp][kMaxLatVec][8], rf[kPosPerWarp][8];
 #pragma unroll
-            for (int j = 0; j < kPosPerWarp; j++) {
-                const int p = warp * kPosPerWarp + j;
+        for (int j = 0; j < kPosPerWarp; j++) {
+            const int p = warp * kPosPerWarp + j;
 #pragma unroll
-                for (int i = 0; i < kMaxLatVec; i++) {
-                    const int v = lane + kWarp * i;
-                    if (p < n && v < nv)
-                        unpack8(ckv[p * nv + v], kf[j][i]);
-                    else
-#pragma unroll
-                        for (int q8 = 0; q8 < 8; q8++)
-                            kf[j][i][q8] = 0.0f;
-                }
-                if (p < n && lane < nvr)
-                    unpack8(kpe[p * nvr + lane], rf[j]);
+            for (int i = 0; i < kMaxLatVec; i++) {
+                const int v = lane + kWarp * i;
+                if (p < n && v < nv)
+                    unpack8(ckv[p * nv + v], kf[j][i]);
                 else
 #pragma unroll
                     for (int q8 = 0; q8 < 8; q8++)
-                        rf[j][q8] = 0.0f;
+                        kf[j][i][q8] = 0.0f;
             }
-            for (int t = 0; t < T; t++) {
-                float sj[kPosPerWarp] = {};
+            if (p < n && lane < nvr)
+                unpack8(kpe[p * nvr + lane], rf[j]);
+            else
 #pragma unroll
-                for (int i = 0; i < kMaxLatVec; i++) {
-                    const int v = lane + kWarp * i;
-                    if (v < nv) {
-                        float qf[8];
-                        unpack8(ql[t * nv + v], qf);
+                for (int q8 = 0; q8 < 8; q8++)
+                    rf[j][q8] = 0.0f;
+        }
+        for (int r = 0; r < R; r++) {
+            const int t = r / nh_r;
+            float s[kPosPerWarp] = {};
 #pragma unroll
-                        for (int j = 0; j < kPosPerWarp; j++)
-#pragma unroll
-                            for (int q8 = 0; q8 < 8; q8++)
-                                sj[j] = fmaf(qf[q8], kf[j][i][q8], sj[j]);
-                    }
-                }
-                if (lane < nvr) {
+            for (int i = 0; i < kMaxLatVec; i++) {
+                const int v = lane + kWarp * i;
+                if (v < nv) {
                     float qf[8];
-                    unpack8(qp[t * nvr + lane], qf);
+                    unpack8(ql[r * nv + v], qf);
 #pragma unroll
                     for (int j = 0; j < kPosPerWarp; j++)
 #pragma unroll
                         for (int q8 = 0; q8 < 8; q8++)
-                            sj[j] = fmaf(qf[q8], rf[j][q8], sj[j]);
-                }
-#pragma unroll
-                for (int off = kWarp / 2; off > 0; off >>= 1)
-#pragma unroll
-                    for (int j = 0; j < kPosPerWarp; j++)
-                        sj[j] += __shfl_xor_sync(0xffffffffu, sj[j], off);
-                float mine = sj[0]; // lane j < kPosPerWarp stores position j of the warp
-#pragma unroll
-                for (int j = 1; j < kPosPerWarp; j++)
-                    mine = lane == j ? sj[j] : mine;
-                if (lane < kPosPerWarp) {
-                    const int p = warp * kPosPerWarp + lane; // p >= n: past L, so masked
-                    sc[t * kAttnChunk + p] = c0 + p <= P0 + t ? mine * scale : -INFINITY;
+                            s[j] = fmaf(qf[q8], kf[j][i][q8], s[j]);
                 }
             }
-        }
-        __syncthreads();
-        if (warp < T) { // softmax pieces of row t: a lane per position, folded into the split's
-            const int t = warp;
-            const float x = lane < kAttnChunk ? sc[t * kAttnChunk + lane] : -INFINITY;
-            const float m_old = st.m[t], m_new = fmaxf(m_old, warp_max(x));
-            const float e = x == -INFINITY ? 0.0f : expf(x - m_new);
-            const float alpha = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
-            const float l = warp_sum(e);
-            if (lane < kAttnChunk)
-                sc[t * kAttnChunk + lane] = e;
-            __syncwarp();
-            if (lane == 0)
-                st.m[t] = m_new, st.l[t] = fmaf(st.l[t], alpha, l), st.alpha[t] = alpha;
-        }
-        __syncthreads();
-        if (cv < nv) {
+            if (lane < nvr) {
+                float qf[8];
+                unpack8(qp[r * nvr + lane], qf);
 #pragma unroll
-            for (int t = 0; t < kMaxT; t++)
-                if (t < T)
+                for (int j = 0; j < kPosPerWarp; j++)
 #pragma unroll
-                    for (int j = 0; j < 8; j++)
-                        acc[t][j] *= st.alpha[t];
-            for (int p = strand; p < n; p += kPvStrands) {
-                float kf[8];
-                unpack8(ckv[p * nv + cv], kf);
-#pragma unroll
-                for (int t = 0; t < kMaxT; t++)
-                    if (t < T) {
-                        const float e = sc[t * kAttnChunk + p];
-#pragma unroll
-                        for (int j = 0; j < 8; j++)
-                            acc[t][j] = fmaf(e, kf[j], acc[t][j]);
-                    }
+                    for (int q8 = 0; q8 < 8; q8++)
+                        s[j] = fmaf(qf[q8], rf[j][q8], s[j]);
             }
-        }
-        __syncthreads(); // the buffer and the scores are rewritten next chunk
-    }
-    // The strands' sums in strand order into the split's slot: sum, max, exp-sum.
-    float *red = reinterpret_cast<float *>(smem_v); // [kPvStrands - 1][T][rkv]
-    if (ch0 < ch1) {
-        if (strand > 0 && cv < nv)
 #pragma unroll
-            for (int t = 0; t < kMaxT; t++)
-                if (t < T)
+            for (int o = kWarp / 2; o > 0; o >>= 1)
 #pragma unroll
-                    for (int j = 0; j < 8; j++)
-                        red[((strand - 1) * T + t) * rkv + 8 * cv + j] = acc[t][j];
-        __syncthreads();
-        if (strand == 0 && cv < nv)
+                for (int j = 0; j < kPosPerWarp; j++)
+                    s[j] += __shfl_xor_sync(0xffffffffu, s[j], o);
+            float mine = s[0]; // lane j < kPosPerWarp stores position j of the warp
 #pragma unroll
-            for (int t = 0; t < kMaxT; t++) {
-                if (t >= T)
-                    break;
-                float v8[8];
-#pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    v8[j] = acc[t][j];
-                    for (int q = 1; q < kPvStrands; q++)
-                        v8[j] += red[((q - 1) * T + t) * rkv + 8 * cv + j];
-                }
-                float4 *dst = reinterpret_cast<float4 *>(partial + ((size_t)s * R + t * nh_r + h) * ps) + 2 * cv;
-                dst[0] = make_float4(v8[0], v8[1], v8[2], v8[3]);
-                dst[1] = make_float4(v8[4], v8[5], v8[6], v8[7]);
+            for (int j = 1; j < kPosPerWarp; j++)
+                mine = lane == j ? s[j] : mine;
+            if (lane < kPosPerWarp) {
+                const int p = warp * kPosPerWarp + lane; // p >= n: past L, so masked
+                sc[r * kAttnChunk + p] = c0 + p <= P0 + t ? mine * scale : -INFINITY;
             }
-        if (threadIdx.x < T) {
-            float *dst = partial + ((size_t)s * R + threadIdx.x * nh_r + h) * ps;
-            dst[rkv] = st.m[threadIdx.x], dst[rkv + 1] = st.l[threadIdx.x];
         }
     }
-    // Release this split's slot, take the head's ticket (word rkv + 2 of row h of slot 0).
-    unsigned *ticket = reinterpret_cast<unsigned *>(partial + (size_t)h * ps + rkv + 2);
-    __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0)
-        last = atomicAdd(ticket, 1u) == (unsigned)nsplit - 1;
+    for (int r = warp; r < R; r += kPosWarps) { // softmax pieces: a lane per position
+        const float s = lane < kAttnChunk ? sc[r * kAttnChunk + lane] : -INFINITY;
+        const float m = warp_max(s);
+        const float e = m == -INFINITY ? 0.0f : expf(s - m);
+        const float l = warp_sum(e);
+        if (lane < kAttnChunk)
+            sc[r * kAttnChunk + lane] = e;
+        if (lane == 0) {
+            float *dst = partial + ((size_t)blockIdx.x * R + r) * ps;
+            dst[rkv] = m, dst[rkv + 1] = l;
+        }
+    }
     __syncthreads();
-    if (!last)
+    const int cv = threadIdx.x % kLatVecs, strand = threadIdx.x / kLatVecs;
+    if (cv >= nv)
         return;
-    __threadfence();
-    if (threadIdx.x == 0)
-        *ticket = 0; // ready for the next launch
-    if (threadIdx.x < T) { // split weights exp(m_s - M) and the merged exp-sum, ascending splits
-        const int t = threadIdx.x;
-        float M = -INFINITY;
-        for (int q = 0; q < used; q++)
-            M = fmaxf(M, __ldcg(partial + ((size_t)q * R + t * nh_r + h) * ps + rkv));
-        float lsum = 0.0f;
-        for (int q = 0; q < used; q++) {
-            const float *row = partial + ((size_t)q * R + t * nh_r + h) * ps;
-            const float mq = __ldcg(row + rkv), w = mq == -INFINITY ? 0.0f : expf(mq - M);
-            wsp[t][q] = w;
-            lsum = fmaf(w, __ldcg(row + rkv + 1), lsum);
-        }
-        lsum_s[t] = lsum;
-    }
-    __syncthreads();
-    float *olat = reinterpret_cast<float *>(smem_v); // [T][rkv], the bf16-rounded olat
-    for (int i = threadIdx.x; i < T * rkv; i += blockDim.x) {
-        const int t = i / rkv, c = i % rkv;
-        float a = 0.0f;
-        for (int q = 0; q < used; q++)
-            a = fmaf(wsp[t][q], __ldcg(partial + ((size_t)q * R + t * nh_r + h) * ps + c), a);
-        olat[i] = bf(to_bf(a / lsum_s[t])); // olat is stored bf16 (forward.md)
-    }
-    __syncthreads();
-    for (int j = warp; j < dv; j += kAttnWarps) { // o[t,h,j] = olat[t] . W_uv[h][j]
-        const uint4 *w = reinterpret_cast<const uint4 *>(wuv + (size_t)j * rkv);
-        float a[kMaxT] = {};
+    for (int rb = strand; rb < R; rb += kPvStrands * kPvRows) {
+        float o[kPvRows][8] = {};
+        for (int p = 0; p < n; p++) {
+            float kf[8];
+            unpack8(ckv[p * nv + cv], kf);
 #pragma unroll
-        for (int i = 0; i < kMaxLatVec; i++) {
-            const int v = lane + kWarp * i;
-            if (v < nv) {
-                float wf[8];
-                unpack8(ld_stream(w + v), wf);
+            for (int q = 0; q < kPvRows; q++) {
+                const int r = rb + q * kPvStrands;
+                if (r < R) {
+                    const float e = sc[r * kAttnChunk + p];
 #pragma unroll
-                for (int t = 0; t < kMaxT; t++)
-                    if (t < T)
-#pragma unroll
-                        for (int q8 = 0; q8 < 8; q8++)
-                            a[t] = fmaf(wf[q8], olat[t * rkv + 8 * v + q8], a[t]);
+                    for (int j = 0; j < 8; j++)
+                        o[q][j] = fmaf(e, kf[j], o[q][j]);
+                }
             }
         }
 #pragma unroll
-        for (int t = 0; t < kMaxT; t++)
-            if (t < T) {
-                const float sum = warp_sum(a[t]);
-                if (lane == t)
-                    o[((size_t)t * nh_r + h) * dv + j] = to_bf(sum);
+        for (int q = 0; q < kPvRows; q++) {
+            const int r = rb + q * kPvStrands;
+            if (r < R) {
+                float4 *dst = reinterpret_cast<float4 *>(partial + ((size_t)blockIdx.x * R + r) * ps) + 2 * cv;
+                dst[0] = make_float4(o[q][0], o[q][1], o[q][2], o[q][3]);
+                dst[1] = make_float4(o[q][4], o[q][5], o[q][6], o[q][7]);
             }
+        }
     }
+}
+
+constexpr int kMergeCols = 64;
+constexpr int kMergeStrands = 4;
+
+__global__ void __launch_bounds__(kMergeCols *kMergeStrands)
+    mla_merge_kernel(const float *__restrict__ partial, const int32_t *__restrict__ pos0, bf16 *__restrict__ olat,
+                     int R, int rkv, int T)
+{
+    __shared__ float wch[kMaxChunks]; // exp(m_c - M)
+    __shared__ float red[kMergeStrands][kMergeCols];
+    __shared__ float scratch[kWarp];
+    pdl_begin();
+    const int r = blockIdx.x, ps = rkv + 4;
+    const int nch = (*pos0 + T + kAttnChunk - 1) / kAttnChunk;
+    const size_t cstride = (size_t)R * ps;
+    const float *base = partial + (size_t)r * ps;
+    const float lsum = chunk_weights(base, cstride, rkv, nch, wch, scratch);
+    const int col = threadIdx.x % kMergeCols, strand = threadIdx.x / kMergeCols, c = blockIdx.y * kMergeCols + col;
+    float acc = 0.0f;
+    if (c < rkv) {
+#pragma unroll 8
+        for (int ch = strand; ch < nch; ch += kMergeStrands)
+            acc = fmaf(wch[ch], base[ch * cstride + c], acc);
+    }
+    red[strand][col] = acc;
+    __syncthreads();
+    if (strand == 0 && c < rkv) {
+        float s = red[0][col];
+#pragma unroll
+        for (int q = 1; q < kMergeStrands; q++) // fixed order
+            s += red[q][col];
+        olat[(size_t)r * rkv + c] = to_bf(s / lsum); // olat is stored bf16 (forward.md)
+    }
+}
+
+constexpr int kUvWarps = 8; // W_uv rows per block
+
+template <int T>
+__global__ void __launch_bounds__(kUvWarps *kWarp)
+    mla_uv_kernel(const bf16 *__restrict__ olat, const bf16 *__restrict__ kv_b, bf16 *__restrict__ o, int nh_r,
+                  int dn, int dv, int rkv)
+{
+    const int h = blockIdx.x, j = blockIdx.y * kUvWarps + threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+    const bf16 *w = kv_b + ((size_t)h * (dn + dv) + dn + j) * rkv;
+    pdl_launch_dependents();
+    if (j < dv)
+        warp_prefetch_l2(w, (size_t)rkv * 2);
+    pdl_wait();
+    if (j >= dv)
+        return;
+    float acc[T], unused[T];
+    warp_rowdot<T, false>(w, nullptr, olat + (size_t)h * rkv, nh_r * rkv, rkv, acc, unused);
+#pragma unroll
+    for (int t = 0; t < T; t++)
+        if (lane == t)
+            o[((size_t)t * nh_r + h) * dv + j] = to_bf(acc[t]);
 }
 
 } // namespace
 
-size_t mla_attention_smem(int rkv, int dr, int T)
+size_t mla_attend_pos_smem(int rkv, int dr, int nh_r, int T)
 {
-    return (2 * (size_t)kAttnChunk + T) * (rkv + dr) * sizeof(bf16) + (size_t)kMaxT * kAttnChunk * sizeof(float);
+    const size_t R = (size_t)T * nh_r;
+    return ((size_t)kAttnChunk + R) * (rkv + dr) * sizeof(bf16) + R * kAttnChunk * sizeof(float);
 }
 
 cudaError_t mla_setup(int rkv, int dr, int nh_r)
 {
-    (void)nh_r;
-    return cudaFuncSetAttribute(mla_attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)mla_attention_smem(rkv, dr, kMaxT));
+    return cudaFuncSetAttribute(mla_attend_pos_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)mla_attend_pos_smem(rkv, dr, nh_r, kMaxT));
 }
 
-int mla_attention_splits(int nh_r, int context, int sms)
+cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qpe, const bf16 *cache_ckv,
+                           const bf16 *cache_kpe, const int32_t *pos0, float *partial, int nh_r, int dr, int rkv,
+                           float scale, int T, int context)
 {
-    const int chunks = (context + kAttnChunk - 1) / kAttnChunk;
-    int n = sms / nh_r; // one wave of CTAs over the heads (~200 registers a thread: one CTA per SM)
-    n = n > chunks ? chunks : n;
-    n = n > kMaxSplits ? kMaxSplits : n;
-    return n < 1 ? 1 : n;
-}
-
-cudaError_t mla_attention(const launch_ctx &c, const bf16 *qlat, const bf16 *qpe, const bf16 *cache_ckv,
-                          const bf16 *cache_kpe, const int32_t *pos0, const bf16 *kv_b, float *partial, bf16 *o,
-                          int nh_r, int dn, int dr, int dv, int rkv, float scale, int T, int context, int sms)
-{
-    if (rkv % 8 || rkv > kMaxLatent || dr % 8 || dr > 8 * kWarp || T < 1 || T > kMaxT)
+    if (rkv % 8 || rkv > kMaxLatent || dr % 8 || dr > 8 * kWarp)
         return cudaErrorInvalidValue;
-    const dim3 grid(nh_r, mla_attention_splits(nh_r, context, sms));
-    return launch(c, mla_attention_kernel, grid, dim3(kAttnWarps * kWarp), mla_attention_smem(rkv, dr, T), qlat, qpe,
-                  cache_ckv, cache_kpe, pos0, kv_b, partial, o, nh_r, dn, dr, dv, rkv, scale, T);
+    const dim3 grid((context + kAttnChunk - 1) / kAttnChunk);
+    return launch(c, mla_attend_pos_kernel, grid, dim3(kPosWarps * kWarp), mla_attend_pos_smem(rkv, dr, nh_r, T),
+                  qlat, qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale, T);
+}
+
+cudaError_t mla_merge(const launch_ctx &c, const float *partial, const int32_t *pos0, bf16 *olat, int nh_r, int rkv,
+                      int T)
+{
+    const dim3 grid(T * nh_r, (rkv + kMergeCols - 1) / kMergeCols);
+    return launch(c, mla_merge_kernel, grid, dim3(kMergeCols * kMergeStrands), 0, partial, pos0, olat, T * nh_r, rkv,
+                  T);
+}
+
+cudaError_t mla_uv(const launch_ctx &c, const bf16 *olat, const bf16 *kv_b, bf16 *o, int nh_r, int dn, int dv, int rkv,
+                   int T)
+{
+    if (rkv % 8)
+        return cudaErrorInvalidValue;
+    const dim3 grid(nh_r, (dv + kUvWarps - 1) / kUvWarps), block(kUvWarps * kWarp);
+    switch (T) {
+    case 1: return launch(c, mla_uv_kernel<1>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv);
+    case 2: return launch(c, mla_uv_kernel<2>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv);
+    case 3: return launch(c, mla_uv_kernel<3>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv);
+    case 4: return launch(c, mla_uv_kernel<4>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv);
+    case 5: return launch(c, mla_uv_kernel<5>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv);
+    case 6: return launch(c, mla_uv_kernel<6>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv);
+    case 7: return launch(c, mla_uv_kernel<7>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv);
+    case 8: return launch(c, mla_uv_kernel<8>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv);
+    default: return cudaErrorInvalidValue;
+    }
 }
 
 } // namespace arbk
