@@ -34,15 +34,8 @@ static const char *const floor_colors[] = {"#555555", "#999999"};
 /* Variants in one detail figure; beyond 12 the colours repeat with another dash. */
 static const char *const variant_colors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
                                              "#882255", "#117733", "#332288", "#AA4499", "#999933", "#000000"};
-static int cmp_fig(pt_t a, pt_t b)
-{
-    int c;
-    if ((c = strcmp(a->fabric, b->fabric)) || (c = (a->ranks > b->ranks) - (a->ranks < b->ranks)) ||
-        (c = (a->nodes > b->nodes) - (a->nodes < b->nodes)) || (c = strcmp(a->dtype, b->dtype)) ||
-        (c = strcmp(a->op, b->op)) || (c = strcmp(a->mode, b->mode)))
-        return c;
-    return 0;
-}
+/* One figure per point key (fabric, ranks, nodes, dtype, op, mode). */
+static int cmp_fig(pt_t a, pt_t b) { return arb_point_key_cmp(arb_point_key(a), arb_point_key(b)); }
 
 /* One variant: impl, params, fusion. */
 static int cmp_variant(pt_t a, pt_t b)
