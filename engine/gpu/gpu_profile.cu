@@ -9,6 +9,8 @@
 // its launch latency and any wait it causes included.
 #define OMPI_SKIP_MPICXX 1 // instance.h includes mpi.h: the C API only
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <unordered_set>
 #include <vector>
 
@@ -57,6 +59,8 @@ void arb_gpu_prof_graph_mark(arb_gpu_model *m, cudaStream_t st, int kind)
 
 namespace {
 
+constexpr int kReplayDeadlineS = 30;
+
 arb_status_t set_enabled(cudaGraphExec_t ex, const std::vector<cudaGraphNode_t> &nodes, unsigned on, char *why,
                          size_t len)
 {
@@ -72,7 +76,17 @@ arb_status_t replay_us(cudaGraphExec_t ex, cudaStream_t st, cudaEvent_t a, cudaE
     ARB_CUDA_TRY(cudaEventRecord(a, st), why, len);
     ARB_CUDA_TRY(cudaGraphLaunch(ex, st), why, len);
     ARB_CUDA_TRY(cudaEventRecord(b, st), why, len);
-    ARB_CUDA_TRY(cudaEventSynchronize(b), why, len);
+    // polled with a deadline: a kernel that waits on a disabled one would never finish
+    const auto t0 = std::chrono::steady_clock::now();
+    cudaError_t q;
+    while ((q = cudaEventQuery(b)) == cudaErrorNotReady) {
+        if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(kReplayDeadlineS))
+            ARB_RAISE(ARB_ERR_SYSTEM, why, len,
+                      "gpu graph profile: a replay did not finish in %d s (a kernel waiting on a disabled one?)",
+                      kReplayDeadlineS);
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    ARB_CUDA_TRY(q, why, len);
     ARB_CUDA_TRY(cudaEventElapsedTime(&ms, a, b), why, len);
     *us = (double)ms * 1e3;
     return ARB_OK;
@@ -149,8 +163,19 @@ extern "C" arb_status_t arb_gpu_model_profile_graph(arb_gpu_model_t *m, unsigned
                        "gpu graph profile: reading the captured nodes: %s", cudaGetErrorString(pg.err));
     ARB_CUDA_GOTO(rs, cudaGraphInstantiate(&ex, graph, 0), out, why, why_len);
     // a kind is measured when it has nodes, all of which can be disabled, and is not kept
-    for (int k = 0; k < ARB_GPU_PROF_KINDS; k++)
+    for (int k = 0; k < ARB_GPU_PROF_KINDS; k++) {
         measure[k] = !pg.nodes[k].empty() && pg.other[k].empty() && !(keep_mask & (1u << k));
+        if (!measure[k])
+            continue;
+        char pwhy[256];
+        // a node the driver refuses to disable leaves its kind unmeasured, not the profile failed
+        arb_status_t ps = set_enabled(ex, pg.nodes[k], 0, pwhy, sizeof pwhy);
+        arb_status_t pe = set_enabled(ex, pg.nodes[k], 1, pwhy, sizeof pwhy);
+        if (pe != ARB_OK)
+            ARB_RAISE_GOTO(rs, pe, out, why, why_len, "gpu graph profile: re-enabling %s: %s", arb_gpu_prof_name(k), pwhy);
+        measure[k] = ps == ARB_OK;
+        (void)cudaGetLastError();
+    }
     rs = time_variants(ex, pg, measure, reps, st, us, step_us, why, why_len);
 out:
     if (ex)
