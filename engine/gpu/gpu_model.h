@@ -215,9 +215,10 @@ arb_status_t arb_gpu_model_profile(arb_gpu_model_t *m, unsigned T, void *stream,
 /* The same in graph replay: the step of T tokens (the inputs as set) captured once and
  * replayed `reps` times whole and, interleaved, once per kind with that kind's graph nodes
  * disabled; us[kind] = median(whole) - median(without the kind), microseconds: what the kind
- * adds to a replayed step (its launch latency included), -1 when not measured (no nodes, a
- * node type that cannot be disabled, or a bit of keep_mask: 1u << kind, e.g. the call
- * sites of a collective run, whose kernels every rank must run). *step_us = median(whole).
+ * adds to a replayed step (its launch latency included; noise can make a tiny kind's
+ * negative), NAN when not measured (no nodes, a node the driver will not disable, or a bit of
+ * keep_mask: 1u << kind, e.g. the call sites of a collective run, whose kernels every rank
+ * must run). *step_us = median(whole).
  * A disabled kind leaves its outputs stale, so later kinds run on the previous replay's
  * values (routing may change at T > 1). Every rank must make the same calls. Synchronizes. */
 arb_status_t arb_gpu_model_profile_graph(arb_gpu_model_t *m, unsigned T, int reps, unsigned keep_mask, void *stream,

@@ -9,6 +9,7 @@
 // its launch latency and any wait it causes included.
 #define OMPI_SKIP_MPICXX 1 // instance.h includes mpi.h: the C API only
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <thread>
 #include <unordered_set>
@@ -124,7 +125,7 @@ arb_status_t time_variants(cudaGraphExec_t ex, const arb_gpu_prof_graph &pg, con
         }
     *step_us = median(t[0]);
     for (int k = 0; k < ARB_GPU_PROF_KINDS; k++)
-        us[k] = measure[k] ? *step_us - median(t[1 + k]) : -1;
+        us[k] = measure[k] ? *step_us - median(t[1 + k]) : NAN;
 out:
     if (a)
         cudaEventDestroy(a);
@@ -141,8 +142,8 @@ extern "C" arb_status_t arb_gpu_model_profile_graph(arb_gpu_model_t *m, unsigned
 {
     cudaStream_t st = static_cast<cudaStream_t>(stream);
     for (int k = 0; k < ARB_GPU_PROF_KINDS; k++)
-        us[k] = -1;
-    *step_us = -1;
+        us[k] = NAN;
+    *step_us = NAN;
     if (reps < 1)
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu graph profile: reps %d, need at least 1", reps);
     arb_gpu_prof_graph pg;

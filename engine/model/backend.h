@@ -36,7 +36,7 @@ typedef struct arb_engine_setup {
 typedef struct arb_kernel_times {
     unsigned n;
     const char *name[ARB_KERNEL_KINDS_MAX]; /* static strings */
-    double us[ARB_KERNEL_KINDS_MAX];        /* per step, microseconds; < 0: not measured */
+    double us[ARB_KERNEL_KINDS_MAX];        /* per step, microseconds (may be < 0: noise); NAN: not measured */
     double step_us;                         /* the whole step in the same measurement */
     char method[160];                       /* how, in words */
 } arb_kernel_times_t;

@@ -63,20 +63,20 @@ void arb_floor_bytes(const arb_model_config_t *c, const arb_shard_t *sh, arb_wei
 
 static double ratio(double us, double floor_us)
 {
-    return us >= 0 && floor_us > 0 ? us / floor_us : NAN;
+    return isfinite(us) && floor_us > 0 ? us / floor_us : NAN;
 }
 
 /* The measured step times per family: names mapped, unknown ones summed into "other". */
 static void by_family(const arb_kernel_times_t *k, double us[ARB_FLOOR_FAMILIES], double *sum)
 {
     for (int f = 0; f < ARB_FLOOR_FAMILIES; f++)
-        us[f] = -1;
-    *sum = k ? 0 : -1;
+        us[f] = NAN;
+    *sum = k ? 0 : NAN;
     for (unsigned i = 0; k && i < k->n && i < ARB_KERNEL_KINDS_MAX; i++) {
-        if (k->us[i] < 0)
+        if (!isfinite(k->us[i]))
             continue;
         arb_floor_family_t f = arb_floor_family_of(k->name[i]);
-        us[f] = (us[f] < 0 ? 0 : us[f]) + k->us[i];
+        us[f] = (isfinite(us[f]) ? us[f] : 0) + k->us[i];
         *sum += k->us[i];
     }
 }
@@ -86,7 +86,7 @@ void arb_floor_table_fill(arb_floor_table_t *t, const arb_floor_bytes_t *b, unsi
 {
     memset(t, 0, sizeof *t);
     t->T = T, t->pos0 = pos0, t->experts = experts, t->bytes_per_s = bytes_per_s;
-    t->phase_graph_us = -1;
+    t->phase_graph_us = NAN;
     double g[ARB_FLOOR_FAMILIES], e[ARB_FLOOR_FAMILIES];
     by_family(graph, g, &t->graph_sum_us);
     by_family(eager, e, &t->eager_sum_us);
@@ -99,8 +99,8 @@ void arb_floor_table_fill(arb_floor_table_t *t, const arb_floor_bytes_t *b, unsi
         r->layers = b->layers[f];
         r->bytes_layer = b->per_layer[f], r->bytes_step = b->step[f];
         r->floor_us = b->per_layer[f] / bw * 1e6;
-        r->graph_us = g[f] < 0 ? -1 : g[f] / n;
-        r->eager_us = e[f] < 0 ? -1 : e[f] / n;
+        r->graph_us = g[f] / n;
+        r->eager_us = e[f] / n;
         r->graph_ratio = ratio(r->graph_us, r->floor_us);
         r->eager_ratio = ratio(r->eager_us, r->floor_us);
     }
@@ -108,15 +108,15 @@ void arb_floor_table_fill(arb_floor_table_t *t, const arb_floor_bytes_t *b, unsi
     s->layers = 1;
     s->bytes_layer = s->bytes_step = b->total;
     s->floor_us = b->total / bw * 1e6;
-    s->graph_us = graph ? graph->step_us : -1;
-    s->eager_us = eager ? eager->step_us : -1;
+    s->graph_us = graph ? graph->step_us : NAN;
+    s->eager_us = eager ? eager->step_us : NAN;
     s->graph_ratio = ratio(s->graph_us, s->floor_us);
     s->eager_ratio = ratio(s->eager_us, s->floor_us);
 }
 
 static void cell(char *b, size_t n, const char *fmt, double v)
 {
-    if (isfinite(v) && v >= 0)
+    if (isfinite(v))
         snprintf(b, n, fmt, v);
     else
         snprintf(b, n, "-");
@@ -143,7 +143,7 @@ void arb_floor_table_print(FILE *f, const arb_floor_table_t *t)
             "x_floor", "eager_us", "x_floor");
     for (int i = 0; i < ARB_FLOOR_FAMILIES; i++) {
         const arb_floor_row_t *r = &t->row[i];
-        if (r->layers == 0 || (i == ARB_FLOOR_OTHER && r->graph_us < 0 && r->eager_us < 0))
+        if (r->layers == 0 || (i == ARB_FLOOR_OTHER && !isfinite(r->graph_us) && !isfinite(r->eager_us)))
             continue;
         print_row(f, arb_floor_family_names[i], r);
     }
@@ -235,7 +235,7 @@ int arb_floor_write_csv(const char *path, const arb_floor_csv_info_t *info, cons
         bad |= put(f, floor_cols[i], i == FLOOR_NCOLS - 1);
     for (unsigned k = 0; k < n; k++) {
         for (int i = 0; i < ARB_FLOOR_FAMILIES; i++)
-            if (t[k].row[i].layers && (i != ARB_FLOOR_OTHER || t[k].row[i].graph_us >= 0 || t[k].row[i].eager_us >= 0))
+            if (t[k].row[i].layers && (i != ARB_FLOOR_OTHER || isfinite(t[k].row[i].graph_us) || isfinite(t[k].row[i].eager_us)))
                 bad |= write_row(f, info, &t[k], arb_floor_family_names[i], &t[k].row[i]);
         bad |= write_row(f, info, &t[k], "step", &t[k].step);
     }
@@ -261,14 +261,15 @@ static int measure(arb_engine_run_t *r, void *model, const uint32_t *tokens, uns
             fprintf(stderr, "# per-kernel floors at T=%u (%s): %s\n", T, graph ? "graph" : "eager", why);
         return -1;
     }
+    /* not measured (NAN) travels as -inf, which MPI_MAX orders */
     double v[ARB_KERNEL_KINDS_MAX + 1];
-    for (unsigned i = 0; i < k->n; i++)
-        v[i] = k->us[i];
-    v[k->n] = k->step_us;
+    for (unsigned i = 0; i <= k->n; i++) {
+        double x = i < k->n ? k->us[i] : k->step_us;
+        v[i] = isnan(x) ? -INFINITY : x;
+    }
     MPI_Allreduce(MPI_IN_PLACE, v, (int)k->n + 1, MPI_DOUBLE, MPI_MAX, r->m->world);
-    for (unsigned i = 0; i < k->n; i++)
-        k->us[i] = v[i];
-    k->step_us = v[k->n];
+    for (unsigned i = 0; i <= k->n; i++)
+        *(i < k->n ? &k->us[i] : &k->step_us) = isinf(v[i]) && v[i] < 0 ? NAN : v[i];
     return 0;
 }
 
@@ -296,7 +297,7 @@ static int one_table(arb_engine_run_t *r, arb_runcfg_t *c, void *model, const ui
     if (!graph_ran)
         snprintf(t->graph_method, sizeof t->graph_method, "not measured: graph mode did not run");
     const arb_phase_result_t *pg = &c->res[ARB_MODE_GRAPH][phase];
-    t->phase_graph_us = pg->ran ? pg->st.median : -1;
+    t->phase_graph_us = pg->ran ? pg->st.median : NAN;
     return 0;
 }
 

@@ -58,8 +58,8 @@ typedef struct arb_floor_bytes {
 void arb_floor_bytes(const arb_model_config_t *cfg, const arb_shard_t *sh, arb_weight_format_t wf, unsigned T,
                      unsigned pos0, double distinct_experts, arb_floor_bytes_t *out);
 
-/* One row: per-layer figures (per step for embed, lm_head); times < 0 and ratios NAN when not
- * measured (or no bytes). */
+/* One row: per-layer figures (per step for embed, lm_head); times NAN when not measured, ratios
+ * NAN then or when the family reads no bytes. A graph time may be negative (noise around 0). */
 typedef struct arb_floor_row {
     unsigned layers;
     double bytes_layer, bytes_step;
@@ -76,7 +76,7 @@ typedef struct arb_floor_table {
     arb_floor_row_t step;        /* the whole step: bytes, floor, the measurements' step times */
     double graph_sum_us;         /* sum of the families' graph times (overlap: != step.graph_us) */
     double eager_sum_us;
-    double phase_graph_us;       /* the graph-mode phase's median step (the results row), < 0: none */
+    double phase_graph_us;       /* the graph-mode phase's median step (the results row), NAN: none */
     char graph_method[160], eager_method[160];
 } arb_floor_table_t;
 

@@ -80,8 +80,8 @@ static void t_table(void)
 {
     arb_floor_bytes_t b;
     arb_floor_bytes(&kimi, &sh, ARB_WEIGHTS_INT4, 1, 4096, 8, &b);
-    arb_kernel_times_t g = {.n = 4, .name = {"qkv_a", "attend", "persistent", "router"},
-                            .us = {61 * 2 * 7.569408, -1, 5, 60 * 1.3766400}, .step_us = 1000,
+    arb_kernel_times_t g = {.n = 5, .name = {"qkv_a", "attend", "persistent", "router", "mla_prep"},
+                            .us = {61 * 2 * 7.569408, NAN, 5, 60 * 1.3766400, -0.61}, .step_us = 1000,
                             .method = "graph test"};
     arb_floor_table_t t;
     arb_floor_table_fill(&t, &b, 1, 4096, 8, 4e12, &g, NULL);
@@ -90,14 +90,17 @@ static void t_table(void)
     TAP_NEAR(q->graph_us, 15.138816, 1e-9); /* per layer */
     TAP_NEAR(q->graph_ratio, 2.0, 1e-12);
     TAP_NEAR(t.row[ARB_FLOOR_ROUTER].graph_ratio, 1.0, 1e-12); /* 5506560 B at 4e12 = 1.37664 us */
-    TAP_CHECK(t.row[ARB_FLOOR_ATTEND].graph_us < 0 && isnan(t.row[ARB_FLOOR_ATTEND].graph_ratio));
-    TAP_CHECK(t.row[ARB_FLOOR_QKV_A].eager_us < 0 && isnan(t.row[ARB_FLOOR_QKV_A].eager_ratio));
+    TAP_CHECK(isnan(t.row[ARB_FLOOR_ATTEND].graph_us) && isnan(t.row[ARB_FLOOR_ATTEND].graph_ratio));
+    TAP_CHECK(isnan(t.row[ARB_FLOOR_QKV_A].eager_us) && isnan(t.row[ARB_FLOOR_QKV_A].eager_ratio));
     TAP_NEAR(t.row[ARB_FLOOR_OTHER].graph_us, 5, 0); /* an unknown kind: time, no bytes, no ratio */
     TAP_CHECK(isnan(t.row[ARB_FLOOR_OTHER].graph_ratio));
-    TAP_NEAR(t.graph_sum_us, 61 * 2 * 7.569408 + 5 + 60 * 1.37664, 1e-9);
+    /* a replay without a tiny kind can be the slower one: noise, kept as measured */
+    TAP_NEAR(t.row[ARB_FLOOR_MLA_PREP].graph_us, -0.01, 1e-12);
+    TAP_NEAR(t.row[ARB_FLOOR_MLA_PREP].graph_ratio, -9.765625, 1e-9); /* floor 4096 B / 4e12 = 1.024 ns */
+    TAP_NEAR(t.graph_sum_us, 61 * 2 * 7.569408 + 5 + 60 * 1.37664 - 0.61, 1e-9);
     TAP_NEAR(t.step.floor_us, b.total / 4e12 * 1e6, 1e-9);
     TAP_NEAR(t.step.graph_ratio, 1000 / (b.total / 4e12 * 1e6), 1e-12);
-    TAP_CHECK(t.step.eager_us < 0 && t.eager_sum_us < 0);
+    TAP_CHECK(isnan(t.step.eager_us) && isnan(t.eager_sum_us));
     TAP_CHECK(arb_floor_family_of("attend") == ARB_FLOOR_ATTEND && arb_floor_family_of("nope") == ARB_FLOOR_OTHER);
     arb_floor_table_print(stdout, &t);
 }
