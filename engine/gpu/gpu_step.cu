@@ -14,9 +14,14 @@ using namespace arbk;
 
 namespace {
 
-// After a launch of `kind`: an event when the step is being profiled, nothing otherwise.
+// After a launch of `kind`: an event when the step is being profiled (its nodes filed by kind
+// when it is captured for the graph profile), nothing otherwise.
 void mark(arb_gpu_model_t *m, cudaStream_t st, int kind)
 {
+    if (m->prof_graph) {
+        arb_gpu_prof_graph_mark(m, st, kind);
+        return;
+    }
     if (!m->prof_ev || m->prof_n >= m->prof_cap)
         return;
     cudaEventRecord(m->prof_ev[m->prof_n], st);

@@ -10,11 +10,10 @@
 #include <string.h>
 
 #include "arbench/status.h"
+#include "cpu/cpu_ref.h"
 #include "model/memplan.h"
 #include "run/run.h"
 
-/* The reference must fit easily in host memory: it holds the shard in bf16. */
-#define ARB_CHECK_MAX_BYTES 8e9
 
 static arb_status_t open_host_sites(arb_engine_run_t *r, arb_loaded_plugin_t *lp, arb_inst_t **inst,
                                     arb_inst_t **sites, char *why, size_t len)
@@ -39,12 +38,19 @@ arb_status_t arb_run_check(arb_engine_run_t *r, void *gpu_model, uint32_t gpu_g0
 {
     const unsigned N = r->o->check_steps, P0 = r->o->context, L = r->cfg.num_hidden_layers;
     arb_memplan_t plan;
-    arb_memplan_compute(&r->cfg, &r->s.shard, ARB_WEIGHTS_BF16, r->s.positions, r->s.max_tokens, 0, &plan);
-    if (plan.total > ARB_CHECK_MAX_BYTES)
-        ARB_RAISE(ARB_ERR_INVALID, why, len,
-                  "--check-steps: the CPU reference of this shard needs %.1f GB (limit %.0f GB): check a smaller "
-                  "model (--config tiny, --layers, --experts)",
-                  plan.total / 1e9, ARB_CHECK_MAX_BYTES / 1e9);
+    /* the reference holds the shard in the run's format (INT4 experts packed as on the GPU) */
+    arb_memplan_compute(&r->cfg, &r->s.shard, r->o->weights, r->s.positions, r->s.max_tokens, 0, &plan);
+    /* every rank of the node measures before any allocates; the smallest reading counts */
+    double avail = arb_memplan_host_available(), margin = 0;
+    MPI_Allreduce(MPI_IN_PLACE, &avail, 1, MPI_DOUBLE, MPI_MIN, r->m->local);
+    double budget = arb_cpu_ref_host_budget(avail, (unsigned)r->m->local_nranks, &margin);
+    int refused = plan.total > budget;
+    if (refused)
+        snprintf(why, len,
+                 "--check-steps: the CPU reference of this shard needs %.0f B (%.1f GB) of host memory, %.0f B (%.1f GB) available to each of this node's %d ranks (%s less a margin of %.1f GB): check a smaller model (--config tiny, --layers, --experts)",
+                 plan.total, plan.total / 1e9, budget, budget / 1e9, r->m->local_nranks,
+                 avail < 0 ? "MemAvailable unknown: a fixed budget" : "MemAvailable", margin / 1e9);
+    ARB_TRY(arb_run_agree(r, refused ? ARB_ERR_INVALID : ARB_OK, why, len));
     arb_loaded_plugin_t lp = {0};
     arb_inst_t *inst = NULL, **sites = calloc(2 * L, sizeof *sites);
     float *lg = NULL, *lc = NULL;

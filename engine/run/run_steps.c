@@ -14,6 +14,7 @@
 #include "cpu/cpu_ref.h"
 #include "model/memplan.h"
 #include "run/run.h"
+#include "run/run_floors.h"
 #include "model/wgen.h"
 
 const char *const arb_phase_names[ARB_PHASES] = {"decode", "verify", "spec"};
@@ -339,6 +340,8 @@ arb_status_t arb_run_config(arb_engine_run_t *r, arb_runcfg_t *c, char *why, siz
                 arb_run_spec_row(r, c, mode, i);
         }
     }
+    if (st == ARB_OK && arb_run_is_impl(c)) /* last: its steps leave the model's cache as they like */
+        arb_run_floors(r, c, model, ebuf);
     if (model)
         r->be->destroy(model);
     free(ebuf);
