@@ -100,8 +100,8 @@ __device__ __forceinline__ void gate_up_bf16(const bf16 *__restrict__ wg, const 
     }
 }
 
-template <bool INT4, int ROWT, int UNR>
-__global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
+template <bool INT4, int ROWT, int UNR, int MINB>
+__global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
     moe_gate_up_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ h, bf16 *__restrict__ act,
                        bf16 *__restrict__ act_sh, int T)
 {
@@ -250,23 +250,36 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
     }
 }
 
-// Rows per CTA: one 16-row tile up to T = 3; two from T = 4 on (each token vector loaded
-// once for both tiles: at T = 8 the tokens' bytes would otherwise rival the weights').
-template <bool INT4, int ROWT>
+// Rows per CTA (ROWT tiles), groups in flight per lane (UNR) and CTAs per SM (MINB):
+//   gate/up T <= 2: 1 tile, 8 groups, ~200 registers (about as many CTAs as SMs at T = 1);
+//           T = 3:  1 tile, 4 groups, two CTAs per SM (one computes while the other waits);
+//           T >= 4: 2 tiles (each token vector loaded once for both: at T = 8 the tokens'
+//                   bytes would otherwise rival the weights'), 2 groups, two CTAs per SM;
+//   down    T <= 3: 1 tile, T >= 4: 2; 8 INT4 or 4 bf16 (expert, group) pairs per tile.
+template <bool INT4, int ROWT, int UNR, int MINB>
 cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                          bf16 *act_sh, bf16 *part, int T, int max_slots, int which)
 {
-    constexpr int kUnrGateUp = 4 / ROWT, kUnrDown = (INT4 ? 8 : 4) / ROWT; // loads in flight, <= 128 registers
+    constexpr int kUnrDown = (INT4 ? 8 : 4) / ROWT;
     const dim3 block(kMoeWarps * kWarp);
     const int rows = 16 * ROWT;
     cudaError_t e = cudaSuccess;
     if (which & 1)
-        e = launch(c, moe_gate_up_kernel<INT4, ROWT, kUnrGateUp>, dim3(w.Is / rows + max_slots * (w.I / rows)), block,
+        e = launch(c, moe_gate_up_kernel<INT4, ROWT, UNR, MINB>, dim3(w.Is / rows + max_slots * (w.I / rows)), block,
                    0, w, rt, h, act, act_sh, T);
     if (e == cudaSuccess && (which & 2))
         e = launch(c, moe_down_kernel<INT4, ROWT, kUnrDown>, dim3(w.H / rows), block, 0, w, rt, (const bf16 *)act,
                    (const bf16 *)act_sh, part, T);
     return e;
+}
+
+template <bool INT4>
+cudaError_t moe_by_t(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
+                     bf16 *act_sh, bf16 *part, int T, int max_slots, int which)
+{
+    return T <= 2   ? moe_dispatch<INT4, 1, 8, 1>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
+           : T == 3 ? moe_dispatch<INT4, 1, 4, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
+                    : moe_dispatch<INT4, 2, 2, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which);
 }
 
 } // namespace
@@ -278,11 +291,8 @@ static cudaError_t moe_launch(const launch_ctx &c, const moe_weights &w, const m
     if (w.H % 32 || w.I % 32 || w.Is % 32 || w.H <= 0 || w.I <= 0 || w.Is <= 0 || T < 1 || T > kMaxT ||
         max_slots < 1 || max_slots > kMaxSlots)
         return cudaErrorInvalidValue;
-    const bool int4 = w.gate_s != nullptr, two = T >= 4;
-    return int4 ? (two ? moe_dispatch<true, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
-                       : moe_dispatch<true, 1>(c, w, rt, h, act, act_sh, part, T, max_slots, which))
-                : (two ? moe_dispatch<false, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
-                       : moe_dispatch<false, 1>(c, w, rt, h, act, act_sh, part, T, max_slots, which));
+    return w.gate_s ? moe_by_t<true>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
+                    : moe_by_t<false>(c, w, rt, h, act, act_sh, part, T, max_slots, which);
 }
 
 cudaError_t moe_gate_up(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
