@@ -251,8 +251,9 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
 }
 
 // Rows per CTA (ROWT tiles), groups in flight per lane (UNR) and CTAs per SM (MINB):
-//   gate/up T <= 2: 1 tile, 8 groups, ~200 registers (about as many CTAs as SMs at T = 1);
-//           T = 3:  1 tile, 4 groups, two CTAs per SM (one computes while the other waits);
+//   gate/up T <= 3: 1 tile, 4 groups, two CTAs per SM (one computes while the other waits;
+//                   8 groups would take ~200 registers, one CTA per SM, and at T = 1 the
+//                   144 CTAs of Kimi-K2 would need two waves of 132 SMs);
 //           T >= 4: 2 tiles (each token vector loaded once for both: at T = 8 the tokens'
 //                   bytes would otherwise rival the weights'), 2 groups, two CTAs per SM;
 //   down    T <= 3: 1 tile, T >= 4: 2; 8 INT4 or 4 bf16 (expert, group) pairs per tile.
@@ -277,9 +278,8 @@ template <bool INT4>
 cudaError_t moe_by_t(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                      bf16 *act_sh, bf16 *part, int T, int max_slots, int which)
 {
-    return T <= 2   ? moe_dispatch<INT4, 1, 8, 1>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
-           : T == 3 ? moe_dispatch<INT4, 1, 4, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
-                    : moe_dispatch<INT4, 2, 2, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which);
+    return T <= 3 ? moe_dispatch<INT4, 1, 4, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
+                  : moe_dispatch<INT4, 2, 2, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which);
 }
 
 } // namespace
