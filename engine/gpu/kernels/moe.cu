@@ -4,7 +4,7 @@
 // is the same at every T):
 //   moe_gate_up  act[u][t] = bf16(silu(gate_e h[t]) * (up_e h[t])) for every distinct
 //                expert e = uniq[u], and act_sh[t] for the shared expert: a CTA per ROWT
-//                16-row tiles of gate and of up (rows gate and up alike), its 8 warps
+//                16-row tiles of gate and of up (the same rows of both), its 8 warps
 //                splitting the H columns in groups of 32; the warps' fp32 sums added in
 //                warp order, then SiLU * up.
 //   moe_down     part[t][i] = bf16(shared_down[i] . act_sh[t]
