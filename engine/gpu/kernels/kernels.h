@@ -23,9 +23,9 @@ struct launch_ctx {
 };
 
 // The previous form of a kernel (A/B measurement): true when the environment variable
-// ARB_ENGINE_OLD names `kernel` in its comma-separated list, or is "all". Kernels:
-// attend, combine (the merge and W_uv), absorb, router, gemv. Read at launch (a captured graph
-// keeps the form it was captured with).
+// ARB_ENGINE_OLD names `kernel` in its comma-separated list, or is "all". No kernel has a
+// previous form at present (the MoE's fp32 FMA form, the last, went with the tensor-core
+// MoE): every kernel has one form; its launcher picks the shape of its grid.
 bool use_old(const char *kernel);
 
 constexpr int kMaxT = 8;          // tokens per step (ARB_GPU_MAX_T)
@@ -57,21 +57,14 @@ cudaError_t mla_prep(const launch_ctx &c, const bf16 *qkva, const bf16 *q_a_norm
                      const float2 *rope_cs, const int32_t *pos0, bf16 *qa, bf16 *cache_ckv, bf16 *cache_kpe, int rq,
                      int rkv, int dr, float eps, int T);
 
-// ---- mla.cu: absorbed attention over the latent cache ----
+// ---- mla.cu, mla_split.cu: absorbed attention over the latent cache ----
 // rope_cs [context x dr/2] (cos * m, sin * m); partial [chunks x T nh_r x (rkv + 4)] fp32.
-cudaError_t mla_setup(int rkv, int dr, int nh_r); // once per process: the attend kernels' shared memory
-cudaError_t mla_split_setup(int rkv, int dr, int nh_r); // mla_attend_pos's part of mla_setup
-size_t mla_attend_smem(int rkv, int dr, int nh_r, int T);
+cudaError_t mla_setup(int rkv, int dr, int nh_r); // once per process: the attend kernel's shared memory
+// qlat[t,h] = q_nope[t,h] @ W_uk[h]; qpe[t,h] = rope(q_pe[t,h], P0 + t)
 cudaError_t mla_absorb(const launch_ctx &c, const bf16 *q, const bf16 *kv_b, const float2 *rope_cs,
                        const int32_t *pos0, bf16 *qlat, bf16 *qpe, int nh_r, int dn, int dr, int dv, int rkv, int T);
-cudaError_t mla_attend(const launch_ctx &c, const bf16 *qlat, const bf16 *qpe, const bf16 *cache_ckv,
-                       const bf16 *cache_kpe, const int32_t *pos0, float *partial, int nh_r, int dr, int rkv,
-                       float scale, int T, int context);
-cudaError_t mla_combine(const launch_ctx &c, const float *partial, const bf16 *kv_b, const int32_t *pos0, bf16 *o,
-                        int nh_r, int dn, int dv, int rkv, int T);
-// mla_split.cu: the same attention with more parallelism (the default; use_old selects the
-// above). mla_attend_pos writes mla_attend's partials; mla_merge leaves olat (bf16,
-// [T nh_r x rkv], the layout of qlat) and mla_uv projects it: mla_combine in two launches.
+// mla_attend_pos writes a chunk's partials; mla_merge leaves olat (bf16, [T nh_r x rkv],
+// the layout of qlat) and mla_uv projects it: o[t,h] = olat[t,h] @ W_uv[h]^T.
 size_t mla_attend_pos_smem(int rkv, int dr, int nh_r, int T);
 cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qpe, const bf16 *cache_ckv,
                            const bf16 *cache_kpe, const int32_t *pos0, float *partial, int nh_r, int dr, int rkv,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// MLA attention over the latent cache with the work spread wider than mla.cu's (the
-// same math, forward.md; the same partials, [chunks x T nh_r x (rkv + 4)] fp32):
+// MLA attention over the latent cache (forward.md), in three launches; partials
+// [chunks x T nh_r x (rkv + 4)] fp32:
 //   mla_attend_pos  one CTA per kAttnChunk cache positions. Scores: each warp holds
 //                   kPosPerWarp positions' latent and rope rows in registers (widened
 //                   once) and sweeps every (token, head) row of the step, the queries
@@ -244,7 +244,7 @@ size_t mla_attend_pos_smem(int rkv, int dr, int nh_r, int T)
     return ((size_t)kAttnChunk + R) * (rkv + dr) * sizeof(bf16) + R * kAttnChunk * sizeof(float);
 }
 
-cudaError_t mla_split_setup(int rkv, int dr, int nh_r)
+cudaError_t mla_setup(int rkv, int dr, int nh_r)
 {
     return cudaFuncSetAttribute(mla_attend_pos_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 (int)mla_attend_pos_smem(rkv, dr, nh_r, kMaxT));

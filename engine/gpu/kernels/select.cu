@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Which form of a kernel a launch takes: the default (newer) one, or the previous one kept
-// for A/B measurement when ARB_ENGINE_OLD lists it ("attend,router", or "all").
+// for A/B measurement when ARB_ENGINE_OLD lists it ("moe", or "all").
 #include "gpu/kernels/kernels.h"
 
 #include <cstdlib>

@@ -13,8 +13,9 @@
  *                    [--compare-old]
  *
  * --compare-old: after the measurements, the same again (names prefixed old_) with every
- * kernel in its previous form (ARB_ENGINE_OLD=all, engine/gpu/kernels/kernels.h's use_old),
- * the graphs captured anew; the cache then holds S (1 + T_verify) positions more.
+ * kernel that keeps a previous form in it (ARB_ENGINE_OLD=all, kernels.h's use_old: today
+ * the INT4 gate/up), the graphs captured anew; the cache then holds S (1 + T_verify)
+ * positions more.
  */
 #include <math.h>
 #include <stdio.h>

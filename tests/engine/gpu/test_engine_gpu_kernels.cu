@@ -7,11 +7,9 @@
 //               INT4 values read through the fragment layout of moe_int4_layout.h)
 //   router      logits and top-k (Kimi: 384 experts, one group, T = 3 and 8; DeepSeek: 256
 //               in 8 groups, 4 kept) against engine/model/router.h's arb_route on the same
-//               logits; the default and the previous form (ARB_ENGINE_OLD=router)
-//   mla         prep (norms, RoPE, cache rows), absorb, attend over 10 chunks (the last
-//               one partial and wholly masked for the first token), then the merge and
-//               W_uv; both forms (absorb over 8 warps, mla_attend_pos + mla_merge +
-//               mla_uv; absorb over 4, mla_attend + mla_combine), against the same host loops
+//               logits (T = 1, 3, 8 for Kimi)
+//   mla         prep, absorb, attend over 10 chunks (the last partial and wholly masked for
+//               the first token), the merge and W_uv, T = 1, 3, 8; twice: bit-identical
 // The MoE block is test_engine_gpu_moe.cu. Tolerances: fp32 outputs within 1e-5 of sum |terms| (accumulation order); bf16 outputs
 // additionally one rounding, 2^-8 relative; where a bf16 intermediate is rounded on both
 // sides (act, qlat, olat) a flip of one ulp is allowed through 4 x that.
@@ -177,20 +175,15 @@ void router_case(int E, int k, int ng, int kg, int T)
 }
 void t_router()
 {
-    for (int old = 0; old < 2; old++) { // the default form, then the previous one
-        if (old)
-            setenv("ARB_ENGINE_OLD", "router", 1);
-        tap_diag("router: %s form", old ? "previous" : "default");
-        router_case(384, 8, 1, 1, 3);
-        router_case(384, 8, 1, 1, 8);
-        router_case(256, 8, 8, 4, 2);
-        unsetenv("ARB_ENGINE_OLD");
-    }
+    router_case(384, 8, 1, 1, 1);
+    router_case(384, 8, 1, 1, 3);
+    router_case(384, 8, 1, 1, 8);
+    router_case(256, 8, 8, 4, 2);
 }
 
-void mla_case(bool old)
+void mla_case(int T)
 {
-    const int nh = 8, dn = 128, dr = 64, dv = 128, rkv = 512, rq = 1536, T = 3, P0 = 287, ctx = 320;
+    const int nh = 8, dn = 128, dr = 64, dv = 128, rkv = 512, rq = 1536, P0 = 287, ctx = 320;
     const int qw = nh * (dn + dr), width = rq + rkv + dr, pairs = dr / 2;
     const float eps = 1e-6f, scale = 0.0722f;
     auto qkva = rand_bf((size_t)T * width, 1.0f), qan = rand_bf(rq, 1.0f), kvn = rand_bf(rkv, 1.0f);
@@ -202,45 +195,37 @@ void mla_case(bool old)
             const double f = pow(10000.0, -2.0 * i / dr), m = 1.1;
             cs[(size_t)p * pairs + i] = make_float2((float)(cos(p * f) * m), (float)(sin(p * f) * m));
         }
-    int32_t pos = P0;
-    std::vector<int32_t> posv = {pos};
+    std::vector<int32_t> posv = {P0};
     bf16 *d_qkva = (bf16 *)to_dev(qkva), *d_qan = (bf16 *)to_dev(qan), *d_kvn = (bf16 *)to_dev(kvn);
     bf16 *d_q = (bf16 *)to_dev(q), *d_kvb = (bf16 *)to_dev(kvb), *d_ckv = (bf16 *)to_dev(ckv0),
          *d_kpe = (bf16 *)to_dev(kpe0);
     float2 *d_cs = to_dev(cs);
     int32_t *d_pos = to_dev(posv);
-    bf16 *d_qa, *d_qlat, *d_qpe, *d_o;
+    bf16 *d_qa, *d_qlat, *d_qpe, *d_o, *d_olat; // olat in its own buffer here: qlat is read back below
     float *d_part;
-    const int chunks = (ctx + arbk::kAttnChunk - 1) / arbk::kAttnChunk;
     cudaMalloc(&d_qa, (size_t)T * rq * 2), cudaMalloc(&d_qlat, (size_t)T * nh * rkv * 2);
     cudaMalloc(&d_qpe, (size_t)T * nh * dr * 2), cudaMalloc(&d_o, (size_t)T * nh * dv * 2);
-    cudaMalloc(&d_part, (size_t)chunks * T * nh * (rkv + 4) * 4);
+    cudaMalloc(&d_olat, (size_t)T * nh * rkv * 2);
+    cudaMalloc(&d_part, (size_t)(ctx + arbk::kAttnChunk - 1) / arbk::kAttnChunk * T * nh * (rkv + 4) * 4);
     TAP_REQUIRE(arbk::mla_setup(rkv, dr, nh) == cudaSuccess);
     TAP_REQUIRE(arbk::mla_prep(g_lc, d_qkva, d_qan, d_kvn, d_cs, d_pos, d_qa, d_ckv, d_kpe, rq, rkv, dr, eps, T) ==
                 cudaSuccess);
-    if (old) // absorb's previous form too (four warps over the nope dimension)
-        setenv("ARB_ENGINE_OLD", "absorb", 1);
     TAP_REQUIRE(arbk::mla_absorb(g_lc, d_q, d_kvb, d_cs, d_pos, d_qlat, d_qpe, nh, dn, dr, dv, rkv, T) == cudaSuccess);
-    unsetenv("ARB_ENGINE_OLD");
-    if (old) {
-        TAP_REQUIRE(arbk::mla_attend(g_lc, d_qlat, d_qpe, d_ckv, d_kpe, d_pos, d_part, nh, dr, rkv, scale, T, ctx) ==
-                    cudaSuccess);
-        TAP_REQUIRE(arbk::mla_combine(g_lc, d_part, d_kvb, d_pos, d_o, nh, dn, dv, rkv, T) == cudaSuccess);
-    } else { // olat into its own buffer here: qlat is read back below
-        bf16 *d_olat;
-        TAP_REQUIRE(cudaMalloc(&d_olat, (size_t)T * nh * rkv * 2) == cudaSuccess);
+    std::vector<uint16_t> o;
+    for (int rep = 0; rep < 2; rep++) { // twice: the output bit-identical
         TAP_REQUIRE(arbk::mla_attend_pos(g_lc, d_qlat, d_qpe, d_ckv, d_kpe, d_pos, d_part, nh, dr, rkv, scale, T,
                                          ctx) == cudaSuccess);
         TAP_REQUIRE(arbk::mla_merge(g_lc, d_part, d_pos, d_olat, nh, rkv, T) == cudaSuccess);
         TAP_REQUIRE(arbk::mla_uv(g_lc, d_olat, d_kvb, d_o, nh, dn, dv, rkv, T) == cudaSuccess);
         TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-        cudaFree(d_olat);
+        auto ob = from_dev((uint16_t *)d_o, (size_t)T * nh * dv);
+        if (rep)
+            TAP_CHECK(ob == o);
+        o = ob;
     }
-    TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
     auto qa = from_dev((uint16_t *)d_qa, (size_t)T * rq);
     auto ckv = from_dev((uint16_t *)d_ckv, (size_t)ctx * rkv), kpe = from_dev((uint16_t *)d_kpe, (size_t)ctx * dr);
     auto qlat = from_dev((uint16_t *)d_qlat, (size_t)T * nh * rkv), qpe = from_dev((uint16_t *)d_qpe, (size_t)T * nh * dr);
-    auto o = from_dev((uint16_t *)d_o, (size_t)T * nh * dv);
     // prep: norms and RoPE, cache rows P0 .. P0+T-1 (rows before untouched)
     cmp cp{"mla prep"};
     auto norm_check = [&](const uint16_t *in, const std::vector<uint16_t> &wn, int n, const uint16_t *out) {
@@ -311,8 +296,11 @@ void mla_case(bool old)
     TAP_CHECK(ca.ok());
     TAP_CHECK(co.ok());
 }
-void t_mla() { mla_case(false); }
-void t_mla_old() { mla_case(true); }
+void t_mla()
+{
+    for (int T : {1, 3, 8})
+        mla_case(T);
+}
 
 } // namespace
 
@@ -324,7 +312,7 @@ int main(int argc, char **argv)
         return 77;
     }
     static const tap_test_t tests[] = {
-        {"gemv", t_gemv}, {"wgen", t_wgen}, {"router", t_router}, {"mla", t_mla}, {"mla_old", t_mla_old},
+        {"gemv", t_gemv}, {"wgen", t_wgen}, {"router", t_router}, {"mla", t_mla},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
