@@ -23,9 +23,9 @@ struct launch_ctx {
 };
 
 // The previous form of a kernel (A/B measurement): true when the environment variable
-// ARB_ENGINE_OLD names `kernel` in its comma-separated list, or is "all". Kernels: moe
-// (INT4 gate/up at T 2-4). Read at launch (a captured graph keeps the form it was captured
-// with). Every other kernel has one form; its launcher picks the shape of its grid.
+// ARB_ENGINE_OLD names `kernel` in its comma-separated list, or is "all". No kernel has a
+// previous form at present (the MoE's fp32 FMA form, the last, went with the tensor-core
+// MoE): every kernel has one form; its launcher picks the shape of its grid.
 bool use_old(const char *kernel);
 
 constexpr int kMaxT = 8;          // tokens per step (ARB_GPU_MAX_T)
@@ -87,13 +87,14 @@ cudaError_t router(const launch_ctx &c, const bf16 *h, const bf16 *W, const floa
                    float scaling, int T);
 
 struct moe_weights {
-    const void *gate, *up, *down;       // routed: bf16 [E x I x H], [E x H x I]; or int32 packed (in / 8 words per row)
-    const bf16 *gate_s, *up_s, *down_s; // INT4 scales [E x I x H/32], [E x H x I/32]; NULL: bf16 experts
+    const void *gate, *up, *down;       // routed: bf16 [E x I x H], [E x H x I]; or INT4 (in / 8 words per row) and
+    const bf16 *gate_s, *up_s, *down_s; // scales (rows x in / 32), both in moe_int4_layout.h's layout; NULL: bf16
+
     const bf16 *sh_gate, *sh_up, *sh_down; // shared expert bf16 [Is x H], [H x Is]
     int H, I, Is;                       // hidden, routed and shared intermediate per rank
 };
 // act [kMaxSlots x kMaxT x I], act_sh [kMaxT x Is] bf16 scratch; part [T x H] bf16.
-// max_slots: the grid's bound on distinct experts, min(T k, E).
+// max_slots: the grid's bound on distinct experts, min(T k, E). H, I and Is multiples of 32.
 // The two launches of moe_block, for a step that marks each (gate/up, then down).
 cudaError_t moe_gate_up(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                         bf16 *act_sh, int T, int max_slots);

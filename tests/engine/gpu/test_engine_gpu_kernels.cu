@@ -3,15 +3,14 @@
 // in double (checkasm style: same inputs, compare). TAP; exit 77 without a CUDA device.
 //   gemv        bf16 / fp32 / SiLU*up epilogues, T = 1, 3, 8, K not a multiple of 256, and
 //               rows long enough to be split over two and four warps
-//   wgen        device generation bit-identical to engine/model/wgen.h on the host (bf16, INT4)
+//   wgen        device generation bit-identical to engine/model/wgen.h on the host (bf16;
+//               INT4 values read through the fragment layout of moe_int4_layout.h)
 //   router      logits and top-k (Kimi: 384 experts, one group, T = 3 and 8; DeepSeek: 256
 //               in 8 groups, 4 kept) against engine/model/router.h's arb_route on the same
 //               logits (T = 1, 3, 8 for Kimi)
-//   moe         INT4 and bf16 MoE block, T = 3 with one expert shared by two tokens; INT4
-//               in both gate/up forms (two rows per warp, and ARB_ENGINE_OLD=moe's one)
 //   mla         prep, absorb, attend over 10 chunks (the last partial and wholly masked for
 //               the first token), the merge and W_uv, T = 1, 3, 8; twice: bit-identical
-// Tolerances: fp32 outputs within 1e-5 of sum |terms| (accumulation order); bf16 outputs
+// The MoE block is test_engine_gpu_moe.cu. Tolerances: fp32 outputs within 1e-5 of sum |terms| (accumulation order); bf16 outputs
 // additionally one rounding, 2^-8 relative; where a bf16 intermediate is rounded on both
 // sides (act, qlat, olat) a flip of one ulp is allowed through 4 x that.
 #include <cmath>
@@ -23,68 +22,12 @@
 #include <cuda_runtime.h>
 
 #include "tap.h"
-#include "gpu/kernels/kernels.h"
-#include "rmsnorm/rmsnorm.h"
+#include "gpu_check.h"
+#include "gpu/kernels/moe_int4_layout.h"
 #include "model/router.h"
 #include "model/wgen.h"
 
-using arbk::bf16;
-
 namespace {
-
-const arbk::launch_ctx g_lc = {nullptr, 1};
-
-uint64_t g_rng = 0x1234567;
-float frand() // uniform in (-1, 1)
-{
-    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
-    return ((g_rng >> 40) + 0.5f) / 8388608.0f - 1.0f;
-}
-double bfd(uint16_t h) { return arb_bf16_to_f32(h); }
-std::vector<uint16_t> rand_bf(size_t n, float scale)
-{
-    std::vector<uint16_t> v(n);
-    for (auto &x : v)
-        x = arb_f32_to_bf16(scale * frand());
-    return v;
-}
-
-template <typename T> T *to_dev(const std::vector<T> &h)
-{
-    T *d = nullptr;
-    if (cudaMalloc(&d, h.size() * sizeof(T) + 16) != cudaSuccess)
-        return nullptr;
-    cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice);
-    return d;
-}
-template <typename T> std::vector<T> from_dev(const T *d, size_t n)
-{
-    std::vector<T> h(n);
-    cudaDeviceSynchronize();
-    cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost);
-    return h;
-}
-
-// got within tol_abs + rel * |ref| of ref, else counted (and the first few printed).
-struct cmp {
-    const char *what;
-    size_t bad = 0, n = 0;
-    double worst = 0;
-    void operator()(double got, double ref, double tol)
-    {
-        n++;
-        const double d = std::isfinite(got) ? fabs(got - ref) : INFINITY;
-        if (d / (tol > 0 ? tol : 1e-30) > worst)
-            worst = d / (tol > 0 ? tol : 1e-30);
-        if (!(d <= tol) && bad++ < 4)
-            tap_diag("%s[%zu]: got %.7g, want %.7g (tolerance %.3g)", what, n - 1, got, ref, tol);
-    }
-    bool ok()
-    {
-        tap_diag("%s: %zu values, %zu outside, worst %.3f of the tolerance", what, n, bad, worst);
-        return bad == 0 && n > 0;
-    }
-};
 
 void t_gemv()
 {
@@ -152,33 +95,21 @@ void t_wgen()
                 const uint64_t idx = ((e * b.grows) + b.row0 + r) * b.gcols + b.col0 + c;
                 const size_t i = (e * b.rows + r) * b.cols + c;
                 bad += v[i] != arb_f32_to_bf16(b.c * arb_wgen_uniform(seed, b.tensor, b.layer, idx));
-                const int qv = (int)((q[i / 8] >> (4 * (i % 8))) & 0xf), want = arb_wgen_int4(seed, b.tensor, b.layer, idx);
+                const arbk::int4_pos fp = arbk::int4_frag_pos((unsigned)r, (unsigned)c, b.cols);
+                const size_t wi = e * b.rows * b.cols / 8 + fp.word;
+                const int qv = (int)((q[wi] >> (4 * fp.nibble)) & 0xf), want = arb_wgen_int4(seed, b.tensor, b.layer, idx);
                 bad += (qv >= 8 ? qv - 16 : qv) != want;
                 if (c % 32 == 0) {
                     const uint64_t sidx = ((e * b.grows) + b.row0 + r) * (b.gcols / 32) + (b.col0 + c) / 32;
                     const float p = 0.25f * arb_wgen_uniform(seed, ARB_W_EXP_DOWN_SCALE, b.layer, sidx);
-                    bad += s[i / 32] != arb_f32_to_bf16(0.0456f * (1.0f + p));
+                    const size_t si = e * b.rows * (b.cols / 32) + arbk::int4_frag_scale((unsigned)r, (unsigned)c / 32, b.cols / 32);
+                    bad += s[si] != arb_f32_to_bf16(0.0456f * (1.0f + p));
                 }
             }
     if (bad)
         tap_diag("wgen: %zu of %zu values differ from the host", bad, n * 2 + n / 32);
     TAP_EQ_U64(bad, 0);
     cudaFree(d), cudaFree(dq), cudaFree(ds);
-}
-
-struct route_dev {
-    arbk::moe_route rt;
-    int32_t *experts;
-};
-route_dev alloc_route(int T, int k)
-{
-    route_dev r{};
-    cudaMalloc(&r.experts, sizeof(int32_t) * T * k);
-    cudaMalloc(&r.rt.coef, sizeof(float) * arbk::kMaxSlots * arbk::kMaxT);
-    cudaMalloc(&r.rt.uniq, sizeof(int32_t) * arbk::kMaxSlots);
-    cudaMalloc(&r.rt.n_uniq, sizeof(int32_t));
-    r.rt.experts = r.experts;
-    return r;
 }
 
 void router_case(int E, int k, int ng, int kg, int T)
@@ -249,112 +180,6 @@ void t_router()
     router_case(384, 8, 1, 1, 8);
     router_case(256, 8, 8, 4, 2);
 }
-
-// Host INT4 weight: q * s (value j of word at bits 4j).
-double w_int4(const std::vector<uint32_t> &q, const std::vector<uint16_t> &s, size_t i)
-{
-    int v = (int)((q[i / 8] >> (4 * (i % 8))) & 0xf);
-    return (v >= 8 ? v - 16 : v) * bfd(s[i / 32]);
-}
-
-void moe_case(bool int4)
-{
-    const int H = 7168, I = 256, Is = 256, E = 12, T = 3, k = 2;
-    // token 0: experts 3, 7; token 1: 7, 10; token 2: 0, 3 (7 and 3 shared by two tokens)
-    const int sel[T][k] = {{3, 7}, {7, 10}, {0, 3}};
-    const float w[T][k] = {{0.9f, 0.4f}, {1.3f, 0.2f}, {0.7f, 0.8f}};
-    const size_t in_el = (size_t)E * I * H;
-    std::vector<uint16_t> gb, ub, db;
-    std::vector<uint32_t> gq(in_el / 8), uq(in_el / 8), dq(in_el / 8);
-    std::vector<uint16_t> gs, us, ds;
-    if (int4) {
-        for (auto *v : {&gq, &uq, &dq})
-            for (auto &x : *v) {
-                g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
-                x = (uint32_t)(g_rng >> 32);
-            }
-        gs = rand_bf(in_el / 32, 0.01f), us = rand_bf(in_el / 32, 0.01f), ds = rand_bf(in_el / 32, 0.03f);
-    } else {
-        gb = rand_bf(in_el, 0.02f), ub = rand_bf(in_el, 0.02f), db = rand_bf(in_el, 0.06f);
-    }
-    auto sg = rand_bf((size_t)Is * H, 0.02f), su = rand_bf((size_t)Is * H, 0.02f), sd = rand_bf((size_t)H * Is, 0.06f);
-    auto h = rand_bf((size_t)T * H, 1.0f);
-    arbk::moe_weights mw{};
-    mw.gate = int4 ? (void *)to_dev(gq) : (void *)to_dev(gb);
-    mw.up = int4 ? (void *)to_dev(uq) : (void *)to_dev(ub);
-    mw.down = int4 ? (void *)to_dev(dq) : (void *)to_dev(db);
-    if (int4)
-        mw.gate_s = (bf16 *)to_dev(gs), mw.up_s = (bf16 *)to_dev(us), mw.down_s = (bf16 *)to_dev(ds);
-    mw.sh_gate = (bf16 *)to_dev(sg), mw.sh_up = (bf16 *)to_dev(su), mw.sh_down = (bf16 *)to_dev(sd);
-    mw.H = H, mw.I = I, mw.Is = Is;
-    route_dev r = alloc_route(T, k);
-    std::vector<int32_t> uniq = {0, 3, 7, 10};
-    std::vector<float> coef((size_t)arbk::kMaxSlots * arbk::kMaxT, 0.0f);
-    for (int t = 0; t < T; t++)
-        for (int j = 0; j < k; j++) {
-            int u = 0;
-            while (uniq[u] != sel[t][j])
-                u++;
-            coef[(size_t)u * arbk::kMaxT + t] = w[t][j];
-        }
-    const int32_t nu = 4;
-    cudaMemcpy(r.rt.uniq, uniq.data(), 16, cudaMemcpyHostToDevice);
-    cudaMemcpy(r.rt.coef, coef.data(), coef.size() * 4, cudaMemcpyHostToDevice);
-    cudaMemcpy(r.rt.n_uniq, &nu, 4, cudaMemcpyHostToDevice);
-    bf16 *dh = (bf16 *)to_dev(h), *act, *act_sh, *part;
-    cudaMalloc(&act, (size_t)arbk::kMaxSlots * arbk::kMaxT * I * 2);
-    cudaMalloc(&act_sh, (size_t)arbk::kMaxT * Is * 2);
-    cudaMalloc(&part, (size_t)T * H * 2);
-    TAP_REQUIRE(arbk::moe_block(g_lc, mw, r.rt, dh, act, act_sh, part, T, T * k) == cudaSuccess);
-    auto got = from_dev((uint16_t *)part, (size_t)T * H);
-    cmp c{int4 ? "moe int4" : "moe bf16"};
-    std::vector<double> a(I), as(Is);
-    std::vector<double> ref((size_t)T * H), mag((size_t)T * H);
-    for (int t = 0; t < T; t++) {
-        const uint16_t *ht = &h[(size_t)t * H];
-        for (int i = 0; i < Is; i++) { // shared expert
-            double g = 0, u = 0;
-            for (int x = 0; x < H; x++)
-                g += bfd(sg[(size_t)i * H + x]) * bfd(ht[x]), u += bfd(su[(size_t)i * H + x]) * bfd(ht[x]);
-            as[i] = bfd(arb_f64_to_bf16(g / (1 + exp(-g)) * u));
-        }
-        for (int o = 0; o < H; o++)
-            for (int i = 0; i < Is; i++)
-                ref[(size_t)t * H + o] += bfd(sd[(size_t)o * Is + i]) * as[i],
-                    mag[(size_t)t * H + o] += fabs(bfd(sd[(size_t)o * Is + i]) * as[i]);
-        for (int j = 0; j < k; j++) {
-            const size_t e = sel[t][j];
-            for (int i = 0; i < I; i++) {
-                double g = 0, u = 0;
-                for (int x = 0; x < H; x++) {
-                    const size_t idx = (e * I + i) * H + x;
-                    const double wgv = int4 ? w_int4(gq, gs, idx) : bfd(gb[idx]);
-                    const double wuv = int4 ? w_int4(uq, us, idx) : bfd(ub[idx]);
-                    g += wgv * bfd(ht[x]), u += wuv * bfd(ht[x]);
-                }
-                a[i] = bfd(arb_f64_to_bf16(g / (1 + exp(-g)) * u));
-            }
-            for (int o = 0; o < H; o++)
-                for (int i = 0; i < I; i++) {
-                    const size_t idx = (e * H + o) * I + i;
-                    const double wd = int4 ? w_int4(dq, ds, idx) : bfd(db[idx]);
-                    ref[(size_t)t * H + o] += w[t][j] * wd * a[i];
-                    mag[(size_t)t * H + o] += fabs(w[t][j] * wd * a[i]);
-                }
-        }
-    }
-    for (size_t i = 0; i < ref.size(); i++) // act flips of one ulp: 4 x 2^-8 of the terms
-        c(bfd(got[i]), ref[i], fabs(ref[i]) / 256 + mag[i] * (1e-5 + 4.0 / 256 / 16));
-    TAP_CHECK(c.ok());
-}
-void t_moe_int4() { moe_case(true); }
-void t_moe_int4_old() // the previous INT4 gate/up form (one row per warp)
-{
-    setenv("ARB_ENGINE_OLD", "moe", 1);
-    moe_case(true);
-    unsetenv("ARB_ENGINE_OLD");
-}
-void t_moe_bf16() { moe_case(false); }
 
 void mla_case(int T)
 {
@@ -487,8 +312,7 @@ int main(int argc, char **argv)
         return 77;
     }
     static const tap_test_t tests[] = {
-        {"gemv", t_gemv}, {"wgen", t_wgen}, {"router", t_router}, {"moe_int4", t_moe_int4}, {"moe_int4_old", t_moe_int4_old},
-        {"moe_bf16", t_moe_bf16}, {"mla", t_mla},
+        {"gemv", t_gemv}, {"wgen", t_wgen}, {"router", t_router}, {"mla", t_mla},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
