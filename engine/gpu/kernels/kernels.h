@@ -22,12 +22,6 @@ struct launch_ctx {
     int pdl; // 1: launch with programmatic stream serialization (PDL)
 };
 
-// The previous form of a kernel (A/B measurement): true when the environment variable
-// ARB_ENGINE_OLD names `kernel` in its comma-separated list, or is "all". No kernel has a
-// previous form at present (the MoE's fp32 FMA form, the last, went with the tensor-core
-// MoE): every kernel has one form; its launcher picks the shape of its grid.
-bool use_old(const char *kernel);
-
 constexpr int kMaxT = 8;          // tokens per step (ARB_GPU_MAX_T)
 constexpr int kMaxNope = 256;     // qk_nope_head_dim
 constexpr int kMaxLatVec = 2;     // 16-byte vectors of a latent row per lane
