@@ -9,16 +9,16 @@
 #include "costmodel/model_fabric.h"
 
 typedef enum arb_family {
-    ARB_FAM_NONE = 0,  /* not modeled (nccl-symm, unknown plugins) */
-    ARB_FAM_LAUNCH,    /* noop: the launch floor */
-    ARB_FAM_FLAG,      /* ping: one cross-GPU flag latency, no payload */
-    ARB_FAM_FLAGFREE,  /* one-shot, LL lines carry their epoch: writes 2(n-1)S */
-    ARB_FAM_PUSH,      /* one-shot push: writes (n-1)S, barrier */
-    ARB_FAM_PULL,      /* one-shot pull: barrier, reads (n-1)S */
-    ARB_FAM_TWOSHOT,   /* reduce-scatter + all-gather: reads and writes (n-1)S/n each */
-    ARB_FAM_HOSTSTAGED,/* writes S to host, one host flag, reads (n-1)S from host */
-    ARB_FAM_NCCL,      /* NCCL Ring/Tree x LL/LL128/Simple (algo, proto below) */
-    ARB_FAM_NCCL_AUTO, /* NCCL's own choice */
+    ARB_FAM_NONE = 0,   /* not modeled (nccl-symm, unknown plugins) */
+    ARB_FAM_LAUNCH,     /* noop: the launch floor */
+    ARB_FAM_FLAG,       /* ping: one cross-GPU flag latency, no payload */
+    ARB_FAM_FLAGFREE,   /* one-shot, LL lines carry their epoch: writes 2(n-1)S */
+    ARB_FAM_PUSH,       /* one-shot push: writes (n-1)S, barrier */
+    ARB_FAM_PULL,       /* one-shot pull: barrier, reads (n-1)S */
+    ARB_FAM_TWOSHOT,    /* reduce-scatter + all-gather: reads and writes (n-1)S/n each */
+    ARB_FAM_HOSTSTAGED, /* writes S to host, one host flag, reads (n-1)S from host */
+    ARB_FAM_NCCL,       /* NCCL Ring/Tree x LL/LL128/Simple (algo, proto below) */
+    ARB_FAM_NCCL_AUTO,  /* NCCL's own choice */
 } arb_family_t;
 
 typedef enum arb_nccl_algo { ARB_NCCL_TREE = 0, ARB_NCCL_RING = 1 } arb_nccl_algo_t;
@@ -71,10 +71,10 @@ typedef struct arb_fit_entry {
 } arb_fit_entry_t;
 
 typedef struct arb_fit {
-    char fabric_file[256];  /* the spec of the machine the runs were measured on */
-    int ranks;              /* ranks of the fitted runs */
-    double launch_us[3];    /* noop per mode (eager, graph, context); NAN when not measured */
-    double flag_us[3];      /* ping - noop per mode */
+    char fabric_file[256]; /* the spec of the machine the runs were measured on */
+    int ranks;             /* ranks of the fitted runs */
+    double launch_us[3];   /* noop per mode (eager, graph, context); NAN when not measured */
+    double flag_us[3];     /* ping - noop per mode */
     size_t n;
     arb_fit_entry_t *e;
 } arb_fit_t;
@@ -103,9 +103,9 @@ void arb_model_predict_one(const arb_fit_t *fit, const arb_fabric_t *fit_fab, co
  * fabric's resources (links, switch uplinks, inter-socket link, host memory), each shared
  * by the flows that cross it. kind 'w' or 'r'. Exposed for the tests. */
 typedef struct arb_flow {
-    int src, dst;   /* GPU indices; -1 = host memory */
-    int issuer;     /* the GPU whose kernel issues it */
-    char kind;      /* 'w' posted write, 'r' read */
+    int src, dst; /* GPU indices; -1 = host memory */
+    int issuer;   /* the GPU whose kernel issues it */
+    char kind;    /* 'w' posted write, 'r' read */
     double bytes;
 } arb_flow_t;
 /* corner: 0 nominal, -1 every spec constant at its fast end, +1 at its slow end. */

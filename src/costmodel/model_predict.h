@@ -15,8 +15,9 @@
  * of every fitted variant, every mode and size, plus NCCL's modeled choice, on GPUs
  * 0..n-1 of fab. A variant that cannot run there is a check=skip row saying why. */
 arb_status_t arb_model_write_predictions(const arb_fit_t *fit, const char *fit_path, const arb_fabric_t *fit_fab,
-                                const arb_fabric_t *fab, int n, const size_t *sizes, size_t nsizes,
-                                const char *out_path, const char *argv, size_t *nrows, char *err, size_t err_len);
+                                         const arb_fabric_t *fab, int n, const size_t *sizes, size_t nsizes,
+                                         const char *out_path, const char *argv, size_t *nrows, char *err,
+                                         size_t err_len);
 
 /* Prints, per size, the fastest predicted variant and NCCL's modeled choice in `mode`. */
 void arb_model_print_summary(const arb_fit_t *fit, const arb_fabric_t *fit_fab, const arb_fabric_t *fab, int n,
