@@ -6,7 +6,7 @@
  * the prefill to --context, and per mode S decode steps and S verify steps; rows to
  * the results CSV (docs/engine.md) and a table on rank 0.
  *
- * Per-site choice and A/B: a run configuration holds one instance per distinct site choice
+ * Issue 15 extends it: a run configuration holds one instance per distinct site choice
  * (sites[] may point at different instances), and further configurations (a baseline)
  * are more entries of `cfgs`.
  */

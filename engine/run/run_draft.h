@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The draft model of the speculative cycles (docs/engine-e2e.md): the target's
+ * The draft model of the speculative cycles (issue 15, docs/engine-e2e.md): the target's
  * configuration with one dense decoder layer at the same hidden size (arb_draft_config),
  * sharded like the target and built on the same call-site instances, so each draft step
  * makes 2 all-reduce calls. Prefilled with the prompt; per cycle it first catches up on

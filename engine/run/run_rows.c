@@ -139,7 +139,7 @@ static void write_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int 
         setd(&t, EC_tok_s, p->produced / p->total_us * 1e6, "%.2f");
         setd(&t, EC_accept_rate, p->accept_rate, "%.3f");
         setd(&t, EC_accepted_per_cycle, (double)p->produced / p->nsteps - 1.0, "%.3f");
-        /* speculative cycles: the draft's share, the ratio to plain decode, the break-even acceptance */
+        /* issue 15: the draft's share, the ratio to plain decode, the break-even acceptance */
         const arb_phase_result_t *dp = &c->res[mode][ARB_PHASE_DECODE];
         setd(&t, EC_draft_us, p->draft_us, "%.3f");
         setd(&t, EC_verify_us, p->verify_us, "%.3f");

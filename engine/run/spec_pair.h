@@ -10,7 +10,7 @@
  *   - verify: the target runs [next, d_1 .. d_k] at cache_len .. cache_len + k;
  *   - rollback(len): both caches keep their first len positions; positions past len are
  *     overwritten by the next steps before anything reads them (attention is causal).
- * The draft is one decoder layer at the target's hidden size (dense MLP,
+ * The draft of issue 15 is one decoder layer at the target's hidden size (dense MLP,
  * tensor-parallel like the target: 2 all-reduce call sites per draft step); arb_draft_config
  * makes that configuration from the target's. Unlike EAGLE's draft it reads only the
  * token, not the target's hidden states (one fewer [H x 3H] projection per draft step).
