@@ -163,9 +163,12 @@ def main(argv):
     errors = []
     edges = {}   # module -> {module: "file:line"}
     nfiles = ninc = 0
+    seen_dirs, seen_files = set(), []
     for path in source_files(root, rules):
         nfiles += 1
         src_dir = os.path.dirname(path)
+        seen_dirs.add(src_dir)
+        seen_files.append(path)
         allowed = rules.allow.get(src_dir)
         if allowed is None:
             errors.append(f'{path}: folder {src_dir} has no "allow {src_dir} ..." line in '
@@ -196,6 +199,15 @@ def main(argv):
                 a, b = module_of(rules, path), module_of(rules, target)
                 if a != b:
                     edges.setdefault(a, {}).setdefault(b, where)
+    for folder in sorted(set(rules.allow) | set(rules.search)):
+        if folder not in seen_dirs:
+            errors.append(f'{rules_name}: a rule for {folder}, which holds no source file (a stale '
+                          'rule: remove it, or fix the folder name)')
+    stems = {module_of(Rules(), p) for p in seen_files}
+    for stem in sorted(set(rules.module) | set(rules.module.values())):
+        if stem not in stems:
+            errors.append(f'{rules_name}: module rule names {stem}, which is no source file\'s '
+                          'stem (a stale rule)')
     for path, scc in find_cycles(edges):
         steps = [f'{path[i]} -> {path[(i + 1) % len(path)]} '
                  f'({edges[path[i]][path[(i + 1) % len(path)]]})' for i in range(len(path))]

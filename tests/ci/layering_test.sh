@@ -1,9 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # The layering check on fixture trees: layering_test.sh CHECKER TAP_SH. A clean tree passes;
-# an upward include, a circle, an include of no file and a folder without a rule each fail
-# with exit 1 and name the file:line, the include and the rule; a private header joined to
-# its module by a module rule is no circle.
+# an upward include, a circle, an include of no file, a folder without a rule and a rule
+# without a folder each fail with exit 1 and name the file:line, the include and the rule;
+# a private header joined to its module by a module rule is no circle.
 set -u
 checker=$1
 . "$2"
@@ -66,6 +66,10 @@ clean "$t/missing"; src "$t/missing" app/main.c '#include "nowhere.h"'; run miss
 clean "$t/norule"; src "$t/norule" lib/extra/e.c '/* e */'; run norule
 [ $rc = 1 ] && has norule 'folder lib/extra has no "allow lib/extra ..." line' && tap OK "folder without a rule fails" ||
     tap FAIL "folder without a rule fails (rc $rc: $(cat "$t/norule.out"))"
+
+clean "$t/stale"; echo 'allow lib/gone lib/low' >>"$t/stale/rules"; run stale
+[ $rc = 1 ] && has stale 'a rule for lib/gone, which holds no source file' && tap OK "rule for a folder without sources fails" ||
+    tap FAIL "rule for a folder without sources fails (rc $rc: $(cat "$t/stale.out"))"
 
 # A private header shared by a module's sources, built on its public header.
 clean "$t/priv"
