@@ -158,8 +158,8 @@ def main(argv):
     root = argv[1] if len(argv) > 1 else os.path.dirname(here)
     rules_path = argv[2] if len(argv) > 2 else os.path.join(root, 'ci', 'layering.rules')
     rules = read_rules(rules_path)
-    rules_name = os.path.relpath(rules_path, root) if not os.path.relpath(
-        rules_path, root).startswith('..') else rules_path
+    rel = os.path.relpath(rules_path, root)
+    rules_name = rules_path if rel.startswith('..') else rel  # as messages name it
     errors = []
     edges = {}   # module -> {module: "file:line"}
     nfiles = ninc = 0
@@ -203,7 +203,7 @@ def main(argv):
         if folder not in seen_dirs:
             errors.append(f'{rules_name}: a rule for {folder}, which holds no source file (a stale '
                           'rule: remove it, or fix the folder name)')
-    stems = {module_of(Rules(), p) for p in seen_files}
+    stems = {os.path.splitext(p)[0] for p in seen_files}
     for stem in sorted(set(rules.module) | set(rules.module.values())):
         if stem not in stems:
             errors.append(f'{rules_name}: module rule names {stem}, which is no source file\'s '
