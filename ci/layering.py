@@ -79,8 +79,8 @@ def source_files(root, rules):
 def resolve(root, rules, src_dir, inc):
     """The tree-relative file an include names, or None."""
     candidates = [os.path.join(src_dir, inc)]
-    candidates += [os.path.join(d, inc) for d in rules.search.get(src_dir, [])]
     candidates += [os.path.join(d, inc) for d in rules.roots]
+    candidates += [os.path.join(d, inc) for d in rules.search.get(src_dir, [])]
     for c in candidates:
         c = os.path.normpath(c)
         if not c.startswith('..') and os.path.isfile(os.path.join(root, c)):
@@ -186,7 +186,7 @@ def main(argv):
                     continue
                 target = resolve(root, rules, src_dir, inc)
                 if target is None:
-                    searched = [src_dir] + rules.search.get(src_dir, []) + rules.roots
+                    searched = [src_dir] + rules.roots + rules.search.get(src_dir, [])
                     errors.append(f'{where}: #include "{inc}" names no file (searched '
                                   f'{" ".join(searched)})')
                     continue
