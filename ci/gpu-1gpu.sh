@@ -5,10 +5,10 @@
 #   ci/gpu-1gpu.sh suite  OUT [OLD_TREE]   deps, build, the GPU test suite, one-rank sweeps of
 #                                          the redesign against OLD_TREE (a source tree of the
 #                                          previous main, built beside it) alternated A/B/A/B,
-#                                          and the issue-14 engine run (kimi-k2, INT4, tp-shape 8)
+#                                          and the compute-only engine run (kimi-k2, INT4, tp-shape 8)
 #   ci/gpu-1gpu.sh fused  OUT [OLD_TREE]   the fused-path check: p2p fused tests, the register
 #                                          kernel and pull (opened second) old vs new, A/B/A/B
-#   ci/gpu-1gpu.sh engine OUT              issue 15's one command: plain and speculative decoding
+#   ci/gpu-1gpu.sh engine OUT              the engine in one command: plain and speculative decoding
 #                                          (k = 2, 3; acceptance 0.5..0.9) with other machines'
 #                                          latencies replayed by the modeled plugin, the seed's-
 #                                          shape verdicts (OUT/e2e-shape.txt) and the figures
@@ -63,7 +63,7 @@ if [ "$phase" = suite ]; then
         note "gate old a+b vs new b: exit $? ($(grep -m1 -i '^result' "$out/gate-h200x1-old-vs-new.txt"))"
     fi
     grep -c $'\033' "$out/h200x1-new-a.log" | sed 's/^/escape sequences in a sweep log: /'
-    # Issue 14's run: one TP=8 rank of kimi-k2 with noop at every site (compute only).
+    # The engine alone: one TP=8 rank of kimi-k2 with noop at every site (compute only).
     timeout 200 $mpi $arb engine --config kimi-k2 --weights int4 --tp-shape 8 --context 4096 --steps 32 --impl noop \
         --modes graph --out "$out/engine-kimi-k2-int4-tp8-h200.csv" >"$out/engine-kimi-k2-int4-tp8-h200.log" 2>&1
     note "engine kimi-k2: rc=$?"; tail -25 "$out/engine-kimi-k2-int4-tp8-h200.log"

@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "commands.h"
-#include "costmodel/model.h"
+#include "costmodel/model_fit.h"
+#include "costmodel/model_predict.h"
 #include "base/sizes.h"
 
 /* The default sweep plan's sizes (32K:56K:+2K and tokens 1..64 x 7168 x bf16) plus 1 MiB. */

@@ -37,7 +37,7 @@ int cmd_model_e2e(int argc, char **argv)
         {"hidden", required_argument, NULL, 'H'},        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    /* RTX PRO 6000 Blackwell: 1.8 TB/s GDDR7; H200: 4.8 TB/s HBM3e (vendor specs, issue 16). */
+    /* RTX PRO 6000 Blackwell: 1.8 TB/s GDDR7; H200: 4.8 TB/s HBM3e (vendor specs). */
     arb_e2e_opts_t o = {.target_read_gbs = 1800, .h200_peak_gbs = 4800, .hidden = 7168};
     const char *pred = NULL, *out = NULL;
     double hidden = 7168;

@@ -24,7 +24,7 @@
 #include "analysis/points.h"
 #include "results/role.h"
 
-/* More lines than this in one picture cannot be told apart (issue 13). */
+/* More lines than this in one picture cannot be told apart. */
 #define MAX_OVERVIEW_SERIES 8
 /* Implementations in one overview: colours stay fixed per implementation across figures. */
 static const char *const family_colors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The cost equations (docs/model.md, "Equations"): families, data phases, NCCL. */
-#include "costmodel/model.h"
+#include "costmodel/model_cost.h"
 
 #include <math.h>
 #include <stdio.h>

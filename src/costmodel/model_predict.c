@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Predicted results files (source=model, with bands) and `model check` against measured runs. */
-#include "costmodel/model.h"
+#include "costmodel/model_predict.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +10,7 @@
 #include "arb_config.h"
 #include "arbench/status.h"
 #include "base/meta.h"
+#include "costmodel/model_fit.h"
 #include "results/results.h"
 
 /* The SHM twin of a P2P NCCL entry (same variant and mode, measured with P2P off). */

@@ -10,7 +10,7 @@
 #include "modeled_table.h"
 #include "tap.h"
 #include "runtime/loader.h"
-#include "costmodel/model.h"
+#include "costmodel/model_fit.h"
 #include "results/results.h"
 
 #define NEAR(a, b, tol) (fabs((a) - (b)) <= (tol))

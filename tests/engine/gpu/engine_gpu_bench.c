@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One rank's GPU work on one GPU, measured against issue 14's targets (no call-site
+ * One rank's GPU work on one GPU, measured against the step-time targets (no call-site
  * instance: the residual + RMSNorm kernel alone stands in for `noop` at every site):
  * chunked prefill of --context tokens, then --steps decode steps (T = 1) and verify
  * steps (T = spec_k + 1), each shape captured once as a CUDA graph and replayed; the
