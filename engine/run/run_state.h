@@ -1,27 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The run driver of `arbench engine` (engine/README.md): setup (config, shards, memory
- * plan, call-site instances), then per run configuration (a set of sites: the chosen
- * implementation, then noop/no communication for the compute-only replay) a model,
- * the prefill to --context, and per mode S decode steps and S verify steps; rows to
- * the results CSV (docs/engine.md) and a table on rank 0.
- *
- * Issue 15 extends it: a run configuration holds one instance per distinct site choice
- * (sites[] may point at different instances), and further configurations (a baseline)
- * are more entries of `cfgs`.
+ * The run driver's state (engine/README.md): setup (config, shards, memory plan,
+ * call-site instances), the run configurations (a set of sites: the chosen
+ * implementation, the compute-only replay, an A/B baseline), what each (configuration,
+ * mode, phase) measured, and the row each measurement hands to the row sink
+ * (engine/run/run_rows.h writes them: docs/engine.md). Types only: every driver module
+ * includes this header and none includes the driver's others back.
  */
-#ifndef ARB_ENGINE_RUN_H
-#define ARB_ENGINE_RUN_H
+#ifndef ARB_ENGINE_RUN_STATE_H
+#define ARB_ENGINE_RUN_STATE_H
 
 #include <stdint.h>
 
-#include "stats/ab.h"
+#include "base/meta.h"
+#include "base/stats.h"
 #include "model/backend.h"
+#include "results/results.h"
 #include "runtime/hostops.h"
 #include "runtime/loader.h"
-#include "base/meta.h"
-#include "results/results.h"
-#include "base/stats.h"
+#include "stats/ab.h"
 
 #define ARB_ENGINE_MAX_CFGS 4
 #define ARB_ENGINE_MAX_INSTS 8 /* distinct instances of one configuration */
@@ -30,27 +27,32 @@
 enum { ARB_PHASE_DECODE = 0, ARB_PHASE_VERIFY = 1, ARB_PHASE_SPEC = 2, ARB_PHASES };
 extern const char *const arb_phase_names[ARB_PHASES];
 
+/* What a run configuration is for: the compute-only replay (noop on the GPU, no
+ * communication on the CPU), the chosen implementation (the one that gets rows), the
+ * --baseline of the A/B. */
+typedef enum arb_cfg_role { ARB_CFG_COMPUTE_ONLY, ARB_CFG_IMPL, ARB_CFG_BASELINE, ARB_CFG_ROLES } arb_cfg_role_t;
+extern const char *const arb_cfg_role_names[ARB_CFG_ROLES]; /* "compute-only", "impl", "baseline" */
+
 /* What one (configuration, mode, phase) measured. */
 typedef struct arb_phase_result {
-    int ran;              /* 0: not run (the mode was declined: note says why) */
-    char note[256];
-    unsigned T, nsteps;
-    double *us;           /* [nsteps] step time, max over ranks */
+    int ran;              /* 0: not run */
+    unsigned T, nsteps;   /* spec: nsteps counts the cycles */
+    double *us;           /* [nsteps] step (spec: cycle) time, max over ranks */
     arb_stats_t st;
     double bytes;         /* mean bytes a step must read (max over ranks) */
     double experts;       /* distinct routed experts per MoE layer, mean over steps */
-    uint32_t *tokens;     /* decode: [nsteps + spec_k] greedy outputs; verify: [nsteps * T] */
-    unsigned agree, compared; /* verify outputs equal to the decode run's tokens */
+    uint32_t *tokens;     /* decode: [nsteps + spec_k + 1] the greedy chain; verify: [nsteps * T]; spec: [produced] */
+    unsigned agree, compared; /* verify, spec: outputs equal to the decode run's tokens */
     double moe_ours_us, moe_ours_bytes, moe_cublas_us, moe_cublas_bytes; /* < 0: not measured */
     unsigned produced;    /* spec: tokens the cycles produced (accepted drafts + one per cycle) */
     double total_us;      /* spec: sum of the cycles' times */
-    double draft_us, verify_us; /* spec: medians per cycle of the draft's k steps and of the verify (max over ranks) */
+    double draft_us, verify_us; /* spec: medians per cycle of the draft's k steps and of the verify */
     double accept_rate;   /* spec: the p these cycles ran at */
 } arb_phase_result_t;
 
 /* One run configuration: which instance serves each site. */
 typedef struct arb_runcfg {
-    char label[32];        /* "impl" or "compute-only" */
+    arb_cfg_role_t role;
     arb_impl_spec_t spec;  /* the implementation at every site ("" name: no communication) */
     arb_loaded_plugin_t lp[ARB_ENGINE_MAX_INSTS];
     arb_inst_t *inst[ARB_ENGINE_MAX_INSTS];
@@ -61,10 +63,33 @@ typedef struct arb_runcfg {
     char describe_t1[256];
     char describe[256];    /* the instance's resolved parameters */
     char fusion[32];       /* path of the fused op: plugin, composed, mixed, local */
-    arb_phase_result_t res[ARB_MODE_COUNT][ARB_PHASES]; /* [.][ARB_PHASE_SPEC] unused: see spec */
+    arb_phase_result_t res[ARB_MODE_COUNT][ARB_PHASES]; /* [.][ARB_PHASE_SPEC] unused: see specs */
     arb_phase_result_t specs[ARB_MODE_COUNT][ARB_ENGINE_MAX_RATES]; /* per --accept-rate value, in its order */
-    int borrowed;          /* the instances belong to the profile's registry (engine/run/run_profile.h) */
+    int borrowed;          /* the instances belong to a registry (engine/run/run_profile.h) */
 } arb_runcfg_t;
+
+/* One side of an A/B phase (docs/engine-e2e.md): its interleaved steps and the comparison. */
+typedef struct arb_run_ab_row {
+    int side;                       /* ARB_AB_A (the baseline) or ARB_AB_B (the candidate) */
+    const arb_runcfg_t *baseline;
+    unsigned T;
+    const double *us;               /* [n] this side's step times, max over ranks */
+    size_t n;
+    const arb_ab_result_t *cmp;     /* speedup = median(A) / median(B), its interval, each side's statistics */
+    const arb_agreement_t *agree;
+} arb_run_ab_row_t;
+
+/* What a measurement hands to the row sink. */
+typedef struct arb_run_row {
+    const arb_runcfg_t *c;
+    int mode, phase;
+    unsigned rate;                  /* spec: the index of its --accept-rate value */
+    const arb_phase_result_t *res;  /* decode, verify, spec; NULL for an A/B row */
+    const arb_run_ab_row_t *ab;         /* an A/B row (phase: decode or verify) */
+} arb_run_row_t;
+
+struct arb_engine_run;
+typedef void (*arb_row_sink_fn)(struct arb_engine_run *r, const arb_run_row_t *row);
 
 typedef struct arb_engine_run {
     const arb_engine_opts_t *o;
@@ -80,54 +105,23 @@ typedef struct arb_engine_run {
     unsigned modes;          /* bits of the modes that run */
     double bandwidth;        /* bytes/s, streaming read, < 0 when not measured */
     double check_max_logit_diff; /* --check-steps: |gpu - cpu| logits, < 0: not checked */
-    arb_results_writer_t *rows;  /* rank 0 */
     unsigned check_agree, check_compared;
+    arb_row_sink_fn sink;    /* rank 0: where the implementation's measurements go; NULL elsewhere */
+    arb_results_writer_t *rows;  /* the sink's CSV */
     int progress;            /* rank 0 writes progress lines to a terminal */
     char out[4096];
 } arb_engine_run_t;
 
-/* run.c: `arbench engine` after option parsing; returns the exit status. */
-int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **argv);
+/* The configuration of that role, or NULL. */
+arb_runcfg_t *arb_run_find(arb_engine_run_t *r, arb_cfg_role_t role);
+const arb_runcfg_t *arb_run_find_const(const arb_engine_run_t *r, arb_cfg_role_t role);
 
-/* run_steps.c */
-arb_status_t arb_run_config(arb_engine_run_t *r, arb_runcfg_t *c, char *why, size_t len);
-arb_status_t arb_run_check(arb_engine_run_t *r, void *gpu_model, uint32_t gpu_g0, char *why, size_t len);
-/* run_spec.c: speculative cycles at acceptance p on the decode chain g (--accept-rate) */
-arb_status_t arb_run_spec_phase(arb_engine_run_t *r, arb_runcfg_t *c, void *model, arb_mode_t mode, const uint32_t *g,
-                                double p, arb_phase_result_t *pr, int32_t *ebuf, char *why, size_t len);
-/* run_steps.c helpers shared with run_check.c and run_spec.c */
-arb_status_t arb_run_phase_alloc(arb_phase_result_t *pr, unsigned T, unsigned nsteps, size_t ntokens, double **mine,
-                                 char *why, size_t len);
-arb_status_t arb_run_step_bytes(arb_engine_run_t *r, void *model, unsigned T, unsigned pos0, double *bytes,
-                                double *experts, int32_t *ebuf, char *why, size_t len);
-arb_status_t arb_run_finish_times(arb_engine_run_t *r, arb_phase_result_t *pr, double *mine, char *why, size_t len);
-void arb_run_progress(const arb_engine_run_t *r, const char *what, unsigned done, unsigned total);
-arb_status_t arb_run_agree(arb_engine_run_t *r, arb_status_t st, char *why, size_t len);
-arb_status_t arb_run_greedy(arb_engine_run_t *r, const arb_backend_ops_t *be, void *model, unsigned T, uint32_t *out,
-                            char *why, size_t len);
-arb_status_t arb_run_prefill(arb_engine_run_t *r, const arb_backend_ops_t *be, arb_runcfg_t *c, void *model,
-                             uint32_t *g0, char *why, size_t len);
-arb_status_t arb_run_step(arb_engine_run_t *r, const arb_backend_ops_t *be, arb_runcfg_t *c, void *model,
-                          const uint32_t *tokens, unsigned T, unsigned pos0, arb_mode_t mode, double *us, char *why,
-                          size_t len);
-uint32_t arb_prompt_token(const arb_engine_run_t *r, unsigned pos);
-
-/* 1 for the configuration of the chosen implementation (the one that gets rows). */
-int arb_run_is_impl(const arb_runcfg_t *c);
-
-/* run_rows.c (rank 0): the results CSV (docs/engine.md), one row per (mode, phase) of
- * the implementation's configuration, written as soon as the phase finished. */
-int arb_run_open_rows(arb_engine_run_t *r, char *err, size_t len);
-void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase);
-/* the row of the speculative cycles at the i-th --accept-rate value */
-void arb_run_spec_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, unsigned i);
-void arb_run_ab_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase, int role, const double *us,
-                    size_t n, unsigned T, const arb_ab_result_t *cmp, const arb_agreement_t *ag, const char *bname,
-                    const char *bparams);
-void arb_run_close_rows(arb_engine_run_t *r);
-void arb_run_print_table(const arb_engine_run_t *r);
-extern const char *const arb_engine_columns[];
-extern const unsigned arb_engine_ncolumns;
+/* Hands a measurement to the sink (rank 0); the other ranks have none. */
+static inline void arb_run_emit(arb_engine_run_t *r, const arb_run_row_t *row)
+{
+    if (r->sink)
+        r->sink(r, row);
+}
 
 /* Logits of two computations of the same function (GPU vs the CPU reference, TP=1 vs
  * TP=2) agree when |a - b| <= ARB_ENGINE_LOGIT_TOL everywhere. Why 0.25: logits here
