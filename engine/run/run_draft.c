@@ -7,7 +7,15 @@
 #include <string.h>
 
 #include "arbench/status.h"
-#include "run/spec_pair.h"
+
+void arb_draft_config(const arb_model_config_t *target, arb_model_config_t *draft)
+{
+    *draft = *target;
+    draft->num_hidden_layers = 1;
+    draft->first_k_dense_replace = 1; /* a dense decoder layer */
+    size_t n = strlen(draft->overrides);
+    snprintf(draft->overrides + n, sizeof draft->overrides - n, "%sdraft=1 dense layer", n ? "," : "");
+}
 
 arb_status_t arb_run_draft_open(arb_engine_run_t *r, arb_runcfg_t *c, arb_mode_t mode, arb_run_draft_t *d, char *why,
                                 size_t len)

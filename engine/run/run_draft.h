@@ -3,11 +3,12 @@
  * The draft model of the speculative cycles (docs/engine-e2e.md): the target's
  * configuration with one dense decoder layer at the same hidden size (arb_draft_config),
  * sharded like the target and built on the same call-site instances, so each draft step
- * makes 2 all-reduce calls. Prefilled with
+ * makes 2 all-reduce calls. Unlike EAGLE's draft it reads only the token, not the
+ * target's hidden states (one fewer [H x 3H] projection per draft step). Prefilled with
  * the prompt; per cycle it first catches up on the positions it has not seen (the tokens
  * the target accepted), then runs k steps at T = 1 on the cycle's inputs
  * [a, d_1 .. d_{k-1}] with its own greedy argmax. The cycle's tokens stay the accept
- * scheme's (run_spec.c): the draft contributes its time.
+ * scheme's (engine/stats/spec.h): the draft contributes its time.
  */
 #ifndef ARB_ENGINE_RUN_DRAFT_H
 #define ARB_ENGINE_RUN_DRAFT_H
@@ -23,6 +24,9 @@ typedef struct arb_run_draft {
     unsigned len;       /* positions (from 0) the draft's cache holds */
     unsigned cap;
 } arb_run_draft_t;
+
+/* The draft's configuration: the target's with one (dense) decoder layer. */
+void arb_draft_config(const arb_model_config_t *target, arb_model_config_t *draft);
 
 /* Collective: builds and prefills the draft (to --context); its steps run in `mode`. */
 arb_status_t arb_run_draft_open(arb_engine_run_t *r, arb_runcfg_t *c, arb_mode_t mode, arb_run_draft_t *d, char *why,

@@ -205,7 +205,7 @@ static arb_status_t run_mode(arb_stepper_t *s, uint32_t g0, char *why, size_t le
         moe_bench(r, s->model, v);
     emit(r, c, mode, ARB_PHASE_VERIFY, 0, v);
     for (unsigned i = 0; i < r->o->naccept; i++) {
-        ARB_TRY(arb_run_spec_phase(s, d->tokens, r->o->accept_rates[i], &c->specs[mode][i], why, len));
+        ARB_TRY(arb_run_spec_phase(s, d->tokens, r->o->accept_rates[i], d->st.median, &c->specs[mode][i], why, len));
         emit(r, c, mode, ARB_PHASE_SPEC, i, &c->specs[mode][i]);
     }
     return ARB_OK;

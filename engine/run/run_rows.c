@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "results/results.h"
-#include "stats/spec.h"
 
 /* The sweep's metadata columns (docs/results.md), then the engine's. */
 #define ARB_ENGINE_COLUMNS(X)                                                                    \
@@ -132,24 +131,18 @@ static void write_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int 
     setd(&t, EC_max_us, p->st.max, "%.3f");
     if (phase == ARB_PHASE_DECODE)
         setd(&t, EC_tok_s, 1e6 / p->st.median, "%.2f");
-    if (phase == ARB_PHASE_SPEC) {
-        setd(&t, EC_tok_s, p->produced / p->total_us * 1e6, "%.2f");
+    if (phase == ARB_PHASE_SPEC) { /* the cycles' summary (engine/stats/spec.h) against this mode's decode */
+        const arb_spec_summary_t *sm = &p->spec;
+        setd(&t, EC_tok_s, sm->spec_tok_s, "%.2f");
         setd(&t, EC_accept_rate, p->accept_rate, "%.3f");
-        setd(&t, EC_accepted_per_cycle, (double)p->produced / p->nsteps - 1.0, "%.3f");
-        /* the draft's share, the ratio to plain decode, the break-even acceptance */
-        const arb_phase_result_t *dp = &c->res[mode][ARB_PHASE_DECODE];
-        setd(&t, EC_draft_us, p->draft_us, "%.3f");
-        setd(&t, EC_verify_us, p->verify_us, "%.3f");
-        double be = NAN;
-        char bwhy[256];
-        if (dp->ran && dp->st.median > 0) {
-            setd(&t, EC_spec_ratio, p->produced / p->total_us * 1e6 / (1e6 / dp->st.median), "%.4f");
-            if (arb_spec_break_even(r->o->spec_k, p->draft_us / r->o->spec_k, p->verify_us, dp->st.median, &be, bwhy,
-                                    sizeof bwhy) == ARB_OK && isinf(be))
-                snprintf(t.b[EC_break_even], 96, "inf");
-            else
-                setd(&t, EC_break_even, be, "%.4f");
-        }
+        setd(&t, EC_accepted_per_cycle, sm->mean_accepted, "%.3f");
+        setd(&t, EC_draft_us, sm->draft_us, "%.3f");
+        setd(&t, EC_verify_us, sm->verify_us, "%.3f");
+        setd(&t, EC_spec_ratio, sm->ratio, "%.4f");
+        if (isinf(sm->break_even))
+            snprintf(t.b[EC_break_even], 96, "inf");
+        else
+            setd(&t, EC_break_even, sm->break_even, "%.4f");
     }
     if (q) {
         setd(&t, EC_compute_only_us, q->st.median, "%.3f");
@@ -272,20 +265,19 @@ static void print_spec_table(const arb_engine_run_t *r, const arb_runcfg_t *c)
     int head = 0;
     for (int mode = 0; mode < ARB_MODE_COUNT; mode++)
         for (unsigned i = 0; i < r->o->naccept; i++) {
-            const arb_phase_result_t *p = &c->specs[mode][i], *d = &c->res[mode][ARB_PHASE_DECODE];
-            if (!p->ran || !p->nsteps || !d->ran || !(d->st.median > 0))
+            const arb_phase_result_t *p = &c->specs[mode][i];
+            const arb_spec_summary_t *sm = &p->spec;
+            if (!p->ran)
                 continue;
             if (!head++)
                 printf("# %-6s %2s %5s %6s %7s %6s %10s %10s %8s %8s %9s %10s\n", "mode", "k", "p", "cycles", "acc/cyc",
                        "E[n]", "draft_us", "verify_us", "tok/s", "x_plain", "x_plain@E", "break_even");
-            double en = arb_spec_expected_accepted(p->accept_rate, k), be = NAN;
-            char bwhy[256], bes[16] = "-";
-            if (arb_spec_break_even(k, p->draft_us / k, p->verify_us, d->st.median, &be, bwhy, sizeof bwhy) == ARB_OK)
-                snprintf(bes, sizeof bes, isinf(be) ? "inf" : "%.3f", be);
-            const double tok = p->produced / p->total_us * 1e6, plain = 1e6 / d->st.median;
+            double en = arb_spec_expected_accepted(p->accept_rate, k);
+            char bes[16];
+            snprintf(bes, sizeof bes, isinf(sm->break_even) ? "inf" : "%.3f", sm->break_even);
             printf("# %-6s %2u %5.2f %6u %7.3f %6.3f %10.1f %10.1f %8.1f %8.3f %9.3f %10s\n", arb_mode_names[mode], k,
-                   p->accept_rate, p->nsteps, (double)p->produced / p->nsteps - 1.0, en, p->draft_us, p->verify_us, tok,
-                   tok / plain, (1 + en) / (p->draft_us + p->verify_us) * 1e6 / plain, bes);
+                   p->accept_rate, p->nsteps, sm->mean_accepted, en, sm->draft_us, sm->verify_us, sm->spec_tok_s,
+                   sm->ratio, (1 + en) / (sm->draft_us + sm->verify_us) * 1e6 / sm->plain_tok_s, bes);
         }
 }
 
@@ -323,7 +315,7 @@ void arb_run_print_table(const arb_engine_run_t *r)
             if (ph == ARB_PHASE_DECODE)
                 snprintf(tk, sizeof tk, "%.1f", 1e6 / p->st.median);
             else if (ph == ARB_PHASE_SPEC)
-                snprintf(tk, sizeof tk, "%.1f", p->produced / p->total_us * 1e6);
+                snprintf(tk, sizeof tk, "%.1f", p->spec.spec_tok_s);
             printf("# %-6s %-6s %3u %11.1f %11.1f %11.1f %10s %9s %11s %10s %9s\n", arb_mode_names[mode],
                    arb_phase_names[ph], p->T, p->st.median, p->st.p10, p->st.p90, tk, share, fl, xf, ag);
         }

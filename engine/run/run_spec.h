@@ -1,17 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Speculative cycles (--accept-rate p) on the decode chain g_0, g_1, ... of the same run:
- * a cycle at position P (relative i) verifies [a, d_1 .. d_k] with T = k + 1, where a is
- * the token accepted last and draft d_j is the right token g_{i+j} with probability p
- * (draw j of cycle c: arb_wgen ARB_W_ACCEPT, index c * 64 + j) or a wrong one. Accepted
- * is the longest prefix of drafts equal to the target's greedy outputs; the cycle
- * produces accepted + 1 tokens (the target's output after the last accepted draft is
- * the bonus token) and the next cycle starts after them: the rejected drafts' cache
- * rows are rolled back by being overwritten. Greedy speculative decoding must produce
- * exactly the decode chain: `agree` counts the produced tokens equal to it.
- * The draft model (engine/run/run_draft.h: one dense layer on the same call sites) runs its
- * k steps before each verify; a cycle's time is the draft's plus the verify's, and their
- * medians go to the row (draft_us, verify_us).
+ * The speculative phase of the run driver (--accept-rate p): engine/stats/spec.h's cycles
+ * (arb_spec_run: the planted drafts, the greedy acceptance, the rollback) on the decode
+ * chain of the same run, with the target's verify and the draft model's steps
+ * (engine/run/run_draft.h) as its model; a cycle's time is the draft's plus the verify's.
  */
 #ifndef ARB_ENGINE_RUN_SPEC_H
 #define ARB_ENGINE_RUN_SPEC_H
@@ -22,8 +14,9 @@
 #include "run/step.h"
 
 /* Collective: at most --steps cycles at acceptance p on the decode chain g (--steps +
- * --spec-k + 1 tokens), until --steps tokens are produced. */
-arb_status_t arb_run_spec_phase(arb_stepper_t *target, const uint32_t *g, double p, arb_phase_result_t *pr, char *why,
-                                size_t len);
+ * --spec-k + 1 tokens), until --steps tokens are produced; plain_us: this mode's decode
+ * median (the summary's ratio and break-even). */
+arb_status_t arb_run_spec_phase(arb_stepper_t *target, const uint32_t *g, double p, double plain_us,
+                                arb_phase_result_t *pr, char *why, size_t len);
 
 #endif

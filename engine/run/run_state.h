@@ -19,6 +19,7 @@
 #include "runtime/hostops.h"
 #include "runtime/loader.h"
 #include "stats/ab.h"
+#include "stats/spec.h"
 
 #define ARB_ENGINE_MAX_CFGS 4
 #define ARB_ENGINE_MAX_INSTS 8 /* distinct instances of one configuration */
@@ -45,9 +46,8 @@ typedef struct arb_phase_result {
     unsigned agree, compared; /* verify, spec: outputs equal to the decode run's tokens */
     double moe_ours_us, moe_ours_bytes, moe_cublas_us, moe_cublas_bytes; /* < 0: not measured */
     unsigned produced;    /* spec: tokens the cycles produced (accepted drafts + one per cycle) */
-    double total_us;      /* spec: sum of the cycles' times */
-    double draft_us, verify_us; /* spec: medians per cycle of the draft's k steps and of the verify */
     double accept_rate;   /* spec: the p these cycles ran at */
+    arb_spec_summary_t spec; /* spec: medians, tok/s, ratio to this mode's decode, break-even (engine/stats/spec.h) */
 } arb_phase_result_t;
 
 /* One run configuration: which instance serves each site. */
