@@ -1,17 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * --check-steps N (gpu backend): the CPU reference of the same shard on the same rank,
- * with mpi-host at its call sites when there are several ranks, runs the same prefill
- * and the first N decode steps on the GPU's token chain; greedy tokens are compared
- * and the largest |logit difference| recorded against ARB_ENGINE_LOGIT_TOL.
- */
+/* --check-steps against the CPU reference; see run_check.h. */
+#include "run/run_check.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arbench/status.h"
 #include "model/memplan.h"
-#include "run/run_check.h"
 
 /* The reference must fit easily in host memory: it holds the shard in bf16. */
 #define ARB_CHECK_MAX_BYTES 8e9
