@@ -128,6 +128,9 @@ arb_status_t arb_step_prefill(arb_stepper_t *s, uint32_t *g0, char *why, size_t 
         *g0 = arb_prompt_token(r, 0);
         return ARB_OK;
     }
+    if (chunk > ARB_STEP_MAX_T) /* every rank has the same options: all return here */
+        ARB_RAISE(ARB_ERR_INVALID, why, len, "--prefill-chunk %u: expected at most %d tokens per step", chunk,
+                  ARB_STEP_MAX_T);
     for (unsigned p = 0; p < ctx; p += chunk) {
         unsigned T = ctx - p < chunk ? ctx - p : chunk;
         for (unsigned t = 0; t < T; t++)
