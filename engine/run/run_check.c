@@ -1,10 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * --check-steps N (gpu backend): the CPU reference of the same shard on the same rank,
- * with mpi-host at its call sites when there are several ranks, runs the same prefill
- * and the first N decode steps on the GPU's token chain; greedy tokens are compared
- * and the largest |logit difference| recorded against ARB_ENGINE_LOGIT_TOL.
- */
+/* --check-steps against the CPU reference; see run_check.h. */
+#include "run/run_check.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +9,6 @@
 #include "arbench/status.h"
 #include "cpu/cpu_ref.h"
 #include "model/memplan.h"
-#include "run/run.h"
 
 
 static arb_status_t open_host_sites(arb_engine_run_t *r, arb_loaded_plugin_t *lp, arb_inst_t **inst,
@@ -34,8 +30,9 @@ static arb_status_t open_host_sites(arb_engine_run_t *r, arb_loaded_plugin_t *lp
     return ARB_OK;
 }
 
-arb_status_t arb_run_check(arb_engine_run_t *r, void *gpu_model, uint32_t gpu_g0, char *why, size_t len)
+arb_status_t arb_run_check(arb_stepper_t *gpu, uint32_t gpu_g0, char *why, size_t len)
 {
+    arb_engine_run_t *r = gpu->r;
     const unsigned N = r->o->check_steps, P0 = r->o->context, L = r->cfg.num_hidden_layers;
     arb_memplan_t plan;
     /* the reference holds the shard in the run's format (INT4 experts packed as on the GPU) */
@@ -54,18 +51,20 @@ arb_status_t arb_run_check(arb_engine_run_t *r, void *gpu_model, uint32_t gpu_g0
     arb_loaded_plugin_t lp = {0};
     arb_inst_t *inst = NULL, **sites = calloc(2 * L, sizeof *sites);
     float *lg = NULL, *lc = NULL;
-    void *cpu = NULL;
     const arb_backend_ops_t *cb = &arb_engine_backend_cpu;
+    arb_stepper_t cpu = {.r = r, .be = cb, .mode = ARB_MODE_EAGER};
+    arb_stepper_t g = *gpu;
+    g.mode = ARB_MODE_EAGER;
     arb_engine_setup_t cs = r->s;
     cs.cuda_device = -1;
     if (!sites)
         ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");
     arb_status_t st = arb_run_agree(r, open_host_sites(r, &lp, &inst, sites, why, len), why, len);
     if (st == ARB_OK)
-        st = arb_run_agree(r, cb->create(&cs, inst ? sites : NULL, NULL, &cpu, why, len), why, len);
+        st = arb_run_agree(r, cb->create(&cs, inst ? sites : NULL, NULL, &cpu.model, why, len), why, len);
     uint32_t g0 = 0;
     if (st == ARB_OK)
-        st = arb_run_prefill(r, cb, NULL, cpu, &g0, why, len);
+        st = arb_step_prefill(&cpu, &g0, why, len);
     r->check_agree = r->check_compared = 0;
     r->check_max_logit_diff = 0;
     if (st == ARB_OK) {
@@ -77,19 +76,14 @@ arb_status_t arb_run_check(arb_engine_run_t *r, void *gpu_model, uint32_t gpu_g0
         st = ARB_ERR_SYSTEM;
     uint32_t tok = gpu_g0;
     for (unsigned i = 0; i < N && st == ARB_OK; i++) {
-        double us;
-        uint32_t tg = 0, tc = 0;
-        st = arb_run_step(r, r->be, &r->cfgs[r->ncfgs - 1], gpu_model, &tok, 1, P0 + i, ARB_MODE_EAGER, &us, why, len);
+        arb_step_t og, oc;
+        st = arb_step_once(&g, &tok, 1, P0 + i, ARB_STEP_GREEDY, &og, why, len);
         if (st == ARB_OK)
-            st = arb_run_step(r, cb, NULL, cpu, &tok, 1, P0 + i, ARB_MODE_EAGER, &us, why, len);
+            st = arb_step_once(&cpu, &tok, 1, P0 + i, ARB_STEP_GREEDY, &oc, why, len);
         if (st == ARB_OK)
-            st = arb_run_greedy(r, r->be, gpu_model, 1, &tg, why, len);
+            st = arb_run_agree(r, g.be->logits(g.model, 1, lg, &vr, &vb, why, len), why, len);
         if (st == ARB_OK)
-            st = arb_run_greedy(r, cb, cpu, 1, &tc, why, len);
-        if (st == ARB_OK)
-            st = arb_run_agree(r, r->be->logits(gpu_model, 1, lg, &vr, &vb, why, len), why, len);
-        if (st == ARB_OK)
-            st = arb_run_agree(r, cb->logits(cpu, 1, lc, &vr, &vb, why, len), why, len);
+            st = arb_run_agree(r, cb->logits(cpu.model, 1, lc, &vr, &vb, why, len), why, len);
         if (st != ARB_OK)
             break;
         for (unsigned v = 0; v < vr; v++) {
@@ -97,12 +91,12 @@ arb_status_t arb_run_check(arb_engine_run_t *r, void *gpu_model, uint32_t gpu_g0
             r->check_max_logit_diff = isnan(d) || d > r->check_max_logit_diff ? (isnan(d) ? INFINITY : d)
                                                                                : r->check_max_logit_diff;
         }
-        r->check_agree += tg == tc, r->check_compared++;
-        tok = tg; /* both follow the GPU's chain, so one disagreement does not cascade */
+        r->check_agree += og.greedy[0] == oc.greedy[0], r->check_compared++;
+        tok = og.greedy[0]; /* both follow the GPU's chain, so one disagreement does not cascade */
     }
     MPI_Allreduce(MPI_IN_PLACE, &r->check_max_logit_diff, 1, MPI_DOUBLE, MPI_MAX, r->m->world);
-    if (cpu)
-        cb->destroy(cpu);
+    if (cpu.model)
+        cb->destroy(cpu.model);
     if (inst) {
         arb_inst_close(inst);
         arb_plugin_unload(&lp);

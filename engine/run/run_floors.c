@@ -9,7 +9,8 @@
 #include <unistd.h>
 
 #include "model/memplan.h"
-#include "run/run.h"
+#include "run/run_state.h"
+#include "run/step.h"
 
 const char *const arb_floor_family_names[ARB_FLOOR_FAMILIES] = {
     "embed", "qkv_a", "mla_prep", "q_b", "absorb", "attend", "combine", "o_proj",
@@ -273,16 +274,19 @@ static int measure(arb_engine_run_t *r, void *model, const uint32_t *tokens, uns
     return 0;
 }
 
-static int one_table(arb_engine_run_t *r, arb_runcfg_t *c, void *model, const uint32_t *tokens, unsigned T,
-                     int phase, int graph_ran, int32_t *ebuf, arb_floor_table_t *t)
+static int one_table(arb_stepper_t *s, const uint32_t *tokens, unsigned T, int phase, int graph_ran,
+                     arb_floor_table_t *t)
 {
+    arb_engine_run_t *r = s->r;
+    arb_runcfg_t *c = s->c;
+    void *model = s->model;
     const unsigned pos0 = r->o->context;
-    double us = 0, bytes = 0, experts = 0;
     char why[512] = "";
     /* one eager step on these inputs: the routing whose experts the floors count */
-    arb_status_t st = arb_run_step(r, r->be, c, model, tokens, T, pos0, ARB_MODE_EAGER, &us, why, sizeof why);
-    if (st == ARB_OK)
-        st = arb_run_step_bytes(r, model, T, pos0, &bytes, &experts, ebuf, why, sizeof why);
+    arb_step_t step;
+    s->mode = ARB_MODE_EAGER;
+    arb_status_t st = arb_step_once(s, tokens, T, pos0, ARB_STEP_BYTES, &step, why, sizeof why);
+    const double experts = step.experts;
     if (st != ARB_OK) {
         if (r->m->rank == 0)
             fprintf(stderr, "# per-kernel floors at T=%u: %s\n", T, why);
@@ -301,8 +305,10 @@ static int one_table(arb_engine_run_t *r, arb_runcfg_t *c, void *model, const ui
     return 0;
 }
 
-void arb_run_floors(arb_engine_run_t *r, arb_runcfg_t *c, void *model, int32_t *ebuf)
+void arb_run_floors(arb_stepper_t *s)
 {
+    arb_engine_run_t *r = s->r;
+    arb_runcfg_t *c = s->c;
     if (!r->be->kernel_times) {
         if (r->m->rank == 0)
             printf("# per-kernel floors: not available on the %s backend (no kernel profile)\n", r->be->name);
@@ -320,7 +326,7 @@ void arb_run_floors(arb_engine_run_t *r, arb_runcfg_t *c, void *model, int32_t *
     arb_floor_table_t t[2];
     unsigned n = 0;
     for (int i = 0; i < 2; i++)
-        if (one_table(r, c, model, chain, Ts[i], i ? ARB_PHASE_VERIFY : ARB_PHASE_DECODE, graph_ran, ebuf, &t[n]) == 0)
+        if (one_table(s, chain, Ts[i], i ? ARB_PHASE_VERIFY : ARB_PHASE_DECODE, graph_ran, &t[n]) == 0)
             n++;
     if (r->m->rank != 0 || n == 0)
         return;

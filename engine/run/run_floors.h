@@ -101,11 +101,11 @@ int arb_floor_write_csv(const char *path, const arb_floor_csv_info_t *info, cons
 /* "<results without .csv>-kernels.csv" */
 void arb_floor_csv_path(const char *results, char *out, size_t len);
 
-struct arb_engine_run;
-struct arb_runcfg;
-/* The driver's call after the implementation's phases (collective): the table at T = 1 and
- * T = k + 1 at P0 = --context on the decode chain, printed and written on rank 0; a backend
- * without a kernel profile says so. A failure is reported, not fatal. */
-void arb_run_floors(struct arb_engine_run *r, struct arb_runcfg *c, void *model, int32_t *ebuf);
+struct arb_stepper;
+/* The driver's call after the implementation's phases (collective), on that configuration's
+ * stepper (run/step.h, with ARB_STEP_BYTES scratch): the table at T = 1 and T = k + 1 at
+ * P0 = --context on the decode chain, printed and written on rank 0; a backend without a
+ * kernel profile says so. A failure is reported, not fatal. */
+void arb_run_floors(struct arb_stepper *s);
 
 #endif
