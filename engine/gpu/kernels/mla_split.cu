@@ -53,21 +53,29 @@ __global__ void __launch_bounds__(kPosWarps *kWarp)
     mla_attend_pos_kernel(const bf16 *__restrict__ qlat, const bf16 *__restrict__ qpe,
                           const bf16 *__restrict__ cache_ckv, const bf16 *__restrict__ cache_kpe,
                           const int32_t *__restrict__ pos0, float *__restrict__ partial, int nh_r, int dr, int rkv,
-                          float scale, int T)
+                          float scale, int T, int prewait)
 {
     extern __shared__ uint4 smem_v[];
-    pdl_begin();
+    pdl_launch_dependents();
+    // P0 is set before the step; cache rows below P0 are earlier steps' (mla_prep of this
+    // step writes rows P0 .. P0 + T - 1 only), so they are staged before the PDL wait and
+    // the chunk's fetch overlaps the kernels before this one.
     const int P0 = *pos0, L = P0 + T, c0 = blockIdx.x * kAttnChunk;
     if (c0 >= L)
         return;
     const int n = min(kAttnChunk, L - c0), R = T * nh_r, ps = rkv + 4, nv = rkv / 8, nvr = dr / 8;
+    const int old = prewait ? max(0, min(n, P0 - c0)) : 0; // rows staged before the wait
     uint4 *ckv = smem_v;
     uint4 *kpe = ckv + kAttnChunk * nv;
     uint4 *ql = kpe + kAttnChunk * nvr;
     uint4 *qp = ql + (size_t)R * nv;
     float *sc = reinterpret_cast<float *>(qp + (size_t)R * nvr);
-    stage<true>(ckv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)c0 * rkv), n * nv);
-    stage<true>(kpe, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)c0 * dr), n * nvr);
+    stage<true>(ckv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)c0 * rkv), old * nv);
+    stage<true>(kpe, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)c0 * dr), old * nvr);
+    pdl_wait();
+    stage<true>(ckv + old * nv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)(c0 + old) * rkv), (n - old) * nv);
+    stage<true>(kpe + old * nvr, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)(c0 + old) * dr),
+                (n - old) * nvr);
     stage<false>(ql, reinterpret_cast<const uint4 *>(qlat), R * nv);
     stage<false>(qp, reinterpret_cast<const uint4 *>(qpe), R * nvr);
     __syncthreads();
@@ -213,6 +221,50 @@ __global__ void __launch_bounds__(kMergeCols *kMergeStrands)
     }
 }
 
+// The same merge with a float4 of columns per thread and sixteen strands, so each thread
+// has its (at most) eight chunks' loads in flight at once at 4096 positions.
+constexpr int kMerge4Quads = kMergeCols / 4;
+constexpr int kMerge4Strands = 16;
+
+__global__ void __launch_bounds__(kMerge4Quads *kMerge4Strands)
+    mla_merge4_kernel(const float *__restrict__ partial, const int32_t *__restrict__ pos0, bf16 *__restrict__ olat,
+                      int R, int rkv, int T)
+{
+    __shared__ float wch[kMaxChunks]; // exp(m_c - M)
+    __shared__ float4 red[kMerge4Strands][kMerge4Quads];
+    __shared__ float scratch[kWarp];
+    pdl_begin();
+    const int r = blockIdx.x, ps = rkv + 4;
+    const int nch = (*pos0 + T + kAttnChunk - 1) / kAttnChunk;
+    const size_t cstride = (size_t)R * ps; // floats, a multiple of 4 (rkv % 8 == 0)
+    const float *base = partial + (size_t)r * ps;
+    const float lsum = chunk_weights(base, cstride, rkv, nch, wch, scratch);
+    const int q = threadIdx.x % kMerge4Quads, strand = threadIdx.x / kMerge4Quads;
+    const int c = blockIdx.y * kMergeCols + 4 * q;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (c < rkv) {
+#pragma unroll 8
+        for (int ch = strand; ch < nch; ch += kMerge4Strands) {
+            const float w = wch[ch];
+            const float4 v = *reinterpret_cast<const float4 *>(base + ch * cstride + c);
+            acc.x = fmaf(w, v.x, acc.x), acc.y = fmaf(w, v.y, acc.y);
+            acc.z = fmaf(w, v.z, acc.z), acc.w = fmaf(w, v.w, acc.w);
+        }
+    }
+    red[strand][q] = acc;
+    __syncthreads();
+    if (strand == 0 && c < rkv) {
+        float4 s = red[0][q];
+#pragma unroll
+        for (int j = 1; j < kMerge4Strands; j++) { // fixed order
+            const float4 v = red[j][q];
+            s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
+        }
+        bf16 *dst = olat + (size_t)r * rkv + c; // olat is stored bf16 (forward.md)
+        dst[0] = to_bf(s.x / lsum), dst[1] = to_bf(s.y / lsum), dst[2] = to_bf(s.z / lsum), dst[3] = to_bf(s.w / lsum);
+    }
+}
+
 constexpr int kUvWarps = 8; // W_uv rows per block
 
 template <int T>
@@ -258,13 +310,18 @@ cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qp
         return cudaErrorInvalidValue;
     const dim3 grid((context + kAttnChunk - 1) / kAttnChunk);
     return launch(c, mla_attend_pos_kernel, grid, dim3(kPosWarps * kWarp), mla_attend_pos_smem(rkv, dr, nh_r, T),
-                  qlat, qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale, T);
+                  qlat, qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale, T, dev_env("ARB_DEV_ATTN_PREWAIT", 1));
 }
 
 cudaError_t mla_merge(const launch_ctx &c, const float *partial, const int32_t *pos0, bf16 *olat, int nh_r, int rkv,
                       int T)
 {
+    if (rkv % 8)
+        return cudaErrorInvalidValue;
     const dim3 grid(T * nh_r, (rkv + kMergeCols - 1) / kMergeCols);
+    if (dev_env("ARB_DEV_MERGE4", 1))
+        return launch(c, mla_merge4_kernel, grid, dim3(kMerge4Quads * kMerge4Strands), 0, partial, pos0, olat,
+                      T * nh_r, rkv, T);
     return launch(c, mla_merge_kernel, grid, dim3(kMergeCols * kMergeStrands), 0, partial, pos0, olat, T * nh_r, rkv,
                   T);
 }
