@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -167,13 +166,6 @@ __device__ __forceinline__ void warp_prefetch_l2(const void *p, size_t bytes)
     const char *c = static_cast<const char *>(p);
     for (size_t off = (size_t)(threadIdx.x % kWarp) * 128; off < bytes; off += kWarp * 128)
         asm volatile("prefetch.global.L2 [%0];" ::"l"(c + off));
-}
-
-// Development A/B switch (an integer from the environment, read once per call site).
-inline int dev_env(const char *name, int dflt)
-{
-    const char *v = getenv(name);
-    return v ? atoi(v) : dflt;
 }
 
 // Every engine kernel is launched here, so PDL is one switch.

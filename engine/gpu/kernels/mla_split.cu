@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
 // MLA attention over the latent cache (forward.md), in three launches; partials
 // [chunks x T nh_r x (rkv + 4)] fp32:
-//   mla_attend_pos  one CTA per kAttnChunk cache positions. Scores: each warp holds
+//   mla_attend_pos  one CTA per kAttnChunk cache positions, every head of the rank; the
+//                   chunk's rows of earlier steps are staged before the PDL wait. Scores: each warp holds
 //                   kPosPerWarp positions' latent and rope rows in registers (widened
 //                   once) and sweeps every (token, head) row of the step, the queries
 //                   from shared memory. Softmax: a lane per position. Exp-weighted sum:
 //                   a thread per 8 latent columns and a strand of rows.
 //   mla_merge       one CTA per (row, 64 latent columns): the chunk weights
-//                   exp(m_c - M), then each column summed over the chunks in four
-//                   interleaved strands added in a fixed order; olat rounded to bf16
+//                   exp(m_c - M), then a float4 of columns per thread summed over the
+//                   chunks in sixteen interleaved strands (at 4096 positions each
+//                   thread's eight loads in flight at once), the strands added in a
+//                   fixed order; olat rounded to bf16
 //   mla_uv          o[t,h] = olat[t,h] @ W_uv[h]^T: a warp per W_uv row (rowdot.cuh)
 // Every sum has a fixed order (no atomics), so replays are bit-identical.
 #include "gpu/kernels/kernels.h"
@@ -53,7 +56,7 @@ __global__ void __launch_bounds__(kPosWarps *kWarp)
     mla_attend_pos_kernel(const bf16 *__restrict__ qlat, const bf16 *__restrict__ qpe,
                           const bf16 *__restrict__ cache_ckv, const bf16 *__restrict__ cache_kpe,
                           const int32_t *__restrict__ pos0, float *__restrict__ partial, int nh_r, int dr, int rkv,
-                          float scale, int T, int prewait)
+                          float scale, int T)
 {
     extern __shared__ uint4 smem_v[];
     pdl_launch_dependents();
@@ -64,7 +67,7 @@ __global__ void __launch_bounds__(kPosWarps *kWarp)
     if (c0 >= L)
         return;
     const int n = min(kAttnChunk, L - c0), R = T * nh_r, ps = rkv + 4, nv = rkv / 8, nvr = dr / 8;
-    const int old = prewait ? max(0, min(n, P0 - c0)) : 0; // rows staged before the wait
+    const int old = max(0, min(n, P0 - c0)); // rows staged before the wait
     uint4 *ckv = smem_v;
     uint4 *kpe = ckv + kAttnChunk * nv;
     uint4 *ql = kpe + kAttnChunk * nvr;
@@ -187,51 +190,16 @@ __global__ void __launch_bounds__(kPosWarps *kWarp)
     }
 }
 
-constexpr int kMergeCols = 64;
-constexpr int kMergeStrands = 4;
+constexpr int kMergeCols = 64; // latent columns per merge block
+constexpr int kMergeQuads = kMergeCols / 4;
+constexpr int kMergeStrands = 16;
 
-__global__ void __launch_bounds__(kMergeCols *kMergeStrands)
+__global__ void __launch_bounds__(kMergeQuads *kMergeStrands)
     mla_merge_kernel(const float *__restrict__ partial, const int32_t *__restrict__ pos0, bf16 *__restrict__ olat,
                      int R, int rkv, int T)
 {
     __shared__ float wch[kMaxChunks]; // exp(m_c - M)
-    __shared__ float red[kMergeStrands][kMergeCols];
-    __shared__ float scratch[kWarp];
-    pdl_begin();
-    const int r = blockIdx.x, ps = rkv + 4;
-    const int nch = (*pos0 + T + kAttnChunk - 1) / kAttnChunk;
-    const size_t cstride = (size_t)R * ps;
-    const float *base = partial + (size_t)r * ps;
-    const float lsum = chunk_weights(base, cstride, rkv, nch, wch, scratch);
-    const int col = threadIdx.x % kMergeCols, strand = threadIdx.x / kMergeCols, c = blockIdx.y * kMergeCols + col;
-    float acc = 0.0f;
-    if (c < rkv) {
-#pragma unroll 8
-        for (int ch = strand; ch < nch; ch += kMergeStrands)
-            acc = fmaf(wch[ch], base[ch * cstride + c], acc);
-    }
-    red[strand][col] = acc;
-    __syncthreads();
-    if (strand == 0 && c < rkv) {
-        float s = red[0][col];
-#pragma unroll
-        for (int q = 1; q < kMergeStrands; q++) // fixed order
-            s += red[q][col];
-        olat[(size_t)r * rkv + c] = to_bf(s / lsum); // olat is stored bf16 (forward.md)
-    }
-}
-
-// The same merge with a float4 of columns per thread and sixteen strands, so each thread
-// has its (at most) eight chunks' loads in flight at once at 4096 positions.
-constexpr int kMerge4Quads = kMergeCols / 4;
-constexpr int kMerge4Strands = 16;
-
-__global__ void __launch_bounds__(kMerge4Quads *kMerge4Strands)
-    mla_merge4_kernel(const float *__restrict__ partial, const int32_t *__restrict__ pos0, bf16 *__restrict__ olat,
-                      int R, int rkv, int T)
-{
-    __shared__ float wch[kMaxChunks]; // exp(m_c - M)
-    __shared__ float4 red[kMerge4Strands][kMerge4Quads];
+    __shared__ float4 red[kMergeStrands][kMergeQuads];
     __shared__ float scratch[kWarp];
     pdl_begin();
     const int r = blockIdx.x, ps = rkv + 4;
@@ -239,12 +207,12 @@ __global__ void __launch_bounds__(kMerge4Quads *kMerge4Strands)
     const size_t cstride = (size_t)R * ps; // floats, a multiple of 4 (rkv % 8 == 0)
     const float *base = partial + (size_t)r * ps;
     const float lsum = chunk_weights(base, cstride, rkv, nch, wch, scratch);
-    const int q = threadIdx.x % kMerge4Quads, strand = threadIdx.x / kMerge4Quads;
+    const int q = threadIdx.x % kMergeQuads, strand = threadIdx.x / kMergeQuads;
     const int c = blockIdx.y * kMergeCols + 4 * q;
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (c < rkv) {
 #pragma unroll 8
-        for (int ch = strand; ch < nch; ch += kMerge4Strands) {
+        for (int ch = strand; ch < nch; ch += kMergeStrands) {
             const float w = wch[ch];
             const float4 v = *reinterpret_cast<const float4 *>(base + ch * cstride + c);
             acc.x = fmaf(w, v.x, acc.x), acc.y = fmaf(w, v.y, acc.y);
@@ -256,7 +224,7 @@ __global__ void __launch_bounds__(kMerge4Quads *kMerge4Strands)
     if (strand == 0 && c < rkv) {
         float4 s = red[0][q];
 #pragma unroll
-        for (int j = 1; j < kMerge4Strands; j++) { // fixed order
+        for (int j = 1; j < kMergeStrands; j++) { // fixed order
             const float4 v = red[j][q];
             s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
         }
@@ -310,7 +278,7 @@ cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qp
         return cudaErrorInvalidValue;
     const dim3 grid((context + kAttnChunk - 1) / kAttnChunk);
     return launch(c, mla_attend_pos_kernel, grid, dim3(kPosWarps * kWarp), mla_attend_pos_smem(rkv, dr, nh_r, T),
-                  qlat, qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale, T, dev_env("ARB_DEV_ATTN_PREWAIT", 1));
+                  qlat, qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale, T);
 }
 
 cudaError_t mla_merge(const launch_ctx &c, const float *partial, const int32_t *pos0, bf16 *olat, int nh_r, int rkv,
@@ -319,11 +287,8 @@ cudaError_t mla_merge(const launch_ctx &c, const float *partial, const int32_t *
     if (rkv % 8)
         return cudaErrorInvalidValue;
     const dim3 grid(T * nh_r, (rkv + kMergeCols - 1) / kMergeCols);
-    if (dev_env("ARB_DEV_MERGE4", 1))
-        return launch(c, mla_merge4_kernel, grid, dim3(kMerge4Quads * kMerge4Strands), 0, partial, pos0, olat,
-                      T * nh_r, rkv, T);
-    return launch(c, mla_merge_kernel, grid, dim3(kMergeCols * kMergeStrands), 0, partial, pos0, olat, T * nh_r, rkv,
-                  T);
+    return launch(c, mla_merge_kernel, grid, dim3(kMergeQuads * kMergeStrands), 0, partial, pos0, olat, T * nh_r,
+                  rkv, T);
 }
 
 cudaError_t mla_uv(const launch_ctx &c, const bf16 *olat, const bf16 *kv_b, bf16 *o, int nh_r, int dn, int dv, int rkv,

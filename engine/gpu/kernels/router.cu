@@ -31,22 +31,11 @@ __device__ __forceinline__ best_t better(best_t a, best_t b)
     return (b.v > a.v || (b.v == a.v && b.i < a.i)) ? b : a;
 }
 
-__device__ __forceinline__ best_t warp_best_shfl(best_t b)
-{
-    for (int o = kWarp / 2; o > 0; o >>= 1) {
-        const best_t other = {__shfl_xor_sync(0xffffffffu, b.v, o), __shfl_xor_sync(0xffffffffu, b.i, o)};
-        b = better(b, other);
-    }
-    return b;
-}
-
 // The warp's best (value, then lowest index) in two warp reductions: the value as an
 // order-preserving unsigned key (-0 taken as +0, so equal values tie as better() has
 // them), then the lowest index among the lanes holding that key. Indices are >= 0.
-__device__ __forceinline__ best_t warp_best(best_t b, bool shfl = false)
+__device__ __forceinline__ best_t warp_best(best_t b)
 {
-    if (shfl)
-        return warp_best_shfl(b);
     const unsigned u = __float_as_uint(b.v + 0.0f);
     const unsigned key = (u & 0x80000000u) ? ~u : u | 0x80000000u;
     const unsigned top = __reduce_max_sync(0xffffffffu, key);
@@ -57,8 +46,7 @@ __device__ __forceinline__ best_t warp_best(best_t b, bool shfl = false)
 
 // The groups a token keeps (bit g; all when n_group is 1): the topk_group groups whose two
 // largest choices sum highest, ties to the lower group index. By one warp; ch its choices.
-__device__ __forceinline__ unsigned long long kept_groups(const float *ch, int n_group, int topk_group, int gsz,
-                                                          bool shfl)
+__device__ __forceinline__ unsigned long long kept_groups(const float *ch, int n_group, int topk_group, int gsz)
 {
     if (n_group <= 1)
         return ~0ull;
@@ -78,7 +66,7 @@ __device__ __forceinline__ unsigned long long kept_groups(const float *ch, int n
     unsigned long long keep = 0;
     for (int kept = 0; kept < topk_group; kept++) {
         best_t b = {(lane < n_group && !((keep >> lane) & 1)) ? gs : -INFINITY, lane < n_group ? lane : 0x7fffffff};
-        b = warp_best(b, shfl);
+        b = warp_best(b);
         keep |= 1ull << b.i;
     }
     return keep;
@@ -114,10 +102,12 @@ __device__ void publish_route(const unsigned char *used, const int *sel, const f
 }
 
 // Top-k of every token (warp t routes token t, T <= kRouterWarps) and the dedupe; run by
-// the whole (last) block. Each lane keeps its best remaining expert, so a pick rescans one
-// lane's experts; the weights by the lanes in parallel (their sum in pick order).
+// the whole (last) block. The choices by all threads; then each lane holds its experts'
+// choices in registers and keeps its best remaining one, a pick is two warp reductions
+// and its owner rescans its registers; the weights by the lanes in parallel (their sum
+// in pick order).
 __device__ void route_tokens(const float *logits, const float *__restrict__ bias, const moe_route &rt, int E, int k,
-                             int n_group, int topk_group, float scaling, int T, bool old)
+                             int n_group, int topk_group, float scaling, int T)
 {
     __shared__ float choice[kMaxT][kMaxExperts];
     __shared__ int sel[kMaxT * kMaxTopk];
@@ -128,18 +118,13 @@ __device__ void route_tokens(const float *logits, const float *__restrict__ bias
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, gsz = E / n_group;
     for (int e = threadIdx.x; e < E; e += blockDim.x)
         used[e] = 0;
-    if (!old) // the choices of every token by the whole block
-        for (int i = threadIdx.x; i < T * E; i += blockDim.x)
-            choice[i / E][i % E] = 1.0f / (1.0f + expf(-__ldcg(logits + i))) + bias[i % E];
+    for (int i = threadIdx.x; i < T * E; i += blockDim.x) // every token's choices, by the whole block
+        choice[i / E][i % E] = 1.0f / (1.0f + expf(-__ldcg(logits + i))) + bias[i % E];
     __syncthreads();
     if (warp < T) {
         const int t = warp;
         float *ch = choice[t];
-        if (old)
-            for (int e = lane; e < E; e += kWarp)
-                ch[e] = 1.0f / (1.0f + expf(-__ldcg(logits + (size_t)t * E + e))) + bias[e];
-        __syncwarp();
-        const unsigned long long keep = kept_groups(ch, n_group, topk_group, gsz, old);
+        const unsigned long long keep = kept_groups(ch, n_group, topk_group, gsz);
         unsigned mine = 0; // lane's experts e = lane + 32 i still eligible, bit i
         for (int i = 0, e = lane; e < E; i++, e += kWarp)
             if ((keep >> (e / gsz)) & 1)
@@ -147,25 +132,19 @@ __device__ void route_tokens(const float *logits, const float *__restrict__ bias
         float cv[kMaxExperts / kWarp]; // the lane's choices in registers: a rescan reads no memory
 #pragma unroll
         for (int i = 0; i < kMaxExperts / kWarp; i++)
-            cv[i] = !old && lane + kWarp * i < E ? ch[lane + kWarp * i] : -INFINITY;
+            cv[i] = lane + kWarp * i < E ? ch[lane + kWarp * i] : -INFINITY;
         auto local_best = [&]() {
             best_t b = {-INFINITY, 0x7fffffff};
-            if (!old) {
 #pragma unroll
-                for (int i = 0; i < kMaxExperts / kWarp; i++)
-                    if ((mine >> i) & 1)
-                        b = better(b, best_t{cv[i], lane + kWarp * i});
-                return b;
-            }
-            for (int i = 0, e = lane; e < E; i++, e += kWarp)
+            for (int i = 0; i < kMaxExperts / kWarp; i++)
                 if ((mine >> i) & 1)
-                    b = better(b, best_t{ch[e], e});
+                    b = better(b, best_t{cv[i], lane + kWarp * i});
             return b;
         };
         best_t lb = local_best();
         int my_e = 0x7fffffff; // lane j < k: the j-th pick
         for (int j = 0; j < k; j++) {
-            const best_t b = warp_best(lb, old);
+            const best_t b = warp_best(lb);
             if (lane == j)
                 my_e = b.i;
             if (b.i % kWarp == lane && b.i < E) { // the owner drops it and rescans
@@ -196,14 +175,13 @@ template <int T>
 __global__ void __launch_bounds__(kRouterWarps *kWarp)
     router_kernel(const bf16 *__restrict__ h, const bf16 *__restrict__ W, const float *__restrict__ bias,
                   float *logits, unsigned *ticket, moe_route rt, int H, int E, int k, int n_group, int topk_group,
-                  float scaling, int variant)
+                  float scaling)
 {
     __shared__ float part[kRouterWarps][T];
     __shared__ int last;
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, e = blockIdx.x;
     const int nvec = H / 8, per = (nvec + kRouterWarps - 1) / kRouterWarps;
-    const int v0 = min(nvec, warp * per), pre = v0 + kRouterVecs * kWarp;
-    const int v1 = (variant & 2) ? v0 : min(nvec, v0 + per); // timing only: bit 1 reads no weights
+    const int v0 = min(nvec, warp * per), v1 = min(nvec, v0 + per), pre = v0 + kRouterVecs * kWarp;
     const uint4 *w = reinterpret_cast<const uint4 *>(W + (size_t)e * H);
     pdl_launch_dependents();
     uint4 wv[kRouterVecs];
@@ -262,8 +240,7 @@ __global__ void __launch_bounds__(kRouterWarps *kWarp)
     if (!last)
         return;
     __threadfence();
-    if (!(variant & 1)) // timing only: bit 0 leaves the top-k out
-        route_tokens(logits, bias, rt, E, k, n_group, topk_group, scaling, T, variant & 4);
+    route_tokens(logits, bias, rt, E, k, n_group, topk_group, scaling, T);
     if (threadIdx.x == 0)
         *ticket = 0; // ready for the next launch (the next layer, or the graph's next replay)
 }
@@ -277,16 +254,15 @@ cudaError_t router(const launch_ctx &c, const bf16 *h, const bf16 *W, const floa
     if (E > kMaxExperts || k > kMaxTopk || n_group > kMaxGroups || n_group < 1 || E % n_group || H % 8)
         return cudaErrorInvalidValue;
     const dim3 grid(E), block(kRouterWarps * kWarp);
-    const int variant = dev_env("ARB_DEV_ROUTER", 0);
     switch (T) {
-    case 1: return launch(c, router_kernel<1>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling, variant);
-    case 2: return launch(c, router_kernel<2>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling, variant);
-    case 3: return launch(c, router_kernel<3>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling, variant);
-    case 4: return launch(c, router_kernel<4>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling, variant);
-    case 5: return launch(c, router_kernel<5>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling, variant);
-    case 6: return launch(c, router_kernel<6>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling, variant);
-    case 7: return launch(c, router_kernel<7>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling, variant);
-    case 8: return launch(c, router_kernel<8>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling, variant);
+    case 1: return launch(c, router_kernel<1>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 2: return launch(c, router_kernel<2>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 3: return launch(c, router_kernel<3>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 4: return launch(c, router_kernel<4>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 5: return launch(c, router_kernel<5>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 6: return launch(c, router_kernel<6>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 7: return launch(c, router_kernel<7>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 8: return launch(c, router_kernel<8>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
     default: return cudaErrorInvalidValue;
     }
 }
