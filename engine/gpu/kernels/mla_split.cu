@@ -2,11 +2,12 @@
 // MLA attention over the latent cache (forward.md), in three launches; partials
 // [chunks x T nh_r x (rkv + 4)] fp32:
 //   mla_attend_pos  one CTA per kAttnChunk cache positions, every head of the rank; the
-//                   chunk's rows of earlier steps are staged before the PDL wait. Scores: each warp holds
-//                   kPosPerWarp positions' latent and rope rows in registers (widened
-//                   once) and sweeps every (token, head) row of the step, the queries
-//                   from shared memory. Softmax: a lane per position. Exp-weighted sum:
-//                   a thread per 8 latent columns and a strand of rows.
+//                   chunk's rows of earlier steps are staged before the PDL wait.
+//                   Scores: each warp holds kPosPerWarp positions' latent and rope rows
+//                   in registers (widened once) and sweeps every (token, head) row of
+//                   the step, the queries from shared memory. Softmax: a lane per
+//                   position. Exp-weighted sum: a thread per 8 latent columns and a
+//                   strand of rows.
 //   mla_merge       one CTA per (row, 64 latent columns): the chunk weights
 //                   exp(m_c - M), then a float4 of columns per thread summed over the
 //                   chunks in sixteen interleaved strands (at 4096 positions each
