@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: MIT
 // MLA attention over the latent cache (forward.md), in three launches; partials
 // [chunks x T nh_r x (rkv + 4)] fp32:
-//   mla_attend_pos  one CTA per kAttnChunk cache positions. Scores: each warp holds
-//                   kPosPerWarp positions' latent and rope rows in registers (widened
-//                   once) and sweeps every (token, head) row of the step, the queries
-//                   from shared memory. Softmax: a lane per position. Exp-weighted sum:
-//                   a thread per 8 latent columns and a strand of rows.
+//   mla_attend_pos  one CTA per kAttnChunk cache positions, every head of the rank; the
+//                   chunk's rows of earlier steps are staged before the PDL wait.
+//                   Scores: each warp holds kPosPerWarp positions' latent and rope rows
+//                   in registers (widened once) and sweeps every (token, head) row of
+//                   the step, the queries from shared memory. Softmax: a lane per
+//                   position. Exp-weighted sum: a thread per 8 latent columns and a
+//                   strand of rows.
 //   mla_merge       one CTA per (row, 64 latent columns): the chunk weights
-//                   exp(m_c - M), then each column summed over the chunks in four
-//                   interleaved strands added in a fixed order; olat rounded to bf16
+//                   exp(m_c - M), then a float4 of columns per thread summed over the
+//                   chunks in sixteen interleaved strands (at 4096 positions each
+//                   thread's eight loads in flight at once), the strands added in a
+//                   fixed order; olat rounded to bf16
 //   mla_uv          o[t,h] = olat[t,h] @ W_uv[h]^T: a warp per W_uv row (rowdot.cuh)
 // Every sum has a fixed order (no atomics), so replays are bit-identical.
 #include "gpu/kernels/kernels.h"
@@ -56,18 +60,26 @@ __global__ void __launch_bounds__(kPosWarps *kWarp)
                           float scale, int T)
 {
     extern __shared__ uint4 smem_v[];
-    pdl_begin();
+    pdl_launch_dependents();
+    // P0 is set before the step; cache rows below P0 are earlier steps' (mla_prep of this
+    // step writes rows P0 .. P0 + T - 1 only), so they are staged before the PDL wait and
+    // the chunk's fetch overlaps the kernels before this one.
     const int P0 = *pos0, L = P0 + T, c0 = blockIdx.x * kAttnChunk;
     if (c0 >= L)
         return;
     const int n = min(kAttnChunk, L - c0), R = T * nh_r, ps = rkv + 4, nv = rkv / 8, nvr = dr / 8;
+    const int old = max(0, min(n, P0 - c0)); // rows staged before the wait
     uint4 *ckv = smem_v;
     uint4 *kpe = ckv + kAttnChunk * nv;
     uint4 *ql = kpe + kAttnChunk * nvr;
     uint4 *qp = ql + (size_t)R * nv;
     float *sc = reinterpret_cast<float *>(qp + (size_t)R * nvr);
-    stage<true>(ckv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)c0 * rkv), n * nv);
-    stage<true>(kpe, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)c0 * dr), n * nvr);
+    stage<true>(ckv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)c0 * rkv), old * nv);
+    stage<true>(kpe, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)c0 * dr), old * nvr);
+    pdl_wait();
+    stage<true>(ckv + old * nv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)(c0 + old) * rkv), (n - old) * nv);
+    stage<true>(kpe + old * nvr, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)(c0 + old) * dr),
+                (n - old) * nvr);
     stage<false>(ql, reinterpret_cast<const uint4 *>(qlat), R * nv);
     stage<false>(qp, reinterpret_cast<const uint4 *>(qpe), R * nvr);
     __syncthreads();
@@ -179,37 +191,46 @@ __global__ void __launch_bounds__(kPosWarps *kWarp)
     }
 }
 
-constexpr int kMergeCols = 64;
-constexpr int kMergeStrands = 4;
+constexpr int kMergeCols = 64; // latent columns per merge block
+constexpr int kMergeQuads = kMergeCols / 4;
+constexpr int kMergeStrands = 16;
 
-__global__ void __launch_bounds__(kMergeCols *kMergeStrands)
+__global__ void __launch_bounds__(kMergeQuads *kMergeStrands)
     mla_merge_kernel(const float *__restrict__ partial, const int32_t *__restrict__ pos0, bf16 *__restrict__ olat,
                      int R, int rkv, int T)
 {
     __shared__ float wch[kMaxChunks]; // exp(m_c - M)
-    __shared__ float red[kMergeStrands][kMergeCols];
+    __shared__ float4 red[kMergeStrands][kMergeQuads];
     __shared__ float scratch[kWarp];
     pdl_begin();
     const int r = blockIdx.x, ps = rkv + 4;
     const int nch = (*pos0 + T + kAttnChunk - 1) / kAttnChunk;
-    const size_t cstride = (size_t)R * ps;
+    const size_t cstride = (size_t)R * ps; // floats, a multiple of 4 (rkv % 8 == 0)
     const float *base = partial + (size_t)r * ps;
     const float lsum = chunk_weights(base, cstride, rkv, nch, wch, scratch);
-    const int col = threadIdx.x % kMergeCols, strand = threadIdx.x / kMergeCols, c = blockIdx.y * kMergeCols + col;
-    float acc = 0.0f;
+    const int q = threadIdx.x % kMergeQuads, strand = threadIdx.x / kMergeQuads;
+    const int c = blockIdx.y * kMergeCols + 4 * q;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (c < rkv) {
 #pragma unroll 8
-        for (int ch = strand; ch < nch; ch += kMergeStrands)
-            acc = fmaf(wch[ch], base[ch * cstride + c], acc);
+        for (int ch = strand; ch < nch; ch += kMergeStrands) {
+            const float w = wch[ch];
+            const float4 v = *reinterpret_cast<const float4 *>(base + ch * cstride + c);
+            acc.x = fmaf(w, v.x, acc.x), acc.y = fmaf(w, v.y, acc.y);
+            acc.z = fmaf(w, v.z, acc.z), acc.w = fmaf(w, v.w, acc.w);
+        }
     }
-    red[strand][col] = acc;
+    red[strand][q] = acc;
     __syncthreads();
     if (strand == 0 && c < rkv) {
-        float s = red[0][col];
+        float4 s = red[0][q];
 #pragma unroll
-        for (int q = 1; q < kMergeStrands; q++) // fixed order
-            s += red[q][col];
-        olat[(size_t)r * rkv + c] = to_bf(s / lsum); // olat is stored bf16 (forward.md)
+        for (int j = 1; j < kMergeStrands; j++) { // fixed order
+            const float4 v = red[j][q];
+            s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
+        }
+        bf16 *dst = olat + (size_t)r * rkv + c; // olat is stored bf16 (forward.md)
+        dst[0] = to_bf(s.x / lsum), dst[1] = to_bf(s.y / lsum), dst[2] = to_bf(s.z / lsum), dst[3] = to_bf(s.w / lsum);
     }
 }
 
@@ -264,9 +285,11 @@ cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qp
 cudaError_t mla_merge(const launch_ctx &c, const float *partial, const int32_t *pos0, bf16 *olat, int nh_r, int rkv,
                       int T)
 {
+    if (rkv % 8)
+        return cudaErrorInvalidValue;
     const dim3 grid(T * nh_r, (rkv + kMergeCols - 1) / kMergeCols);
-    return launch(c, mla_merge_kernel, grid, dim3(kMergeCols * kMergeStrands), 0, partial, pos0, olat, T * nh_r, rkv,
-                  T);
+    return launch(c, mla_merge_kernel, grid, dim3(kMergeQuads * kMergeStrands), 0, partial, pos0, olat, T * nh_r,
+                  rkv, T);
 }
 
 cudaError_t mla_uv(const launch_ctx &c, const bf16 *olat, const bf16 *kv_b, bf16 *o, int nh_r, int dn, int dv, int rkv,

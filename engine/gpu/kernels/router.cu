@@ -31,13 +31,17 @@ __device__ __forceinline__ best_t better(best_t a, best_t b)
     return (b.v > a.v || (b.v == a.v && b.i < a.i)) ? b : a;
 }
 
+// The warp's best (value, then lowest index) in two warp reductions: the value as an
+// order-preserving unsigned key (-0 taken as +0, so equal values tie as better() has
+// them), then the lowest index among the lanes holding that key. Indices are >= 0.
 __device__ __forceinline__ best_t warp_best(best_t b)
 {
-    for (int o = kWarp / 2; o > 0; o >>= 1) {
-        const best_t other = {__shfl_xor_sync(0xffffffffu, b.v, o), __shfl_xor_sync(0xffffffffu, b.i, o)};
-        b = better(b, other);
-    }
-    return b;
+    const unsigned u = __float_as_uint(b.v + 0.0f);
+    const unsigned key = (u & 0x80000000u) ? ~u : u | 0x80000000u;
+    const unsigned top = __reduce_max_sync(0xffffffffu, key);
+    const unsigned idx = __reduce_min_sync(0xffffffffu, key == top ? (unsigned)b.i : 0xffffffffu);
+    const unsigned tu = (top & 0x80000000u) ? top & 0x7fffffffu : ~top;
+    return best_t{__uint_as_float(tu), (int)idx};
 }
 
 // The groups a token keeps (bit g; all when n_group is 1): the topk_group groups whose two
@@ -98,8 +102,10 @@ __device__ void publish_route(const unsigned char *used, const int *sel, const f
 }
 
 // Top-k of every token (warp t routes token t, T <= kRouterWarps) and the dedupe; run by
-// the whole (last) block. Each lane keeps its best remaining expert, so a pick rescans one
-// lane's experts; the weights by the lanes in parallel (their sum in pick order).
+// the whole (last) block. The choices by all threads; then each lane holds its experts'
+// choices in registers and keeps its best remaining one, a pick is two warp reductions
+// and its owner rescans its registers; the weights by the lanes in parallel (their sum
+// in pick order).
 __device__ void route_tokens(const float *logits, const float *__restrict__ bias, const moe_route &rt, int E, int k,
                              int n_group, int topk_group, float scaling, int T)
 {
@@ -112,23 +118,27 @@ __device__ void route_tokens(const float *logits, const float *__restrict__ bias
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, gsz = E / n_group;
     for (int e = threadIdx.x; e < E; e += blockDim.x)
         used[e] = 0;
+    for (int i = threadIdx.x; i < T * E; i += blockDim.x) // every token's choices, by the whole block
+        choice[i / E][i % E] = 1.0f / (1.0f + expf(-__ldcg(logits + i))) + bias[i % E];
     __syncthreads();
     if (warp < T) {
         const int t = warp;
         float *ch = choice[t];
-        for (int e = lane; e < E; e += kWarp)
-            ch[e] = 1.0f / (1.0f + expf(-__ldcg(logits + (size_t)t * E + e))) + bias[e];
-        __syncwarp();
         const unsigned long long keep = kept_groups(ch, n_group, topk_group, gsz);
         unsigned mine = 0; // lane's experts e = lane + 32 i still eligible, bit i
         for (int i = 0, e = lane; e < E; i++, e += kWarp)
             if ((keep >> (e / gsz)) & 1)
                 mine |= 1u << i;
+        float cv[kMaxExperts / kWarp]; // the lane's choices in registers: a rescan reads no memory
+#pragma unroll
+        for (int i = 0; i < kMaxExperts / kWarp; i++)
+            cv[i] = lane + kWarp * i < E ? ch[lane + kWarp * i] : -INFINITY;
         auto local_best = [&]() {
             best_t b = {-INFINITY, 0x7fffffff};
-            for (int i = 0, e = lane; e < E; i++, e += kWarp)
+#pragma unroll
+            for (int i = 0; i < kMaxExperts / kWarp; i++)
                 if ((mine >> i) & 1)
-                    b = better(b, best_t{ch[e], e});
+                    b = better(b, best_t{cv[i], lane + kWarp * i});
             return b;
         };
         best_t lb = local_best();
