@@ -53,13 +53,16 @@ cudaError_t mla_prep(const launch_ctx &c, const bf16 *qkva, const bf16 *q_a_norm
 
 // ---- mla.cu, mla_split.cu: absorbed attention over the latent cache ----
 // rope_cs [context x dr/2] (cos * m, sin * m); partial [chunks x T nh_r x (rkv + 4)] fp32.
-cudaError_t mla_setup(int rkv, int dr, int nh_r); // once per process: the attend kernel's shared memory
+// Once per process: the attend kernel's shared memory and rows per block, from smem_cap
+// bytes per block (0: the device's opt-in limit); where a step's rows do not fit, the
+// launch splits them over grid.y (no row's operations change).
+cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap);
 // qlat[t,h] = q_nope[t,h] @ W_uk[h]; qpe[t,h] = rope(q_pe[t,h], P0 + t)
 cudaError_t mla_absorb(const launch_ctx &c, const bf16 *q, const bf16 *kv_b, const float2 *rope_cs,
                        const int32_t *pos0, bf16 *qlat, bf16 *qpe, int nh_r, int dn, int dr, int dv, int rkv, int T);
 // mla_attend_pos writes a chunk's partials; mla_merge leaves olat (bf16, [T nh_r x rkv],
 // the layout of qlat) and mla_uv projects it: o[t,h] = olat[t,h] @ W_uv[h]^T.
-size_t mla_attend_pos_smem(int rkv, int dr, int nh_r, int T);
+size_t mla_attend_pos_smem(int rkv, int dr, int rows);
 cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qpe, const bf16 *cache_ckv,
                            const bf16 *cache_kpe, const int32_t *pos0, float *partial, int nh_r, int dr, int rkv,
                            float scale, int T, int context);

@@ -51,13 +51,16 @@ __device__ __forceinline__ void stage(uint4 *dst, const uint4 *src, int nvec)
     }
 }
 
-// Dynamic shared memory (16-byte vectors): ckv [C x nv], kpe [C x nvr], qlat [R x nv],
-// qpe [R x nvr]; then scores [R x C] fp32.
+// A block holds one chunk of C positions against Rg of the step's R = T nh_r rows (grid.y
+// row groups of Rg: one group wherever the shared memory allows all rows; SM120's ~99 KB
+// does not at T >= 7). Rows are independent, so the groups change no operation of a row.
+// Dynamic shared memory (16-byte vectors): ckv [C x nv], kpe [C x nvr], qlat [Rg x nv],
+// qpe [Rg x nvr]; then scores [Rg x C] fp32.
 __global__ void __launch_bounds__(kPosWarps *kWarp)
     mla_attend_pos_kernel(const bf16 *__restrict__ qlat, const bf16 *__restrict__ qpe,
                           const bf16 *__restrict__ cache_ckv, const bf16 *__restrict__ cache_kpe,
                           const int32_t *__restrict__ pos0, float *__restrict__ partial, int nh_r, int dr, int rkv,
-                          float scale, int T)
+                          float scale, int T, int Rg)
 {
     extern __shared__ uint4 smem_v[];
     pdl_launch_dependents();
@@ -68,20 +71,21 @@ __global__ void __launch_bounds__(kPosWarps *kWarp)
     if (c0 >= L)
         return;
     const int n = min(kAttnChunk, L - c0), R = T * nh_r, ps = rkv + 4, nv = rkv / 8, nvr = dr / 8;
+    const int r0 = blockIdx.y * Rg, Rl = min(Rg, R - r0); // this block's rows r0 .. r0 + Rl - 1
     const int old = max(0, min(n, P0 - c0)); // rows staged before the wait
     uint4 *ckv = smem_v;
     uint4 *kpe = ckv + kAttnChunk * nv;
     uint4 *ql = kpe + kAttnChunk * nvr;
-    uint4 *qp = ql + (size_t)R * nv;
-    float *sc = reinterpret_cast<float *>(qp + (size_t)R * nvr);
+    uint4 *qp = ql + (size_t)Rg * nv;
+    float *sc = reinterpret_cast<float *>(qp + (size_t)Rg * nvr);
     stage<true>(ckv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)c0 * rkv), old * nv);
     stage<true>(kpe, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)c0 * dr), old * nvr);
     pdl_wait();
     stage<true>(ckv + old * nv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)(c0 + old) * rkv), (n - old) * nv);
     stage<true>(kpe + old * nvr, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)(c0 + old) * dr),
                 (n - old) * nvr);
-    stage<false>(ql, reinterpret_cast<const uint4 *>(qlat), R * nv);
-    stage<false>(qp, reinterpret_cast<const uint4 *>(qpe), R * nvr);
+    stage<false>(ql, reinterpret_cast<const uint4 *>(qlat) + (size_t)r0 * nv, Rl * nv);
+    stage<false>(qp, reinterpret_cast<const uint4 *>(qpe) + (size_t)r0 * nvr, Rl * nvr);
     __syncthreads();
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
     { // scores: this warp's positions against every row; lane holds latent vectors lane + 32 i
@@ -106,8 +110,8 @@ __global__ void __launch_bounds__(kPosWarps *kWarp)
                 for (int q8 = 0; q8 < 8; q8++)
                     rf[j][q8] = 0.0f;
         }
-        for (int r = 0; r < R; r++) {
-            const int t = r / nh_r;
+        for (int r = 0; r < Rl; r++) { // local row r, global r0 + r
+            const int t = (r0 + r) / nh_r;
             float s[kPosPerWarp] = {};
 #pragma unroll
             for (int i = 0; i < kMaxLatVec; i++) {
@@ -147,7 +151,7 @@ __global__ void __launch_bounds__(kPosWarps *kWarp)
         }
     }
     __syncthreads();
-    for (int r = warp; r < R; r += kPosWarps) { // softmax pieces: a lane per position
+    for (int r = warp; r < Rl; r += kPosWarps) { // softmax pieces: a lane per position
         const float s = lane < kAttnChunk ? sc[r * kAttnChunk + lane] : -INFINITY;
         const float m = warp_max(s);
         const float e = m == -INFINITY ? 0.0f : expf(s - m);
@@ -155,7 +159,7 @@ __global__ void __launch_bounds__(kPosWarps *kWarp)
         if (lane < kAttnChunk)
             sc[r * kAttnChunk + lane] = e;
         if (lane == 0) {
-            float *dst = partial + ((size_t)blockIdx.x * R + r) * ps;
+            float *dst = partial + ((size_t)blockIdx.x * R + r0 + r) * ps;
             dst[rkv] = m, dst[rkv + 1] = l;
         }
     }
@@ -163,7 +167,7 @@ __global__ void __launch_bounds__(kPosWarps *kWarp)
     const int cv = threadIdx.x % kLatVecs, strand = threadIdx.x / kLatVecs;
     if (cv >= nv)
         return;
-    for (int rb = strand; rb < R; rb += kPvStrands * kPvRows) {
+    for (int rb = strand; rb < Rl; rb += kPvStrands * kPvRows) {
         float o[kPvRows][8] = {};
         for (int p = 0; p < n; p++) {
             float kf[8];
@@ -171,7 +175,7 @@ __global__ void __launch_bounds__(kPosWarps *kWarp)
 #pragma unroll
             for (int q = 0; q < kPvRows; q++) {
                 const int r = rb + q * kPvStrands;
-                if (r < R) {
+                if (r < Rl) {
                     const float e = sc[r * kAttnChunk + p];
 #pragma unroll
                     for (int j = 0; j < 8; j++)
@@ -182,8 +186,8 @@ __global__ void __launch_bounds__(kPosWarps *kWarp)
 #pragma unroll
         for (int q = 0; q < kPvRows; q++) {
             const int r = rb + q * kPvStrands;
-            if (r < R) {
-                float4 *dst = reinterpret_cast<float4 *>(partial + ((size_t)blockIdx.x * R + r) * ps) + 2 * cv;
+            if (r < Rl) {
+                float4 *dst = reinterpret_cast<float4 *>(partial + ((size_t)blockIdx.x * R + r0 + r) * ps) + 2 * cv;
                 dst[0] = make_float4(o[q][0], o[q][1], o[q][2], o[q][3]);
                 dst[1] = make_float4(o[q][4], o[q][5], o[q][6], o[q][7]);
             }
@@ -259,27 +263,44 @@ __global__ void __launch_bounds__(kUvWarps *kWarp)
 
 } // namespace
 
-size_t mla_attend_pos_smem(int rkv, int dr, int nh_r, int T)
+static int g_attend_rows; // rows per block (mla_setup): every row of a step where they fit
+
+size_t mla_attend_pos_smem(int rkv, int dr, int rows)
 {
-    const size_t R = (size_t)T * nh_r;
-    return ((size_t)kAttnChunk + R) * (rkv + dr) * sizeof(bf16) + R * kAttnChunk * sizeof(float);
+    return ((size_t)kAttnChunk + rows) * (rkv + dr) * sizeof(bf16) + (size_t)rows * kAttnChunk * sizeof(float);
 }
 
-cudaError_t mla_setup(int rkv, int dr, int nh_r)
+cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap)
 {
+    if (!smem_cap) { // the device's opt-in limit per block: ~227 KB on SM90, ~99 KB on SM120
+        int dev = 0, v = 0;
+        cudaError_t e = cudaGetDevice(&dev);
+        if (e == cudaSuccess)
+            e = cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+        if (e != cudaSuccess)
+            return e;
+        smem_cap = (size_t)v;
+    }
+    int rows = kMaxT * nh_r;
+    while (rows > 0 && mla_attend_pos_smem(rkv, dr, rows) > smem_cap)
+        rows--;
+    if (rows < 1)
+        return cudaErrorInvalidValue;
+    g_attend_rows = rows;
     return cudaFuncSetAttribute(mla_attend_pos_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)mla_attend_pos_smem(rkv, dr, nh_r, kMaxT));
+                                (int)mla_attend_pos_smem(rkv, dr, rows));
 }
 
 cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qpe, const bf16 *cache_ckv,
                            const bf16 *cache_kpe, const int32_t *pos0, float *partial, int nh_r, int dr, int rkv,
                            float scale, int T, int context)
 {
-    if (rkv % 8 || rkv > kMaxLatent || dr % 8 || dr > 8 * kWarp)
-        return cudaErrorInvalidValue;
-    const dim3 grid((context + kAttnChunk - 1) / kAttnChunk);
-    return launch(c, mla_attend_pos_kernel, grid, dim3(kPosWarps * kWarp), mla_attend_pos_smem(rkv, dr, nh_r, T),
-                  qlat, qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale, T);
+    if (rkv % 8 || rkv > kMaxLatent || dr % 8 || dr > 8 * kWarp || g_attend_rows < 1)
+        return cudaErrorInvalidValue; // g_attend_rows: mla_setup not called
+    const int R = T * nh_r, Rg = R < g_attend_rows ? R : g_attend_rows;
+    const dim3 grid((context + kAttnChunk - 1) / kAttnChunk, (R + Rg - 1) / Rg);
+    return launch(c, mla_attend_pos_kernel, grid, dim3(kPosWarps * kWarp), mla_attend_pos_smem(rkv, dr, Rg), qlat,
+                  qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale, T, Rg);
 }
 
 cudaError_t mla_merge(const launch_ctx &c, const float *partial, const int32_t *pos0, bf16 *olat, int nh_r, int rkv,
