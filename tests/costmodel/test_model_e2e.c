@@ -67,6 +67,27 @@ static void t_spec(void)
     TAP_CHECK(s->tok_s.lo < s->tok_s.v && s->tok_s.v < s->tok_s.hi);
 }
 
+/* Compute-free figures, by hand. NCCL: decode all-reduce 5000 (2500-10000), verify 14000 - 9000
+ * = 5000 (43008 B: 22/44, 88/44 -> 2500-10000); p2p: decode 1220 (732-1830), verify 800 (400-1600). */
+static void t_savings(void)
+{
+    const arb_e2e_row_t *d = find("p2p:variant=twoshot,blocks=16,threads=512", "decode");
+    const arb_e2e_row_t *s = find("p2p:variant=twoshot,blocks=16,threads=512", "spec");
+    const arb_e2e_row_t *n = find("nccl:algo=auto,proto=auto", "decode");
+    TAP_REQUIRE(d != NULL && s != NULL && n != NULL);
+    TAP_CHECK(NEAR(d->saving_us.v, 3780) && NEAR(d->saving_us.lo, 2500 - 1830) && NEAR(d->saving_us.hi, 10000 - 732));
+    TAP_CHECK(NEAR(s->verify_allreduce_us.v, 800) && NEAR(s->verify_allreduce_us.lo, 400));
+    TAP_CHECK(NEAR(s->verify_saving_us.v, 4200) && NEAR(s->verify_saving_us.lo, 2500 - 1600) &&
+              NEAR(s->verify_saving_us.hi, 10000 - 400));
+    TAP_CHECK(NEAR(n->saving_us.v, 0) && isnan(d->verify_saving_us.v)); /* NCCL against itself; no verify in decode */
+    const double r = 4000.0 / 1800.0;
+    TAP_CHECK(NEAR(n->allreduce_share.v, 5000 / (8000 * r + 5000)));
+    TAP_CHECK(NEAR(n->allreduce_share.lo, 2500 / (2500 + 8000 * 4800.0 / 1800)));
+    TAP_CHECK(NEAR(n->allreduce_share.hi, 10000 / (10000 + 6000 * r + 2000)));
+    TAP_CHECK(!strcmp(res.fabric, "pcie-hostbridge") && res.ranks == 8);
+    TAP_CHECK(strstr(res.pred_argv, "--ranks 8") != NULL && strstr(d->engine_csv, "engine_fixture.csv") != NULL);
+}
+
 static void t_break_even(void)
 {
     TAP_CHECK(arb_e2e_break_even(2, 0.9) == 0);
@@ -106,6 +127,12 @@ static void t_refusals(void)
     err[0] = 0;
     TAP_CHECK(arb_e2e_predict(files, 1, nocmp, &opts, &res, err, sizeof err) != ARB_OK);
     TAP_CHECK(strstr(err, "band_lo_us") != NULL);
+    /* A prediction table that does not say what it predicted (no fabric label). */
+    write_file(nocmp, "impl,params,mode,bytes,median_us,band_lo_us,band_hi_us,source,ranks\n"
+                      "nccl,\"algo=auto,proto=auto\",graph,14336,40,20,80,model,8\n");
+    err[0] = 0;
+    TAP_CHECK(arb_e2e_predict(files, 1, nocmp, &opts, &res, err, sizeof err) != ARB_OK);
+    TAP_CHECK(strstr(err, "fabric") != NULL);
     remove(path);
     remove(nocmp);
 }
@@ -113,6 +140,6 @@ static void t_refusals(void)
 int main(int argc, char **argv)
 {
     static const tap_test_t tests[] = {
-        {"decode", t_decode}, {"spec", t_spec}, {"break_even", t_break_even}, {"refusals", t_refusals}};
+        {"decode", t_decode}, {"spec", t_spec}, {"savings", t_savings}, {"break_even", t_break_even}, {"refusals", t_refusals}};
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
