@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* arbench model e2e: target tok/s from modeled-plugin engine runs (model_e2e.h, docs/model.md). */
 #include "costmodel/model_e2e.h"
+#include "costmodel/model_e2e_kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -227,6 +228,15 @@ static arb_status_t predict_choice(const choice_rows_t *c, const eng_row_t *all,
     row->read_gbs_h200 = rd;
     row->compute_h200_us = cmp;
     row->compute_us = scale_compute(cmp, fl, rd, o);
+    arb_e2e_kernel_compute_t kd = {0};
+    double tok_d;
+    if (o->kernels_csv) { /* compute by kernel family instead of one bandwidth ratio */
+        if (num(d[k[C_TOKENS]], &tok_d) || !(tok_d >= 1))
+            ARB_RAISE(ARB_ERR_INVALID, err, err_len, "%s: line %zu: decode row needs numeric tokens", c->decode.path, c->decode.line);
+        ARB_TRY(arb_e2e_kernel_compute(o->kernels_csv, (unsigned)tok_d, o->target_read_gbs, o->h200_peak_gbs,
+                                       o->launch_band, &kd, err, err_len));
+        row->compute_us = kd.target_us;
+    }
     row->allreduce_us = (arb_e2e_band_t){ar, ar * rl, ar * rh};
     row->step_us = (arb_e2e_band_t){row->compute_us.v + ar, row->compute_us.lo + ar * rl, row->compute_us.hi + ar * rh};
     row->tok_s = (arb_e2e_band_t){1e6 / row->step_us.v, 1e6 / row->step_us.hi, 1e6 / row->step_us.lo};
@@ -254,8 +264,15 @@ static arb_status_t predict_choice(const choice_rows_t *c, const eng_row_t *all,
     double dar = kk * ar / layers, dcmp = draft > dar ? draft - dar : 0;
     double var = vmed > vcmp ? vmed - vcmp : 0;
     arb_e2e_band_t vc = scale_compute(vcmp, vfl, rd, o);
+    if (o->kernels_csv) {
+        arb_e2e_kernel_compute_t kv;
+        ARB_TRY(arb_e2e_kernel_compute(o->kernels_csv, (unsigned)vtok, o->target_read_gbs, o->h200_peak_gbs,
+                                       o->launch_band, &kv, err, err_len));
+        vc = kv.target_us;
+    }
     /* The draft has no floor of its own: decode's relative compute band. */
-    arb_e2e_band_t dc = {dcmp * dec.compute_us.v / cmp, dcmp * dec.compute_us.lo / cmp, dcmp * dec.compute_us.hi / cmp};
+    const double dref = o->kernels_csv ? kd.h200_step_us : cmp;
+    arb_e2e_band_t dc = {dcmp * dec.compute_us.v / dref, dcmp * dec.compute_us.lo / dref, dcmp * dec.compute_us.hi / dref};
     row = &res->rows[res->nrows++];
     *row = dec;
     snprintf(row->phase, sizeof row->phase, "spec");

@@ -24,6 +24,8 @@ typedef struct arb_e2e_opts {
     double target_read_gbs; /* the target's memory bandwidth (RTX PRO 6000: 1800, GDDR7 spec) */
     double h200_peak_gbs;   /* H200's HBM3e spec bandwidth (4800): the band's slow end, see docs */
     int hidden;             /* hidden size: all-reduce bytes = tokens x hidden x 2 (bf16) */
+    const char *kernels_csv; /* NULL, or the compute-only run's per-kernel table: compute by kernel family */
+    double launch_band;      /* with kernels_csv: relative band of the part that is not streaming */
 } arb_e2e_opts_t;
 
 /* A value with its band: lo <= v <= hi. */

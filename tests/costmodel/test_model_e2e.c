@@ -88,6 +88,38 @@ static void t_savings(void)
     TAP_CHECK(strstr(res.pred_argv, "--ranks 8") != NULL && strstr(d->engine_csv, "engine_fixture.csv") != NULL);
 }
 
+static void write_file(const char *path, const char *text);
+
+/* Compute by kernel family, by hand: T = 1 streams 61 x 10 + 60 x min(15, 20) + 61 x 5 (not
+ * measured: its floor) = 1815 us of the 8000 us step, rest 6185; scaled 1815 x 4000 / 1800.
+ * T = 3: 61 x 10 = 610 of 9000. The draft's compute follows decode's ratio to the table's step. */
+static void t_kernels(void)
+{
+    arb_e2e_opts_t o = opts;
+    o.kernels_csv = FIX "kernels_fixture.csv";
+    o.launch_band = 0.3;
+    const char *files[] = {FIX "engine_fixture.csv"};
+    char err[1024] = "";
+    TAP_REQUIRE(arb_e2e_predict(files, 1, FIX "pred_fixture.csv", &o, &res, err, sizeof err) == ARB_OK);
+    const arb_e2e_row_t *n = find("nccl:algo=auto,proto=auto", "decode"), *s = find("nccl:algo=auto,proto=auto", "spec");
+    TAP_REQUIRE(n != NULL && s != NULL);
+    const double sc1 = 1815 * 4000.0 / 1800, sc3 = 610 * 4000.0 / 1800;
+    TAP_CHECK(NEAR(n->compute_us.v, 6185 + sc1));
+    TAP_CHECK(NEAR(n->compute_us.lo, 6185 * 0.7 + sc1) && NEAR(n->compute_us.hi, 6185 * 1.3 + sc1 * 1.2));
+    const double dc = 400 * (6185 + sc1) / 8000; /* draft 563.93 us - 2 x 5000 / 61 of all-reduce */
+    TAP_CHECK(NEAR(s->compute_us.v, dc + 8390 + sc3));
+    TAP_CHECK(NEAR(s->compute_us.hi, 400 * (6185 * 1.3 + sc1 * 1.2) / 8000 + 8390 * 1.3 + sc3 * 1.2));
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/arb_e2e_kern_%d.csv", (int)getpid());
+    write_file(path, "schema,impl,tokens,read_gbs,family,family_layers,floor_us,graph_us\n"
+                     "engine-kernels-1,nccl,1,4000,step,1,,8000\n");
+    o.kernels_csv = path;
+    err[0] = 0;
+    TAP_CHECK(arb_e2e_predict(files, 1, FIX "pred_fixture.csv", &o, &res, err, sizeof err) != ARB_OK);
+    TAP_CHECK(strstr(err, "expected noop") != NULL);
+    remove(path);
+}
+
 static void t_break_even(void)
 {
     TAP_CHECK(arb_e2e_break_even(2, 0.9) == 0);
@@ -140,6 +172,6 @@ static void t_refusals(void)
 int main(int argc, char **argv)
 {
     static const tap_test_t tests[] = {
-        {"decode", t_decode}, {"spec", t_spec}, {"savings", t_savings}, {"break_even", t_break_even}, {"refusals", t_refusals}};
+        {"decode", t_decode}, {"spec", t_spec}, {"savings", t_savings}, {"kernels", t_kernels}, {"break_even", t_break_even}, {"refusals", t_refusals}};
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
