@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "arbench/status.h"
+#include "costmodel/model_band.h"
 
 #define ARB_E2E_MAX_ROWS 64
 
@@ -29,10 +30,6 @@ typedef struct arb_e2e_opts {
 } arb_e2e_opts_t;
 
 /* A value with its band: lo <= v <= hi. */
-typedef struct arb_e2e_band {
-    double v, lo, hi;
-} arb_e2e_band_t;
-
 typedef struct arb_e2e_row {
     char choice[256]; /* impl[:params] the modeled plugin replayed */
     char mode[16];

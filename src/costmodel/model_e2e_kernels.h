@@ -20,7 +20,7 @@
 #include <stddef.h>
 
 #include "arbench/status.h"
-#include "costmodel/model_e2e.h"
+#include "costmodel/model_band.h"
 
 typedef struct arb_e2e_kernel_compute {
     unsigned tokens;
