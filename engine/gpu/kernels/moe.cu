@@ -8,7 +8,9 @@
 //                both), its split x 8 warps splitting the H columns in groups of 32; each
 //                CTA adds its warps' fp32 sums in warp order, the cluster's rank 0 adds the
 //                CTAs' sums in rank order (through distributed shared memory), then SiLU * up.
-//                At T = 1 it also pulls the selected experts' down rows toward L2.
+//                At T <= 3 the routed INT4 tiles stream through shared memory with cp.async
+//                (moe_stage.cuh); at T = 1 it also pulls the selected experts' down rows
+//                toward L2.
 //   moe_down     part[t][i] = bf16(shared_down[i] . act_sh[t]
 //                                  + sum_u coef[u][t] (down_e[i] . act[u][t]))
 //                a CTA per ROWT 16-row tiles of the output; each warp takes the shared
@@ -26,6 +28,7 @@
 #include <cooperative_groups.h>
 
 #include "gpu/kernels/moe_mma.cuh"
+#include "gpu/kernels/moe_stage.cuh"
 
 namespace arbk {
 namespace {
@@ -129,8 +132,10 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
     moe_gate_up_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ h, bf16 *__restrict__ act,
                        bf16 *__restrict__ act_sh, int T, int split, int prefetch_down)
 {
+    constexpr bool kStaged = INT4 && ROWT == 1; // routed tiles through shared memory (moe_stage.cuh; T <= 3)
     __shared__ float red[kMoeWarps][2 * ROWT][4][kWarp];
     __shared__ float csum[2 * ROWT][4][kWarp]; // this CTA's sums, read by the cluster's rank 0
+    __shared__ int4_stage stage[kStaged ? kMoeWarps : 1][kStaged ? kMoeStages : 1];
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, gi = lane / 4, ti = lane % 4;
     const int H = w.H, I = w.I, G = H / 32, rows = 16 * ROWT;
     const int sh_items = w.Is / rows, items = I / rows;
@@ -170,7 +175,14 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
                 block_prefetch_l2(static_cast<const bf16 *>(w.down) + de, (size_t)H * I * 2, part, parts);
             }
         }
-        if (INT4)
+        if constexpr (kStaged) {
+            if (T > kMoeStageT) // the dispatch takes this form for T <= kMoeStageT only
+                __trap();
+            gate_up_int4_staged(stage[warp], reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.gate) + r * (H / 8)),
+                                reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.up) + r * (H / 8)),
+                                reinterpret_cast<const uint32_t *>(w.gate_s + r * G),
+                                reinterpret_cast<const uint32_t *>(w.up_s + r * G), h, H, T, g0, g1, ag[0], au[0]);
+        } else if (INT4)
             gate_up_int4<ROWT, UNR>(reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.gate) + r * (H / 8)),
                                     reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.up) + r * (H / 8)),
                                     reinterpret_cast<const uint32_t *>(w.gate_s + r * G),
@@ -380,7 +392,7 @@ template <bool INT4>
 cudaError_t moe_by_t(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                      bf16 *act_sh, bf16 *part, int T, int max_slots, int split, int which)
 {
-    return T <= 3 ? moe_dispatch<INT4, 1, 4, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, split, which)
+    return T <= kMoeStageT ? moe_dispatch<INT4, 1, 4, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, split, which)
                   : moe_dispatch<INT4, 2, 2, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, split, which);
 }
 
@@ -401,6 +413,10 @@ static cudaError_t moe_launch(const launch_ctx &c, const moe_weights &w, const m
     if (w.H % 32 || w.I % 32 || w.Is % 32 || w.H <= 0 || w.I <= 0 || w.Is <= 0 || T < 1 || T > kMaxT ||
         max_slots < 1 || max_slots > kMaxSlots || split < 0 || split > kMoeMaxSplit)
         return cudaErrorInvalidValue;
+    const uintptr_t int4_ptrs = (uintptr_t)w.gate | (uintptr_t)w.up | (uintptr_t)w.gate_s | (uintptr_t)w.up_s |
+                                (uintptr_t)w.down | (uintptr_t)w.down_s | (uintptr_t)h;
+    if (w.gate_s && int4_ptrs % 16) // the staged gate/up copies 16-byte pieces
+        return cudaErrorMisalignedAddress;
     if (split != 1) { // a cluster launch needs the device's support (SM90 and later)
         int dev = 0, clusters = 0;
         if (cudaGetDevice(&dev) != cudaSuccess ||

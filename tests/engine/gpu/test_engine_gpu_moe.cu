@@ -5,7 +5,7 @@
 //   int4_layout   every (row, column) of a matrix to a distinct (word, nibble) and back;
 //                 every scale likewise
 //   moe_int4_T*   INT4 experts (row-major packed values, reshuffled into the layout on the
-//                 host) for T = 1, 3, 8, experts shared by two tokens; a rerun and two
+//                 host) for T = 1, 2, 3, 8, experts shared by two tokens; a rerun and two
 //                 replays of a CUDA graph of it (PDL) bit-identical; gate/up with every
 //                 split 1 .. kMoeMaxSplit (CTAs of a cluster per tile), each run twice
 //                 bit-identical and each within the tolerance
@@ -267,9 +267,11 @@ void moe_case(bool int4, int T)
     cudaFree(r.experts), cudaFree(r.rt.coef), cudaFree(r.rt.uniq), cudaFree(r.rt.n_uniq);
 }
 void t_moe_int4_t1() { moe_case(true, 1); }
+void t_moe_int4_t2() { moe_case(true, 2); }
 void t_moe_int4_t3() { moe_case(true, 3); }
 void t_moe_int4_t8() { moe_case(true, 8); }
 void t_moe_bf16_t1() { moe_case(false, 1); }
+void t_moe_bf16_t2() { moe_case(false, 2); }
 void t_moe_bf16_t3() { moe_case(false, 3); }
 void t_moe_bf16_t8() { moe_case(false, 8); }
 
@@ -283,9 +285,9 @@ int main(int argc, char **argv)
         return 77;
     }
     static const tap_test_t tests[] = {
-        {"int4_layout", t_int4_layout}, {"moe_int4_T1", t_moe_int4_t1}, {"moe_int4_T3", t_moe_int4_t3},
-        {"moe_int4_T8", t_moe_int4_t8}, {"moe_bf16_T1", t_moe_bf16_t1}, {"moe_bf16_T3", t_moe_bf16_t3},
-        {"moe_bf16_T8", t_moe_bf16_t8},
+        {"int4_layout", t_int4_layout}, {"moe_int4_T1", t_moe_int4_t1}, {"moe_int4_T2", t_moe_int4_t2},
+        {"moe_int4_T3", t_moe_int4_t3}, {"moe_int4_T8", t_moe_int4_t8}, {"moe_bf16_T1", t_moe_bf16_t1},
+        {"moe_bf16_T2", t_moe_bf16_t2}, {"moe_bf16_T3", t_moe_bf16_t3}, {"moe_bf16_T8", t_moe_bf16_t8},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
