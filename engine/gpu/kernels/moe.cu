@@ -411,7 +411,7 @@ static cudaError_t moe_launch(const launch_ctx &c, const moe_weights &w, const m
                               bf16 *act, bf16 *act_sh, bf16 *part, int T, int max_slots, int split, int which)
 {
     if (w.H % 32 || w.I % 32 || w.Is % 32 || w.H <= 0 || w.I <= 0 || w.Is <= 0 || T < 1 || T > kMaxT ||
-        max_slots < 1 || max_slots > kMaxSlots || split < 0 || split > kMoeMaxSplit)
+        max_slots < 1 || max_slots > kMaxSlots || split < 0 || split > kMoeMaxSplit || (split & (split - 1)))
         return cudaErrorInvalidValue;
     const uintptr_t int4_ptrs = (uintptr_t)w.gate | (uintptr_t)w.up | (uintptr_t)w.gate_s | (uintptr_t)w.up_s |
                                 (uintptr_t)w.down | (uintptr_t)w.down_s | (uintptr_t)h;
