@@ -399,7 +399,7 @@ cudaError_t moe_by_t(const launch_ctx &c, const moe_weights &w, const moe_route 
 // The default split, from T alone (so a step's bits do not depend on the GPU). At T = 1
 // the 144 tiles of Kimi-K2 (16 shared, 8 x 16 routed) fill barely one CTA per SM, each
 // warp walking 28 groups in 7 round trips, and the 16 bf16 shared-expert tiles read 4 x
-// the bytes of a routed one on one SM each; 4 CTAs per tile walk 7 groups in 2 round trips,
+// the bytes of a routed one on one SM each; with 4 CTAs per tile each warp walks 7 groups,
 // two CTAs per SM. At T = 2 (272 tiles) 2 per tile spare a second wave of 8 CTAs; from
 // T = 3 (about 360 active tiles) the grid already fills more than a wave.
 int moe_split_for(int T) { return T == 1 ? 4 : T == 2 ? 2 : 1; }
