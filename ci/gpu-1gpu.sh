@@ -13,6 +13,7 @@
 #                                          latencies replayed by the modeled plugin, the seed's-
 #                                          shape verdicts (OUT/e2e-shape.txt) and the figures
 #   ci/gpu-1gpu.sh engine-report OUT       only the verdicts and figures from OUT's CSVs
+#   (E2E_TABLES, E2E_K (default "2 3") and E2E_STEPS (default 48) narrow the engine phase)
 #
 # Builds sm_90 only (the H200 machines) to keep the call short; DEBS (default .debs) is the
 # folder of .debs for air-gapped machines. The engine phase reuses the suite phase's build.
@@ -109,10 +110,10 @@ if [ "$phase" = engine ] || [ "$phase" = engine-report ]; then
     )
     if [ "$phase" = engine ]; then
         for f in ${E2E_TABLES:-slow pcie-nccl pcie-nccl-seed pcie-p2p h200nccl h200p2p}; do
-            for k in 2 3; do
+            for k in ${E2E_K:-2 3}; do
                 nr="--no-noop-replay"; [ $k = 2 ] && nr=""
                 # shellcheck disable=SC2086
-                timeout 170 $mpi $arb engine --config kimi-k2 --weights int4 --tp-shape 8 --context 4096 --steps 48 --modes graph \
+                timeout 170 $mpi $arb engine --config kimi-k2 --weights int4 --tp-shape 8 --context 4096 --steps ${E2E_STEPS:-48} --modes graph \
                     --spec-k $k --accept-rate 0.5,0.6,0.7,0.8,0.9 $nr ${tab[$f]} --out "$out/e2e-$f-k$k.csv" >"$out/e2e-$f-k$k.log" 2>&1
                 note "e2e $f k=$k: rc=$? ($(date -u +%T))"; grep -E "^# graph|^# call sites|^(decode|verify) |arbench engine:" "$out/e2e-$f-k$k.log" | cut -c1-150 | tail -12
             done
