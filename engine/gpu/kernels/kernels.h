@@ -99,11 +99,6 @@ cudaError_t moe_down(const launch_ctx &c, const moe_weights &w, const moe_route 
                      const bf16 *act_sh, bf16 *part, int T);
 cudaError_t moe_block(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                       bf16 *act_sh, bf16 *part, int T, int max_slots);
-// moe_gate_up with `split` CTAs (a thread-block cluster: 1, 2, 4 or kMoeMaxSplit) per tile,
-// each taking 1 / split of its input groups; moe_gate_up picks split from T alone. For tests.
-constexpr int kMoeMaxSplit = 8; // the portable cluster size
-cudaError_t moe_gate_up_split(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h,
-                              bf16 *act, bf16 *act_sh, int T, int max_slots, int split);
 
 // ---- argmax.cu: best[t] over logits [T x Vr], global index = vocab_base + v ----
 cudaError_t argmax(const launch_ctx &c, const float *logits, int Vr, int vocab_base, float *best_logit,

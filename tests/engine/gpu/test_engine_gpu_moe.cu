@@ -5,10 +5,7 @@
 //   int4_layout   every (row, column) of a matrix to a distinct (word, nibble) and back;
 //                 every scale likewise
 //   moe_int4_T*   INT4 experts (row-major packed values, reshuffled into the layout on the
-//                 host) for T = 1, 2, 3, 8, experts shared by two tokens; a rerun and two
-//                 replays of a CUDA graph of it (PDL) bit-identical; gate/up with every
-//                 split 1, 2, 4, 8 (CTAs of a cluster per tile), each run twice
-//                 bit-identical and each within the tolerance; other splits refused
+//                 host) for T = 1, 3, 8, experts shared by two tokens; a rerun bit-identical
 //   moe_bf16_T*   the same with bf16 experts
 // Tolerance: one bf16 rounding of the output (2^-8 relative), 1e-5 of sum |terms| for
 // accumulation order, and one-ulp flips of the stored act (bf16 on both sides) through
@@ -75,40 +72,6 @@ void to_frag(const std::vector<uint32_t> &q, const std::vector<uint16_t> &s, uns
                 if (c % 32 == 0)
                     fs[e * rows * groups + arbk::int4_frag_scale(r, c / 32, (unsigned)groups)] = s[i / 32];
             }
-}
-
-// The default launchers captured in a CUDA graph on a stream of their own (PDL), replayed
-// twice, part cleared before each: the bits `want` both times.
-bool graph_replays_same(const arbk::moe_weights &mw, const arbk::moe_route &rt, const bf16 *h, bf16 *act,
-                        bf16 *act_sh, bf16 *part, int T, int slots, const std::vector<uint16_t> &want)
-{
-    cudaStream_t s = nullptr;
-    cudaGraph_t g = nullptr;
-    cudaGraphExec_t ge = nullptr;
-    bool ok = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
-              cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
-    if (ok) {
-        const arbk::launch_ctx lc = {s, 1};
-        const bool launched = arbk::moe_gate_up(lc, mw, rt, h, act, act_sh, T, slots) == cudaSuccess &&
-                              arbk::moe_down(lc, mw, rt, act, act_sh, part, T) == cudaSuccess;
-        ok = cudaStreamEndCapture(s, &g) == cudaSuccess && launched;
-    }
-    ok = ok && cudaGraphInstantiate(&ge, g, 0) == cudaSuccess;
-    for (int rep = 0; ok && rep < 2; rep++) {
-        ok = cudaMemsetAsync(part, 0xff, want.size() * 2, s) == cudaSuccess && cudaGraphLaunch(ge, s) == cudaSuccess &&
-             cudaStreamSynchronize(s) == cudaSuccess;
-        if (ok && memcmp(from_dev((uint16_t *)part, want.size()).data(), want.data(), want.size() * 2) != 0) {
-            tap_diag("graph replay %d: not the eager run's bits", rep);
-            ok = false;
-        }
-    }
-    if (ge)
-        cudaGraphExecDestroy(ge);
-    if (g)
-        cudaGraphDestroy(g);
-    if (s)
-        cudaStreamDestroy(s);
-    return ok;
 }
 
 void moe_case(bool int4, int T)
@@ -183,29 +146,7 @@ void moe_case(bool int4, int T)
     TAP_REQUIRE(arbk::moe_down(g_lc, mw, r.rt, act, act_sh, part, T) == cudaSuccess);
     auto again = from_dev((uint16_t *)part, (size_t)T * H);
     TAP_CHECK(memcmp(got.data(), again.data(), got.size() * 2) == 0);
-    TAP_CHECK(graph_replays_same(mw, r.rt, dh, act, act_sh, part, T, T * k, got));
-    std::vector<std::vector<uint16_t>> by_split(arbk::kMoeMaxSplit + 1); // [split]: part
-    for (int split = 1; split <= arbk::kMoeMaxSplit; split *= 2)
-        for (int run = 0; run < 2; run++) { // act, act_sh and part cleared: each run writes them all
-            cudaMemset(act, 0xff, (size_t)arbk::kMaxSlots * arbk::kMaxT * I * 2);
-            cudaMemset(act_sh, 0xff, (size_t)arbk::kMaxT * Is * 2);
-            cudaMemset(part, 0xff, (size_t)T * H * 2);
-            TAP_REQUIRE(arbk::moe_gate_up_split(g_lc, mw, r.rt, dh, act, act_sh, T, T * k, split) == cudaSuccess);
-            TAP_REQUIRE(arbk::moe_down(g_lc, mw, r.rt, act, act_sh, part, T) == cudaSuccess);
-            TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-            auto bits = from_dev((uint16_t *)part, (size_t)T * H);
-            if (run == 0)
-                by_split[split] = bits;
-            else {
-                const bool same = memcmp(bits.data(), by_split[split].data(), bits.size() * 2) == 0;
-                if (!same)
-                    tap_diag("split %d: a rerun gave other bits", split);
-                TAP_CHECK(same);
-            }
-        }
-    for (int split : {0, 3, arbk::kMoeMaxSplit + 1})
-        TAP_CHECK(arbk::moe_gate_up_split(g_lc, mw, r.rt, dh, act, act_sh, T, T * k, split) == cudaErrorInvalidValue);
-    char name[48];
+    char name[32];
     snprintf(name, sizeof name, "moe %s T=%d", int4 ? "int4" : "bf16", T);
     cmp c{name};
     std::vector<double> a(I), as(Is);
@@ -244,20 +185,9 @@ void moe_case(bool int4, int T)
                 }
         }
     }
-    auto tol = [&](size_t i) { // act flips of one ulp: 4 x 2^-8 of the terms
-        return fabs(ref[i]) / 256 + mag[i] * (1e-5 + 4.0 / 256 / 16);
-    };
-    for (size_t i = 0; i < ref.size(); i++)
-        c(bfd(got[i]), ref[i], tol(i));
+    for (size_t i = 0; i < ref.size(); i++) // act flips of one ulp: 4 x 2^-8 of the terms
+        c(bfd(got[i]), ref[i], fabs(ref[i]) / 256 + mag[i] * (1e-5 + 4.0 / 256 / 16));
     TAP_CHECK(c.ok());
-    for (int split = 1; split <= arbk::kMoeMaxSplit; split *= 2) {
-        char sname[64];
-        snprintf(sname, sizeof sname, "moe %s T=%d split %d", int4 ? "int4" : "bf16", T, split);
-        cmp cs{sname};
-        for (size_t i = 0; i < ref.size(); i++)
-            cs(bfd(by_split[split][i]), ref[i], tol(i));
-        TAP_CHECK(cs.ok());
-    }
     for (void *p : owned)
         cudaFree(p);
     cudaFree((void *)mw.gate), cudaFree((void *)mw.up), cudaFree((void *)mw.down);
@@ -266,11 +196,9 @@ void moe_case(bool int4, int T)
     cudaFree(r.experts), cudaFree(r.rt.coef), cudaFree(r.rt.uniq), cudaFree(r.rt.n_uniq);
 }
 void t_moe_int4_t1() { moe_case(true, 1); }
-void t_moe_int4_t2() { moe_case(true, 2); }
 void t_moe_int4_t3() { moe_case(true, 3); }
 void t_moe_int4_t8() { moe_case(true, 8); }
 void t_moe_bf16_t1() { moe_case(false, 1); }
-void t_moe_bf16_t2() { moe_case(false, 2); }
 void t_moe_bf16_t3() { moe_case(false, 3); }
 void t_moe_bf16_t8() { moe_case(false, 8); }
 
@@ -284,9 +212,9 @@ int main(int argc, char **argv)
         return 77;
     }
     static const tap_test_t tests[] = {
-        {"int4_layout", t_int4_layout}, {"moe_int4_T1", t_moe_int4_t1}, {"moe_int4_T2", t_moe_int4_t2},
-        {"moe_int4_T3", t_moe_int4_t3}, {"moe_int4_T8", t_moe_int4_t8}, {"moe_bf16_T1", t_moe_bf16_t1},
-        {"moe_bf16_T2", t_moe_bf16_t2}, {"moe_bf16_T3", t_moe_bf16_t3}, {"moe_bf16_T8", t_moe_bf16_t8},
+        {"int4_layout", t_int4_layout}, {"moe_int4_T1", t_moe_int4_t1}, {"moe_int4_T3", t_moe_int4_t3},
+        {"moe_int4_T8", t_moe_int4_t8}, {"moe_bf16_T1", t_moe_bf16_t1}, {"moe_bf16_T3", t_moe_bf16_t3},
+        {"moe_bf16_T8", t_moe_bf16_t8},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
