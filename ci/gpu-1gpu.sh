@@ -78,8 +78,8 @@ report() {
     : >"$out/e2e-shape.txt"
     for pair in "slow h200p2p" "pcie-nccl-seed pcie-p2p" "pcie-nccl pcie-p2p" "h200nccl h200p2p"; do
         set -- $pair
-        ls "$out"/e2e-"$1"-k*.csv >/dev/null 2>&1 && ls "$out"/e2e-"$2"-k*.csv >/dev/null 2>&1 || continue
-        args=$(for f in "$out"/e2e-"$1"-k*.csv "$out"/e2e-"$2"-k*.csv; do t=${f##*/e2e-}; printf '%s=%s ' "$f" "${t%-k*}"; done)
+        ls "$out"/e2e-"$1"-k[0-9].csv >/dev/null 2>&1 && ls "$out"/e2e-"$2"-k[0-9].csv >/dev/null 2>&1 || continue
+        args=$(for f in "$out"/e2e-"$1"-k[0-9].csv "$out"/e2e-"$2"-k[0-9].csv; do t=${f##*/e2e-}; printf '%s=%s ' "$f" "${t%-k*}"; done)
         # shellcheck disable=SC2086
         { echo "## slow $1, fast $2"; $shape --slow "$1" --fast "$2" $args; echo "## exit $?"; echo; } >>"$out/e2e-shape.txt" 2>&1
     done
