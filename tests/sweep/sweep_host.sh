@@ -93,6 +93,12 @@ append)
         >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "second with --append"; }
     grep -q "appending to" "$tmp/out" || { cat "$tmp/out"; fail "appending is not said"; }
     "$check" "$tmp/r.csv" --rows 2 --all check=pass || fail "--append adds to the same file"
+    # a last row cut off (a crash, a full disk) is refused naming its line, the file unchanged
+    head -c -20 "$tmp/r.csv" >"$tmp/cut.csv"
+    cp "$tmp/cut.csv" "$tmp/cut.orig"
+    expect_error 2 "line 3 is an incomplete row" --impl mpi-host --sizes 2K --modes eager --iters 5 \
+        --out "$tmp/cut.csv" --append
+    cmp -s "$tmp/cut.csv" "$tmp/cut.orig" || fail "a refused append changed the file"
     ;;
 bad_input)
     expect_error 2 "nosuch" --impl nosuch --sizes 1K
