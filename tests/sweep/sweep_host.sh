@@ -113,8 +113,8 @@ bad_input)
     timeout 120 mpirun $mpirun_args -np 1 "$arbench" sweep --host --impl mpi-host --sizes 1K --iters 10 --out "$tmp/d.csv" : \
         -np 1 "$arbench" sweep --host --impl mpi-host --sizes 1K --iters 20 --out "$tmp/d.csv" >"$tmp/out" 2>&1
     rc=$?
-    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$tmp/out"; fail "different arguments: exit $rc"; }
-    grep -q "different arguments" "$tmp/out" || { cat "$tmp/out"; fail "different arguments: no message"; }
+    [ $rc -eq 2 ] || { cat "$tmp/out"; fail "different arguments: exit $rc, expected 2"; }
+    grep -q "ranks disagree on --iters: rank 0 has '10', rank 1 has '20'" "$tmp/out" || { cat "$tmp/out"; fail "different arguments: no message naming --iters"; }
     echo "ok: ranks with different arguments refused"
     ;;
 interrupt)
