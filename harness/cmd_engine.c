@@ -8,6 +8,7 @@
 #include "base/common.h"
 #include "model/engine_agree.h"
 #include "model/engine_opts.h"
+#include "model/engine_outputs.h"
 #include "runtime/hostops.h"
 #include "run/run.h"
 
@@ -42,7 +43,8 @@ int cmd_engine(int argc, char **argv)
             fprintf(stderr, "arbench engine: %s\n", err);
         goto out_free;
     }
-    if (arb_engine_agree(o, &m, argc, argv, err, sizeof err) != 0) {
+    if (arb_engine_agree(o, &m, argc, argv, err, sizeof err) != 0 ||
+        arb_engine_check_outputs(o, &m, arb_engine_columns, arb_engine_ncolumns, err, sizeof err) != 0) {
         if (m.rank == 0)
             fprintf(stderr, "arbench engine: %s\n", err);
         goto out_free;

@@ -14,6 +14,7 @@
 
 #include "arbench/status.h"
 #include "base/common.h"
+#include "model/engine_outputs.h"
 #include "model/memplan.h"
 #include "run/run.h"
 #include "run/run_ab.h"
@@ -262,13 +263,6 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
         snprintf(r->out, sizeof r->out, "%s", o->out);
         if (!r->out[0])
             default_out(r->out, sizeof r->out, r->meta.host);
-        FILE *pf = NULL;
-        char ppath[4200];
-        snprintf(ppath, sizeof ppath, "%.*s-memplan.txt", (int)(strlen(r->out) > 4 && !strcmp(r->out + strlen(r->out) - 4, ".csv") ? strlen(r->out) - 4 : strlen(r->out)), r->out);
-        if ((pf = fopen(ppath, "w"))) {
-            arb_memplan_print(pf, &plan, r->cfg.name);
-            fclose(pf);
-        }
     }
     /* the compute-only replay first, then the implementation (its rows as they finish) */
     const char *impl = o->impl_given ? o->impl.name : o->backend == ARB_ENGINE_CPU ? "mpi-host" : "nccl";
@@ -293,6 +287,8 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
         fprintf(stderr, "arbench engine: %s\n", msg);
         MPI_Abort(m->world, 2);
     }
+    if (m->rank == 0) /* after --out was accepted, named after the run (model/engine_outputs.h) */
+        arb_engine_write_memplan(&plan, r->cfg.name, r->out, r->meta.run_id);
     rc = 0;
     for (unsigned i = 0; i < r->ncfgs && rc == 0; i++) {
         if (strcmp(r->cfgs[i].label, "baseline") == 0)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "arbench/status.h"
+#include "base/outfile.h"
 #include "cpu/cpu_ref.h"
 #include "model/memplan.h"
 #include "run/run.h"
@@ -195,10 +196,12 @@ static arb_status_t decode_phase(arb_engine_run_t *r, arb_runcfg_t *c, void *mod
     snprintf(what, sizeof what, "%s %s: decode", c->label, arb_mode_names[mode]);
     arb_status_t st = ARB_OK;
     /* the first mode's decode of the implementation may dump its logits and tokens (tests) */
+    arb_outfile_t dlf = {0}, dtf = {0}; /* temporary names, renamed in place when complete */
+    char owhy[512] = "";
     FILE *df = NULL;
     int dump = arb_run_is_impl(c) && (int)mode == lowest_mode(r->modes);
-    if (dump && r->o->dump_logits[0] && r->m->rank == 0 && !(df = fopen(r->o->dump_logits, "w")))
-        fprintf(stderr, "# --dump-logits %s: cannot create the file\n", r->o->dump_logits);
+    if (dump && r->o->dump_logits[0] && r->m->rank == 0 && !(df = arb_outfile_open(&dlf, "--dump-logits", r->o->dump_logits, owhy, sizeof owhy)))
+        fprintf(stderr, "# %s\n", owhy);
     for (unsigned i = 0; i < S + k && st == ARB_OK; i++) { /* k more untimed: the verify run's drafts */
         double us = 0, b = 0, e = 0;
         st = arb_run_step(r, r->be, c, model, &pr->tokens[i], 1, P0 + i, mode, &us, why, len);
@@ -213,14 +216,14 @@ static arb_status_t decode_phase(arb_engine_run_t *r, arb_runcfg_t *c, void *mod
         }
         arb_run_progress(r, what, i + 1, S + k);
     }
-    if (df)
-        fclose(df);
+    if (df && (st != ARB_OK || arb_outfile_commit(&dlf, owhy, sizeof owhy)))
+        arb_outfile_discard(&dlf);
     if (st == ARB_OK && dump && r->o->dump_tokens[0] && r->m->rank == 0) {
-        FILE *tf = fopen(r->o->dump_tokens, "w");
+        FILE *tf = arb_outfile_open(&dtf, "--dump-tokens", r->o->dump_tokens, owhy, sizeof owhy);
         for (unsigned i = 0; tf && i <= S + k; i++)
             fprintf(tf, "%u%c", pr->tokens[i], i == S + k ? '\n' : ' ');
-        if (!tf || fclose(tf))
-            fprintf(stderr, "# --dump-tokens %s: cannot write the file\n", r->o->dump_tokens);
+        if (!tf || arb_outfile_commit(&dtf, owhy, sizeof owhy))
+            fprintf(stderr, "# --dump-tokens %s: cannot write the file (%s)\n", r->o->dump_tokens, owhy);
     }
     if (st == ARB_OK) {
         pr->bytes = bsum / S, pr->experts = esum / S;

@@ -86,6 +86,20 @@ static int header_is(const char *line, const char *const *header, size_t ncols)
     return 1;
 }
 
+int arb_out_check_inputs(const char *what, const char *path, arb_out_mode_t mode, const char *allow,
+                         const arb_io_file_t *others, size_t n, char *const *files, size_t nfiles,
+                         const char *files_what, char *err, size_t len)
+{
+    for (size_t i = 0; path && *path && i < nfiles; i++) {
+        if (!arb_same_file(path, files[i]))
+            continue;
+        snprintf(err, len, "%s '%s' is the same file as the %s '%s': a command never writes over its own input; choose another %s",
+                 what, path, files_what, files[i], what);
+        return -1;
+    }
+    return arb_out_check(what, path, mode, allow, others, n, err, len);
+}
+
 int arb_out_check_rows(const char *what, const char *path, const char *const *header, size_t ncols, char *err,
                        size_t len)
 {

@@ -40,6 +40,12 @@ typedef struct arb_io_file {
 int arb_out_check(const char *what, const char *path, arb_out_mode_t mode, const char *allow,
                   const arb_io_file_t *others, size_t n, char *err, size_t len);
 
+/* arb_out_check, with the positional input files files[0..nfiles) (named files_what in
+ * the message) among the others. */
+int arb_out_check_inputs(const char *what, const char *path, arb_out_mode_t mode, const char *allow,
+                         const arb_io_file_t *others, size_t n, char *const *files, size_t nfiles,
+                         const char *files_what, char *err, size_t len);
+
 /* Same file? By device and inode when both exist, else by real path. */
 int arb_same_file(const char *a, const char *b);
 

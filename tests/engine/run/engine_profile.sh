@@ -57,10 +57,10 @@ engine 1 badmh --impl mpi-host:algo=bogus
 rc=$?
 [ $rc -eq 2 ] && grep -q "algo=bogus" "$tmp/badmh.out" && tap OK "mpi-host algo=bogus refused naming it" || tap FAIL "mpi-host algo=bogus refused naming it (exit $rc)"
 
-printf 'schema,fabric\n1,host\n' >"$tmp/broken.csv"
-engine 1 broken --profile "$tmp/broken.csv"
+printf 'schema,fabric\n1,host\n' >"$tmp/broken-prof.csv"
+engine 1 broken --profile "$tmp/broken-prof.csv"
 rc=$?
-[ $rc -eq 2 ] && grep -q "broken.csv: missing column" "$tmp/broken.out" && tap OK "a malformed profile is refused naming it: $(grep -m1 broken.csv "$tmp/broken.out")" || tap FAIL "a malformed profile is refused naming it (exit $rc)"
+[ $rc -eq 2 ] && grep -q "broken-prof.csv: missing column" "$tmp/broken.out" && tap OK "a malformed profile is refused naming it: $(grep -m1 broken-prof.csv "$tmp/broken.out")" || tap FAIL "a malformed profile is refused naming it (exit $rc)"
 engine 1 both --profile "$tmp/prof_other.csv" --impl mpi-host
 rc=$?
 [ $rc -eq 2 ] && grep -q -- "--impl with --profile" "$tmp/both.out" && tap OK "--profile with --impl refused" || tap FAIL "--profile with --impl refused (exit $rc)"
