@@ -126,6 +126,8 @@ arb_status_t arb_run_open_profile(arb_engine_run_t *r, char *why, size_t len)
     arb_inst_t *iver = arb_site_registry_instance(&ps->reg, slot[SHAPE_VERIFY], NULL);
     arb_runcfg_t *c = &r->cfgs[r->ncfgs++];
     ARB_TRY(arb_run_borrow_config(r, c, "impl", &ps->reg, slot[SHAPE_VERIFY], why, len));
+    for (int i = SHAPE_VERIFY; i >= SHAPE_DECODE && !c->note[0]; i--) /* recorded in every row (no silent stand-in) */
+        arb_site_registry_fallback_note(&ps->reg, slot[i], c->note, sizeof c->note);
     if (idec == iver)
         return ARB_OK;
     /* One configuration, as a server dispatches by shape: one-token steps (decode, the

@@ -37,6 +37,10 @@ if engine 2 other --profile "$tmp/prof_other.csv"; then tap OK "--profile of ano
 grep -q 'site verify .*no entry in .*prof_other.csv for its fabric (.*has: nvlink) -> mpi-host (its own choice)' "$tmp/other.out" \
     && tap OK "fallback line names the site and the missing fabric" || { tap FAIL "fallback line names the site and the missing fabric"; sed 's/^/# /' "$tmp/other.out"; }
 [ "$(rows "$tmp/other.csv")" -eq 2 ] && tap OK "rows with the fallback" || tap FAIL "rows with the fallback"
+[ "$(grep -c ',fallback mpi-host at site verify: no entry in ' "$tmp/other.csv")" -eq 2 ] \
+    && tap OK "every row's note records the fallback" || { tap FAIL "every row's note records the fallback"; sed 's/^/# /' "$tmp/other.csv"; }
+grep -q '^# fallback mpi-host at site verify' "$tmp/other.out" && tap OK "the summary records the fallback" \
+    || tap FAIL "the summary records the fallback"
 
 cat >"$tmp/prof_split.csv" <<'CSV'
 schema,fabric,ranks,nodes,dtype,op,mode,min_bytes,max_bytes,impl,params,fusion
