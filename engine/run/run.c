@@ -19,6 +19,7 @@
 #include "run/run.h"
 #include "run/run_ab.h"
 #include "run/run_profile.h"
+#include "sweep/report.h"
 #include "sweep/runner.h"
 #include "topo/topo.h"
 
@@ -233,7 +234,7 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
         return 2;
     r->o = o, r->m = m, r->argc = argc, r->argv = argv;
     r->bandwidth = -1, r->check_max_logit_diff = -1;
-    r->progress = m->rank == 0 && !o->quiet && isatty(2);
+    r->progress = m->rank == 0 && !o->quiet && arb_progress_wanted(); /* the launcher's terminal counts (sweep/report.h) */
     r->be = o->backend == ARB_ENGINE_CPU ? &arb_engine_backend_cpu : arb_engine_backend_gpu();
     if (failed_everywhere(r, setup_model(r, msg, sizeof msg) != 0, msg, sizeof msg))
         goto out;

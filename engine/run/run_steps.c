@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "arbench/status.h"
+#include "base/heartbeat.h"
 #include "base/outfile.h"
 #include "cpu/cpu_ref.h"
 #include "model/memplan.h"
@@ -67,6 +68,8 @@ void arb_run_progress(const arb_engine_run_t *r, const char *what, unsigned done
 {
     if (r->progress && (done == total || done % 16 == 0))
         fprintf(stderr, "\r# %-40s %6u/%-6u%s", what, done, total, done == total ? "\n" : "");
+    else if (!r->progress && r->m->rank == 0 && !r->o->quiet) /* not a terminal: a line in the log now and then */
+        arb_heartbeat(stderr, what, done, total);
 }
 
 /* Prefill positions 0 .. context-1 in chunks (eager); *g0 = the first decode input. */

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # tests/base/outputs_cli.sh ARBENCH SOURCE_ROOT: the one output rule (base/outfile.h) across
-# the commands that write without MPI (model fit/predict/e2e, profile, gate). TAP.
+# the commands that write without MPI (model fit/predict/e2e, profile, gate), and the cost
+# model's readers refusing specs and fits that make no physical sense. TAP.
 set -u
 arb=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") root=$2
 cd "$root" || exit 1
@@ -20,7 +21,7 @@ refused() {
     [ $r = 0 ] || echo "# exit $rc: $err"
     return $r
 }
-echo "1..14"
+echo "1..16"
 spec=model/fabrics/h200x2-nvlink.spec
 cp results/h200x2-default.csv "$tmp/r.csv"
 refused "is the same file as the results file" "$tmp/r.csv" model fit --fabric $spec --out "$tmp/r.csv" "$tmp/r.csv"
@@ -59,4 +60,14 @@ ok $? "gate --report-md onto the candidate is refused"
 echo old >"$tmp/rep.md"
 refused "exists: give --force" "$tmp/rep.md" $g --report-md "$tmp/rep.md" && { "$arb" $g --report-md "$tmp/rep.md" --force >/dev/null; [ "$(cat "$tmp/rep.md")" != old ]; }
 ok $? "gate: an existing report is refused, --force replaces it"
+# physical sense
+sed 's/^nvlink.write_gbs = 450/nvlink.write_gbs = 0/' $spec >"$tmp/zero.spec"
+line=$(grep -n '^nvlink.write_gbs' "$tmp/zero.spec" | cut -d: -f1)
+refused "zero.spec:$line: nvlink.write_gbs = '0 +-0.2': expected a positive bandwidth" "" model fit --fabric "$tmp/zero.spec" --out "$tmp/z.csv" "$tmp/r.csv"
+ok $? "a spec with a zero bandwidth is refused with its key and line"
+awk -F, 'BEGIN { OFS = "," } $1 == "launch" && !done { $7 = "-3.5"; done = 1 } { print }' "$tmp/fit.csv" >"$tmp/neg.csv"
+line=$(grep -n '^launch' "$tmp/neg.csv" | head -1 | cut -d: -f1)
+refused "neg.csv: line $line: launch .* offset_us -3.5: a launch floor is a time and cannot be negative" "" \
+    model predict --fit "$tmp/neg.csv" --fabric $spec --ranks 2 --out "$tmp/y.csv"
+ok $? "a fit with a negative launch floor is refused with its line"
 exit $bad
