@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # tests/base/outputs_cli.sh ARBENCH SOURCE_ROOT: the one output rule (base/outfile.h) across
-# the commands that write without MPI (model fit/predict/e2e, profile, gate), and the cost
+# the commands that write without MPI (model fit/predict/e2e, profile, gate, topo), and the cost
 # model's readers refusing specs and fits that make no physical sense. TAP.
 set -u
 arb=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") root=$2
@@ -21,7 +21,7 @@ refused() {
     [ $r = 0 ] || echo "# exit $rc: $err"
     return $r
 }
-echo "1..16"
+echo "1..19"
 spec=model/fabrics/h200x2-nvlink.spec
 cp results/h200x2-default.csv "$tmp/r.csv"
 refused "is the same file as the results file" "$tmp/r.csv" model fit --fabric $spec --out "$tmp/r.csv" "$tmp/r.csv"
@@ -60,6 +60,15 @@ ok $? "gate --report-md onto the candidate is refused"
 echo old >"$tmp/rep.md"
 refused "exists: give --force" "$tmp/rep.md" $g --report-md "$tmp/rep.md" && { "$arb" $g --report-md "$tmp/rep.md" --force >/dev/null; [ "$(cat "$tmp/rep.md")" != old ]; }
 ok $? "gate: an existing report is refused, --force replaces it"
+xml=tests/topo/nvlink2.xml
+cp $xml "$tmp/t.xml"
+refused "is the same file as --xml" "$tmp/t.xml" topo --no-bind --xml "$tmp/t.xml" --export-xml "$tmp/t.xml"
+ok $? "topo --export-xml onto its --xml is refused"
+"$arb" topo --no-bind --xml $xml --export-xml "$tmp/e.xml" >/dev/null && refused "exists: give --force" "$tmp/e.xml" \
+    topo --no-bind --xml $xml --export-xml "$tmp/e.xml"
+ok $? "topo: an existing --export-xml is refused"
+"$arb" topo --no-bind --xml $xml --export-xml "$tmp/e.xml" --force >/dev/null && "$arb" topo --no-bind --xml "$tmp/e.xml" >/dev/null
+ok $? "topo --export-xml --force replaces it with a readable topology"
 # physical sense
 sed 's/^nvlink.write_gbs = 450/nvlink.write_gbs = 0/' $spec >"$tmp/zero.spec"
 line=$(grep -n '^nvlink.write_gbs' "$tmp/zero.spec" | cut -d: -f1)
