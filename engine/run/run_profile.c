@@ -8,6 +8,7 @@
 #include "arbench/status.h"
 #include "run/run.h"
 #include "sites/site_registry_inst.h"
+#include "base/outfile.h"
 #include "sites/tune.h"
 
 typedef struct profile_state {
@@ -63,7 +64,7 @@ static arb_status_t load_or_tune(arb_engine_run_t *r, profile_state_t *ps, const
         return ARB_OK;
     }
     char results[4096];
-    snprintf(results, sizeof results, "%s", r->out);
+    arb_out_side_path(r->out, "", r->meta.run_id, ".csv", results, sizeof results); /* a rerun keeps the last one's */
     MPI_Bcast(results, sizeof results, MPI_CHAR, 0, r->m->world); /* rank 0 named the output */
     unsigned toks[SHAPES], n = 0;
     for (int i = 0; i < SHAPES; i++) {

@@ -194,5 +194,5 @@ void arb_out_side_path(const char *out, const char *tag, const char *run_id, con
     size_t n = strlen(out);
     if (n > 4 && strcmp(out + n - 4, ".csv") == 0)
         n -= 4;
-    snprintf(buf, len, "%.*s-%s-%s%s", (int)n, out, tag, run_id, ext);
+    snprintf(buf, len, "%.*s%s%s-%s%s", (int)n, out, *tag ? "-" : "", tag, run_id, ext);
 }

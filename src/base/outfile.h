@@ -67,7 +67,8 @@ FILE *arb_outfile_open(arb_outfile_t *o, const char *what, const char *path, cha
 int arb_outfile_commit(arb_outfile_t *o, char *err, size_t len);
 void arb_outfile_discard(arb_outfile_t *o);
 
-/* A side file of output `out` for run `run_id`: "<out without .csv>-<tag>-<run_id><ext>". */
+/* A side file of output `out` for run `run_id`: "<out without .csv>-<tag>-<run_id><ext>"
+ * ("<out without .csv>-<run_id><ext>" for tag ""). */
 void arb_out_side_path(const char *out, const char *tag, const char *run_id, const char *ext, char *buf, size_t len);
 
 #endif

@@ -106,6 +106,8 @@ static void t_whole_file(void)
     char side[300];
     arb_out_side_path("r/x.csv", "memplan", "RUN", ".txt", side, sizeof side);
     TAP_EQ_STR(side, "r/x-memplan-RUN.txt");
+    arb_out_side_path("r/x.csv", "", "RUN", ".csv", side, sizeof side);
+    TAP_EQ_STR(side, "r/x-RUN.csv");
 }
 
 int main(int argc, char **argv)
