@@ -66,6 +66,11 @@ cmp -s "$src" "$tmp/n2/tiny.json" && fail "the test's altered config is not alte
 agree "engine $common" "--config tiny" "--config $tmp/n1/tiny.json"
 differ "engine $common" --config "--config $tmp/n0/tiny.json" "--config $tmp/n2/tiny.json"
 
+# a profile by content too
+printf 'schema,fabric,ranks,nodes,dtype,op,mode,min_bytes,max_bytes,impl,params,fusion\n1,host,2,0,bf16,allreduce,eager,1,100000,mpi-host,algo=allreduce,\n' >"$tmp/p0.csv"
+sed 's/algo=allreduce/algo=reduce-bcast/' "$tmp/p0.csv" >"$tmp/p1.csv"
+differ "engine --config tiny $common" --profile "--profile $tmp/p0.csv" "--profile $tmp/p1.csv"
+
 # sweep: arguments only (it reads no input file)
 s="sweep --host --impl mpi-host --sizes 4K --iters 2 --warmup 1 --modes eager --quiet"
 differ "$s" --iters "--iters 2" "--iters 3"
