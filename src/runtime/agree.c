@@ -155,11 +155,15 @@ static void shown(const arb_agree_t *a, const char *key, char *buf, size_t len)
 static void describe(const arb_agree_t *all, int nranks, char *msg, size_t len)
 {
     const char *key = NULL;
-    for (int r = 0; r < nranks && !key; r++)
-        for (unsigned i = 0; i < all[r].n && !key; i++)
-            for (int q = 1; q < nranks && !key; q++)
-                if (differs(&all[0], &all[q], all[r].item[i].key))
-                    key = all[r].item[i].key;
+    /* rank 0's items first, then those only other ranks have: items x ranks x items */
+    for (unsigned i = 0; i < all[0].n && !key; i++)
+        for (int q = 1; q < nranks && !key; q++)
+            if (differs(&all[0], &all[q], all[0].item[i].key))
+                key = all[0].item[i].key;
+    for (int q = 1; q < nranks && !key; q++)
+        for (unsigned i = 0; i < all[q].n && !key; i++)
+            if (!find(&all[0], all[q].item[i].key))
+                key = all[q].item[i].key;
     if (!key) {
         snprintf(msg, len, "ranks were launched with different arguments (more than %u items; the difference is past "
                  "the first %u)", ARB_AGREE_MAX_ITEMS, ARB_AGREE_MAX_ITEMS);
