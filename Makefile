@@ -4,6 +4,8 @@
 #   make test             build and run the test suite (unit, mpi; gpu tests skip without a GPU)
 #   make plots            render the committed results into plots/figures/
 #   make deps             install dependencies only (DEBS=DIR installs from a folder of .debs)
+#   make format           rewrite the files in .clang-format-files with clang-format (FILES=... for others)
+#   make format-check     exit 1 when a file in .clang-format-files differs from its clang-format layout
 BUILD ?= build
 MESON_OPTS ?=
 SWEEP_ARGS ?=
@@ -13,7 +15,11 @@ PLOT_RESULTS ?= results/h200x2-default.csv results/h200x2-rmsnorm.csv
 # Runs under NCCL_P2P_DISABLE=1 share the hardware's fabric label: drawn apart.
 PLOT_RESULTS_P2POFF ?= results/h200x2-p2poff.csv
 
-.PHONY: all deps build test sweep plots clean
+# The files kept in .clang-format's layout (the rest of the tree predates it).
+FILES ?= $(shell sed -e '/^\#/d' -e '/^$$/d' .clang-format-files)
+CLANG_FORMAT ?= clang-format
+
+.PHONY: all deps build test sweep plots format format-check clean
 
 all: build
 
@@ -35,6 +41,12 @@ sweep: build
 plots: build
 	@plots/render.sh $(BUILD) plots/figures $(PLOT_RESULTS)
 	@plots/render.sh $(BUILD) plots/figures/nccl-p2p-disabled $(PLOT_RESULTS_P2POFF)
+
+format:
+	$(CLANG_FORMAT) -i $(FILES)
+
+format-check:
+	@$(CLANG_FORMAT) --dry-run --Werror $(FILES) && echo "format-check: $(words $(FILES)) files match .clang-format"
 
 clean:
 	rm -rf $(BUILD)

@@ -5,14 +5,15 @@
 #   ci/gpu-1gpu.sh suite  OUT [OLD_TREE]   deps, build, the GPU test suite, one-rank sweeps of
 #                                          the redesign against OLD_TREE (a source tree of the
 #                                          previous main, built beside it) alternated A/B/A/B,
-#                                          and the issue-14 engine run (kimi-k2, INT4, tp-shape 8)
+#                                          and the compute-only engine run (kimi-k2, INT4, tp-shape 8)
 #   ci/gpu-1gpu.sh fused  OUT [OLD_TREE]   the fused-path check: p2p fused tests, the register
 #                                          kernel and pull (opened second) old vs new, A/B/A/B
-#   ci/gpu-1gpu.sh engine OUT              issue 15's one command: plain and speculative decoding
+#   ci/gpu-1gpu.sh engine OUT              the engine in one command: plain and speculative decoding
 #                                          (k = 2, 3; acceptance 0.5..0.9) with other machines'
 #                                          latencies replayed by the modeled plugin, the seed's-
 #                                          shape verdicts (OUT/e2e-shape.txt) and the figures
 #   ci/gpu-1gpu.sh engine-report OUT       only the verdicts and figures from OUT's CSVs
+#   (E2E_TABLES, E2E_K (default "2 3") and E2E_STEPS (default 48) narrow the engine phase)
 #
 # Builds sm_90 only (the H200 machines) to keep the call short; DEBS (default .debs) is the
 # folder of .debs for air-gapped machines. The engine phase reuses the suite phase's build.
@@ -63,7 +64,7 @@ if [ "$phase" = suite ]; then
         note "gate old a+b vs new b: exit $? ($(grep -m1 -i '^result' "$out/gate-h200x1-old-vs-new.txt"))"
     fi
     grep -c $'\033' "$out/h200x1-new-a.log" | sed 's/^/escape sequences in a sweep log: /'
-    # Issue 14's run: one TP=8 rank of kimi-k2 with noop at every site (compute only).
+    # The engine alone: one TP=8 rank of kimi-k2 with noop at every site (compute only).
     timeout 200 $mpi $arb engine --config kimi-k2 --weights int4 --tp-shape 8 --context 4096 --steps 32 --impl noop \
         --modes graph --out "$out/engine-kimi-k2-int4-tp8-h200.csv" >"$out/engine-kimi-k2-int4-tp8-h200.log" 2>&1
     note "engine kimi-k2: rc=$?"; tail -25 "$out/engine-kimi-k2-int4-tp8-h200.log"
@@ -109,10 +110,10 @@ if [ "$phase" = engine ] || [ "$phase" = engine-report ]; then
     )
     if [ "$phase" = engine ]; then
         for f in ${E2E_TABLES:-slow pcie-nccl pcie-nccl-seed pcie-p2p h200nccl h200p2p}; do
-            for k in 2 3; do
+            for k in ${E2E_K:-2 3}; do
                 nr="--no-noop-replay"; [ $k = 2 ] && nr=""
                 # shellcheck disable=SC2086
-                timeout 170 $mpi $arb engine --config kimi-k2 --weights int4 --tp-shape 8 --context 4096 --steps 48 --modes graph \
+                timeout 170 $mpi $arb engine --config kimi-k2 --weights int4 --tp-shape 8 --context 4096 --steps ${E2E_STEPS:-48} --modes graph \
                     --spec-k $k --accept-rate 0.5,0.6,0.7,0.8,0.9 $nr ${tab[$f]} --out "$out/e2e-$f-k$k.csv" >"$out/e2e-$f-k$k.log" 2>&1
                 note "e2e $f k=$k: rc=$? ($(date -u +%T))"; grep -E "^# graph|^# call sites|^(decode|verify) |arbench engine:" "$out/e2e-$f-k$k.log" | cut -c1-150 | tail -12
             done

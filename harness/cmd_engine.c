@@ -11,6 +11,7 @@
 #include "model/engine_outputs.h"
 #include "runtime/hostops.h"
 #include "run/run.h"
+#include "run/run_rows.h"
 
 int cmd_engine(int argc, char **argv)
 {

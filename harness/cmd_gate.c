@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis_opts.h"
 #include "commands.h"
 #include "base/outfile.h"
 #include "analysis/gate.h"
@@ -17,18 +18,6 @@ static void usage(FILE *f)
     fputs("  Each baseline run (a file, or a run_id within one) is one sample of run-to-run noise; with one run the per-mode --default-noise allowances apply.\n", f);
     fputs("  Exit 0 pass, 1 regression, failed check, lost coverage (measured baseline points missing or skipped in the candidate) or nothing compared, 2 invalid input (unreadable or damaged file, missing columns, no common points).\n", f);
     fputs("  --allow-missing: lost coverage and zero comparisons are reported but do not fail the gate.\n", f);
-}
-
-static int parse_double_opt(const char *name, const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end || !isfinite(v) || v < lo || v > hi) {
-        fprintf(stderr, "arbench gate: %s '%s': expected a number in [%g, %g]\n", name, s, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
 }
 
 /* --default-noise MODE=RATIO[,MODE=RATIO...]: modes eager, graph, context; ratios >= 1. */
@@ -61,8 +50,7 @@ int cmd_gate(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"baseline", required_argument, NULL, 'b'}, {"candidate", required_argument, NULL, 'c'},
-        {"threshold", required_argument, NULL, 't'}, {"alpha", required_argument, NULL, 'a'},
-        {"reps", required_argument, NULL, 'r'},     {"seed", required_argument, NULL, 's'},
+        {"threshold", required_argument, NULL, 't'}, ANALYSIS_BOOTSTRAP_OPTIONS,
         {"min-samples", required_argument, NULL, 'n'}, {"volatile", required_argument, NULL, 'v'},
         {"report-md", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
         {"noise-k", required_argument, NULL, 'k'}, {"default-noise", required_argument, NULL, 'd'},
@@ -89,7 +77,7 @@ int cmd_gate(int argc, char **argv)
             base_paths[nbase++] = optarg;
             break;
         case 'k':
-            if (parse_double_opt("--noise-k", optarg, 0, 100, &o.noise_k))
+            if (analysis_opt_number("gate", "--noise-k", optarg, 0, 100, &o.noise_k))
                 goto err_usage;
             break;
         case 'd':
@@ -101,45 +89,31 @@ int cmd_gate(int argc, char **argv)
         case 'F': force = 1; break;
         case 'm': md = optarg; break;
         case 't':
-            if (parse_double_opt("--threshold", optarg, 0, 10, &o.threshold))
+            if (analysis_opt_number("gate", "--threshold", optarg, 0, 10, &o.threshold))
                 goto err_usage;
             break;
         case 'a':
-            if (parse_double_opt("--alpha", optarg, 1e-6, 0.5, &o.alpha))
-                goto err_usage;
-            break;
         case 'r':
-            if (parse_double_opt("--reps", optarg, 100, 1e6, &v))
-                goto err_usage;
-            o.reps = (unsigned)v;
-            break;
         case 's':
-            if (parse_double_opt("--seed", optarg, 0, 9007199254740992.0, &v))
+            if (analysis_opt_bootstrap("gate", c, optarg, &o.alpha, &o.reps, &o.seed))
                 goto err_usage;
-            o.seed = (uint64_t)v;
             break;
         case 'n':
-            if (parse_double_opt("--min-samples", optarg, 2, 1e6, &v))
+            if (analysis_opt_number("gate", "--min-samples", optarg, 2, 1e6, &v))
                 goto err_usage;
             o.min_samples = (size_t)v;
             break;
-        case 'v': {
+        case 'v':
             /* A comma list of params keys to ignore when matching; "" ignores none. */
-            size_t n = 0;
             free(vol_buf);
             vol_buf = strdup(optarg);
-            for (char *save = NULL, *t = vol_buf ? strtok_r(vol_buf, ",", &save) : NULL; t;
-                 t = strtok_r(NULL, ",", &save)) {
-                if (n + 1 >= 64) {
-                    fprintf(stderr, "arbench gate: --volatile '%s': expected at most 63 keys\n", optarg);
-                    goto err_usage;
-                }
-                vol[n++] = t;
+            vol[0] = NULL;
+            if (vol_buf && analysis_opt_list(vol_buf, vol, 64)) {
+                fprintf(stderr, "arbench gate: --volatile '%s': expected at most 63 keys\n", optarg);
+                goto err_usage;
             }
-            vol[n] = NULL;
             o.volatile_params = vol;
             break;
-        }
         case 'h': usage(stdout); free(vol_buf); return 0;
         default: goto err_usage;
         }
@@ -161,14 +135,10 @@ int cmd_gate(int argc, char **argv)
     }
     /* All baseline files into one set: each file, or each run_id in one, is a run. */
     for (size_t i = 0; i < nbase; i++)
-        if (arb_points_load(&base, base_paths[i], err, sizeof err)) {
-            fprintf(stderr, "arbench gate: %s\n", err);
+        if (analysis_load("gate", &base, base_paths[i]))
             goto err_free_points;
-        }
-    if (arb_points_load(&cand, cand_path, err, sizeof err)) {
-        fprintf(stderr, "arbench gate: %s\n", err);
+    if (analysis_load("gate", &cand, cand_path))
         goto err_free_points;
-    }
     if (arb_gate_compare(&base, &cand, &o, &r, err, sizeof err)) {
         fprintf(stderr, "arbench gate: %s\n", err);
         goto err_free_points;

@@ -8,7 +8,8 @@
 
 #include "commands.h"
 #include "base/outfile.h"
-#include "costmodel/model.h"
+#include "costmodel/model_fit.h"
+#include "costmodel/model_predict.h"
 #include "base/sizes.h"
 #include "results/results.h"
 

@@ -12,10 +12,12 @@
 static void usage(FILE *f)
 {
     fputs("usage: arbench model e2e --pred PRED.csv --out E2E.csv [--force] [--target-read-gbs 1800] [--h200-peak-gbs 4800]\n"
-          "                         [--hidden 7168] ENGINE.csv...\n"
+          "                         [--hidden 7168] [--kernels NOOP-kernels.csv [--launch-band 0.3]] ENGINE.csv...\n"
           "  ENGINE.csv: `arbench engine` results with --impl 'modeled:table=PRED.csv,impl=NAME,...,params=...' (one\n"
           "  choice per file or several in one; at least one run with the compute-only replay). Writes predicted decode\n"
-          "  and speculative tok/s per choice with bands (source=model). Exit 2 on invalid input. docs/model.md\n", f);
+          "  and speculative tok/s per choice with bands (source=model). --kernels: the compute-only run's per-kernel\n"
+          "  table: compute on the target by kernel family (streaming part scaled, the rest kept, +-launch-band).\n"
+          "  Exit 2 on invalid input. docs/model.md\n", f);
 }
 
 static int parse_pos(const char *name, const char *s, double *out)
@@ -37,10 +39,13 @@ int cmd_model_e2e(int argc, char **argv)
         {"target-read-gbs", required_argument, NULL, 't'}, {"h200-peak-gbs", required_argument, NULL, 'P'},
         {"hidden", required_argument, NULL, 'H'},        {"help", no_argument, NULL, 'h'},
         {"force", no_argument, NULL, 'y'},
+        {"kernels", required_argument, NULL, 'k'},       {"launch-band", required_argument, NULL, 'b'},
         {NULL, 0, NULL, 0},
     };
-    /* RTX PRO 6000 Blackwell: 1.8 TB/s GDDR7; H200: 4.8 TB/s HBM3e (vendor specs, issue 16). */
-    arb_e2e_opts_t o = {.target_read_gbs = 1800, .h200_peak_gbs = 4800, .hidden = 7168};
+    /* RTX PRO 6000 Blackwell: 1.8 TB/s GDDR7; H200: 4.8 TB/s HBM3e (vendor specs). */
+    /* launch band 0.3: the same assumed band as the specs' gpu_band (launch floor and latencies
+     * carried from SM90 to SM120 unmeasured, model/fabrics/) */
+    arb_e2e_opts_t o = {.target_read_gbs = 1800, .h200_peak_gbs = 4800, .hidden = 7168, .launch_band = 0.3};
     const char *pred = NULL, *out = NULL;
     double hidden = 7168;
     int c, force = 0;
@@ -53,6 +58,13 @@ int cmd_model_e2e(int argc, char **argv)
         case 'P': if (parse_pos("h200-peak-gbs", optarg, &o.h200_peak_gbs)) return 2; break;
         case 'H': if (parse_pos("hidden", optarg, &hidden)) return 2; break;
         case 'y': force = 1; break;
+        case 'k': o.kernels_csv = optarg; break;
+        case 'b':
+            if (parse_pos("launch-band", optarg, &o.launch_band) || o.launch_band >= 1) {
+                fprintf(stderr, "arbench model e2e: --launch-band '%s': expected a fraction in (0, 1)\n", optarg);
+                return 2;
+            }
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -64,8 +76,8 @@ int cmd_model_e2e(int argc, char **argv)
     }
     static arb_e2e_result_t res;
     char err[1024], args[4096];
-    const arb_io_file_t inputs[] = {{"--pred", pred}};
-    if (arb_out_check_inputs("--out", out, force ? ARB_OUT_FORCE : ARB_OUT_NEW, "--force", inputs, 1, argv + optind,
+    const arb_io_file_t inputs[] = {{"--pred", pred}, {"--kernels", o.kernels_csv}};
+    if (arb_out_check_inputs("--out", out, force ? ARB_OUT_FORCE : ARB_OUT_NEW, "--force", inputs, 2, argv + optind,
                              (size_t)(argc - optind), "engine results file", err, sizeof err)) {
         fprintf(stderr, "arbench model e2e: %s\n", err);
         return 2;

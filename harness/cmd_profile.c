@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* arbench profile: results files -> tuning profile (CSV, optional JSON). docs/profile.md */
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis_opts.h"
 #include "commands.h"
 #include "base/outfile.h"
 #include "analysis/profile.h"
@@ -16,37 +16,11 @@ static void usage(FILE *f)
     fputs("  Picks the fastest implementation per (fabric, ranks, nodes, dtype, op, mode) and size among check=pass rows (reference floors never win; --exclude names more), keeps it only where its lead over the best baseline (NCCL) variant is beyond noise and at least --min-speedup, merges sizes into ranges. Exit 0 ok, 1 cannot write, 2 invalid input.\n", f);
 }
 
-static int parse_double_opt(const char *name, const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end || !isfinite(v) || v < lo || v > hi) {
-        fprintf(stderr, "arbench profile: %s '%s': expected a number in [%g, %g]\n", name, s, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-/* Splits a comma list in place into a NULL-terminated array (at most cap - 1 items). */
-static int split_list(char *s, const char **v, size_t cap)
-{
-    size_t n = 0;
-    for (char *save = NULL, *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (n + 1 >= cap)
-            return -1;
-        v[n++] = t;
-    }
-    v[n] = NULL;
-    return 0;
-}
-
 int cmd_profile(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"out", required_argument, NULL, 'o'},     {"json", required_argument, NULL, 'j'},
-        {"min-speedup", required_argument, NULL, 'm'}, {"alpha", required_argument, NULL, 'a'},
-        {"reps", required_argument, NULL, 'r'},    {"seed", required_argument, NULL, 's'},
+        {"min-speedup", required_argument, NULL, 'm'}, ANALYSIS_BOOTSTRAP_OPTIONS,
         {"exclude", required_argument, NULL, 'x'}, {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},          {"force", no_argument, NULL, 'F'},
         {NULL, 0, NULL, 0},
@@ -57,7 +31,6 @@ int cmd_profile(int argc, char **argv)
     const char *exclude[64];
     char *exclude_buf = NULL;
     int quiet = 0, force = 0, rc = 2, c;
-    double v;
     optind = 0; /* glibc: restart option parsing for this argv */
     while ((c = getopt_long(argc, argv, "o:j:q", opts, NULL)) != -1) {
         switch (c) {
@@ -66,27 +39,19 @@ int cmd_profile(int argc, char **argv)
         case 'q': quiet = 1; break;
         case 'F': force = 1; break;
         case 'm':
-            if (parse_double_opt("--min-speedup", optarg, 1.0, 1e6, &o.min_speedup))
+            if (analysis_opt_number("profile", "--min-speedup", optarg, 1.0, 1e6, &o.min_speedup))
                 goto err_usage;
             break;
         case 'a':
-            if (parse_double_opt("--alpha", optarg, 1e-6, 0.5, &o.alpha))
-                goto err_usage;
-            break;
         case 'r':
-            if (parse_double_opt("--reps", optarg, 100, 1e6, &v))
-                goto err_usage;
-            o.reps = (unsigned)v;
-            break;
         case 's':
-            if (parse_double_opt("--seed", optarg, 0, 9007199254740992.0, &v))
+            if (analysis_opt_bootstrap("profile", c, optarg, &o.alpha, &o.reps, &o.seed))
                 goto err_usage;
-            o.seed = (uint64_t)v;
             break;
         case 'x':
             free(exclude_buf);
             exclude_buf = strdup(optarg);
-            if (!exclude_buf || split_list(exclude_buf, exclude, 64)) {
+            if (!exclude_buf || analysis_opt_list(exclude_buf, exclude, 64)) {
                 fprintf(stderr, "arbench profile: --exclude '%s': expected a comma-separated list of at most 63 impl names\n", optarg);
                 goto err_usage;
             }
@@ -111,10 +76,8 @@ int cmd_profile(int argc, char **argv)
             goto err_usage_quiet;
         }
     for (int i = optind; i < argc; i++)
-        if (arb_points_load(&ps, argv[i], err, sizeof err)) {
-            fprintf(stderr, "arbench profile: %s\n", err);
+        if (analysis_load("profile", &ps, argv[i]))
             goto err_free_points;
-        }
     if (arb_profile_build(&ps, &o, &prof, err, sizeof err)) {
         fprintf(stderr, "arbench profile: %s\n", err);
         goto err_free_points;

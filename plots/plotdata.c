@@ -20,11 +20,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "manifest.h"
 #include "analysis/points.h"
 #include "results/role.h"
-#include "base/stats.h"
 
-/* More lines than this in one picture cannot be told apart (issue 13). */
+/* More lines than this in one picture cannot be told apart. */
 #define MAX_OVERVIEW_SERIES 8
 /* Implementations in one overview: colours stay fixed per implementation across figures. */
 static const char *const family_colors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
@@ -34,19 +34,8 @@ static const char *const floor_colors[] = {"#555555", "#999999"};
 /* Variants in one detail figure; beyond 12 the colours repeat with another dash. */
 static const char *const variant_colors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
                                              "#882255", "#117733", "#332288", "#AA4499", "#999933", "#000000"};
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
-
-typedef const arb_point_t *pt_t;
-
-static int cmp_fig(pt_t a, pt_t b)
-{
-    int c;
-    if ((c = strcmp(a->fabric, b->fabric)) || (c = (a->ranks > b->ranks) - (a->ranks < b->ranks)) ||
-        (c = (a->nodes > b->nodes) - (a->nodes < b->nodes)) || (c = strcmp(a->dtype, b->dtype)) ||
-        (c = strcmp(a->op, b->op)) || (c = strcmp(a->mode, b->mode)))
-        return c;
-    return 0;
-}
+/* One figure per point key (fabric, ranks, nodes, dtype, op, mode). */
+static int cmp_fig(pt_t a, pt_t b) { return arb_point_key_cmp(arb_point_key(a), arb_point_key(b)); }
 
 /* One variant: impl, params, fusion. */
 static int cmp_variant(pt_t a, pt_t b)
@@ -79,14 +68,6 @@ static void safe_name(char *out, size_t len, const char *s)
     out[o] = '\0';
 }
 
-/* Text for a gnuplot double-quoted string: quotes and backslashes become '. */
-static void gp_text(char *out, size_t len, const char *s)
-{
-    size_t o = 0;
-    for (; *s && o + 1 < len; s++)
-        out[o++] = *s == '"' || *s == '\\' || *s == '\n' || *s == '\r' ? '\'' : *s;
-    out[o] = '\0';
-}
 
 /* The implementations of the whole input, baseline ones first: colour i is theirs. */
 typedef struct families {
@@ -104,128 +85,6 @@ static const char *family_color(const families_t *f, const char *impl, arb_role_
     return family_colors[0];
 }
 
-/* Per size of a figure: its floor and fastest baseline (role.h). */
-typedef struct size_refs {
-    size_t bytes;
-    arb_refs_t refs;
-} size_refs_t;
-
-static double speedup_at(const size_refs_t *r, size_t n, pt_t p)
-{
-    for (size_t i = 0; i < n; i++)
-        if (r[i].bytes == p->bytes)
-            return r[i].refs.baseline_us > 0 ? r[i].refs.baseline_us / p->median_us : NAN;
-    return NAN;
-}
-
-/* A manifest being written: its series files, colours, dash types and subsets. */
-typedef struct manifest {
-    FILE *f;
-    size_t token; /* bytes of one token: hidden x element size */
-    double lo, hi; /* smallest p10 and largest p90 over the series (us) */
-    char dir[4096], base[700];
-    size_t nser;
-    char files[1 << 15], colors[1 << 12], dts[1 << 10];
-    char payload[1 << 15], payload_colors[1 << 12];  /* without the floors */
-    char speedup[1 << 15], speedup_colors[1 << 12];  /* candidates only */
-} manifest_t;
-
-static void append(char *buf, size_t cap, const char *s)
-{
-    size_t l = strlen(buf);
-    snprintf(buf + l, cap - l, "%s%s", l ? " " : "", s);
-}
-
-/* Writes one series (rows v[0..n), ascending bytes) and registers it in m. */
-static int write_series(manifest_t *m, const char *label, const char *color, int dt, arb_role_t role, pt_t *v,
-                        size_t n, const size_refs_t *refs, size_t nrefs)
-{
-    char name[800], path[8192], lab[512];
-    snprintf(name, sizeof name, "%s__s%zu.dat", m->base, m->nser++);
-    snprintf(path, sizeof path, "%s/%s", m->dir, name);
-    FILE *df = fopen(path, "w");
-    if (!df) {
-        fprintf(stderr, "arb-plotdata: %s: cannot create (%s)\n", path, strerror(errno));
-        return -1;
-    }
-    gp_text(lab, sizeof lab, label);
-    fprintf(df, "\"%s\" median_us p10_us p90_us busbw_gbs speedup\n", lab);
-    for (size_t i = 0; i < n; i++) {
-        pt_t p = v[i];
-        double sp = role == ARB_ROLE_REFERENCE ? NAN : speedup_at(refs, nrefs, p);
-        double bw = role == ARB_ROLE_REFERENCE ? NAN : arb_busbw_gbs(p->bytes, p->median_us, p->ranks);
-        fprintf(df, "%zu %.4f %.4f %.4f %.4f %.5f\n", p->bytes, p->median_us, p->p10_us, p->p90_us, bw, sp);
-        m->lo = m->lo > 0 && m->lo < p->p10_us ? m->lo : p->p10_us;
-        m->hi = m->hi > p->p90_us ? m->hi : p->p90_us;
-    }
-    int bad = fclose(df) != 0;
-    /* The legend text in the manifest too: gnuplot lays out the key before it reads a
-     * columnheader, so titles known up front let it use several columns. */
-    fprintf(m->f, "title_%zu = \"%s\"\n", m->nser, lab);
-    char dtb[16];
-    snprintf(dtb, sizeof dtb, "%d", dt);
-    append(m->files, sizeof m->files, name);
-    append(m->colors, sizeof m->colors, color);
-    append(m->dts, sizeof m->dts, dtb);
-    if (role != ARB_ROLE_REFERENCE) {
-        append(m->payload, sizeof m->payload, name);
-        append(m->payload_colors, sizeof m->payload_colors, color);
-    }
-    if (role == ARB_ROLE_CANDIDATE) {
-        append(m->speedup, sizeof m->speedup, name);
-        append(m->speedup_colors, sizeof m->speedup_colors, color);
-    }
-    return bad ? -1 : 0;
-}
-
-static int manifest_open(manifest_t *m, const char *dir, const char *base, const char *title, const char *env, pt_t f)
-{
-    memset(m, 0, sizeof *m);
-    snprintf(m->dir, sizeof m->dir, "%s", dir);
-    snprintf(m->base, sizeof m->base, "%s", base);
-    char path[8192], t[1024];
-    snprintf(path, sizeof path, "%s/%s.gp", dir, base);
-    if (!(m->f = fopen(path, "w"))) {
-        fprintf(stderr, "arb-plotdata: %s: cannot create (%s)\n", path, strerror(errno));
-        return -1;
-    }
-    gp_text(t, sizeof t, title);
-    fprintf(m->f, "# generated by arb-plotdata from results files; see docs/plots.md\n");
-    fprintf(m->f, "fig = \"%s\"\ntitle_text = \"%s\"\n", base, t);
-    gp_text(t, sizeof t, env);
-    fprintf(m->f, "title_env = \"%s\"\n", t);
-    /* Token marks: tokens x hidden x element size; hidden 7168 (the motivating model).
-     * The 3-token verify step (43,008 B in bf16) is the size this suite is about. */
-    m->token = 7168 * (strcmp(f->dtype, "fp32") == 0 ? 4 : 2);
-    fprintf(m->f, "token_bytes = %zu\n", m->token);
-    return 0;
-}
-
-static int manifest_close(manifest_t *m, size_t minb, size_t maxb, const char *kinds)
-{
-    FILE *f = m->f;
-    static const unsigned marks[] = {1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
-    for (size_t i = 0; i < NELEM(marks); i++) {
-        double x = (double)marks[i] * (double)m->token;
-        if (x < (double)minb * 0.999 || x > (double)maxb * 1.001)
-            continue;
-        if (marks[i] == 3)
-            fprintf(f, "set arrow from %.0f, graph 0 to %.0f, graph 1 nohead lw 2 lc rgb \"#CC0000\" back\n"
-                       "set label \"3t\" at %.0f, graph 1.025 center font \",8\" tc rgb \"#CC0000\"\n"
-                       "set label \"3 tokens = %.0f B\" at %.0f, graph 0.96 left offset 0.6,0 font \",9\" tc rgb \"#CC0000\" front\n",
-                    x, x, x, x, x);
-        else
-            fprintf(f, "set arrow from %.0f, graph 0 to %.0f, graph 1 nohead dt 3 lc rgb \"#aaaaaa\" back\n"
-                       "set label \"%ut\" at %.0f, graph 1.025 center font \",8\" tc rgb \"#666666\"\n", x, x, marks[i], x);
-    }
-    /* Axes fitted to the data (gnuplot would round a log axis out to whole decades). */
-    fprintf(f, "set xrange [%.0f:%.0f]\n", (double)minb / 1.12, (double)maxb * 1.12);
-    fprintf(f, "lat_lo = %.6g\nlat_hi = %.6g\n", m->lo > 0 ? m->lo / 1.25 : 0.1, m->hi > 0 ? m->hi * 1.25 : 10);
-    fprintf(f, "kinds = \"%s\"\nfiles = \"%s\"\ncolors = \"%s\"\ndts = \"%s\"\n", kinds, m->files, m->colors, m->dts);
-    fprintf(f, "payload_files = \"%s\"\npayload_colors = \"%s\"\n", m->payload, m->payload_colors);
-    fprintf(f, "speedup_files = \"%s\"\nspeedup_colors = \"%s\"\n", m->speedup, m->speedup_colors);
-    return fclose(f) ? -1 : 0;
-}
 
 /* The rows of [s, e) at their fastest per size (s sorted by variant then bytes). */
 static size_t fastest_per_size(pt_t *s, pt_t *e, pt_t *out)
@@ -275,9 +134,9 @@ static void short_params(pt_t *s, pt_t *e, const char *params, char *out, size_t
         char item[256];
         snprintf(item, sizeof item, "%.*s", (int)(l < 255 ? l : 255), p);
         if (l && !item_everywhere(s, e, p, l))
-            append(out, len, item);
+            list_append(out, len, item);
         else if (l && common && !strstr(common, item))
-            append(common, clen, item);
+            list_append(common, clen, item);
         p += l + (p[l] == ',');
     }
     for (char *c = out; *c; c++)
@@ -534,3 +393,4 @@ err_free_points:
     arb_points_free(&ps);
     return rc;
 }
+

@@ -88,5 +88,6 @@ const arb_backend_ops_t arb_engine_backend_cpu = {
     .site_path = cpu_site_path,
     .read_bandwidth = NULL,
     .moe_bench = NULL,
+    .kernel_times = NULL,
     .destroy = cpu_destroy,
 };

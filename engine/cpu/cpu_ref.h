@@ -64,6 +64,16 @@ arb_fusion_t arb_cpu_model_site_path(const arb_cpu_model_t *m, unsigned site);
 /* Final normed hidden state of the last step, bf16 bits [T x H]. */
 const uint16_t *arb_cpu_model_hidden(const arb_cpu_model_t *m);
 
+/* Host bytes one process may give its reference (--check-steps builds one per rank, every
+ * rank of a node at the same time): MemAvailable (bytes, < 0 when unknown) less a margin
+ * (ARB_CPU_REF_MARGIN_FRACTION of it, at least ARB_CPU_REF_MARGIN_MIN bytes), split evenly
+ * over the node's local_ranks; 0 when the margin takes it all; ARB_CPU_REF_BUDGET_UNKNOWN
+ * when MemAvailable is unknown. *margin (may be NULL): the margin taken, bytes. */
+#define ARB_CPU_REF_MARGIN_FRACTION 0.10
+#define ARB_CPU_REF_MARGIN_MIN 4e9
+#define ARB_CPU_REF_BUDGET_UNKNOWN 8e9
+double arb_cpu_ref_host_budget(double mem_available, unsigned local_ranks, double *margin);
+
 void arb_cpu_model_destroy(arb_cpu_model_t *m);
 
 #ifdef __cplusplus

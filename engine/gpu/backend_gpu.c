@@ -174,6 +174,34 @@ static arb_status_t gpu_moe_bench(void *model, unsigned T, double *ours_us, doub
     return ARB_OK;
 }
 
+#define GPU_PROFILE_REPS 15
+
+static arb_status_t gpu_kernel_times(void *model, const uint32_t *tokens, unsigned T, unsigned pos0, int graph,
+                                     int keep_sites, arb_kernel_times_t *out, char *why, size_t len)
+{
+    gpu_backend_model_t *g = model;
+    double us[ARB_GPU_PROF_KINDS];
+    memset(out, 0, sizeof *out);
+    ARB_TRY(arb_gpu_model_set_input(g->m, tokens, T, pos0, g->stream, why, len));
+    if (graph) {
+        unsigned keep = keep_sites ? (1u << ARB_GPU_PROF_SITE_A) | (1u << ARB_GPU_PROF_SITE_B) : 0;
+        ARB_TRY(arb_gpu_model_profile_graph(g->m, T, GPU_PROFILE_REPS, keep, g->stream, us, &out->step_us, why, len));
+        snprintf(out->method, sizeof out->method,
+                 "graph replay: step minus step with the kind's nodes disabled, medians of %d interleaved replays",
+                 GPU_PROFILE_REPS);
+    } else {
+        ARB_TRY(arb_gpu_model_profile(g->m, T, g->stream, us, why, len));
+        out->step_us = 0;
+        for (int k = 0; k < ARB_GPU_PROF_KINDS; k++)
+            out->step_us += us[k];
+        snprintf(out->method, sizeof out->method, "eager, events between launches");
+    }
+    out->n = ARB_GPU_PROF_KINDS;
+    for (int k = 0; k < ARB_GPU_PROF_KINDS; k++)
+        out->name[k] = arb_gpu_prof_name(k), out->us[k] = us[k];
+    return ARB_OK;
+}
+
 static const arb_backend_ops_t gpu_backend = {
     .name = "gpu",
     .available = gpu_available,
@@ -186,6 +214,7 @@ static const arb_backend_ops_t gpu_backend = {
     .site_path = NULL, /* gpu_model.h does not report the path; the instance's fusion is recorded */
     .read_bandwidth = gpu_bandwidth,
     .moe_bench = gpu_moe_bench,
+    .kernel_times = gpu_kernel_times,
     .destroy = gpu_destroy,
 };
 

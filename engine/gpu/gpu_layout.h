@@ -73,8 +73,13 @@ struct arb_gpu_model {
     int prof_n, prof_cap;
     cudaEvent_t *prof_ev;
     int *prof_kind;
+    struct arb_gpu_prof_graph *prof_graph; /* arb_gpu_model_profile_graph's capture: nodes by kind */
     unsigned last_T;
 };
+
+/* While prof_graph is set (a capture of one step): files the nodes captured since the
+ * previous mark under `kind` (gpu_profile.cu). */
+void arb_gpu_prof_graph_mark(arb_gpu_model *m, cudaStream_t st, int kind);
 
 /* Site i as a step of T tokens uses it: one-token steps (decode, draft) may have their own
  * instances (opts.sites_t1), as a server dispatches per batch-size bucket. */

@@ -212,6 +212,18 @@ const char *arb_gpu_prof_name(int kind);
 arb_status_t arb_gpu_model_profile(arb_gpu_model_t *m, unsigned T, void *stream, double us[ARB_GPU_PROF_KINDS],
                                    char *why, size_t why_len);
 
+/* The same in graph replay: the step of T tokens (the inputs as set) captured once and
+ * replayed `reps` times whole and, interleaved, once per kind with that kind's graph nodes
+ * disabled; us[kind] = median(whole) - median(without the kind), microseconds: what the kind
+ * adds to a replayed step (its launch latency included; noise can make a tiny kind's
+ * negative), NAN when not measured (no nodes, a node the driver will not disable, or a bit of
+ * keep_mask: 1u << kind, e.g. the call sites of a collective run, whose kernels every rank
+ * must run). *step_us = median(whole).
+ * A disabled kind leaves its outputs stale, so later kinds run on the previous replay's
+ * values (routing may change at T > 1). Every rank must make the same calls. Synchronizes. */
+arb_status_t arb_gpu_model_profile_graph(arb_gpu_model_t *m, unsigned T, int reps, unsigned keep_mask, void *stream,
+                                         double us[ARB_GPU_PROF_KINDS], double *step_us, char *why, size_t why_len);
+
 void arb_gpu_model_destroy(arb_gpu_model_t *m);
 
 #ifdef __cplusplus

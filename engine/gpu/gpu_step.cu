@@ -14,9 +14,14 @@ using namespace arbk;
 
 namespace {
 
-// After a launch of `kind`: an event when the step is being profiled, nothing otherwise.
+// After a launch of `kind`: an event when the step is being profiled (its nodes filed by kind
+// when it is captured for the graph profile), nothing otherwise.
 void mark(arb_gpu_model_t *m, cudaStream_t st, int kind)
 {
+    if (m->prof_graph) {
+        arb_gpu_prof_graph_mark(m, st, kind);
+        return;
+    }
     if (!m->prof_ev || m->prof_n >= m->prof_cap)
         return;
     cudaEventRecord(m->prof_ev[m->prof_n], st);
@@ -30,7 +35,8 @@ arb_status_t call_site(arb_gpu_model_t *m, unsigned i, const bf16 *norm, unsigne
 {
     const arb_gpu_site &site = arb_gpu_site_at(m, i, T);
     if (!site.inst)
-        return arb_rmsnorm_residual_launch(m->res, site.part, norm, m->h, T, m->s.H, m->o.dims.rms_eps, st, why, len);
+        return arb_rmsnorm_residual_launch_pdl(m->res, site.part, norm, m->h, T, m->s.H, m->o.dims.rms_eps, m->o.pdl, st,
+                                               why, len);
     const arb_rmsnorm_args_t args = {site.part, m->res, norm, m->h, T, m->s.H, m->o.dims.rms_eps};
     return arb_inst_allreduce_rmsnorm(site.inst, &args, m->o.fusion, st, nullptr, why, len);
 }
@@ -58,21 +64,16 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
                  why, len);
     mark(m, lc.stream, ARB_GPU_PROF_ABSORB);
     // per chunk of the cache: softmax(qlat . ckv + qpe . kpe) partial sums of ckv, causal
-    ARB_CUDA_TRY((use_old("attend") ? mla_attend : mla_attend_pos)(lc, m->qlat, m->qpe, L.cache_ckv, L.cache_kpe,
-                                                                   m->pos0, m->partial, s.nh_r, s.dr, s.rkv,
-                                                                   m->o.dims.softmax_scale, t, m->o.context),
+    ARB_CUDA_TRY(mla_attend_pos(lc, m->qlat, m->qpe, L.cache_ckv, L.cache_kpe, m->pos0, m->partial, s.nh_r, s.dr, s.rkv,
+                                m->o.dims.softmax_scale, t, m->o.context),
                  why, len);
     mark(m, lc.stream, ARB_GPU_PROF_ATTEND);
-    // olat = merged chunks (bf16); o = olat @ W_uv[h]^T             [T x nh_r x dv]
-    if (use_old("combine")) {
-        ARB_CUDA_TRY(mla_combine(lc, m->partial, L.kv_b, m->pos0, m->o_heads, s.nh_r, s.dn, s.dv, s.rkv, t), why, len);
-        mark(m, lc.stream, ARB_GPU_PROF_COMBINE);
-    } else { // olat in qlat's buffer (qlat is dead once the partials exist)
-        ARB_CUDA_TRY(mla_merge(lc, m->partial, m->pos0, m->qlat, s.nh_r, s.rkv, t), why, len);
-        mark(m, lc.stream, ARB_GPU_PROF_COMBINE);
-        ARB_CUDA_TRY(mla_uv(lc, m->qlat, L.kv_b, m->o_heads, s.nh_r, s.dn, s.dv, s.rkv, t), why, len);
-        mark(m, lc.stream, ARB_GPU_PROF_COMBINE);
-    }
+    // olat = merged chunks (bf16), in qlat's buffer (dead once the partials exist);
+    // o = olat @ W_uv[h]^T                                         [T x nh_r x dv]
+    ARB_CUDA_TRY(mla_merge(lc, m->partial, m->pos0, m->qlat, s.nh_r, s.rkv, t), why, len);
+    mark(m, lc.stream, ARB_GPU_PROF_COMBINE);
+    ARB_CUDA_TRY(mla_uv(lc, m->qlat, L.kv_b, m->o_heads, s.nh_r, s.dn, s.dv, s.rkv, t), why, len);
+    mark(m, lc.stream, ARB_GPU_PROF_COMBINE);
     // part = o @ o_proj_r^T                                        [T x H], this rank's partial sums
     ARB_CUDA_TRY(gemv(lc, GEMV_BF16, L.o_proj, nullptr, m->o_heads, ow, H, ow, arb_gpu_site_at(m, 2 * l, T).part, H, t), why, len);
     mark(m, lc.stream, ARB_GPU_PROF_O_PROJ);
@@ -136,11 +137,11 @@ extern "C" arb_status_t arb_gpu_model_step(arb_gpu_model_t *m, unsigned T, void 
         ARB_TRY(attention(m, l, T, lc, why, why_len));
         // SITE A: res += allreduce(part); h = post_attention_layernorm(res)
         ARB_TRY(call_site(m, 2 * l, L.ffn_norm, T, st, why, why_len));
-    mark(m, st, ARB_GPU_PROF_SITE_A);
+        mark(m, st, ARB_GPU_PROF_SITE_A);
         ARB_TRY(L.dense ? dense_mlp(m, l, T, lc, why, why_len) : moe(m, l, T, lc, why, why_len));
         // SITE B: res += allreduce(part); h = next input_layernorm (model.norm after the last)
         ARB_TRY(call_site(m, 2 * l + 1, l + 1 < s.Lz ? m->layers[l + 1].attn_norm : m->final_norm, T, st, why, why_len));
-    mark(m, st, ARB_GPU_PROF_SITE_B);
+        mark(m, st, ARB_GPU_PROF_SITE_B);
     }
     // logits_r = h @ lm_head_r^T (fp32); this rank's (max, index)   [T x V_r]
     ARB_CUDA_TRY(gemv(lc, GEMV_F32, m->lm_head, nullptr, m->h, s.H, s.Vr, s.H, m->logits, s.Vr, (int)T), why, why_len);

@@ -31,6 +31,16 @@ typedef struct arb_engine_setup {
     int cuda_device;         /* -1 on the CPU backend */
 } arb_engine_setup_t;
 
+/* Where one step's time goes by kind of launch (the backend's names: "qkv_a", "attend", ...). */
+#define ARB_KERNEL_KINDS_MAX 32
+typedef struct arb_kernel_times {
+    unsigned n;
+    const char *name[ARB_KERNEL_KINDS_MAX]; /* static strings */
+    double us[ARB_KERNEL_KINDS_MAX];        /* per step, microseconds (may be < 0: noise); NAN: not measured */
+    double step_us;                         /* the whole step in the same measurement */
+    char method[160];                       /* how, in words */
+} arb_kernel_times_t;
+
 typedef struct arb_backend_ops {
     const char *name; /* "cpu", "gpu" */
     /* Device (or host) memory free for this rank, bytes; < 0 when unknown. */
@@ -60,6 +70,12 @@ typedef struct arb_backend_ops {
     /* One layer's MoE block vs a per-expert cuBLAS loop at T (NULL: not on this backend). */
     arb_status_t (*moe_bench)(void *model, unsigned T, double *ours_us, double *ours_bytes, double *cublas_us,
                               double *cublas_bytes, char *why, size_t why_len);
+    /* The kernel profile of a step of T tokens at pos0 (NULL: not on this backend). graph 0:
+     * an eager step with an event after every launch; 1: graph replay, each kind's time what
+     * it adds to the replayed step; keep_sites: the call sites run in every replay (a
+     * collective run) and are not measured in graph replay. Every rank makes the same call. */
+    arb_status_t (*kernel_times)(void *model, const uint32_t *tokens, unsigned T, unsigned pos0, int graph,
+                                 int keep_sites, arb_kernel_times_t *out, char *why, size_t why_len);
     void (*destroy)(void *model);
 } arb_backend_ops_t;
 

@@ -53,7 +53,7 @@ typedef struct arb_engine_opts {
     char dump_logits[4096];          /* --dump-logits FILE: last step's logits (rank 0's view), for tests */
     char dump_tokens[4096];          /* --dump-tokens FILE: greedy tokens of every step, for tests */
     double accept_rate;              /* --accept-rate p: speculative cycles, each draft right with probability p (< 0: off) */
-    /* issue 15 (docs/engine-e2e.md) */
+    /* per-site choice, A/B and speculative cycles (docs/engine-e2e.md) */
     char profile[4096];              /* --profile FILE: per-site choice from a tuning profile (CSV or JSON) */
     int tune;                        /* --tune: sweep the call-site shapes first and use that profile */
     arb_impl_spec_t baseline;        /* --baseline IMPL[:params]: A/B against it in the same run */

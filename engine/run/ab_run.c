@@ -37,18 +37,31 @@ static arb_status_t phase_alloc(arb_ab_phase_t *p, unsigned T, unsigned steps, c
     return ARB_OK;
 }
 
-/* One step of side s, slot i of the phase: its outputs land at step index i / 2. */
-static arb_status_t side_step(const arb_ab_side_t *side, arb_ab_phase_t *p, int s, unsigned step, const uint32_t *in,
-                              unsigned pos0, char *why, size_t why_len)
+/* The phase's step for engine/stats/ab.h's schedule (arb_ab_run): slot i runs side
+ * which = arb_ab_which(i) on its input of step i / 2, its outputs at that step. */
+typedef struct phase_run {
+    const arb_ab_side_t *side;
+    arb_ab_phase_t *p;
+    uint32_t *stream[2]; /* decode: each side's greedy stream, fed back; verify: NULL */
+    const uint32_t *blocks; /* verify: both sides verify A's stream[i .. i + k] */
+    unsigned pos0;
+} phase_run_t;
+
+static arb_status_t phase_step(void *ctx, int which, size_t slot, double *us, char *why, size_t why_len)
 {
-    enum { MAXT = 64 };
-    arb_top2_t t2[MAXT];
-    double us = NAN;
-    size_t at = (size_t)step * p->T;
-    ARB_TRY(side->step(side->ctx, in, p->T, pos0, &us, p->tokens[s] + at, t2, why, why_len));
+    phase_run_t *x = ctx;
+    arb_ab_phase_t *p = x->p;
+    const unsigned i = (unsigned)(slot / 2);
+    const size_t at = (size_t)i * p->T;
+    const uint32_t *in = x->blocks ? &x->blocks[i] : &x->stream[which][i];
+    arb_top2_t t2[ARB_AB_MAX_T];
+    ARB_TRY(x->side[which].step(x->side[which].ctx, in, p->T, x->pos0 + i, us, p->tokens[which] + at, t2, why,
+                                why_len));
     for (unsigned t = 0; t < p->T; t++)
-        p->top1[s][at + t] = t2[t].v1, p->top2[s][at + t] = t2[t].v2;
-    return arb_ab_record(&p->times, s, us, why, why_len);
+        p->top1[which][at + t] = t2[t].v1, p->top2[which][at + t] = t2[t].v2;
+    if (!x->blocks)
+        x->stream[which][i + 1] = p->tokens[which][at];
+    return ARB_OK;
 }
 
 static arb_status_t compare(arb_ab_phase_t *p, const arb_ab_opts_t *o, char *why, size_t why_len)
@@ -64,8 +77,8 @@ arb_status_t arb_ab_run_phases(const arb_ab_side_t side[2], const arb_ab_opts_t 
 {
     memset(decode, 0, sizeof *decode);
     memset(verify, 0, sizeof *verify);
-    if (o->k == 0 || o->k + 1 > 64 || o->steps < 2)
-        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "A/B: %u steps, k %u; expected at least 2 steps and 1 <= k <= 63", o->steps, o->k);
+    if (o->k == 0 || o->k + 1 > ARB_AB_MAX_T || o->steps < 2)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "A/B: %u steps, k %u; expected at least 2 steps and 1 <= k <= %d", o->steps, o->k, ARB_AB_MAX_T - 1);
     /* Decode: A's stream needs steps + k tokens (the verify blocks' drafts), fed back one by one. */
     const unsigned S = o->steps, k = o->k;
     uint32_t *stream[2] = {calloc(S + k + 1, sizeof(uint32_t)), calloc(S + k + 1, sizeof(uint32_t))};
@@ -75,12 +88,8 @@ arb_status_t arb_ab_run_phases(const arb_ab_side_t side[2], const arb_ab_opts_t 
     ARB_TRY_GOTO(st, phase_alloc(decode, 1, S, why, why_len), out);
     ARB_TRY_GOTO(st, phase_alloc(verify, k + 1, S, why, why_len), out);
     stream[0][0] = o->g0[0], stream[1][0] = o->g0[1];
-    for (size_t slot = 0; slot < arb_ab_slots(&decode->times); slot++) {
-        int s = arb_ab_which(slot);
-        unsigned i = (unsigned)(slot / 2);
-        ARB_TRY_GOTO(st, side_step(&side[s], decode, s, i, &stream[s][i], o->pos0 + i, why, why_len), out);
-        stream[s][i + 1] = decode->tokens[s][i];
-    }
+    phase_run_t dx = {.side = side, .p = decode, .stream = {stream[0], stream[1]}, .pos0 = o->pos0};
+    ARB_TRY_GOTO(st, arb_ab_run(&decode->times, phase_step, &dx, why, why_len), out);
     /* k more untimed decode steps of A: the drafts of the last verify blocks */
     for (unsigned i = S; i < S + k; i++) {
         double us;
@@ -91,11 +100,8 @@ arb_status_t arb_ab_run_phases(const arb_ab_side_t side[2], const arb_ab_opts_t 
     }
     ARB_TRY_GOTO(st, compare(decode, o, why, why_len), out);
     /* Verify: block i = A's stream[i .. i + k] at positions pos0 + i .., for both. */
-    for (size_t slot = 0; slot < arb_ab_slots(&verify->times); slot++) {
-        int s = arb_ab_which(slot);
-        unsigned i = (unsigned)(slot / 2);
-        ARB_TRY_GOTO(st, side_step(&side[s], verify, s, i, &stream[0][i], o->pos0 + i, why, why_len), out);
-    }
+    phase_run_t vx = {.side = side, .p = verify, .blocks = stream[0], .pos0 = o->pos0};
+    ARB_TRY_GOTO(st, arb_ab_run(&verify->times, phase_step, &vx, why, why_len), out);
     ARB_TRY_GOTO(st, compare(verify, o, why, why_len), out);
 out:
     free(stream[0]);

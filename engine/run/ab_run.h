@@ -17,6 +17,8 @@
 #include "stats/ab.h"
 #include "run/top2.h"
 
+#define ARB_AB_MAX_T 64 /* tokens per step */
+
 typedef struct arb_ab_side {
     /* One step of T tokens at positions pos0 .. pos0 + T - 1: *us its time, greedy[T]
      * the argmax after each token, top2[T] the two largest logits there. */

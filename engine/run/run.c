@@ -18,7 +18,10 @@
 #include "model/memplan.h"
 #include "run/run.h"
 #include "run/run_ab.h"
+#include "run/run_phases.h"
 #include "run/run_profile.h"
+#include "run/run_rows.h"
+#include "run/run_state.h"
 #include "sweep/report.h"
 #include "sweep/runner.h"
 #include "topo/topo.h"
@@ -165,11 +168,11 @@ static void collect_meta(arb_engine_run_t *r)
 }
 
 /* Opens spec's instance for every site (mode GRAPH when graph steps will be captured). */
-static arb_status_t open_config(arb_engine_run_t *r, arb_runcfg_t *c, const char *label, const char *name,
+static arb_status_t open_config(arb_engine_run_t *r, arb_runcfg_t *c, arb_cfg_role_t role, const char *name,
                                 const char *params, char *why, size_t len)
 {
     unsigned nsites = 2 * r->cfg.num_hidden_layers;
-    snprintf(c->label, sizeof c->label, "%s", label);
+    c->role = role;
     snprintf(c->spec.name, sizeof c->spec.name, "%s", name);
     snprintf(c->spec.params, sizeof c->spec.params, "%s", params);
     snprintf(c->fusion, sizeof c->fusion, "local");
@@ -270,14 +273,14 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
     arb_status_t st = ARB_OK;
     /* with noop at the sites the run is the compute-only replay itself */
     if (!o->no_compute_only && strcmp(impl, "noop") != 0) {
-        st = open_config(r, &r->cfgs[r->ncfgs], "compute-only", o->backend == ARB_ENGINE_CPU ? "" : "noop", "", msg,
+        st = open_config(r, &r->cfgs[r->ncfgs], ARB_CFG_COMPUTE_ONLY, o->backend == ARB_ENGINE_CPU ? "" : "noop", "", msg,
                          sizeof msg);
         r->ncfgs++;
     }
     if (st == ARB_OK && (o->profile[0] || o->tune)) {
         st = arb_run_open_profile(r, msg, sizeof msg); /* per-site choice (engine/run/run_profile.h) */
     } else if (st == ARB_OK) {
-        st = open_config(r, &r->cfgs[r->ncfgs], "impl", impl, o->impl_given ? o->impl.params : "", msg, sizeof msg);
+        st = open_config(r, &r->cfgs[r->ncfgs], ARB_CFG_IMPL, impl, o->impl_given ? o->impl.params : "", msg, sizeof msg);
         r->ncfgs++;
     }
     if (st == ARB_OK && o->baseline_given) /* A/B after the runs (engine/run/run_ab.h) */
@@ -288,16 +291,18 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
         fprintf(stderr, "arbench engine: %s\n", msg);
         MPI_Abort(m->world, 2);
     }
+    if (m->rank == 0)
+        r->sink = arb_run_rows_sink; /* the phases measure, the sink writes */
     if (m->rank == 0) /* after --out was accepted, named after the run (model/engine_outputs.h) */
         arb_engine_write_memplan(&plan, r->cfg.name, r->out, r->meta.run_id);
     rc = 0;
     for (unsigned i = 0; i < r->ncfgs && rc == 0; i++) {
-        if (strcmp(r->cfgs[i].label, "baseline") == 0)
+        if (r->cfgs[i].role == ARB_CFG_BASELINE)
             continue; /* it runs interleaved with the implementation below */
         st = arb_run_config(r, &r->cfgs[i], msg, sizeof msg);
         if (st != ARB_OK) {
             if (m->rank == 0)
-                fprintf(stderr, "arbench engine: %s run: %s\n", r->cfgs[i].label, msg);
+                fprintf(stderr, "arbench engine: %s run: %s\n", arb_cfg_role_names[r->cfgs[i].role], msg);
             rc = 1;
         }
     }

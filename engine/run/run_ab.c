@@ -2,14 +2,13 @@
 /* A/B of the baseline and the implementation in one run; see run_ab.h. */
 #include "run/run_ab.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/ab_run.h"
 #include "arbench/status.h"
-#include "run/run.h"
+#include "run/ab_run.h"
 #include "run/run_profile.h"
+#include "run/step.h"
 #include "sites/site_registry_inst.h"
 
 typedef struct baseline_state {
@@ -18,14 +17,6 @@ typedef struct baseline_state {
 } baseline_state_t;
 
 static baseline_state_t *g_base;
-
-static arb_runcfg_t *find(arb_engine_run_t *r, const char *label)
-{
-    for (unsigned i = 0; i < r->ncfgs; i++)
-        if (strcmp(r->cfgs[i].label, label) == 0)
-            return &r->cfgs[i];
-    return NULL;
-}
 
 arb_status_t arb_run_open_baseline(arb_engine_run_t *r, char *why, size_t len)
 {
@@ -51,7 +42,7 @@ arb_status_t arb_run_open_baseline(arb_engine_run_t *r, char *why, size_t len)
     arb_reg_plugins_init(&g_base->pl, r->m, &b);
     ARB_TRY(arb_site_registry_open(&g_base->reg, &b, r->s.cuda_device, why, len));
     ARB_TRY(arb_site_registry_require(&g_base->reg, slot, "--baseline", c.impl, why, len));
-    ARB_TRY(arb_run_borrow_config(r, &r->cfgs[r->ncfgs], "baseline", &g_base->reg, slot, why, len));
+    ARB_TRY(arb_run_borrow_config(r, &r->cfgs[r->ncfgs], ARB_CFG_BASELINE, &g_base->reg, slot, why, len));
     r->ncfgs++;
     return ARB_OK;
 }
@@ -67,61 +58,50 @@ void arb_run_close_baseline(arb_engine_run_t *r)
     g_base = NULL;
 }
 
-typedef struct side {
-    arb_engine_run_t *r;
-    arb_runcfg_t *c;
-    void *model;
-    arb_mode_t mode;
-    float *logits; /* [max_tokens x vocab_rank] */
-} side_t;
-
+/* One A/B side's step: the driver's step with the greedy pick and the top two logits. */
 static arb_status_t side_step(void *ctx, const uint32_t *tokens, unsigned T, unsigned pos0, double *us, uint32_t *greedy,
                               arb_top2_t *top2, char *why, size_t len)
 {
-    side_t *s = ctx;
-    double mine = 0;
-    ARB_TRY(arb_run_step(s->r, s->r->be, s->c, s->model, tokens, T, pos0, s->mode, &mine, why, len));
-    ARB_TRY(arb_run_greedy(s->r, s->r->be, s->model, T, greedy, why, len));
-    unsigned vr = 0, vb = 0;
-    arb_status_t st = s->r->be->logits ? s->r->be->logits(s->model, T, s->logits, &vr, &vb, why, len) : ARB_DECLINE;
-    ARB_TRY(arb_run_agree(s->r, st, why, len));
-    arb_top2_t mineq[64];
-    for (unsigned t = 0; t < T && t < 64; t++)
-        mineq[t] = arb_top2_local(s->logits + (size_t)t * vr, vr, (int32_t)vb);
-    if (arb_top2_allreduce(s->r->m, mineq, top2, T) != 0)
-        ARB_RAISE(ARB_ERR_SYSTEM, why, len, "top-2 logits: MPI gather failed");
-    MPI_Allreduce(&mine, us, 1, MPI_DOUBLE, MPI_MAX, s->r->m->world);
+    arb_stepper_t *s = ctx;
+    arb_step_t out;
+    ARB_TRY(arb_step_once(s, tokens, T, pos0, ARB_STEP_GREEDY | ARB_STEP_TOP2, &out, why, len));
+    memcpy(greedy, out.greedy, T * sizeof *greedy);
+    memcpy(top2, out.top2, T * sizeof *top2);
+    *us = out.us;
     return ARB_OK;
 }
 
+/* Each side's row of one A/B phase to the sink. */
 static void ab_rows(arb_engine_run_t *r, arb_runcfg_t *c[2], int mode, const arb_ab_phase_t *ph, int phase)
 {
-    for (int s = 0; s < 2; s++)
-        arb_run_ab_row(r, c[s], mode, phase, s, ph->times.us[s], ph->times.n[s], ph->T, &ph->cmp, &ph->agree,
-                       c[0]->spec.name, c[0]->spec.params);
+    for (int s = 0; s < 2; s++) {
+        arb_run_ab_row_t ab = {.side = s, .baseline = c[ARB_AB_A], .T = ph->T, .us = ph->times.us[s], .n = ph->times.n[s],
+                           .cmp = &ph->cmp, .agree = &ph->agree};
+        arb_run_row_t row = {.c = c[s], .mode = mode, .phase = phase, .ab = &ab};
+        arb_run_emit(r, &row);
+    }
 }
 
 arb_status_t arb_run_ab(arb_engine_run_t *r, char *why, size_t len)
 {
-    arb_runcfg_t *c[2] = {find(r, "baseline"), find(r, "impl")};
+    arb_runcfg_t *c[2] = {arb_run_find(r, ARB_CFG_BASELINE), arb_run_find(r, ARB_CFG_IMPL)};
     if (!c[0] || !c[1])
         ARB_RAISE(ARB_ERR_INVALID, why, len, "--baseline: no implementation configuration to compare with");
-    side_t sd[2] = {{0}, {0}};
+    arb_stepper_t sd[2] = {{0}, {0}};
     arb_status_t st = ARB_OK;
-    size_t nlog = (size_t)r->s.max_tokens * r->cfg.vocab_size; /* at least T x this rank's vocabulary */
     uint32_t g0[2] = {0, 0};
     for (int s = 0; s < 2 && st == ARB_OK; s++) {
-        sd[s] = (side_t){.r = r, .c = c[s]};
-        sd[s].logits = malloc(nlog * sizeof(float));
-        if (!sd[s].logits)
-            ARB_RAISE_GOTO(st, ARB_ERR_SYSTEM, out, why, len, "out of host memory");
-        st = arb_run_agree(r, r->be->create(&r->s, c[s]->sites, c[s]->sites_t1, &sd[s].model, why, len), why, len);
+        void *model = NULL;
+        st = arb_run_agree(r, r->be->create(&r->s, c[s]->sites, c[s]->sites_t1, &model, why, len), why, len);
+        if (st == ARB_OK)
+            st = arb_stepper_init(&sd[s], r, r->be, c[s], model, ARB_MODE_EAGER, ARB_STEP_TOP2, why, len);
+        sd[s].model = model; /* destroyed below whatever failed */
         if (st != ARB_OK) {
             size_t n = strlen(why);
             snprintf(why + n, len - n, " (A/B holds two models at once)");
             goto out;
         }
-        st = arb_run_prefill(r, r->be, c[s], sd[s].model, &g0[s], why, len);
+        st = arb_step_prefill(&sd[s], &g0[s], why, len);
     }
     for (int mode = 0; mode < ARB_MODE_COUNT && st == ARB_OK; mode++) {
         if (!(r->modes & (1u << mode)))
@@ -151,7 +131,7 @@ out:
     for (int s = 0; s < 2; s++) {
         if (sd[s].model)
             r->be->destroy(sd[s].model);
-        free(sd[s].logits);
+        arb_stepper_free(&sd[s]);
     }
     return st;
 }

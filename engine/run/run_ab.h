@@ -13,14 +13,13 @@
 #include <stddef.h>
 
 #include "arbench/plugin.h"
+#include "run/run_state.h"
 
-struct arb_engine_run;
-
-/* Collective. Opens the baseline's configuration (label "baseline", rows of its own only
- * through the A/B) into r->cfgs; call before the runs. */
-arb_status_t arb_run_open_baseline(struct arb_engine_run *r, char *why, size_t len);
+/* Collective. Opens the baseline's configuration (role ARB_CFG_BASELINE, rows of its own
+ * only through the A/B) into r->cfgs; call before the runs. */
+arb_status_t arb_run_open_baseline(arb_engine_run_t *r, char *why, size_t len);
 /* Collective. The interleaved A/B of the baseline and the implementation, rows on rank 0. */
-arb_status_t arb_run_ab(struct arb_engine_run *r, char *why, size_t len);
-void arb_run_close_baseline(struct arb_engine_run *r);
+arb_status_t arb_run_ab(arb_engine_run_t *r, char *why, size_t len);
+void arb_run_close_baseline(arb_engine_run_t *r);
 
 #endif

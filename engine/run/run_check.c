@@ -1,20 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * --check-steps N (gpu backend): the CPU reference of the same shard on the same rank,
- * with mpi-host at its call sites when there are several ranks, runs the same prefill
- * and the first N decode steps on the GPU's token chain; greedy tokens are compared
- * and the largest |logit difference| recorded against ARB_ENGINE_LOGIT_TOL.
- */
+/* --check-steps against the CPU reference; see run_check.h. */
+#include "run/run_check.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arbench/status.h"
+#include "cpu/cpu_ref.h"
 #include "model/memplan.h"
-#include "run/run.h"
 
-/* The reference must fit easily in host memory: it holds the shard in bf16. */
-#define ARB_CHECK_MAX_BYTES 8e9
 
 static arb_status_t open_host_sites(arb_engine_run_t *r, arb_loaded_plugin_t *lp, arb_inst_t **inst,
                                     arb_inst_t **sites, char *why, size_t len)
@@ -35,31 +30,41 @@ static arb_status_t open_host_sites(arb_engine_run_t *r, arb_loaded_plugin_t *lp
     return ARB_OK;
 }
 
-arb_status_t arb_run_check(arb_engine_run_t *r, void *gpu_model, uint32_t gpu_g0, char *why, size_t len)
+arb_status_t arb_run_check(arb_stepper_t *gpu, uint32_t gpu_g0, char *why, size_t len)
 {
+    arb_engine_run_t *r = gpu->r;
     const unsigned N = r->o->check_steps, P0 = r->o->context, L = r->cfg.num_hidden_layers;
     arb_memplan_t plan;
-    arb_memplan_compute(&r->cfg, &r->s.shard, ARB_WEIGHTS_BF16, r->s.positions, r->s.max_tokens, 0, &plan);
-    if (plan.total > ARB_CHECK_MAX_BYTES)
-        ARB_RAISE(ARB_ERR_INVALID, why, len,
-                  "--check-steps: the CPU reference of this shard needs %.1f GB (limit %.0f GB): check a smaller "
-                  "model (--config tiny, --layers, --experts)",
-                  plan.total / 1e9, ARB_CHECK_MAX_BYTES / 1e9);
+    /* the reference holds the shard in the run's format (INT4 experts packed as on the GPU) */
+    arb_memplan_compute(&r->cfg, &r->s.shard, r->o->weights, r->s.positions, r->s.max_tokens, 0, &plan);
+    /* every rank of the node measures before any allocates; the smallest reading counts */
+    double avail = arb_memplan_host_available(), margin = 0;
+    MPI_Allreduce(MPI_IN_PLACE, &avail, 1, MPI_DOUBLE, MPI_MIN, r->m->local);
+    double budget = arb_cpu_ref_host_budget(avail, (unsigned)r->m->local_nranks, &margin);
+    int refused = plan.total > budget;
+    if (refused)
+        snprintf(why, len,
+                 "--check-steps: the CPU reference of this shard needs %.0f B (%.1f GB) of host memory, %.0f B (%.1f GB) available to each of this node's %d ranks (%s less a margin of %.1f GB): check a smaller model (--config tiny, --layers, --experts)",
+                 plan.total, plan.total / 1e9, budget, budget / 1e9, r->m->local_nranks,
+                 avail < 0 ? "MemAvailable unknown: a fixed budget" : "MemAvailable", margin / 1e9);
+    ARB_TRY(arb_run_agree(r, refused ? ARB_ERR_INVALID : ARB_OK, why, len));
     arb_loaded_plugin_t lp = {0};
     arb_inst_t *inst = NULL, **sites = calloc(2 * L, sizeof *sites);
     float *lg = NULL, *lc = NULL;
-    void *cpu = NULL;
     const arb_backend_ops_t *cb = &arb_engine_backend_cpu;
+    arb_stepper_t cpu = {.r = r, .be = cb, .mode = ARB_MODE_EAGER};
+    arb_stepper_t g = *gpu;
+    g.mode = ARB_MODE_EAGER;
     arb_engine_setup_t cs = r->s;
     cs.cuda_device = -1;
     if (!sites)
         ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");
     arb_status_t st = arb_run_agree(r, open_host_sites(r, &lp, &inst, sites, why, len), why, len);
     if (st == ARB_OK)
-        st = arb_run_agree(r, cb->create(&cs, inst ? sites : NULL, NULL, &cpu, why, len), why, len);
+        st = arb_run_agree(r, cb->create(&cs, inst ? sites : NULL, NULL, &cpu.model, why, len), why, len);
     uint32_t g0 = 0;
     if (st == ARB_OK)
-        st = arb_run_prefill(r, cb, NULL, cpu, &g0, why, len);
+        st = arb_step_prefill(&cpu, &g0, why, len);
     r->check_agree = r->check_compared = 0;
     r->check_max_logit_diff = 0;
     if (st == ARB_OK) {
@@ -71,19 +76,14 @@ arb_status_t arb_run_check(arb_engine_run_t *r, void *gpu_model, uint32_t gpu_g0
         st = ARB_ERR_SYSTEM;
     uint32_t tok = gpu_g0;
     for (unsigned i = 0; i < N && st == ARB_OK; i++) {
-        double us;
-        uint32_t tg = 0, tc = 0;
-        st = arb_run_step(r, r->be, &r->cfgs[r->ncfgs - 1], gpu_model, &tok, 1, P0 + i, ARB_MODE_EAGER, &us, why, len);
+        arb_step_t og, oc;
+        st = arb_step_once(&g, &tok, 1, P0 + i, ARB_STEP_GREEDY, &og, why, len);
         if (st == ARB_OK)
-            st = arb_run_step(r, cb, NULL, cpu, &tok, 1, P0 + i, ARB_MODE_EAGER, &us, why, len);
+            st = arb_step_once(&cpu, &tok, 1, P0 + i, ARB_STEP_GREEDY, &oc, why, len);
         if (st == ARB_OK)
-            st = arb_run_greedy(r, r->be, gpu_model, 1, &tg, why, len);
+            st = arb_run_agree(r, g.be->logits(g.model, 1, lg, &vr, &vb, why, len), why, len);
         if (st == ARB_OK)
-            st = arb_run_greedy(r, cb, cpu, 1, &tc, why, len);
-        if (st == ARB_OK)
-            st = arb_run_agree(r, r->be->logits(gpu_model, 1, lg, &vr, &vb, why, len), why, len);
-        if (st == ARB_OK)
-            st = arb_run_agree(r, cb->logits(cpu, 1, lc, &vr, &vb, why, len), why, len);
+            st = arb_run_agree(r, cb->logits(cpu.model, 1, lc, &vr, &vb, why, len), why, len);
         if (st != ARB_OK)
             break;
         for (unsigned v = 0; v < vr; v++) {
@@ -91,12 +91,12 @@ arb_status_t arb_run_check(arb_engine_run_t *r, void *gpu_model, uint32_t gpu_g0
             r->check_max_logit_diff = isnan(d) || d > r->check_max_logit_diff ? (isnan(d) ? INFINITY : d)
                                                                                : r->check_max_logit_diff;
         }
-        r->check_agree += tg == tc, r->check_compared++;
-        tok = tg; /* both follow the GPU's chain, so one disagreement does not cascade */
+        r->check_agree += og.greedy[0] == oc.greedy[0], r->check_compared++;
+        tok = og.greedy[0]; /* both follow the GPU's chain, so one disagreement does not cascade */
     }
     MPI_Allreduce(MPI_IN_PLACE, &r->check_max_logit_diff, 1, MPI_DOUBLE, MPI_MAX, r->m->world);
-    if (cpu)
-        cb->destroy(cpu);
+    if (cpu.model)
+        cb->destroy(cpu.model);
     if (inst) {
         arb_inst_close(inst);
         arb_plugin_unload(&lp);

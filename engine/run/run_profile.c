@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "arbench/status.h"
-#include "run/run.h"
 #include "sites/site_registry_inst.h"
 #include "base/outfile.h"
 #include "sites/tune.h"
@@ -22,7 +21,7 @@ static profile_state_t *g_state; /* one run per process */
 
 enum { SHAPE_DECODE, SHAPE_VERIFY, SHAPE_PREFILL, SHAPES };
 
-arb_status_t arb_run_borrow_config(arb_engine_run_t *r, arb_runcfg_t *c, const char *label,
+arb_status_t arb_run_borrow_config(arb_engine_run_t *r, arb_runcfg_t *c, arb_cfg_role_t role,
                                    const arb_site_registry_t *reg, size_t slot, char *why, size_t len)
 {
     memset(c, 0, sizeof *c);
@@ -37,7 +36,7 @@ arb_status_t arb_run_borrow_config(arb_engine_run_t *r, arb_runcfg_t *c, const c
         ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");
     for (unsigned s = 0; s < nsites; s++)
         c->sites[s] = in;
-    snprintf(c->label, sizeof c->label, "%s", label);
+    c->role = role;
     snprintf(c->spec.name, sizeof c->spec.name, "%s", ch->impl);
     snprintf(c->spec.params, sizeof c->spec.params, "%s", ch->params);
     c->spec.has_params = ch->params[0] != 0;
@@ -126,7 +125,7 @@ arb_status_t arb_run_open_profile(arb_engine_run_t *r, char *why, size_t len)
     arb_inst_t *idec = arb_site_registry_instance(&ps->reg, slot[SHAPE_DECODE], NULL);
     arb_inst_t *iver = arb_site_registry_instance(&ps->reg, slot[SHAPE_VERIFY], NULL);
     arb_runcfg_t *c = &r->cfgs[r->ncfgs++];
-    ARB_TRY(arb_run_borrow_config(r, c, "impl", &ps->reg, slot[SHAPE_VERIFY], why, len));
+    ARB_TRY(arb_run_borrow_config(r, c, ARB_CFG_IMPL, &ps->reg, slot[SHAPE_VERIFY], why, len));
     for (int i = SHAPE_VERIFY; i >= SHAPE_DECODE && !c->note[0]; i--) /* recorded in every row (no silent stand-in) */
         arb_site_registry_fallback_note(&ps->reg, slot[i], c->note, sizeof c->note);
     if (idec == iver)

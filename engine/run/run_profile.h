@@ -16,22 +16,21 @@
 #include <stddef.h>
 
 #include "arbench/plugin.h"
+#include "run/run_state.h"
 
-/* (forward declarations only: run.c also includes src/sweep/runner.h, whose arb_point_t is not
- * src/analysis/points.h's) */
-struct arb_engine_run;
-struct arb_runcfg;
+/* (the registry declared only: run.c also includes src/sweep/runner.h, whose arb_point_t is
+ * not src/analysis/points.h's, which the registry's header includes) */
 struct arb_site_registry;
 
-/* Collective. Appends the implementation's configuration to r->cfgs (label "impl"),
+/* Collective. Appends the implementation's configuration to r->cfgs (role ARB_CFG_IMPL),
  * prints each site's choice on rank 0. */
-arb_status_t arb_run_open_profile(struct arb_engine_run *r, char *why, size_t len);
+arb_status_t arb_run_open_profile(arb_engine_run_t *r, char *why, size_t len);
 /* Fills c as a configuration serving registry slot `slot`'s instance at every site (the
  * registry keeps ownership: c->borrowed). */
-arb_status_t arb_run_borrow_config(struct arb_engine_run *r, struct arb_runcfg *c, const char *label,
+arb_status_t arb_run_borrow_config(arb_engine_run_t *r, arb_runcfg_t *c, arb_cfg_role_t role,
                                    const struct arb_site_registry *reg, size_t slot, char *why,
                                    size_t len);
 /* Collective. Closes what arb_run_open_profile opened (the configurations borrow it). */
-void arb_run_close_profile(struct arb_engine_run *r);
+void arb_run_close_profile(arb_engine_run_t *r);
 
 #endif

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The engine's results rows (docs/engine.md) and the summary table, rank 0 only. */
+/* The engine's results rows and the summary table; see run_rows.h. */
+#include "run/run_rows.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/memplan.h"
 #include "results/results.h"
-#include "run/run.h"
-#include "stats/spec.h"
 
 /* The sweep's metadata columns (docs/results.md), then the engine's. */
 #define ARB_ENGINE_COLUMNS(X)                                                                    \
@@ -56,10 +55,7 @@ void arb_run_close_rows(arb_engine_run_t *r)
 
 static const arb_runcfg_t *compute_only(const arb_engine_run_t *r)
 {
-    for (unsigned i = 0; i < r->ncfgs; i++)
-        if (strcmp(r->cfgs[i].label, "compute-only") == 0)
-            return &r->cfgs[i];
-    return NULL;
+    return arb_run_find_const(r, ARB_CFG_COMPUTE_ONLY);
 }
 
 typedef struct rowtext {
@@ -136,24 +132,18 @@ static void write_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int 
     setd(&t, EC_max_us, p->st.max, "%.3f");
     if (phase == ARB_PHASE_DECODE)
         setd(&t, EC_tok_s, 1e6 / p->st.median, "%.2f");
-    if (phase == ARB_PHASE_SPEC) {
-        setd(&t, EC_tok_s, p->produced / p->total_us * 1e6, "%.2f");
+    if (phase == ARB_PHASE_SPEC) { /* the cycles' summary (engine/stats/spec.h) against this mode's decode */
+        const arb_spec_summary_t *sm = &p->spec;
+        setd(&t, EC_tok_s, sm->spec_tok_s, "%.2f");
         setd(&t, EC_accept_rate, p->accept_rate, "%.3f");
-        setd(&t, EC_accepted_per_cycle, (double)p->produced / p->nsteps - 1.0, "%.3f");
-        /* issue 15: the draft's share, the ratio to plain decode, the break-even acceptance */
-        const arb_phase_result_t *dp = &c->res[mode][ARB_PHASE_DECODE];
-        setd(&t, EC_draft_us, p->draft_us, "%.3f");
-        setd(&t, EC_verify_us, p->verify_us, "%.3f");
-        double be = NAN;
-        char bwhy[256];
-        if (dp->ran && dp->st.median > 0) {
-            setd(&t, EC_spec_ratio, p->produced / p->total_us * 1e6 / (1e6 / dp->st.median), "%.4f");
-            if (arb_spec_break_even(r->o->spec_k, p->draft_us / r->o->spec_k, p->verify_us, dp->st.median, &be, bwhy,
-                                    sizeof bwhy) == ARB_OK && isinf(be))
-                snprintf(t.b[EC_break_even], 96, "inf");
-            else
-                setd(&t, EC_break_even, be, "%.4f");
-        }
+        setd(&t, EC_accepted_per_cycle, sm->mean_accepted, "%.3f");
+        setd(&t, EC_draft_us, sm->draft_us, "%.3f");
+        setd(&t, EC_verify_us, sm->verify_us, "%.3f");
+        setd(&t, EC_spec_ratio, sm->ratio, "%.4f");
+        if (isinf(sm->break_even))
+            snprintf(t.b[EC_break_even], 96, "inf");
+        else
+            setd(&t, EC_break_even, sm->break_even, "%.4f");
     }
     if (q) {
         setd(&t, EC_compute_only_us, q->st.median, "%.3f");
@@ -208,66 +198,63 @@ static void write_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int 
     free(t.samples);
 }
 
-void arb_run_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase)
-{
-    const arb_runcfg_t *co = compute_only(r);
-    write_row(r, c, mode, phase, &c->res[mode][phase],
-              co && co->res[mode][phase].ran ? &co->res[mode][phase] : NULL);
-}
-
-void arb_run_spec_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, unsigned i)
-{
-    const arb_runcfg_t *co = compute_only(r);
-    write_row(r, c, mode, ARB_PHASE_SPEC, &c->specs[mode][i],
-              co && co->specs[mode][i].ran ? &co->specs[mode][i] : NULL);
-}
-
 /* An A/B row (docs/engine-e2e.md): one side's interleaved steps, phase ab-decode or
  * ab-verify, with the comparison (speedup = median(baseline) / median(candidate)). */
-void arb_run_ab_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase, int role, const double *us,
-                    size_t n, unsigned T, const arb_ab_result_t *cmp, const arb_agreement_t *ag, const char *bname,
-                    const char *bparams)
+static void write_ab_row(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, int phase, const arb_run_ab_row_t *ab)
 {
     rowtext_t t;
     memset(&t, 0, sizeof t);
     const char *f[EC_COUNT] = {0};
     fill_common(r, c, mode, &t, f);
     snprintf(t.b[EC_phase], 96, "ab-%s", arb_phase_names[phase]);
-    snprintf(t.b[EC_tokens], 96, "%u", T);
-    snprintf(t.b[EC_steps], 96, "%zu", n);
-    arb_stats_t st;
-    if (arb_stats_compute(us, n, &st) == 0) {
-        setd(&t, EC_median_us, st.median, "%.3f");
-        setd(&t, EC_p10_us, st.p10, "%.3f");
-        setd(&t, EC_p90_us, st.p90, "%.3f");
-        setd(&t, EC_mean_us, st.mean, "%.3f");
-        setd(&t, EC_min_us, st.min, "%.3f");
-        setd(&t, EC_max_us, st.max, "%.3f");
-        if (phase == ARB_PHASE_DECODE)
-            setd(&t, EC_tok_s, 1e6 / st.median, "%.2f");
-        const arb_runcfg_t *co = compute_only(r);
-        if (co && co->res[mode][phase].ran) {
-            double q = co->res[mode][phase].st.median;
-            setd(&t, EC_compute_only_us, q, "%.3f");
-            setd(&t, EC_allreduce_us, st.median - q, "%.3f");
-            setd(&t, EC_allreduce_share, (st.median - q) / st.median, "%.4f");
-        }
+    snprintf(t.b[EC_tokens], 96, "%u", ab->T);
+    snprintf(t.b[EC_steps], 96, "%zu", ab->n);
+    const arb_stats_t *st = ab->side == ARB_AB_A ? &ab->cmp->a : &ab->cmp->b;
+    setd(&t, EC_median_us, st->median, "%.3f");
+    setd(&t, EC_p10_us, st->p10, "%.3f");
+    setd(&t, EC_p90_us, st->p90, "%.3f");
+    setd(&t, EC_mean_us, st->mean, "%.3f");
+    setd(&t, EC_min_us, st->min, "%.3f");
+    setd(&t, EC_max_us, st->max, "%.3f");
+    if (phase == ARB_PHASE_DECODE)
+        setd(&t, EC_tok_s, 1e6 / st->median, "%.2f");
+    const arb_runcfg_t *co = compute_only(r);
+    if (co && co->res[mode][phase].ran) {
+        double q = co->res[mode][phase].st.median;
+        setd(&t, EC_compute_only_us, q, "%.3f");
+        setd(&t, EC_allreduce_us, st->median - q, "%.3f");
+        setd(&t, EC_allreduce_share, (st->median - q) / st->median, "%.4f");
     }
-    snprintf(t.b[EC_ab_role], 96, "%s", role ? "candidate" : "baseline");
-    snprintf(t.b[EC_ab_baseline], 96, "%.40s%s%.50s", bname, *bparams ? ":" : "", bparams);
-    setd(&t, EC_ab_speedup, cmp->speedup, "%.4f");
-    setd(&t, EC_ab_ci_lo, cmp->lo, "%.4f");
-    setd(&t, EC_ab_ci_hi, cmp->hi, "%.4f");
+    const arb_impl_spec_t *b = &ab->baseline->spec;
+    snprintf(t.b[EC_ab_role], 96, "%s", ab->side == ARB_AB_B ? "candidate" : "baseline");
+    snprintf(t.b[EC_ab_baseline], 96, "%.40s%s%.50s", b->name, *b->params ? ":" : "", b->params);
+    setd(&t, EC_ab_speedup, ab->cmp->speedup, "%.4f");
+    setd(&t, EC_ab_ci_lo, ab->cmp->lo, "%.4f");
+    setd(&t, EC_ab_ci_hi, ab->cmp->hi, "%.4f");
     char agree[200];
-    arb_agreement_text(ag, agree, sizeof agree);
+    arb_agreement_text(ab->agree, agree, sizeof agree);
     f[EC_ab_agree] = agree;
-    t.samples = calloc(n * 16 + 1, 1);
-    for (size_t i = 0, u = 0; t.samples && i < n; i++)
-        u += (size_t)snprintf(t.samples + u, 16, "%s%.3f", i ? " " : "", us[i]);
+    t.samples = calloc(ab->n * 16 + 1, 1);
+    for (size_t i = 0, u = 0; t.samples && i < ab->n; i++)
+        u += (size_t)snprintf(t.samples + u, 16, "%s%.3f", i ? " " : "", ab->us[i]);
     f[EC_samples_us] = t.samples;
     if (arb_csv_append(r->rows, f, EC_COUNT) != 0)
         fprintf(stderr, "arbench engine: cannot append to %s\n", r->out);
     free(t.samples);
+}
+
+void arb_run_rows_sink(arb_engine_run_t *r, const arb_run_row_t *row)
+{
+    if (row->ab) {
+        write_ab_row(r, row->c, row->mode, row->phase, row->ab);
+        return;
+    }
+    /* the compute-only replay's result of the same (mode, phase[, rate]), when it ran */
+    const arb_runcfg_t *co = compute_only(r);
+    const arb_phase_result_t *q = !co ? NULL
+                                  : row->phase == ARB_PHASE_SPEC ? &co->specs[row->mode][row->rate]
+                                                                 : &co->res[row->mode][row->phase];
+    write_row(r, row->c, row->mode, row->phase, row->res, q && q->ran ? q : NULL);
 }
 
 /* Per acceptance rate: the cycles' medians, the accepted length measured and expected
@@ -279,20 +266,19 @@ static void print_spec_table(const arb_engine_run_t *r, const arb_runcfg_t *c)
     int head = 0;
     for (int mode = 0; mode < ARB_MODE_COUNT; mode++)
         for (unsigned i = 0; i < r->o->naccept; i++) {
-            const arb_phase_result_t *p = &c->specs[mode][i], *d = &c->res[mode][ARB_PHASE_DECODE];
-            if (!p->ran || !p->nsteps || !d->ran || !(d->st.median > 0))
+            const arb_phase_result_t *p = &c->specs[mode][i];
+            const arb_spec_summary_t *sm = &p->spec;
+            if (!p->ran)
                 continue;
             if (!head++)
                 printf("# %-6s %2s %5s %6s %7s %6s %10s %10s %8s %8s %9s %10s\n", "mode", "k", "p", "cycles", "acc/cyc",
                        "E[n]", "draft_us", "verify_us", "tok/s", "x_plain", "x_plain@E", "break_even");
-            double en = arb_spec_expected_accepted(p->accept_rate, k), be = NAN;
-            char bwhy[256], bes[16] = "-";
-            if (arb_spec_break_even(k, p->draft_us / k, p->verify_us, d->st.median, &be, bwhy, sizeof bwhy) == ARB_OK)
-                snprintf(bes, sizeof bes, isinf(be) ? "inf" : "%.3f", be);
-            const double tok = p->produced / p->total_us * 1e6, plain = 1e6 / d->st.median;
+            double en = arb_spec_expected_accepted(p->accept_rate, k);
+            char bes[16];
+            snprintf(bes, sizeof bes, isinf(sm->break_even) ? "inf" : "%.3f", sm->break_even);
             printf("# %-6s %2u %5.2f %6u %7.3f %6.3f %10.1f %10.1f %8.1f %8.3f %9.3f %10s\n", arb_mode_names[mode], k,
-                   p->accept_rate, p->nsteps, (double)p->produced / p->nsteps - 1.0, en, p->draft_us, p->verify_us, tok,
-                   tok / plain, (1 + en) / (p->draft_us + p->verify_us) * 1e6 / plain, bes);
+                   p->accept_rate, p->nsteps, sm->mean_accepted, en, sm->draft_us, sm->verify_us, sm->spec_tok_s,
+                   sm->ratio, (1 + en) / (sm->draft_us + sm->verify_us) * 1e6 / sm->plain_tok_s, bes);
         }
 }
 
@@ -300,7 +286,7 @@ void arb_run_print_table(const arb_engine_run_t *r)
 {
     const arb_runcfg_t *c = NULL, *co = compute_only(r);
     for (unsigned i = 0; i < r->ncfgs; i++)
-        if (arb_run_is_impl(&r->cfgs[i]))
+        if (r->cfgs[i].role == ARB_CFG_IMPL)
             c = &r->cfgs[i];
     if (!c)
         return;
@@ -330,7 +316,7 @@ void arb_run_print_table(const arb_engine_run_t *r)
             if (ph == ARB_PHASE_DECODE)
                 snprintf(tk, sizeof tk, "%.1f", 1e6 / p->st.median);
             else if (ph == ARB_PHASE_SPEC)
-                snprintf(tk, sizeof tk, "%.1f", p->produced / p->total_us * 1e6);
+                snprintf(tk, sizeof tk, "%.1f", p->spec.spec_tok_s);
             printf("# %-6s %-6s %3u %11.1f %11.1f %11.1f %10s %9s %11s %10s %9s\n", arb_mode_names[mode],
                    arb_phase_names[ph], p->T, p->st.median, p->st.p10, p->st.p90, tk, share, fl, xf, ag);
         }

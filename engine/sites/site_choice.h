@@ -27,7 +27,7 @@
 
 #include "arbench/plugin.h"
 #include "runtime/instance.h"
-#include "sweep/plan.h"
+#include "base/vocab.h"
 #include "analysis/profile.h"
 
 /* One call site (or a group of sites of the same shape: every layer's site A at T=3). */

@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "runtime/hostops.h"
-#include "sweep/plan.h"
+#include "base/vocab.h"
 #include "analysis/profile.h"
 
 typedef struct arb_tune_request {

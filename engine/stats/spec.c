@@ -11,7 +11,7 @@
 #include "base/stats.h"
 #include "model/wgen.h"
 
-unsigned arb_spec_accept_greedy(const int32_t *draft, const int32_t *target_argmax, unsigned k)
+unsigned arb_spec_accept_greedy(const uint32_t *draft, const uint32_t *target_argmax, unsigned k)
 {
     unsigned n = 0;
     while (n < k && draft[n] == target_argmax[n])
@@ -19,22 +19,19 @@ unsigned arb_spec_accept_greedy(const int32_t *draft, const int32_t *target_argm
     return n;
 }
 
-double arb_spec_accept_draw(uint64_t seed, uint64_t cycle, unsigned i)
+double arb_spec_accept_draw(uint64_t seed, uint64_t cycle, unsigned j)
 {
     /* arb_wgen_uniform is in (-1, 1) with 24 random bits: map to [0, 1). */
-    return (arb_wgen_uniform(seed, ARB_W_ACCEPT, 0, cycle * 64u + i) + 1.0) * 0.5;
+    return (arb_wgen_uniform(seed, ARB_W_ACCEPT, 0, cycle * 64u + j) + 1.0) * 0.5;
 }
 
-unsigned arb_spec_accept_rate(uint64_t seed, uint64_t cycle, unsigned k, double p)
+uint32_t arb_spec_plant(uint64_t seed, uint64_t cycle, unsigned j, double p, uint32_t right, uint32_t vocab)
 {
-    unsigned n = 0;
-    while (n < k && arb_spec_accept_draw(seed, cycle, n) < p)
-        n++;
-    return n;
+    return arb_spec_accept_draw(seed, cycle, j) < p ? right : (right + 1) % vocab;
 }
 
-arb_status_t arb_spec_commit(arb_spec_state_t *st, unsigned k, unsigned accepted, const int32_t *draft,
-                             const int32_t *target_argmax, int32_t *emitted, arb_spec_commit_t *out,
+arb_status_t arb_spec_commit(arb_spec_state_t *st, unsigned k, unsigned accepted, const uint32_t *draft,
+                             const uint32_t *target_argmax, uint32_t *emitted, arb_spec_commit_t *out,
                              char *why, size_t why_len)
 {
     if (k == 0 || k > ARB_SPEC_MAX_K)
@@ -49,8 +46,7 @@ arb_status_t arb_spec_commit(arb_spec_state_t *st, unsigned k, unsigned accepted
     out->emitted = accepted + 1;
     out->written = (size_t)k + 1;
     out->rolled_back = (size_t)(k - accepted);
-    st->cache_len += (size_t)accepted + 1; /* next and the accepted drafts stay */
-    st->next = out->bonus;
+    st->cache_len += (size_t)accepted + 1; /* the cycle's first input and the accepted drafts stay */
     st->cycle++;
     out->cache_len = st->cache_len;
     return ARB_OK;
@@ -66,43 +62,59 @@ void arb_spec_trace_free(arb_spec_trace_t *t)
     memset(t, 0, sizeof *t);
 }
 
+static arb_status_t check_opts(const arb_spec_opts_t *o, char *why, size_t why_len)
+{
+    if (o->k == 0 || o->k > ARB_SPEC_MAX_K)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "--spec-k %u: expected 1 to %d draft tokens", o->k, ARB_SPEC_MAX_K);
+    if (!(o->accept_rate >= 0 && o->accept_rate <= 1))
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "--accept-rate %g: expected a probability from 0 to 1", o->accept_rate);
+    if (o->cycles == 0 || o->tokens == 0)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "speculative run: %zu cycles, %zu tokens; expected at least 1 of each", o->cycles, o->tokens);
+    if (!o->chain || o->chain_len < o->tokens + o->k + 1 || o->vocab < 2)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "speculative run: a chain of %zu tokens (vocabulary %u) for %zu tokens at k %u; expected at least tokens + k + 1 and a vocabulary of 2 or more", o->chain ? o->chain_len : 0, o->vocab, o->tokens, o->k);
+    return ARB_OK;
+}
+
 arb_status_t arb_spec_run(const arb_spec_model_t *m, const arb_spec_opts_t *o, arb_spec_state_t *st,
                           arb_spec_trace_t *t, char *why, size_t why_len)
 {
     memset(t, 0, sizeof *t);
-    if (o->k == 0 || o->k > ARB_SPEC_MAX_K)
-        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "--spec-k %u: expected 1 to %d draft tokens", o->k, ARB_SPEC_MAX_K);
-    if (o->accept_rate > 1 || isnan(o->accept_rate))
-        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "--accept-rate %g: expected a probability from 0 to 1", o->accept_rate);
-    if (o->cycles == 0)
-        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "speculative run: 0 cycles; expected at least 1");
+    ARB_TRY(check_opts(o, why, why_len));
+    *st = (arb_spec_state_t){.cache_len = o->start};
     size_t c = o->cycles;
-    t->k = o->k;
+    const unsigned k = o->k;
+    t->k = k;
     t->draft_us = calloc(c, sizeof(double));
     t->verify_us = calloc(c, sizeof(double));
     t->cycle_us = calloc(c, sizeof(double));
     t->accepted = calloc(c, sizeof(unsigned));
-    t->tokens = calloc(c * (o->k + 1), sizeof(int32_t));
+    t->tokens = calloc(c * (k + 1), sizeof(uint32_t));
     arb_status_t s = ARB_OK;
     if (!t->draft_us || !t->verify_us || !t->cycle_us || !t->accepted || !t->tokens)
         ARB_RAISE_GOTO(s, ARB_ERR_SYSTEM, fail, why, why_len, "speculative run: out of memory for %zu cycles", c);
-    for (size_t i = 0; i < c; i++) {
-        int32_t in[ARB_SPEC_MAX_K + 1], argmax[ARB_SPEC_MAX_K + 1];
+    for (size_t cyc = 0; cyc < c && t->ntokens < o->tokens; cyc++) {
+        const size_t i = st->cache_len - o->start; /* tokens produced: the chain index of the input */
+        const uint32_t *right = o->chain + i;      /* i + k < chain_len: i < tokens */
+        uint32_t in[ARB_SPEC_MAX_K + 1], argmax[ARB_SPEC_MAX_K + 1];
         double dus = NAN, vus = NAN;
-        in[0] = st->next;
-        ARB_TRY_GOTO(s, m->draft(m->ctx, st, o->k, in + 1, &dus, why, why_len), fail);
-        ARB_TRY_GOTO(s, m->verify(m->ctx, st, in, o->k + 1, argmax, &vus, why, why_len), fail);
-        unsigned n = o->accept_rate < 0 ? arb_spec_accept_greedy(in + 1, argmax, o->k)
-                                        : arb_spec_accept_rate(o->seed, st->cycle, o->k, o->accept_rate);
+        in[0] = right[0];
+        for (unsigned j = 1; j <= k; j++)
+            in[j] = arb_spec_plant(o->seed, st->cycle, j, o->accept_rate, right[j], o->vocab);
+        ARB_TRY_GOTO(s, m->draft(m->ctx, st, in, k, &dus, why, why_len), fail);
+        ARB_TRY_GOTO(s, m->verify(m->ctx, st, in, k + 1, argmax, &vus, why, why_len), fail);
+        unsigned n = arb_spec_accept_greedy(in + 1, argmax, k);
+        uint32_t *emitted = t->tokens + t->ntokens;
         arb_spec_commit_t cm;
-        ARB_TRY_GOTO(s, arb_spec_commit(st, o->k, n, in + 1, argmax, t->tokens + t->ntokens, &cm, why, why_len), fail);
-        ARB_TRY_GOTO(s, m->rollback(m->ctx, st->cache_len, why, why_len), fail);
+        ARB_TRY_GOTO(s, arb_spec_commit(st, k, n, in + 1, argmax, emitted, &cm, why, why_len), fail);
+        ARB_TRY_GOTO(s, m->rollback(m->ctx, st->cache_len, in, n + 1, why, why_len), fail);
+        for (unsigned j = 0; j < cm.emitted; j++)
+            t->agree += emitted[j] == right[j + 1];
         t->ntokens += cm.emitted;
-        t->draft_us[i] = dus;
-        t->verify_us[i] = vus;
-        t->cycle_us[i] = dus + vus;
-        t->accepted[i] = n;
-        t->cycles = i + 1;
+        t->draft_us[cyc] = dus;
+        t->verify_us[cyc] = vus;
+        t->cycle_us[cyc] = dus + vus;
+        t->accepted[cyc] = n;
+        t->cycles = cyc + 1;
     }
     return ARB_OK;
 fail:

@@ -1,18 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Speculative decoding cycles, EAGLE style, greedy (docs/engine-e2e.md).
+ * Speculative decoding cycles, EAGLE style, greedy, on a known chain (docs/engine-e2e.md).
  *
- * State between cycles: `cache_len` positions are in the target's KV cache and `next`,
- * the last token emitted, is not yet (it is fed first). One cycle:
- *   1. draft: k steps at T = 1 propose d_1 .. d_k;
- *   2. verify: the target runs [next, d_1, .., d_k] at positions cache_len .. cache_len + k
- *      in one pass (T = k + 1) and yields its argmax g_0 .. g_k (g_i follows token i);
- *   3. accept: n = the number of leading d_i with d_i == g_{i-1} (greedy), or, with an
- *      acceptance rate p, the number of leading draws u_i < p (u_i uniform in [0, 1) from
- *      arb_wgen(seed, ARB_W_ACCEPT, 0, cycle * 64 + i - 1): reproducible, rank-independent);
- *   4. emit d_1 .. d_n and the bonus token g_n (n + 1 tokens);
- *   5. rollback: the verify wrote k + 1 positions, the first n + 1 stay (next and the
- *      accepted drafts): cache_len += n + 1, k - n positions are discarded; next = g_n.
+ * The chain c_0, c_1, ... is the target's greedy decode from position `start` (the run's
+ * decode phase): c_{i+1} is the target's output after c_i. State between cycles:
+ * `cache_len` positions are in the target's KV cache; i = cache_len - start tokens were
+ * produced. One cycle:
+ *   1. plant: the inputs are [c_i, d_1 .. d_k], draft d_j being the chain's c_{i+j} when
+ *      draw j of the cycle is below the acceptance rate p, else a wrong token
+ *      (c_{i+j} + 1 mod vocab); draw j of cycle c is uniform in [0, 1) from
+ *      arb_wgen(seed, ARB_W_ACCEPT, 0, c * 64 + j): reproducible, rank-independent (random
+ *      weights accept nothing, so acceptance is a parameter until real weights measure it);
+ *   2. draft: the draft model's k steps at T = 1 on [c_i, d_1 .. d_{k-1}] (their time);
+ *   3. verify: the target runs the inputs at positions cache_len .. cache_len + k in one
+ *      pass (T = k + 1) and yields its argmax g_0 .. g_k (g_j follows input j);
+ *   4. accept (greedy): n = the number of leading d_j with d_j == g_{j-1};
+ *   5. emit d_1 .. d_n and the bonus token g_n (n + 1 tokens);
+ *   6. rollback: the verify wrote k + 1 positions, the first n + 1 stay (c_i and the
+ *      accepted drafts): cache_len += n + 1, k - n positions are discarded.
+ * The next cycle starts from the chain's token at its position, so a verify output that
+ * differs from the chain counts once (agree) and does not cascade. Greedy speculation on
+ * a target that reproduces its chain emits the chain; the accepted length is then the
+ * number of leading draws below p.
  *
  * Throughput: a cycle costs k draft steps and one verify, t_cycle = k t_draft + t_verify,
  * and emits 1 + E[n] tokens; with each draft token accepted independently with
@@ -32,54 +41,60 @@
 
 #include "arbench/plugin.h"
 
-#define ARB_SPEC_MAX_K 16 /* draft tokens per cycle; the accept draws index cycle * 64 + i */
+#define ARB_SPEC_MAX_K 16 /* draft tokens per cycle; the accept draws index cycle * 64 + j */
 
 typedef struct arb_spec_state {
     size_t cache_len; /* positions in the target's KV cache */
-    int32_t next;     /* last emitted token, fed first in the next cycle */
     uint64_t cycle;   /* cycles done (the accept draws' index) */
 } arb_spec_state_t;
 
+/* Draw j (1 .. k) of a cycle, uniform in [0, 1). */
+double arb_spec_accept_draw(uint64_t seed, uint64_t cycle, unsigned j);
+/* Draft j of a cycle at rate p: `right` when its draw is < p, else (right + 1) mod vocab. */
+uint32_t arb_spec_plant(uint64_t seed, uint64_t cycle, unsigned j, double p, uint32_t right, uint32_t vocab);
 /* Greedy acceptance: leading draft[i] equal to target[i] (the argmax after the prefix
- * that ends in token i: next for i = 0, draft[i-1] otherwise). 0..k. */
-unsigned arb_spec_accept_greedy(const int32_t *draft, const int32_t *target_argmax, unsigned k);
-/* Acceptance at rate p in [0, 1]: leading positions whose draw is < p. 0..k. */
-unsigned arb_spec_accept_rate(uint64_t seed, uint64_t cycle, unsigned k, double p);
-/* The draw for draft position i (0-based) of a cycle, uniform in [0, 1). */
-double arb_spec_accept_draw(uint64_t seed, uint64_t cycle, unsigned i);
+ * that ends in input i: c_i for i = 0, draft[i-1] otherwise). 0..k. */
+unsigned arb_spec_accept_greedy(const uint32_t *draft, const uint32_t *target_argmax, unsigned k);
 
 typedef struct arb_spec_commit {
     unsigned accepted;   /* n */
-    int32_t bonus;       /* g_n */
+    uint32_t bonus;      /* g_n */
     unsigned emitted;    /* n + 1 tokens: d_1 .. d_n, g_n */
     size_t written;      /* k + 1 positions the verify wrote */
     size_t rolled_back;  /* k - n positions discarded */
     size_t cache_len;    /* after the cycle */
 } arb_spec_commit_t;
 
-/* Steps 4-5 for a cycle with `accepted` = n: writes the emitted tokens into
+/* Steps 5-6 for a cycle with `accepted` = n: writes the emitted tokens into
  * emitted[0..n] (n + 1 entries), advances st. ARB_ERR_INVALID when n > k or k is out of range. */
-arb_status_t arb_spec_commit(arb_spec_state_t *st, unsigned k, unsigned accepted, const int32_t *draft,
-                             const int32_t *target_argmax, int32_t *emitted, arb_spec_commit_t *out,
+arb_status_t arb_spec_commit(arb_spec_state_t *st, unsigned k, unsigned accepted, const uint32_t *draft,
+                             const uint32_t *target_argmax, uint32_t *emitted, arb_spec_commit_t *out,
                              char *why, size_t why_len);
 
-/* What the engine provides: one draft of k tokens, one verify pass, the cache cut. Times in us. */
+/* What the engine provides: the draft's steps, one verify pass, the cache cut. Times in us. */
 typedef struct arb_spec_model {
-    arb_status_t (*draft)(void *ctx, const arb_spec_state_t *st, unsigned k, int32_t *draft, double *us,
+    /* the draft's k steps on in[0..k) at positions st->cache_len ..; *us their time */
+    arb_status_t (*draft)(void *ctx, const arb_spec_state_t *st, const uint32_t *in, unsigned k, double *us,
                           char *why, size_t why_len);
     /* tokens[0..n) at positions st->cache_len .. + n - 1; argmax[0..n) */
-    arb_status_t (*verify)(void *ctx, const arb_spec_state_t *st, const int32_t *tokens, unsigned n, int32_t *argmax,
-                           double *us, char *why, size_t why_len);
-    /* keep the first len positions of the target's (and the draft's) KV cache */
-    arb_status_t (*rollback)(void *ctx, size_t len, char *why, size_t why_len);
+    arb_status_t (*verify)(void *ctx, const arb_spec_state_t *st, const uint32_t *tokens, unsigned n,
+                           uint32_t *argmax, double *us, char *why, size_t why_len);
+    /* keep the first len positions of the target's (and the draft's) KV cache; the last
+     * n of them hold kept[0..n) (c_i and the accepted drafts) */
+    arb_status_t (*rollback)(void *ctx, size_t len, const uint32_t *kept, unsigned n, char *why, size_t why_len);
     void *ctx;
 } arb_spec_model_t;
 
 typedef struct arb_spec_opts {
-    unsigned k;         /* 1 .. ARB_SPEC_MAX_K */
-    double accept_rate; /* < 0: greedy (the draft's tokens decide); else p in [0, 1] */
+    unsigned k;             /* 1 .. ARB_SPEC_MAX_K */
+    double accept_rate;     /* p in [0, 1] */
     uint64_t seed;
-    size_t cycles;
+    uint32_t vocab;         /* a wrong draft is (right + 1) mod vocab */
+    const uint32_t *chain;  /* [chain_len] the target's greedy decode, chain[0] at position start */
+    size_t chain_len;       /* at least tokens + k + 1 */
+    size_t start;
+    size_t tokens;          /* cycles run until this many tokens are produced ... */
+    size_t cycles;          /* ... or this many cycles ran */
 } arb_spec_opts_t;
 
 /* Per cycle, in order; tokens: every emitted token. */
@@ -88,11 +103,13 @@ typedef struct arb_spec_trace {
     unsigned k;
     double *draft_us, *verify_us, *cycle_us; /* [cycles] */
     unsigned *accepted;                      /* [cycles] */
-    int32_t *tokens;                         /* [ntokens], at most cycles * (k + 1) */
+    uint32_t *tokens;                        /* [ntokens], at most cycles * (k + 1) */
     size_t ntokens;
+    size_t agree;                            /* emitted tokens equal to the chain's at their position */
 } arb_spec_trace_t;
 
-/* Runs opts->cycles cycles from st; the trace is allocated here (arb_spec_trace_free). */
+/* Runs the cycles from st->cache_len = opts->start; the trace is allocated here
+ * (arb_spec_trace_free). */
 arb_status_t arb_spec_run(const arb_spec_model_t *m, const arb_spec_opts_t *opts, arb_spec_state_t *st,
                           arb_spec_trace_t *out, char *why, size_t why_len);
 void arb_spec_trace_free(arb_spec_trace_t *t);

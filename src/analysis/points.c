@@ -48,6 +48,22 @@ int arb_parse_double_field(const char *s, double *out)
     return 0;
 }
 
+arb_point_key_t arb_point_key(const arb_point_t *p)
+{
+    return (arb_point_key_t){.fabric = p->fabric, .ranks = p->ranks, .nodes = p->nodes,
+                             .dtype = p->dtype, .op = p->op, .mode = p->mode};
+}
+
+int arb_point_key_cmp(arb_point_key_t a, arb_point_key_t b)
+{
+    int c;
+    if ((c = strcmp(a.fabric, b.fabric)) || (c = (a.ranks > b.ranks) - (a.ranks < b.ranks)) ||
+        (c = (a.nodes > b.nodes) - (a.nodes < b.nodes)) || (c = strcmp(a.dtype, b.dtype)) ||
+        (c = strcmp(a.op, b.op)))
+        return c;
+    return strcmp(a.mode, b.mode);
+}
+
 void arb_params_strip(const char *params, const char *const *drop, char *out, size_t len)
 {
     if (!len)

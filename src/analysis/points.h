@@ -66,6 +66,20 @@ const char *arb_points_check_samples(const double *samples, size_t n, size_t n_t
                                      double p10, double p90, double min, double max, double mean,
                                      char *why, size_t why_len);
 
+/* Where a point was measured: (fabric, ranks, nodes, dtype, op, mode). One figure, one
+ * profile group (its size ranges), one plot: within a key only the implementation
+ * (impl, params, fusion) and the size vary. Strings borrowed from the point. */
+typedef struct arb_point_key {
+    const char *fabric;
+    int ranks, nodes; /* nodes 0 = not recorded: a value of its own, not a wildcard */
+    const char *dtype, *op, *mode;
+} arb_point_key_t;
+
+arb_point_key_t arb_point_key(const arb_point_t *p);
+/* Orders keys by fabric, ranks, nodes, dtype, op, mode (strings by strcmp): < 0, 0 (the
+ * same key) or > 0. */
+int arb_point_key_cmp(arb_point_key_t a, arb_point_key_t b);
+
 /* Strict number parsers for CSV fields: the whole field must be the number. */
 int arb_parse_u64_field(const char *s, unsigned long long max, unsigned long long *out);
 int arb_parse_double_field(const char *s, double *out); /* finite values only */

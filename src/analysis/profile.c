@@ -32,18 +32,14 @@ typedef struct decision {
 
 static int same_group(const arb_point_t *a, const arb_point_t *b)
 {
-    return strcmp(a->fabric, b->fabric) == 0 && a->ranks == b->ranks && a->nodes == b->nodes &&
-           strcmp(a->dtype, b->dtype) == 0 && strcmp(a->op, b->op) == 0 &&
-           strcmp(a->mode, b->mode) == 0;
+    return arb_point_key_cmp(arb_point_key(a), arb_point_key(b)) == 0;
 }
 
 static int cmp_point(const void *pa, const void *pb)
 {
     const arb_point_t *a = *(const arb_point_t *const *)pa, *b = *(const arb_point_t *const *)pb;
-    int c;
-    if ((c = strcmp(a->fabric, b->fabric)) || (c = (a->ranks > b->ranks) - (a->ranks < b->ranks)) ||
-        (c = (a->nodes > b->nodes) - (a->nodes < b->nodes)) || (c = strcmp(a->dtype, b->dtype)) ||
-        (c = strcmp(a->op, b->op)) || (c = strcmp(a->mode, b->mode)))
+    int c = arb_point_key_cmp(arb_point_key(a), arb_point_key(b));
+    if (c)
         return c;
     if (a->bytes != b->bytes)
         return a->bytes < b->bytes ? -1 : 1;

@@ -211,14 +211,16 @@ static double opt_double(const char *s)
     return *s && arb_parse_double_field(s, &v) == 0 ? v : NAN;
 }
 
+/* A row's group: the key of the points it was built from. */
+static arb_point_key_t entry_key(const arb_profile_entry_t *e)
+{
+    return (arb_point_key_t){.fabric = e->fabric, .ranks = e->ranks, .nodes = e->nodes,
+                             .dtype = e->dtype, .op = e->op, .mode = e->mode};
+}
+
 static int entry_key_cmp(const arb_profile_entry_t *a, const arb_profile_entry_t *b)
 {
-    int c;
-    if ((c = strcmp(a->fabric, b->fabric)) || (c = (a->ranks > b->ranks) - (a->ranks < b->ranks)) ||
-        (c = (a->nodes > b->nodes) - (a->nodes < b->nodes)) || (c = strcmp(a->dtype, b->dtype)) ||
-        (c = strcmp(a->op, b->op)) || (c = strcmp(a->mode, b->mode)))
-        return c;
-    return 0;
+    return arb_point_key_cmp(entry_key(a), entry_key(b));
 }
 
 static int cmp_entry(const void *pa, const void *pb)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The cost equations (docs/model.md, "Equations"): families, data phases, NCCL. */
-#include "costmodel/model.h"
+#include "costmodel/model_cost.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -256,7 +256,7 @@ static double nccl_proto_factor(arb_nccl_algo_t a, arb_nccl_proto_t p)
 
 static const char *nccl_time(const arb_fit_t *fit, const arb_fabric_t *fit_fab, const arb_fit_entry_t *e,
                              const arb_fit_entry_t *shm, const arb_fabric_t *fab, int n, double S, int corner,
-                             int m, arb_transport_t force, double *out)
+                             int m, arb_transport_t force, int all_p2p, double *out)
 {
     arb_nccl_algo_t a = e->key.algo;
     arb_nccl_proto_t p = e->key.proto;
@@ -267,7 +267,7 @@ static const char *nccl_time(const arb_fit_t *fit, const arb_fabric_t *fit_fab, 
     for (int g = 0; g < n && n > 1; g++) {
         int next = (g + 1) % n;
         arb_path_t pc = arb_fabric_path(fab, g, next);
-        int use_shm = force == ARB_TRANSPORT_SHM || pc > fab->nccl_p2p_max || pc > fab->cuda_p2p_max;
+        int use_shm = force == ARB_TRANSPORT_SHM || (!all_p2p && pc > fab->nccl_p2p_max) || pc > fab->cuda_p2p_max;
         double h, bw;
         if (use_shm) {
             if (!shm)
@@ -322,19 +322,37 @@ void arb_model_predict_one(const arb_fit_t *fit, const arb_fabric_t *fit_fab, co
         out->why_not = "needs CUDA P2P between every pair; the spec's cuda_p2p does not reach every pair of these GPUs";
         return;
     }
-    double t[3];
-    for (int c = -1; c <= 1; c++) {
-        if (f == ARB_FAM_NCCL) {
-            const char *why = nccl_time(fit, fit_fab, e, shm, fab, n, bytes, c, m, e->transport, &t[c + 1]);
-            if (why) {
+    double t[3], route_us[3] = {NAN, NAN, NAN};
+    if (f == ARB_FAM_NCCL) {
+        /* NCCL under its defaults on PCIe: which transport a hop takes is not known from the
+         * spec alone, so the band covers every route the facts leave: the spec's (P2P up to
+         * nccl_p2p, SHM beyond), P2P on every pair CUDA allows (the switches under one
+         * upstream switch, a PXB path, paths.cc:315; or NCCL_P2P_LEVEL=SYS), SHM on every
+         * pair (NVML reporting P2P unavailable, paths.cc:339-356, as with ACS/IOMMU). */
+        const int routes = e->transport == ARB_TRANSPORT_P2P && !fab->nvlink ? 3 : 1;
+        for (int route = 0; route < routes; route++) {
+            double tr[3];
+            const char *why = NULL;
+            const arb_transport_t force = route == 2 ? ARB_TRANSPORT_SHM : e->transport;
+            for (int c = -1; c <= 1 && !why; c++)
+                why = nccl_time(fit, fit_fab, e, shm, fab, n, bytes, c, m, force, route == 1, &tr[c + 1]);
+            if (why && route == 0) {
                 out->why_not = why;
                 return;
             }
-        } else if (!isfinite(t[c + 1] = custom_time(fit, fit_fab, e, fab, n, bytes, c, m))) {
-            out->why_not = "out of memory";
-            return;
+            if (why)
+                continue;
+            if (route == 0)
+                memcpy(t, tr, sizeof t);
+            route_us[route] = tr[1];
+            t[0] = fmin(t[0], tr[0]), t[2] = fmax(t[2], tr[2]);
         }
-    }
+    } else
+        for (int c = -1; c <= 1; c++)
+            if (!isfinite(t[c + 1] = custom_time(fit, fit_fab, e, fab, n, bytes, c, m))) {
+                out->why_not = "out of memory";
+                return;
+            }
     /* The band: spec constants at their corners, then the fit's own largest residual and,
      * on another machine than the fit's, the band for a different GPU. */
     int other = strcmp(fab->name, fit_fab->name) != 0;
@@ -346,4 +364,9 @@ void arb_model_predict_one(const arb_fit_t *fit, const arb_fabric_t *fit_fab, co
         out->lo_us = 0;
     snprintf(out->detail, sizeof out->detail, "L=%.2f O=%.2f bw=%.1f r=%.2f", fit->launch_us[m], e->offset_us,
              e->bw_gbs, r);
+    if (!isnan(route_us[1]) || !isnan(route_us[2])) {
+        size_t u = strlen(out->detail);
+        snprintf(out->detail + u, sizeof out->detail - u, "; routes spec/all-P2P/all-SHM %.1f/%.1f/%.1f us", route_us[0],
+                 route_us[1], route_us[2]);
+    }
 }

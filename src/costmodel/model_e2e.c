@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* arbench model e2e: target tok/s from modeled-plugin engine runs (model_e2e.h, docs/model.md). */
 #include "costmodel/model_e2e.h"
+#include "costmodel/model_e2e_kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -149,6 +150,55 @@ static arb_e2e_band_t scale_compute(double c_us, double floor_us, double read_gb
     return b;
 }
 
+/* The NCCL choice's all-reduce minus each row's (same mode and phase), and the all-reduce
+ * share: figures the compute scaling does not enter. The saving's band takes the two bands'
+ * opposite ends (their errors need not move together). */
+static void fill_savings(arb_e2e_result_t *res)
+{
+    for (size_t i = 0; i < res->nrows; i++) {
+        arb_e2e_row_t *r = &res->rows[i];
+        const arb_e2e_band_t a = r->allreduce_us, c = r->compute_us;
+        r->allreduce_share = (arb_e2e_band_t){a.v / (a.v + c.v), a.lo / (a.lo + c.hi), a.hi / (a.hi + c.lo)};
+        const arb_e2e_row_t *n = NULL;
+        for (size_t j = 0; j < res->nrows && !n; j++)
+            if (!strncmp(res->rows[j].choice, "nccl:", 5) && !strcmp(res->rows[j].mode, r->mode) &&
+                !strcmp(res->rows[j].phase, r->phase))
+                n = &res->rows[j];
+        if (n == r) { /* NCCL against itself */
+            r->saving_us = (arb_e2e_band_t){0, 0, 0};
+            if (!isnan(r->verify_allreduce_us.v))
+                r->verify_saving_us = r->saving_us;
+            continue;
+        }
+        if (!n)
+            continue;
+        r->saving_us = (arb_e2e_band_t){n->allreduce_us.v - a.v, n->allreduce_us.lo - a.hi, n->allreduce_us.hi - a.lo};
+        const arb_e2e_band_t nv = n->verify_allreduce_us, v = r->verify_allreduce_us;
+        if (!isnan(v.v) && !isnan(nv.v))
+            r->verify_saving_us = (arb_e2e_band_t){nv.v - v.v, nv.lo - v.hi, nv.hi - v.lo};
+    }
+}
+
+/* Fabric label, ranks and command of the prediction table (its first source=model row). */
+static arb_status_t pred_inputs(const arb_table_t *t, const char *path, arb_e2e_result_t *res, char *err, size_t err_len)
+{
+    const int fab = arb_table_col(t, "fabric"), rk = arb_table_col(t, "ranks"), av = arb_table_col(t, "argv"),
+              src = arb_table_col(t, "source");
+    double ranks = 0;
+    for (size_t r = 0; fab >= 0 && rk >= 0 && r < t->nrows; r++) {
+        char **f = t->rows[r];
+        if (strcmp(f[src], "model") || !*f[fab] || num(f[rk], &ranks) || !(ranks >= 1))
+            continue;
+        snprintf(res->fabric, sizeof res->fabric, "%s", f[fab]);
+        snprintf(res->pred_argv, sizeof res->pred_argv, "%s", av >= 0 ? t->rows[r][av] : "");
+        snprintf(res->pred_csv, sizeof res->pred_csv, "%s", path);
+        res->ranks = (int)ranks;
+        return ARB_OK;
+    }
+    ARB_RAISE(ARB_ERR_INVALID, err, err_len,
+              "%s: no source=model row with a fabric label and ranks (columns fabric, ranks: the rows carry what was predicted)", path);
+}
+
 static arb_status_t predict_choice(const choice_rows_t *c, const eng_row_t *all, size_t n, const int *const *cols,
                                    const arb_table_t *pred, const char *pred_path, const arb_e2e_opts_t *o,
                                    arb_e2e_result_t *res, char *err, size_t err_len)
@@ -178,10 +228,21 @@ static arb_status_t predict_choice(const choice_rows_t *c, const eng_row_t *all,
     row->read_gbs_h200 = rd;
     row->compute_h200_us = cmp;
     row->compute_us = scale_compute(cmp, fl, rd, o);
+    arb_e2e_kernel_compute_t kd = {0};
+    double tok_d;
+    if (o->kernels_csv) { /* compute by kernel family instead of one bandwidth ratio */
+        if (num(d[k[C_TOKENS]], &tok_d) || !(tok_d >= 1))
+            ARB_RAISE(ARB_ERR_INVALID, err, err_len, "%s: line %zu: decode row needs numeric tokens", c->decode.path, c->decode.line);
+        ARB_TRY(arb_e2e_kernel_compute(o->kernels_csv, (unsigned)tok_d, o->target_read_gbs, o->h200_peak_gbs,
+                                       o->launch_band, &kd, err, err_len));
+        row->compute_us = kd.target_us;
+    }
     row->allreduce_us = (arb_e2e_band_t){ar, ar * rl, ar * rh};
     row->step_us = (arb_e2e_band_t){row->compute_us.v + ar, row->compute_us.lo + ar * rl, row->compute_us.hi + ar * rh};
     row->tok_s = (arb_e2e_band_t){1e6 / row->step_us.v, 1e6 / row->step_us.hi, 1e6 / row->step_us.lo};
     row->break_even = (arb_e2e_band_t){NAN, NAN, NAN};
+    row->verify_allreduce_us = row->saving_us = row->verify_saving_us = (arb_e2e_band_t){NAN, NAN, NAN};
+    snprintf(row->engine_csv, sizeof row->engine_csv, "%s", c->decode.path);
     if (!c->spec.f)
         return ARB_OK;
     const arb_e2e_row_t dec = *row;
@@ -203,8 +264,15 @@ static arb_status_t predict_choice(const choice_rows_t *c, const eng_row_t *all,
     double dar = kk * ar / layers, dcmp = draft > dar ? draft - dar : 0;
     double var = vmed > vcmp ? vmed - vcmp : 0;
     arb_e2e_band_t vc = scale_compute(vcmp, vfl, rd, o);
+    if (o->kernels_csv) {
+        arb_e2e_kernel_compute_t kv;
+        ARB_TRY(arb_e2e_kernel_compute(o->kernels_csv, (unsigned)vtok, o->target_read_gbs, o->h200_peak_gbs,
+                                       o->launch_band, &kv, err, err_len));
+        vc = kv.target_us;
+    }
     /* The draft has no floor of its own: decode's relative compute band. */
-    arb_e2e_band_t dc = {dcmp * dec.compute_us.v / cmp, dcmp * dec.compute_us.lo / cmp, dcmp * dec.compute_us.hi / cmp};
+    const double dref = o->kernels_csv ? kd.h200_step_us : cmp;
+    arb_e2e_band_t dc = {dcmp * dec.compute_us.v / dref, dcmp * dec.compute_us.lo / dref, dcmp * dec.compute_us.hi / dref};
     row = &res->rows[res->nrows++];
     *row = dec;
     snprintf(row->phase, sizeof row->phase, "spec");
@@ -213,6 +281,7 @@ static arb_status_t predict_choice(const choice_rows_t *c, const eng_row_t *all,
     row->compute_h200_us = dcmp + vcmp;
     row->compute_us = (arb_e2e_band_t){dc.v + vc.v, dc.lo + vc.lo, dc.hi + vc.hi};
     row->allreduce_us = (arb_e2e_band_t){dar + var, dar * rl + var * vrl, dar * rh + var * vrh};
+    row->verify_allreduce_us = (arb_e2e_band_t){var, var * vrl, var * vrh};
     row->step_us = (arb_e2e_band_t){row->compute_us.v + row->allreduce_us.v, row->compute_us.lo + row->allreduce_us.lo,
                                     row->compute_us.hi + row->allreduce_us.hi};
     double toks = 0, pi = 1;
@@ -242,8 +311,10 @@ arb_status_t arb_e2e_predict(const char *const *engine_csvs, size_t nfiles, cons
         ARB_RAISE_GOTO(rc, ARB_ERR_SYSTEM, out, err, err_len, "out of memory");
     if (!(o->target_read_gbs > 0) || !(o->h200_peak_gbs > 0) || o->hidden < 1)
         ARB_RAISE_GOTO(rc, ARB_ERR_INVALID, out, err, err_len, "target read bandwidth, H200 peak and hidden must be positive");
-    if (arb_table_read(pred_csv, &pred, err, err_len) || arb_table_require(&pred, pred_required, pred_csv, err, err_len))
+    if (arb_table_read(pred_csv, &pred, err, err_len) || arb_table_require(&pred, pred_required, pred_csv, err, err_len) ||
+        pred_inputs(&pred, pred_csv, res, err, err_len))
         goto out;
+    res->target_read_gbs = o->target_read_gbs, res->h200_peak_gbs = o->h200_peak_gbs;
     for (size_t i = 0; i < nfiles; i++) {
         if (arb_table_read(engine_csvs[i], &tabs[i], err, err_len))
             goto out;
@@ -298,6 +369,7 @@ arb_status_t arb_e2e_predict(const char *const *engine_csvs, size_t nfiles, cons
         if (predict_choice(&ch[j], all, nall, rowcols, &pred, pred_csv, o, res, err, err_len))
             goto out;
     }
+    fill_savings(res);
     rc = ARB_OK;
 out:
     for (size_t i = 0; tabs && i < nfiles; i++)
@@ -312,7 +384,18 @@ out:
 static const char e2e_header[] =
     "schema,source,choice,mode,phase,spec_k,accept_rate,read_gbs_h200,compute_h200_us,compute_us,compute_lo_us,"
     "compute_hi_us,allreduce_us,allreduce_lo_us,allreduce_hi_us,step_us,step_lo_us,step_hi_us,tok_s,tok_s_lo,"
-    "tok_s_hi,break_even,break_even_lo,break_even_hi,argv,note\n";
+    "tok_s_hi,break_even,break_even_lo,break_even_hi,fabric,ranks,pred_table,pred_argv,engine_csv,target_read_gbs,"
+    "h200_peak_gbs,allreduce_share,allreduce_share_lo,allreduce_share_hi,saving_vs_nccl_us,saving_vs_nccl_lo_us,"
+    "saving_vs_nccl_hi_us,verify_allreduce_us,verify_allreduce_lo_us,verify_allreduce_hi_us,verify_saving_vs_nccl_us,"
+    "verify_saving_vs_nccl_lo_us,verify_saving_vs_nccl_hi_us,argv,note\n";
+
+static void put_quoted(FILE *f, const char *s)
+{
+    fputs(",\"", f);
+    for (const char *c = s; *c; c++)
+        fputs(*c == '"' ? "\"\"" : (char[2]){*c, 0}, f);
+    fputs("\"", f);
+}
 
 static void put_num(FILE *f, double v)
 {
@@ -341,16 +424,24 @@ arb_status_t arb_e2e_write(const arb_e2e_result_t *res, const char *path, const 
         put_num(f, r->spec_k ? r->accept_rate : NAN);
         put_num(f, r->read_gbs_h200);
         put_num(f, r->compute_h200_us);
-        const arb_e2e_band_t *b[] = {&r->compute_us, &r->allreduce_us, &r->step_us, &r->tok_s, &r->break_even};
-        for (int k = 0; k < 5; k++) {
+        const arb_e2e_band_t *b[] = {&r->compute_us, &r->allreduce_us, &r->step_us, &r->tok_s, &r->break_even,
+                                     &r->allreduce_share, &r->saving_us, &r->verify_allreduce_us, &r->verify_saving_us};
+        for (int k = 0; k < 9; k++) {
             put_num(f, b[k]->v);
             put_num(f, b[k]->lo);
             put_num(f, b[k]->hi);
+            if (k == 4) { /* what was predicted, and from what */
+                put_quoted(f, res->fabric);
+                fprintf(f, ",%d", res->ranks);
+                put_quoted(f, res->pred_csv);
+                put_quoted(f, res->pred_argv);
+                put_quoted(f, r->engine_csv);
+                put_num(f, res->target_read_gbs);
+                put_num(f, res->h200_peak_gbs);
+            }
         }
-        fputs(",\"", f);
-        for (const char *c = argv_joined; *c; c++)
-            fputs(*c == '"' ? "\"\"" : (char[2]){*c, 0}, f);
-        fputs("\",\"predicted, not measured: compute scaled by read bandwidth, all-reduce replayed (docs/model.md)\"\n", f);
+        put_quoted(f, argv_joined);
+        fputs(",\"predicted, not measured: compute scaled by read bandwidth, all-reduce replayed (docs/model.md)\"\n", f);
     }
     int bad = ferror(f);
     bad |= fflush(f) != 0;
@@ -377,5 +468,22 @@ void arb_e2e_print(const arb_e2e_result_t *res, const arb_e2e_opts_t *o, FILE *f
         fprintf(f, "  %-5s %-16s %-44.44s %7.0f (%6.0f-%6.0f) %7.0f (%5.0f-%5.0f)  %6.1f (%5.1f-%5.1f) %s\n", r->mode,
                 ph, r->choice, r->step_us.v, r->step_us.lo, r->step_us.hi, r->allreduce_us.v, r->allreduce_us.lo,
                 r->allreduce_us.hi, r->tok_s.v, r->tok_s.lo, r->tok_s.hi, be);
+    }
+    fprintf(f, "fabric %s, %d ranks, from %s (%s); without the compute scaling (all-reduce replayed, band: the table's,\n"
+               "each saving's ends from opposite ends of the two bands):\n", res->fabric, res->ranks, res->pred_csv,
+            res->pred_argv);
+    fprintf(f, "  %-5s %-16s %-44s %-26s %-26s %s\n", "mode", "phase", "choice", "saving vs NCCL us (band)",
+            "per verify us (band)", "all-reduce share (band)");
+    for (size_t i = 0; i < res->nrows; i++) {
+        const arb_e2e_row_t *r = &res->rows[i];
+        char ph[32], sv[48] = "-", vv[48] = "-";
+        snprintf(ph, sizeof ph, r->spec_k ? "spec k=%d p=%.2f" : "decode", r->spec_k, r->accept_rate);
+        if (!isnan(r->saving_us.v))
+            snprintf(sv, sizeof sv, "%.0f (%.0f .. %.0f)", r->saving_us.v, r->saving_us.lo, r->saving_us.hi);
+        if (!isnan(r->verify_saving_us.v))
+            snprintf(vv, sizeof vv, "%.0f (%.0f .. %.0f)", r->verify_saving_us.v, r->verify_saving_us.lo,
+                     r->verify_saving_us.hi);
+        fprintf(f, "  %-5s %-16s %-44.44s %-26s %-26s %.3f (%.3f-%.3f)\n", r->mode, ph, r->choice, sv, vv,
+                r->allreduce_share.v, r->allreduce_share.lo, r->allreduce_share.hi);
     }
 }

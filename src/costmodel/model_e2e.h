@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "arbench/status.h"
+#include "costmodel/model_band.h"
 
 #define ARB_E2E_MAX_ROWS 64
 
@@ -24,13 +25,11 @@ typedef struct arb_e2e_opts {
     double target_read_gbs; /* the target's memory bandwidth (RTX PRO 6000: 1800, GDDR7 spec) */
     double h200_peak_gbs;   /* H200's HBM3e spec bandwidth (4800): the band's slow end, see docs */
     int hidden;             /* hidden size: all-reduce bytes = tokens x hidden x 2 (bf16) */
+    const char *kernels_csv; /* NULL, or the compute-only run's per-kernel table: compute by kernel family */
+    double launch_band;      /* with kernels_csv: relative band of the part that is not streaming */
 } arb_e2e_opts_t;
 
 /* A value with its band: lo <= v <= hi. */
-typedef struct arb_e2e_band {
-    double v, lo, hi;
-} arb_e2e_band_t;
-
 typedef struct arb_e2e_row {
     char choice[256]; /* impl[:params] the modeled plugin replayed */
     char mode[16];
@@ -44,9 +43,18 @@ typedef struct arb_e2e_row {
     arb_e2e_band_t step_us;   /* decode: one step; spec: one cycle (k draft steps + verify) */
     arb_e2e_band_t tok_s;     /* lo from step hi, hi from step lo */
     arb_e2e_band_t break_even; /* spec rows; +inf where speculation loses at p = 1 */
+    /* What does not depend on the compute scaling (NAN where it does not apply): */
+    arb_e2e_band_t verify_allreduce_us; /* spec rows: the verify's replayed all-reduce */
+    arb_e2e_band_t saving_us;           /* NCCL's all-reduce minus this choice's, per step or cycle */
+    arb_e2e_band_t verify_saving_us;    /* spec rows: the same per verify */
+    arb_e2e_band_t allreduce_share;     /* all-reduce / step (band: its ends against the compute's) */
+    char engine_csv[256];               /* the engine run of this choice (its decode row) */
 } arb_e2e_row_t;
 
 typedef struct arb_e2e_result {
+    char fabric[64], pred_csv[256], pred_argv[512]; /* the prediction table: its fabric label and command */
+    int ranks;
+    double target_read_gbs, h200_peak_gbs;
     size_t nrows;
     arb_e2e_row_t rows[ARB_E2E_MAX_ROWS];
 } arb_e2e_result_t;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Fabric spec files: `key = value [+-REL] [# source]`, one per line (docs/model.md). */
-#include "costmodel/model.h"
+#include "costmodel/model_fabric.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "costmodel/model.h"
+#include "costmodel/model_fabric.h"
 #include "topo/topo.h"
 
 static int find_root(int *parent, int g)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Fitting the model's constants on measured runs (docs/model.md, "Fit"). */
-#include "costmodel/model.h"
+#include "costmodel/model_fit.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -49,12 +49,6 @@ const arb_fit_entry_t *arb_fit_find(const arb_fit_t *fit, const char *impl, cons
             return e;
     }
     return NULL;
-}
-
-void arb_fit_free(arb_fit_t *fit)
-{
-    free(fit->e);
-    memset(fit, 0, sizeof *fit);
 }
 
 /* What the fit subtracts before the line: the terms the model knows on the fit fabric. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The model's files: measured rows in, fitted constants out and back (docs/model.md). */
-#include "costmodel/model.h"
+#include "costmodel/model_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -114,6 +114,12 @@ void arb_obs_free(arb_obs_set_t *s)
 }
 
 /* ------------------------------------------------------------- fit files ---------- */
+
+void arb_fit_free(arb_fit_t *fit)
+{
+    free(fit->e);
+    memset(fit, 0, sizeof *fit);
+}
 
 /* Writes one CSV field, quoted when it holds a comma, quote or space. */
 static void put_field(FILE *f, const char *s, int last)

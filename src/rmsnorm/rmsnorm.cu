@@ -92,6 +92,14 @@ residual_rmsnorm_kernel(__nv_bfloat16 *residual, const __nv_bfloat16 *sum,
     vec_t *out_row = reinterpret_cast<vec_t *>(out + row);
     const unsigned kept_end = kKeptVecs * blockDim.x; // vectors below this stay in registers
 
+    // Programmatic dependent launch on both sides (no-ops when launched without it): wait
+    // for the kernel that wrote sum, and let the next kernel start its launch (it waits
+    // for this one's completion before reading residual or out).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+
     // Pass 1: residual = bf16(residual + sum), stored; the norm uses the stored value.
     // The loops over kept[] are unrolled so that kept[] lives in registers.
     float kept[kKeptVecs][VEC];
@@ -145,7 +153,7 @@ int pick_vec(const void *residual, const void *sum, const void *weight, const vo
 
 template <int VEC>
 void launch(void *residual, const void *sum, const void *weight, void *out, unsigned tokens,
-            unsigned hidden, float eps, cudaStream_t stream)
+            unsigned hidden, float eps, int pdl, cudaStream_t stream)
 {
     // Enough threads for one vector each, up to 1024: with 1-64 tokens there are
     // fewer blocks than SMs, so a wide block is what shortens the row.
@@ -153,9 +161,18 @@ void launch(void *residual, const void *sum, const void *weight, void *out, unsi
     unsigned threads = (nvec + kWarp - 1) / kWarp * kWarp;
     if (threads > kMaxThreads)
         threads = kMaxThreads;
-    residual_rmsnorm_kernel<VEC><<<tokens, threads, 0, stream>>>(
-        static_cast<__nv_bfloat16 *>(residual), static_cast<const __nv_bfloat16 *>(sum),
-        static_cast<const __nv_bfloat16 *>(weight), static_cast<__nv_bfloat16 *>(out), hidden, eps);
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(tokens);
+    cfg.blockDim = dim3(threads);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    cudaLaunchKernelEx(&cfg, residual_rmsnorm_kernel<VEC>, static_cast<__nv_bfloat16 *>(residual),
+                       static_cast<const __nv_bfloat16 *>(sum), static_cast<const __nv_bfloat16 *>(weight),
+                       static_cast<__nv_bfloat16 *>(out), hidden, eps);
 }
 
 } // namespace
@@ -163,6 +180,13 @@ void launch(void *residual, const void *sum, const void *weight, void *out, unsi
 extern "C" arb_status_t arb_rmsnorm_residual_launch(void *residual, const void *sum, const void *weight,
                                                     void *out, unsigned tokens, unsigned hidden, float eps,
                                                     void *stream, char *why, size_t why_len)
+{
+    return arb_rmsnorm_residual_launch_pdl(residual, sum, weight, out, tokens, hidden, eps, 0, stream, why, why_len);
+}
+
+extern "C" arb_status_t arb_rmsnorm_residual_launch_pdl(void *residual, const void *sum, const void *weight,
+                                                        void *out, unsigned tokens, unsigned hidden, float eps,
+                                                        int pdl, void *stream, char *why, size_t why_len)
 {
     if (hidden == 0)
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "rmsnorm: hidden is 0; expected the row length in elements, >= 1");
@@ -178,10 +202,10 @@ extern "C" arb_status_t arb_rmsnorm_residual_launch(void *residual, const void *
 
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     switch (pick_vec(residual, sum, weight, out, hidden)) {
-    case 8: launch<8>(residual, sum, weight, out, tokens, hidden, eps, s); break;
-    case 4: launch<4>(residual, sum, weight, out, tokens, hidden, eps, s); break;
-    case 2: launch<2>(residual, sum, weight, out, tokens, hidden, eps, s); break;
-    default: launch<1>(residual, sum, weight, out, tokens, hidden, eps, s); break;
+    case 8: launch<8>(residual, sum, weight, out, tokens, hidden, eps, pdl, s); break;
+    case 4: launch<4>(residual, sum, weight, out, tokens, hidden, eps, pdl, s); break;
+    case 2: launch<2>(residual, sum, weight, out, tokens, hidden, eps, pdl, s); break;
+    default: launch<1>(residual, sum, weight, out, tokens, hidden, eps, pdl, s); break;
     }
     /* No device or no driver is a system error here, not a decline: the caller already
      * holds device buffers, so the device was there. */

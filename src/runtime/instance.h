@@ -21,7 +21,7 @@
 #include "arbench/plugin.h"
 #include "runtime/hostops.h"
 #include "runtime/loader.h"
-#include "sweep/plan.h"
+#include "base/vocab.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -7,12 +7,6 @@
 
 #include "arbench/status.h"
 
-const char *const arb_mode_names[ARB_MODE_COUNT] = {"eager", "graph", "context"};
-
-const char *arb_dtype_name(arb_dtype_t d) { return d == ARB_DTYPE_FP32 ? "fp32" : "bf16"; }
-size_t arb_dtype_size(arb_dtype_t d) { return d == ARB_DTYPE_FP32 ? 4 : 2; }
-const char *arb_op_name(arb_op_t op) { return op == ARB_OP_ALLREDUCE_RMSNORM ? "allreduce_rmsnorm" : "allreduce"; }
-
 #define DEFAULT_HIDDEN 7168u
 #define DEFAULT_DENSE "32K:56K:+2K"
 #define DEFAULT_TOKENS "1,2,3,4,6,8,12,16,24,32,48,64"

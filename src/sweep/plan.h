@@ -7,18 +7,7 @@
 
 #include "arbench/plugin.h"
 #include "base/sizes.h"
-
-typedef enum arb_mode {
-    ARB_MODE_EAGER = 0,   /* CUDA events around each call, back to back */
-    ARB_MODE_GRAPH = 1,   /* K calls captured in one graph, replayed */
-    ARB_MODE_CONTEXT = 2, /* each call after a compute kernel in a graph, compute-only graph subtracted */
-    ARB_MODE_COUNT
-} arb_mode_t;
-
-typedef enum arb_op {
-    ARB_OP_ALLREDUCE = 0,
-    ARB_OP_ALLREDUCE_RMSNORM = 1,
-} arb_op_t;
+#include "base/vocab.h" /* arb_mode_t, arb_op_t and their names: every user of the plan needs them */
 
 #define ARB_MAX_IMPLS 128
 
@@ -50,11 +39,6 @@ typedef struct arb_plan {
     int bind;                     /* bind ranks to CPUs near their GPU */
     int host_only;                /* --host: run host backends even where GPUs exist */
 } arb_plan_t;
-
-extern const char *const arb_mode_names[ARB_MODE_COUNT];
-const char *arb_dtype_name(arb_dtype_t d);
-size_t arb_dtype_size(arb_dtype_t d);
-const char *arb_op_name(arb_op_t op);
 
 /* Defaults: dense around 42 KB (32K:56K:+2K, which holds 43,008 B = 3 x 7168 x 2) plus
  * token multiples 1,2,3,4,6,8,12,16,24,32,48,64 of hidden 7168, all three modes, bf16. */

@@ -3,16 +3,13 @@
  * (sweep_variant.c), close with the summary. */
 #include "sweep/sweep.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/common.h"
 #include "sweep/sweep_priv.h"
-
-volatile sig_atomic_t arb_sweep_interrupted;
-static void on_signal(int sig) { arb_sweep_interrupted = sig; }
+#include "sweep/sweep_stop.h"
 
 static arb_status_t load_impls(sweep_t *s, arb_loaded_plugin_t *loaded, size_t *nloaded, const char **params_of, int *has_params)
 {
@@ -137,9 +134,7 @@ arb_status_t arb_sweep(arb_plan_t *plan, arb_mpi_t *m, int argc, char **argv, ar
                    s->meta.nccl, s->meta.nccl_header);
         fflush(stdout);
     }
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    sweep_stop_on_signals();
 
     rc = ARB_OK;
     for (size_t i = 0; i < nloaded && rc == ARB_OK && !s->interrupted; i++) {

@@ -7,7 +7,6 @@
 #ifndef ARB_SWEEP_PRIV_H
 #define ARB_SWEEP_PRIV_H
 
-#include <signal.h>
 #include <stddef.h>
 
 #include "arbench/status.h"
@@ -19,7 +18,8 @@
 #include "sweep/runner.h"
 #include "base/sizes.h"
 #include "base/stats.h"
-#include "sweep/sweep.h"
+#include "sweep/plan.h"
+#include "runtime/hostops.h"
 
 /* Samples written per row: 4096 x ~8 characters stays far below the readers' 1 MiB field limit. */
 #define ARB_MAX_STORED_SAMPLES ARB_RESULTS_MAX_STORED_SAMPLES
@@ -41,11 +41,8 @@ typedef struct sweep {
     size_t npass, nfail, nskip;
     unsigned salt;
     arb_role_t cur_role; /* of the variant being run, from its plugin's capabilities */
-    int interrupted;   /* every rank saw the signal flag: stop after this point */
+    int interrupted;   /* every rank saw the stop flag (sweep_stop.h): stop after this point */
 } sweep_t;
-
-/* Set by SIGINT/SIGTERM: the sweep stops after the current point. */
-extern volatile sig_atomic_t arb_sweep_interrupted;
 
 /* sweep_setup.c; each is collective and returns ARB_OK, or an error with the message in msg on every rank. */
 arb_status_t sweep_agree_plan(sweep_t *s);

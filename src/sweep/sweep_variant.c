@@ -11,6 +11,7 @@
 
 #include "base/common.h"
 #include "sweep/sweep_priv.h"
+#include "sweep/sweep_stop.h"
 
 typedef struct variant {
     arb_loaded_plugin_t *lp;
@@ -141,7 +142,7 @@ arb_status_t sweep_run_variant(sweep_t *s, arb_loaded_plugin_t *lp, const char *
         sweep_fill_point(s, si, (arb_mode_t)mode, fz, &pt);
         pt.salt = ++s->salt;
         const char *fusion = sweep_fusion_name(s->plan, fz);
-        if (arb_allmax_int(s->m, arb_sweep_interrupted != 0)) {
+        if (arb_allmax_int(s->m, sweep_stop_requested() != 0)) {
             s->interrupted = 1;
             variant_close(s, &v);
             return ARB_OK;

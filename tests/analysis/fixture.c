@@ -248,3 +248,41 @@ int fx_copy_scaled_ex(const char *src, const char *dst, const char *impl, const 
     }
     return rc;
 }
+
+static char scratch[] = "/tmp/arb-analysis-XXXXXX";
+
+int fx_dir_create(void) { return mkdtemp(scratch) ? 0 : -1; }
+
+const char *fx_dir(void) { return scratch; }
+
+const char *fx_at(const char *name)
+{
+    static char path[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(path[k], sizeof path[k], "%s/%s", scratch, name);
+    return path[k];
+}
+
+int fx_load(arb_pointset_t *ps, const char *name)
+{
+    char err[512];
+    memset(ps, 0, sizeof *ps);
+    if (arb_points_load(ps, fx_at(name), err, sizeof err)) {
+        printf("# load %s: %s\n", name, err);
+        return -1;
+    }
+    return 0;
+}
+
+int fx_dir_remove(void)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+fx_sweep_t fx_base_sweep(void)
+{
+    return (fx_sweep_t){.run_id = "base-run", .nccl_version = "2.28.3", .seed = 100, .nsamples = 200, .slow_factor = 1};
+}

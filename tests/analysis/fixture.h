@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/points.h"
 #include "results/results.h"
 
 typedef struct fx_point {
@@ -58,5 +59,19 @@ int fx_copy_scaled(const char *src, const char *dst, const char *impl, const cha
  * samples contradict: an edited file). */
 int fx_copy_scaled_ex(const char *src, const char *dst, const char *impl, const char *params, const char *mode,
                       size_t bytes, double factor, const char *run_id, int scale_samples);
+
+/* A test program's scratch directory (/tmp/arb-analysis-XXXXXX) for its fixture files. */
+int fx_dir_create(void);
+/* The path of `name` in it; the last four results stay valid. */
+const char *fx_at(const char *name);
+/* Loads fx_at(name) into a zeroed ps; on error prints a TAP diagnostic and returns -1. */
+int fx_load(arb_pointset_t *ps, const char *name);
+/* Removes the directory and everything in it. */
+int fx_dir_remove(void);
+const char *fx_dir(void);
+
+/* The standard sweep as the profile and gate tests write it to base.csv (run base-run,
+ * NCCL 2.28.3, 200 samples per point, nothing planted). */
+fx_sweep_t fx_base_sweep(void);
 
 #endif

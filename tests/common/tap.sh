@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Sourced by shell tests (tests/engine/run, tests/engine/tools): a temporary directory removed on exit, mpirun's
+# Sourced by shell tests (tests/engine/run, tests/engine/tools, tests/ci): a temporary directory removed on exit, mpirun's
 # arguments for this machine, and a TAP line helper (n, bad).
 tmp=$(mktemp -d /tmp/arbench-engine-e2e-XXXXXX) || exit 1
 trap 'rm -rf "$tmp"' EXIT

@@ -10,7 +10,7 @@
 #include "modeled_table.h"
 #include "tap.h"
 #include "runtime/loader.h"
-#include "costmodel/model.h"
+#include "costmodel/model_fit.h"
 #include "results/results.h"
 
 #define NEAR(a, b, tol) (fabs((a) - (b)) <= (tol))
@@ -224,6 +224,15 @@ static void test_predict_pcie(void)
     /* ... and over 4 GPUs NCCL crosses the switches through SHM, which this fit lacks */
     arb_model_predict_one(&fit, &nvl, &ll, NULL, &q, 4, S, &p);
     TAP_CHECK(p.why_not && strstr(p.why_not, "SHM"));
+    /* With its SHM twin (hop 2 us, 10 GB/s): the spec's route (P2P in a switch, SHM across)
+     * and all-SHM both cost L + 5 + 6 x 2 + 1.5 MB / 10 GB/s; the band also covers P2P on
+     * every pair, whose fast corner is L + 5 + 6 x 0.7 + 1.5 MB / (40 x 0.5 GB/s). */
+    arb_fit_entry_t shm = {.impl = "nccl", .params = "algo=Ring,proto=LL", .mode = "graph",
+                           .key = ll.key, .transport = ARB_TRANSPORT_SHM, .hop_us = 2.0, .bw_gbs = 10};
+    arb_model_predict_one(&fit, &nvl, &ll, &shm, &q, 4, S, &p);
+    TAP_CHECK(!p.why_not && NEAR(p.us, L + 5 + 12 + 150, 1e-9));
+    TAP_CHECK(NEAR(p.lo_us, (L + 5 + 6 * 0.7 + 75) * 0.7, 1e-9) && NEAR(p.hi_us, (L + 167) * 1.3, 1e-9));
+    TAP_CHECK(strstr(p.detail, "routes spec/all-P2P/all-SHM") != NULL);
 }
 
 static void write_table(const char *path)

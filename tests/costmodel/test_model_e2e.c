@@ -67,6 +67,59 @@ static void t_spec(void)
     TAP_CHECK(s->tok_s.lo < s->tok_s.v && s->tok_s.v < s->tok_s.hi);
 }
 
+/* Compute-free figures, by hand. NCCL: decode all-reduce 5000 (2500-10000), verify 14000 - 9000
+ * = 5000 (43008 B: 22/44, 88/44 -> 2500-10000); p2p: decode 1220 (732-1830), verify 800 (400-1600). */
+static void t_savings(void)
+{
+    const arb_e2e_row_t *d = find("p2p:variant=twoshot,blocks=16,threads=512", "decode");
+    const arb_e2e_row_t *s = find("p2p:variant=twoshot,blocks=16,threads=512", "spec");
+    const arb_e2e_row_t *n = find("nccl:algo=auto,proto=auto", "decode");
+    TAP_REQUIRE(d != NULL && s != NULL && n != NULL);
+    TAP_CHECK(NEAR(d->saving_us.v, 3780) && NEAR(d->saving_us.lo, 2500 - 1830) && NEAR(d->saving_us.hi, 10000 - 732));
+    TAP_CHECK(NEAR(s->verify_allreduce_us.v, 800) && NEAR(s->verify_allreduce_us.lo, 400));
+    TAP_CHECK(NEAR(s->verify_saving_us.v, 4200) && NEAR(s->verify_saving_us.lo, 2500 - 1600) &&
+              NEAR(s->verify_saving_us.hi, 10000 - 400));
+    TAP_CHECK(NEAR(n->saving_us.v, 0) && isnan(d->verify_saving_us.v)); /* NCCL against itself; no verify in decode */
+    const double r = 4000.0 / 1800.0;
+    TAP_CHECK(NEAR(n->allreduce_share.v, 5000 / (8000 * r + 5000)));
+    TAP_CHECK(NEAR(n->allreduce_share.lo, 2500 / (2500 + 8000 * 4800.0 / 1800)));
+    TAP_CHECK(NEAR(n->allreduce_share.hi, 10000 / (10000 + 6000 * r + 2000)));
+    TAP_CHECK(!strcmp(res.fabric, "pcie-hostbridge") && res.ranks == 8);
+    TAP_CHECK(strstr(res.pred_argv, "--ranks 8") != NULL && strstr(d->engine_csv, "engine_fixture.csv") != NULL);
+}
+
+static void write_file(const char *path, const char *text);
+
+/* Compute by kernel family, by hand: T = 1 streams 61 x 10 + 60 x min(15, 20) + 61 x 5 (not
+ * measured: its floor) = 1815 us of the 8000 us step, rest 6185; scaled 1815 x 4000 / 1800.
+ * T = 3: 61 x 10 = 610 of 9000. The draft's compute follows decode's ratio to the table's step. */
+static void t_kernels(void)
+{
+    arb_e2e_opts_t o = opts;
+    o.kernels_csv = FIX "kernels_fixture.csv";
+    o.launch_band = 0.3;
+    const char *files[] = {FIX "engine_fixture.csv"};
+    char err[1024] = "";
+    TAP_REQUIRE(arb_e2e_predict(files, 1, FIX "pred_fixture.csv", &o, &res, err, sizeof err) == ARB_OK);
+    const arb_e2e_row_t *n = find("nccl:algo=auto,proto=auto", "decode"), *s = find("nccl:algo=auto,proto=auto", "spec");
+    TAP_REQUIRE(n != NULL && s != NULL);
+    const double sc1 = 1815 * 4000.0 / 1800, sc3 = 610 * 4000.0 / 1800;
+    TAP_CHECK(NEAR(n->compute_us.v, 6185 + sc1));
+    TAP_CHECK(NEAR(n->compute_us.lo, 6185 * 0.7 + sc1) && NEAR(n->compute_us.hi, 6185 * 1.3 + sc1 * 1.2));
+    const double dc = 400 * (6185 + sc1) / 8000; /* draft 563.93 us - 2 x 5000 / 61 of all-reduce */
+    TAP_CHECK(NEAR(s->compute_us.v, dc + 8390 + sc3));
+    TAP_CHECK(NEAR(s->compute_us.hi, 400 * (6185 * 1.3 + sc1 * 1.2) / 8000 + 8390 * 1.3 + sc3 * 1.2));
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/arb_e2e_kern_%d.csv", (int)getpid());
+    write_file(path, "schema,impl,tokens,read_gbs,family,family_layers,floor_us,graph_us\n"
+                     "engine-kernels-1,nccl,1,4000,step,1,,8000\n");
+    o.kernels_csv = path;
+    err[0] = 0;
+    TAP_CHECK(arb_e2e_predict(files, 1, FIX "pred_fixture.csv", &o, &res, err, sizeof err) != ARB_OK);
+    TAP_CHECK(strstr(err, "expected noop") != NULL);
+    remove(path);
+}
+
 static void t_break_even(void)
 {
     TAP_CHECK(arb_e2e_break_even(2, 0.9) == 0);
@@ -106,6 +159,12 @@ static void t_refusals(void)
     err[0] = 0;
     TAP_CHECK(arb_e2e_predict(files, 1, nocmp, &opts, &res, err, sizeof err) != ARB_OK);
     TAP_CHECK(strstr(err, "band_lo_us") != NULL);
+    /* A prediction table that does not say what it predicted (no fabric label). */
+    write_file(nocmp, "impl,params,mode,bytes,median_us,band_lo_us,band_hi_us,source,ranks\n"
+                      "nccl,\"algo=auto,proto=auto\",graph,14336,40,20,80,model,8\n");
+    err[0] = 0;
+    TAP_CHECK(arb_e2e_predict(files, 1, nocmp, &opts, &res, err, sizeof err) != ARB_OK);
+    TAP_CHECK(strstr(err, "fabric") != NULL);
     remove(path);
     remove(nocmp);
 }
@@ -113,6 +172,6 @@ static void t_refusals(void)
 int main(int argc, char **argv)
 {
     static const tap_test_t tests[] = {
-        {"decode", t_decode}, {"spec", t_spec}, {"break_even", t_break_even}, {"refusals", t_refusals}};
+        {"decode", t_decode}, {"spec", t_spec}, {"savings", t_savings}, {"kernels", t_kernels}, {"break_even", t_break_even}, {"refusals", t_refusals}};
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

@@ -15,7 +15,7 @@ namespace {
 constexpr int kGemvWarps = 8;
 
 // Split S: each row's K inputs in S contiguous parts, one warp each (S = 1: a warp per
-// row, the previous form); the parts' sums added in a fixed order by the first warp.
+// row); the parts' sums added in a fixed order by the first warp.
 // More warps stream a long row at once, each with its loads in flight together.
 template <int T, int EPI, int S>
 __global__ void __launch_bounds__(kGemvWarps *kWarp)
@@ -26,22 +26,26 @@ __global__ void __launch_bounds__(kGemvWarps *kWarp)
     constexpr int rows = kGemvWarps / S;
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
     const int row = blockIdx.x * rows + warp / S, part = warp % S, Ks = K / S, k0 = part * Ks;
+    // Weights do not depend on the predecessor: the part past the first round of loads
+    // toward L2, the first round into registers (warp_rowdot's WAIT), then the wait.
+    constexpr int first = kRowdotUnroll * kWarp * 8; // inputs of the first round
     pdl_launch_dependents();
-    if (row < N) { // weights do not depend on the predecessor: fetch them while it finishes
-        warp_prefetch_l2(W + (size_t)row * K + k0, (size_t)Ks * 2);
+    if (row < N && Ks > first) {
+        warp_prefetch_l2(W + (size_t)row * K + k0 + first, (size_t)(Ks - first) * 2);
         if (two)
-            warp_prefetch_l2(W2 + (size_t)row * K + k0, (size_t)Ks * 2);
+            warp_prefetch_l2(W2 + (size_t)row * K + k0 + first, (size_t)(Ks - first) * 2);
     }
-    pdl_wait();
-    if (S == 1 && row >= N)
-        return;
     float acc[T], acc2[T];
 #pragma unroll
     for (int t = 0; t < T; t++)
         acc[t] = 0.0f, acc2[t] = 0.0f;
     if (row < N)
-        warp_rowdot<T, two>(W + (size_t)row * K + k0, two ? W2 + (size_t)row * K + k0 : nullptr, x + k0, ldx, Ks, acc,
-                            acc2);
+        warp_rowdot<T, two, true>(W + (size_t)row * K + k0, two ? W2 + (size_t)row * K + k0 : nullptr, x + k0, ldx, Ks,
+                                  acc, acc2);
+    else
+        pdl_wait();
+    if (S == 1 && row >= N)
+        return;
     if (S > 1) {
         __shared__ float red[kGemvWarps][2][T];
         if (lane == 0)
@@ -93,12 +97,11 @@ cudaError_t gemv_split(const launch_ctx &c, const bf16 *W, const bf16 *W2, const
 }
 
 // The split of a row: four parts of at least 128 vectors (four loads per lane), else two
-// of at least 96, K / 8 a multiple of the parts; one part under use_old("gemv").
+// of at least 96, K / 8 a multiple of the parts; else one (measured against one part
+// for every row: README).
 int gemv_parts(int K)
 {
     const int nvec = K / 8;
-    if (use_old("gemv"))
-        return 1;
     if (nvec >= 4 * 128 && nvec % 4 == 0)
         return 4;
     if (nvec >= 2 * 96 && nvec % 2 == 0)

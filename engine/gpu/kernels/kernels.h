@@ -22,12 +22,6 @@ struct launch_ctx {
     int pdl; // 1: launch with programmatic stream serialization (PDL)
 };
 
-// The previous form of a kernel (A/B measurement): true when the environment variable
-// ARB_ENGINE_OLD names `kernel` in its comma-separated list, or is "all". Kernels:
-// attend, combine (the merge and W_uv), absorb, router, gemv, moe (INT4 gate/up at T 2-4). Read at launch (a captured graph
-// keeps the form it was captured with).
-bool use_old(const char *kernel);
-
 constexpr int kMaxT = 8;          // tokens per step (ARB_GPU_MAX_T)
 constexpr int kMaxNope = 256;     // qk_nope_head_dim
 constexpr int kMaxLatVec = 2;     // 16-byte vectors of a latent row per lane
@@ -57,22 +51,18 @@ cudaError_t mla_prep(const launch_ctx &c, const bf16 *qkva, const bf16 *q_a_norm
                      const float2 *rope_cs, const int32_t *pos0, bf16 *qa, bf16 *cache_ckv, bf16 *cache_kpe, int rq,
                      int rkv, int dr, float eps, int T);
 
-// ---- mla.cu: absorbed attention over the latent cache ----
+// ---- mla.cu, mla_split.cu: absorbed attention over the latent cache ----
 // rope_cs [context x dr/2] (cos * m, sin * m); partial [chunks x T nh_r x (rkv + 4)] fp32.
-cudaError_t mla_setup(int rkv, int dr, int nh_r); // once per process: the attend kernels' shared memory
-cudaError_t mla_split_setup(int rkv, int dr, int nh_r); // mla_attend_pos's part of mla_setup
-size_t mla_attend_smem(int rkv, int dr, int nh_r, int T);
+// Once per process: the attend kernel's shared memory and rows per block, from smem_cap
+// bytes per block (0: the device's opt-in limit); where a step's rows do not fit, the
+// launch splits them over grid.y (no row's operations change).
+cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap);
+// qlat[t,h] = q_nope[t,h] @ W_uk[h]; qpe[t,h] = rope(q_pe[t,h], P0 + t)
 cudaError_t mla_absorb(const launch_ctx &c, const bf16 *q, const bf16 *kv_b, const float2 *rope_cs,
                        const int32_t *pos0, bf16 *qlat, bf16 *qpe, int nh_r, int dn, int dr, int dv, int rkv, int T);
-cudaError_t mla_attend(const launch_ctx &c, const bf16 *qlat, const bf16 *qpe, const bf16 *cache_ckv,
-                       const bf16 *cache_kpe, const int32_t *pos0, float *partial, int nh_r, int dr, int rkv,
-                       float scale, int T, int context);
-cudaError_t mla_combine(const launch_ctx &c, const float *partial, const bf16 *kv_b, const int32_t *pos0, bf16 *o,
-                        int nh_r, int dn, int dv, int rkv, int T);
-// mla_split.cu: the same attention with more parallelism (the default; use_old selects the
-// above). mla_attend_pos writes mla_attend's partials; mla_merge leaves olat (bf16,
-// [T nh_r x rkv], the layout of qlat) and mla_uv projects it: mla_combine in two launches.
-size_t mla_attend_pos_smem(int rkv, int dr, int nh_r, int T);
+// mla_attend_pos writes a chunk's partials; mla_merge leaves olat (bf16, [T nh_r x rkv],
+// the layout of qlat) and mla_uv projects it: o[t,h] = olat[t,h] @ W_uv[h]^T.
+size_t mla_attend_pos_smem(int rkv, int dr, int rows);
 cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qpe, const bf16 *cache_ckv,
                            const bf16 *cache_kpe, const int32_t *pos0, float *partial, int nh_r, int dr, int rkv,
                            float scale, int T, int context);
@@ -94,13 +84,14 @@ cudaError_t router(const launch_ctx &c, const bf16 *h, const bf16 *W, const floa
                    float scaling, int T);
 
 struct moe_weights {
-    const void *gate, *up, *down;       // routed: bf16 [E x I x H], [E x H x I]; or int32 packed (in / 8 words per row)
-    const bf16 *gate_s, *up_s, *down_s; // INT4 scales [E x I x H/32], [E x H x I/32]; NULL: bf16 experts
+    const void *gate, *up, *down;       // routed: bf16 [E x I x H], [E x H x I]; or INT4 (in / 8 words per row) and
+    const bf16 *gate_s, *up_s, *down_s; // scales (rows x in / 32), both in moe_int4_layout.h's layout; NULL: bf16
+
     const bf16 *sh_gate, *sh_up, *sh_down; // shared expert bf16 [Is x H], [H x Is]
     int H, I, Is;                       // hidden, routed and shared intermediate per rank
 };
 // act [kMaxSlots x kMaxT x I], act_sh [kMaxT x Is] bf16 scratch; part [T x H] bf16.
-// max_slots: the grid's bound on distinct experts, min(T k, E).
+// max_slots: the grid's bound on distinct experts, min(T k, E). H, I and Is multiples of 32.
 // The two launches of moe_block, for a step that marks each (gate/up, then down).
 cudaError_t moe_gate_up(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                         bf16 *act_sh, int T, int max_slots);
@@ -108,6 +99,11 @@ cudaError_t moe_down(const launch_ctx &c, const moe_weights &w, const moe_route 
                      const bf16 *act_sh, bf16 *part, int T);
 cudaError_t moe_block(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                       bf16 *act_sh, bf16 *part, int T, int max_slots);
+// moe_gate_up with `split` CTAs (a thread-block cluster: 1, 2, 4 or kMoeMaxSplit) per tile,
+// each taking 1 / split of its input groups; moe_gate_up picks split from T alone. For tests.
+constexpr int kMoeMaxSplit = 8; // the portable cluster size
+cudaError_t moe_gate_up_split(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h,
+                              bf16 *act, bf16 *act_sh, int T, int max_slots, int split);
 
 // ---- argmax.cu: best[t] over logits [T x Vr], global index = vocab_base + v ----
 cudaError_t argmax(const launch_ctx &c, const float *logits, int Vr, int vocab_base, float *best_logit,

@@ -1,477 +1,460 @@
 // SPDX-License-Identifier: MIT
-// The MoE block of one layer for all experts the step selected, in two launches:
+// The MoE block of one layer for all experts the step selected, in two launches, on tensor
+// cores (moe_mma.cuh: mma.sync m16n8k16, the T <= 8 tokens as n, zero padded, so the work
+// is the same at every T):
 //   moe_gate_up  act[u][t] = bf16(silu(gate_e h[t]) * (up_e h[t])) for every distinct
-//                expert e = uniq[u], and act_sh[t] for the shared expert; one warp per
-//                (expert, intermediate row), gate and up rows read in one pass
-//   moe_down     part[t][i] = bf16(sum_i (shared_down[i] . act_sh[t])
+//                expert e = uniq[u], and act_sh[t] for the shared expert: a cluster of
+//                `split` CTAs per ROWT 16-row tiles of gate and of up (the same rows of
+//                both), its split x 8 warps splitting the H columns in groups of 32; each
+//                CTA adds its warps' fp32 sums in warp order, the cluster's rank 0 adds the
+//                CTAs' sums in rank order (through distributed shared memory), then SiLU * up.
+//                At T <= 3 the routed INT4 tiles stream through shared memory with cp.async
+//                (moe_stage.cuh); at T = 1 it also pulls the selected experts' down rows
+//                toward L2.
+//   moe_down     part[t][i] = bf16(shared_down[i] . act_sh[t]
 //                                  + sum_u coef[u][t] (down_e[i] . act[u][t]))
-//                four output rows per warp, the shared expert first, then the distinct
-//                experts in ascending order: one fixed summation order, no atomics.
-// Routed experts are bf16 or INT4 W4A16 (forward.md: eight 4-bit two's-complement values
-// per int32 along the input dimension, value j in bits [4j, 4j+4), a bf16 scale per 32
-// inputs); the shared expert is bf16. An expert shared by several tokens is read once.
+//                a CTA per ROWT 16-row tiles of the output; each warp takes the shared
+//                expert's groups w, w + 8, .. then the (expert, group) pairs w, w + 8, .. in
+//                ascending order (pair = u * groups + group); the warps' sums in warp order.
+//                The selection is read once per CTA, while the shared expert's rows load.
+// INT4 groups (forward.md): the group's two k16 steps into a fresh accumulator, then times
+// the group's scale into the sum (down: times the token's weight too). No atomics and no
+// counters: every sum has one order for a given selection and T, so reruns and graph
+// replays are bit-identical.
+// Routed experts INT4 (W4A16 group 32 in the fragment layout of moe_int4_layout.h) or bf16
+// (row-major); the shared expert bf16. An expert shared by several tokens is read once.
 #include "gpu/kernels/kernels.h"
 
-#include "gpu/kernels/rowdot.cuh"
+#include <cooperative_groups.h>
+
+#include "gpu/kernels/moe_mma.cuh"
+#include "gpu/kernels/moe_stage.cuh"
 
 namespace arbk {
 namespace {
 
+namespace cg = cooperative_groups;
+
 constexpr int kMoeWarps = 8;
-constexpr int kDownRowsPerWarp = 4;
+static_assert(kMaxSlots <= kMoeWarps * kWarp, "moe_down reads the selection a thread per slot");
 
-// The eight INT4 values of one packed word as four bf16 pairs: pair k holds values k
-// (low half) and k + 4 (high half) as 136 + q, exact; one bf16x2 subtraction of 136
-// leaves q exactly, widened to fp32 by a shift or a mask.
-__device__ __forceinline__ void dequant_word(uint32_t w, float (&q)[8])
+// Part `part` of `parts` of [p, p + bytes) toward L2, by the whole block, a 128-byte line
+// per thread and step (a weight range: nothing a predecessor writes).
+__device__ __forceinline__ void block_prefetch_l2(const void *p, size_t bytes, int part, int parts)
 {
-    const uint32_t u = w ^ 0x88888888u; // q + 8 in every nibble, unsigned
-    const __nv_bfloat162 bias = __floats2bfloat162_rn(136.0f, 136.0f);
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        uint32_t p = ((u >> (4 * k)) & 0x000f000fu) | 0x43004300u;
-        __nv_bfloat162 v = __hsub2(*reinterpret_cast<__nv_bfloat162 *>(&p), bias);
-        const uint32_t r = *reinterpret_cast<uint32_t *>(&v);
-        q[k] = bf16_lo(r);
-        q[k + 4] = bf16_hi(r);
-    }
+    const size_t chunk = ((bytes + parts - 1) / parts + 127) / 128 * 128;
+    const size_t b0 = min(bytes, (size_t)part * chunk), b1 = min(bytes, b0 + chunk);
+    const char *c = static_cast<const char *>(p);
+    for (size_t off = b0 + (size_t)threadIdx.x * 128; off < b1; off += (size_t)blockDim.x * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(c + off));
 }
 
-// One group of 32 inputs: 4 packed words to 32 exact q values (dequantized once, used
-// for every token), then its dot product with 32 bf16 inputs (4 vectors).
-__device__ __forceinline__ void dequant_group(const uint4 packed, float (&q)[32])
+// ROWT tiles of gate and up over groups [g0, g1) of the lane's share: INT4 fragments
+// (gq, uq: the first tile's uint2 per (group, lane); tiles 32 G apart) and scale pairs
+// (gs, us: per (group, gi); tiles 8 G apart). UNR groups' loads in flight per lane.
+template <int ROWT, int UNR>
+__device__ __forceinline__ void gate_up_int4(const uint2 *__restrict__ gq, const uint2 *__restrict__ uq,
+                                             const uint32_t *__restrict__ gs, const uint32_t *__restrict__ us,
+                                             int G, const bf16 *__restrict__ x, int ldx, int T, int g0, int g1,
+                                             float (&ag)[ROWT][4], float (&au)[ROWT][4])
 {
-    const uint32_t words[4] = {packed.x, packed.y, packed.z, packed.w};
+    const int lane = threadIdx.x % kWarp, gi = lane / 4;
+    for (int g = g0; g < g1; g += UNR) {
+        uint2 qa[UNR][ROWT], qb[UNR][ROWT];
+        uint32_t sa[UNR][ROWT], sb[UNR][ROWT];
+        uint4 xb[UNR];
 #pragma unroll
-    for (int wi = 0; wi < 4; wi++) {
-        float qw[8];
-        dequant_word(words[wi], qw);
+        for (int j = 0; j < UNR; j++) {
+            if (g + j >= g1)
+                break;
+            xb[j] = ld_b(x, ldx, g + j, T);
 #pragma unroll
-        for (int j = 0; j < 8; j++)
-            q[wi * 8 + j] = qw[j];
-    }
-}
-
-// Gate and up share the input: each x vector is widened once for both.
-__device__ __forceinline__ void group_dot2(const float (&qa)[32], const float (&qb)[32], const uint4 *x, float &sa,
-                                           float &sb)
-{
-    sa = 0.0f, sb = 0.0f;
-#pragma unroll
-    for (int wi = 0; wi < 4; wi++) {
-        float xf[8];
-        unpack8(__ldg(x + wi), xf);
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-            sa = fmaf(qa[wi * 8 + j], xf[j], sa), sb = fmaf(qb[wi * 8 + j], xf[j], sb);
-    }
-}
-
-__device__ __forceinline__ float group_dot(const float (&q)[32], const uint4 *x)
-{
-    float s = 0.0f;
-#pragma unroll
-    for (int wi = 0; wi < 4; wi++) {
-        float xf[8];
-        unpack8(__ldg(x + wi), xf);
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-            s = fmaf(q[wi * 8 + j], xf[j], s);
-    }
-    return s;
-}
-
-// One INT4 row pair (gate, up) of K inputs against T input rows, sums in every lane.
-template <int T>
-__device__ __forceinline__ void warp_rowdot_int4_pair(const uint32_t *__restrict__ g_packed,
-                                                      const bf16 *__restrict__ g_scale,
-                                                      const uint32_t *__restrict__ u_packed,
-                                                      const bf16 *__restrict__ u_scale, const bf16 *__restrict__ x,
-                                                      int K, float (&acc)[T], float (&acc2)[T])
-{
-    const int lane = threadIdx.x % kWarp, groups = K / 32;
-    const uint4 *gp = reinterpret_cast<const uint4 *>(g_packed), *up = reinterpret_cast<const uint4 *>(u_packed);
-    const uint4 *xv = reinterpret_cast<const uint4 *>(x);
-#pragma unroll
-    for (int t = 0; t < T; t++)
-        acc[t] = 0.0f, acc2[t] = 0.0f;
-    constexpr int kGU = 4; // groups of gate and of up in flight per lane
-    for (int g0 = lane; g0 < groups; g0 += kWarp * kGU) {
-        uint4 pg[kGU], pu[kGU];
-        float sg[kGU], su[kGU];
-#pragma unroll
-        for (int j = 0; j < kGU; j++) {
-            const int g = g0 + j * kWarp;
-            if (g < groups)
-                pg[j] = ld_stream(gp + g), pu[j] = ld_stream(up + g), sg[j] = bf(g_scale[g]), su[j] = bf(u_scale[g]);
+            for (int k = 0; k < ROWT; k++) {
+                const size_t o = ((size_t)k * G + g + j) * kWarp + lane, so = ((size_t)k * G + g + j) * 8 + gi;
+                qa[j][k] = ld_stream2(gq + o), qb[j][k] = ld_stream2(uq + o);
+                sa[j][k] = __ldg(gs + so), sb[j][k] = __ldg(us + so);
+            }
         }
 #pragma unroll
-        for (int j = 0; j < kGU; j++) {
-            const int g = g0 + j * kWarp;
-            if (g >= groups)
+        for (int j = 0; j < UNR; j++) {
+            if (g + j >= g1)
                 break;
-            float qg[32], qu[32];
-            dequant_group(pg[j], qg);
-            dequant_group(pu[j], qu);
 #pragma unroll
-            for (int t = 0; t < T; t++) {
-                float dg, du;
-                group_dot2(qg, qu, xv + (size_t)t * (K / 8) + g * 4, dg, du);
-                acc[t] = fmaf(dg, sg[j], acc[t]);
-                acc2[t] = fmaf(du, su[j], acc2[t]);
+            for (int k = 0; k < ROWT; k++) {
+                float p[4];
+                mma_int4_group(p, qa[j][k], xb[j]);
+                add_scaled(ag[k], p, sa[j][k]);
+                mma_int4_group(p, qb[j][k], xb[j]);
+                add_scaled(au[k], p, sb[j][k]);
             }
         }
     }
-#pragma unroll
-    for (int t = 0; t < T; t++)
-        acc[t] = warp_sum(acc[t]), acc2[t] = warp_sum(acc2[t]);
 }
 
-// warp_rowdot_int4_pair over ROWS consecutive rows of one expert: each input vector is
-// widened once for all of them (at T > 1 the inputs' loads and widening, not the
-// weights, bound the kernel). Per row the same sums in the same order, so the same bits.
-template <int T, int ROWS>
-__device__ __forceinline__ void warp_rows_int4_pair(const uint32_t *__restrict__ g_packed,
-                                                    const bf16 *__restrict__ g_scale,
-                                                    const uint32_t *__restrict__ u_packed,
-                                                    const bf16 *__restrict__ u_scale, const bf16 *__restrict__ x,
-                                                    int K, float (&acc)[ROWS][T], float (&acc2)[ROWS][T])
+// The same for bf16 tiles of row-major [rows x K] matrices from their first rows (tiles 16 K apart).
+template <int ROWT, int UNR>
+__device__ __forceinline__ void gate_up_bf16(const bf16 *__restrict__ wg, const bf16 *__restrict__ wu, int K,
+                                             const bf16 *__restrict__ x, int T, int g0, int g1,
+                                             float (&ag)[ROWT][4], float (&au)[ROWT][4])
 {
-    const int lane = threadIdx.x % kWarp, groups = K / 32;
-    const uint4 *gp = reinterpret_cast<const uint4 *>(g_packed), *up = reinterpret_cast<const uint4 *>(u_packed);
-    const uint4 *xv = reinterpret_cast<const uint4 *>(x);
+    for (int g = g0; g < g1; g += UNR) {
+        uint4 ga[UNR][ROWT][2], ua[UNR][ROWT][2], xb[UNR];
 #pragma unroll
-    for (int r = 0; r < ROWS; r++)
+        for (int j = 0; j < UNR; j++) {
+            if (g + j >= g1)
+                break;
+            xb[j] = ld_b(x, K, g + j, T);
 #pragma unroll
-        for (int t = 0; t < T; t++)
-            acc[r][t] = 0.0f, acc2[r][t] = 0.0f;
-    constexpr int kGU = 4; // groups of gate and of up in flight per lane and row
-    for (int g0 = lane; g0 < groups; g0 += kWarp * kGU) {
-        uint4 pg[kGU][ROWS], pu[kGU][ROWS];
-        float sg[kGU][ROWS], su[kGU][ROWS];
-#pragma unroll
-        for (int j = 0; j < kGU; j++) {
-            const int g = g0 + j * kWarp;
-            if (g < groups)
-#pragma unroll
-                for (int r = 0; r < ROWS; r++) {
-                    const size_t o = (size_t)r * groups + g; // groups per row: one uint4 and one scale each
-                    pg[j][r] = ld_stream(gp + o), pu[j][r] = ld_stream(up + o);
-                    sg[j][r] = bf(g_scale[o]), su[j][r] = bf(u_scale[o]);
-                }
+            for (int k = 0; k < ROWT; k++) {
+                ld_a_bf16(wg + (size_t)k * 16 * K, K, g + j, ga[j][k][0], ga[j][k][1]);
+                ld_a_bf16(wu + (size_t)k * 16 * K, K, g + j, ua[j][k][0], ua[j][k][1]);
+            }
         }
 #pragma unroll
-        for (int j = 0; j < kGU; j++) {
-            const int g = g0 + j * kWarp;
-            if (g >= groups)
+        for (int j = 0; j < UNR; j++) {
+            if (g + j >= g1)
                 break;
-            float dg[ROWS][T], du[ROWS][T];
 #pragma unroll
-            for (int r = 0; r < ROWS; r++)
-#pragma unroll
-                for (int t = 0; t < T; t++)
-                    dg[r][t] = 0.0f, du[r][t] = 0.0f;
-#pragma unroll
-            for (int wi = 0; wi < 4; wi++) {
-                float xf[T][8];
-#pragma unroll
-                for (int t = 0; t < T; t++)
-                    unpack8(__ldg(xv + (size_t)t * (K / 8) + g * 4 + wi), xf[t]);
-#pragma unroll
-                for (int r = 0; r < ROWS; r++) {
-                    const uint32_t wg[4] = {pg[j][r].x, pg[j][r].y, pg[j][r].z, pg[j][r].w};
-                    const uint32_t wu[4] = {pu[j][r].x, pu[j][r].y, pu[j][r].z, pu[j][r].w};
-                    float qg[8], qu[8];
-                    dequant_word(wg[wi], qg);
-                    dequant_word(wu[wi], qu);
-#pragma unroll
-                    for (int t = 0; t < T; t++)
-#pragma unroll
-                        for (int jj = 0; jj < 8; jj++)
-                            dg[r][t] = fmaf(qg[jj], xf[t][jj], dg[r][t]), du[r][t] = fmaf(qu[jj], xf[t][jj], du[r][t]);
-                }
+            for (int k = 0; k < ROWT; k++) {
+                mma_bf16_group(ag[k], ga[j][k][0], ga[j][k][1], xb[j]);
+                mma_bf16_group(au[k], ua[j][k][0], ua[j][k][1], xb[j]);
             }
-#pragma unroll
-            for (int r = 0; r < ROWS; r++)
-#pragma unroll
-                for (int t = 0; t < T; t++)
-                    acc[r][t] = fmaf(dg[r][t], sg[j][r], acc[r][t]), acc2[r][t] = fmaf(du[r][t], su[j][r], acc2[r][t]);
         }
     }
-#pragma unroll
-    for (int r = 0; r < ROWS; r++)
-#pragma unroll
-        for (int t = 0; t < T; t++)
-            acc[r][t] = warp_sum(acc[r][t]), acc2[r][t] = warp_sum(acc2[r][t]);
 }
 
-template <int T>
-__device__ __forceinline__ void store_act(bf16 *dst, int ld, int row, const float (&g)[T], const float (&u)[T])
-{
-    const int lane = threadIdx.x % kWarp;
-#pragma unroll
-    for (int t = 0; t < T; t++)
-        if (lane == t)
-            dst[(size_t)t * ld + row] = to_bf(g[t] / (1.0f + expf(-g[t])) * u[t]);
-}
-
-template <int T, bool INT4>
-__global__ void __launch_bounds__(kMoeWarps *kWarp)
+// CTA blockIdx.x is rank blockIdx.x % split of the cluster of tile item blockIdx.x / split
+// (a 1-D grid of clusters of `split` CTAs, split <= kMoeMaxSplit; split 1: no cluster).
+// prefetch_down: each routed item also pulls its share of its expert's down rows (and
+// scales) toward L2, each shared item its share of the shared expert's.
+template <bool INT4, int ROWT, int UNR, int MINB>
+__global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
     moe_gate_up_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ h, bf16 *__restrict__ act,
-                       bf16 *__restrict__ act_sh)
+                       bf16 *__restrict__ act_sh, int T, int split, int prefetch_down)
 {
-    const int warp = blockIdx.x * kMoeWarps + threadIdx.x / kWarp;
-    const int H = w.H, I = w.I;
+    constexpr bool kStaged = INT4 && ROWT == 1; // routed tiles through shared memory (moe_stage.cuh; T <= 3)
+    __shared__ float red[kMoeWarps][2 * ROWT][4][kWarp];
+    __shared__ float csum[2 * ROWT][4][kWarp]; // this CTA's sums, read by the cluster's rank 0
+    __shared__ int4_stage stage[kStaged ? kMoeWarps : 1][kStaged ? kMoeStages : 1];
+    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, gi = lane / 4, ti = lane % 4;
+    const int H = w.H, I = w.I, G = H / 32, rows = 16 * ROWT;
+    const int sh_items = w.Is / rows, items = I / rows;
+    const int item = blockIdx.x / split, rank = blockIdx.x % split, nw = split * kMoeWarps;
+    const int per = (G + nw - 1) / nw, g0 = min(G, (rank * kMoeWarps + warp) * per), g1 = min(G, g0 + per);
+    const bool shared = item < sh_items;
     pdl_launch_dependents();
-    if (warp < w.Is) { // the shared expert's rows do not depend on the router: fetch them early
-        warp_prefetch_l2(w.sh_gate + (size_t)warp * H, (size_t)H * 2);
-        warp_prefetch_l2(w.sh_up + (size_t)warp * H, (size_t)H * 2);
-    }
+    if (shared) // the shared expert does not depend on the router: pull its rows toward L2 first
+        for (int r = 0; r < rows; r++) {
+            const size_t o = (size_t)(item * rows + r) * H + (size_t)g0 * 32;
+            warp_prefetch_l2(w.sh_gate + o, (size_t)(g1 - g0) * 64);
+            warp_prefetch_l2(w.sh_up + o, (size_t)(g1 - g0) * 64);
+        }
     pdl_wait();
-    float g[T], u[T];
-    if (warp < w.Is) { // the shared expert's row
-        warp_rowdot<T, true>(w.sh_gate + (size_t)warp * H, w.sh_up + (size_t)warp * H, h, H, H, g, u);
-        store_act<T>(act_sh, w.Is, warp, g, u);
-        return;
-    }
-    const int slot = (warp - w.Is) / I, n = (warp - w.Is) % I;
-    if (slot >= *rt.n_uniq)
-        return;
-    const size_t row = (size_t)rt.uniq[slot] * I + n; // row of the expert-major [E x I x H] tensors
-    if (INT4) {
-        warp_rowdot_int4_pair<T>(static_cast<const uint32_t *>(w.gate) + row * (H / 8), w.gate_s + row * (H / 32),
-                                 static_cast<const uint32_t *>(w.up) + row * (H / 8), w.up_s + row * (H / 32), h, H, g,
-                                 u);
+    float ag[ROWT][4] = {}, au[ROWT][4] = {};
+    bf16 *dst;
+    int ld, row0;
+    if (shared) {
+        if (prefetch_down)
+            block_prefetch_l2(w.sh_down, (size_t)H * w.Is * 2, item * split + rank, sh_items * split);
+        row0 = item * rows, dst = act_sh, ld = w.Is;
+        gate_up_bf16<ROWT, UNR>(w.sh_gate + (size_t)row0 * H, w.sh_up + (size_t)row0 * H, H, h, T, g0, g1, ag, au);
     } else {
-        warp_rowdot<T, true>(static_cast<const bf16 *>(w.gate) + row * H, static_cast<const bf16 *>(w.up) + row * H, h,
-                             H, H, g, u);
-    }
-    store_act<T>(act + (size_t)slot * kMaxT * I, I, n, g, u);
-}
-
-// INT4 gate/up with ROWS rows of an expert per warp (warp_rows_int4_pair); the shared
-// expert as in moe_gate_up_kernel.
-template <int T, int ROWS>
-__global__ void __launch_bounds__(kMoeWarps *kWarp)
-    moe_gate_up_rows_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ h, bf16 *__restrict__ act,
-                            bf16 *__restrict__ act_sh)
-{
-    const int warp = blockIdx.x * kMoeWarps + threadIdx.x / kWarp;
-    const int H = w.H, I = w.I;
-    pdl_launch_dependents();
-    if (warp < w.Is) {
-        warp_prefetch_l2(w.sh_gate + (size_t)warp * H, (size_t)H * 2);
-        warp_prefetch_l2(w.sh_up + (size_t)warp * H, (size_t)H * 2);
-    }
-    pdl_wait();
-    if (warp < w.Is) {
-        float g[T], u[T];
-        warp_rowdot<T, true>(w.sh_gate + (size_t)warp * H, w.sh_up + (size_t)warp * H, h, H, H, g, u);
-        store_act<T>(act_sh, w.Is, warp, g, u);
-        return;
-    }
-    const int per_slot = I / ROWS, slot = (warp - w.Is) / per_slot, n = (warp - w.Is) % per_slot * ROWS;
-    if (slot >= *rt.n_uniq)
-        return;
-    const size_t row = (size_t)rt.uniq[slot] * I + n;
-    float g[ROWS][T], u[ROWS][T];
-    warp_rows_int4_pair<T, ROWS>(static_cast<const uint32_t *>(w.gate) + row * (H / 8), w.gate_s + row * (H / 32),
-                                 static_cast<const uint32_t *>(w.up) + row * (H / 8), w.up_s + row * (H / 32), h, H, g,
-                                 u);
-#pragma unroll
-    for (int r = 0; r < ROWS; r++)
-        store_act<T>(act + (size_t)slot * kMaxT * I, I, n + r, g[r], u[r]);
-}
-
-constexpr int kDownBatch = 8; // experts whose rows are in flight together per lane
-
-// acc[q][t] += c[t] * (row q of W . x[t]) for the shared expert (bf16 rows of K inputs,
-// 16-byte vectors, x [T x ldx]) over this lane's share of the warp's rows.
-template <int T>
-__device__ __forceinline__ void rows_dot_shared(const bf16 *__restrict__ W, int K, const bf16 *__restrict__ x,
-                                                float (&acc)[kDownRowsPerWarp][T])
-{
-    const int lane = threadIdx.x % kWarp, nv = K / 8, items = kDownRowsPerWarp * nv;
-    for (int it = lane; it < items; it += kWarp) {
-        const int q = it / nv, v = it % nv;
-        float wf[8];
-        unpack8(ld_stream(reinterpret_cast<const uint4 *>(W + (size_t)q * K) + v), wf);
-#pragma unroll
-        for (int t = 0; t < T; t++) {
-            const float s = dot8(wf, __ldg(reinterpret_cast<const uint4 *>(x + (size_t)t * K) + v));
-#pragma unroll
-            for (int qq = 0; qq < kDownRowsPerWarp; qq++)
-                if (qq == q)
-                    acc[qq][t] += s;
-        }
-    }
-}
-
-// The routed experts u0 .. u0+nb-1 (nb <= kDownBatch): every lane issues its loads for all
-// of them before using any, then adds coef[u][t] * (row . act[u][t]) in expert order.
-template <int T, bool INT4>
-__device__ __forceinline__ void rows_dot_routed(const moe_weights &w, const moe_route &rt, const bf16 *__restrict__ act,
-                                                int i0, int u0, int nb, float (&acc)[kDownRowsPerWarp][T])
-{
-    const int lane = threadIdx.x % kWarp, H = w.H, I = w.I;
-    const int per_item = INT4 ? 32 : 8; // inputs per 16-byte load
-    const int per_row = I / per_item, items = kDownRowsPerWarp * per_row;
-    size_t e[kDownBatch];
-    float c[kDownBatch][T];
-#pragma unroll
-    for (int j = 0; j < kDownBatch; j++) {
-        e[j] = j < nb ? (size_t)rt.uniq[u0 + j] : 0;
-#pragma unroll
-        for (int t = 0; t < T; t++)
-            c[j][t] = j < nb ? rt.coef[(u0 + j) * kMaxT + t] : 0.0f;
-    }
-    for (int it = lane; it < items; it += kWarp) {
-        const int q = it / per_row, g = it % per_row;
-        uint4 p[kDownBatch];
-        float sc[kDownBatch];
-#pragma unroll
-        for (int j = 0; j < kDownBatch; j++) {
-            if (j >= nb)
-                break;
-            const size_t row = e[j] * H + i0 + q; // row of the expert-major [E x H x I] tensor
+        const int slot = (item - sh_items) / items, it = (item - sh_items) % items;
+        const int n_uniq = *rt.n_uniq, e = rt.uniq[slot]; // both in one round trip (slot < kMaxSlots)
+        if (slot >= n_uniq)
+            return; // the whole cluster: its CTAs share the slot
+        const size_t r = (size_t)e * I + (size_t)it * rows; // first row of the [E x I x H] tensors
+        row0 = it * rows, dst = act + (size_t)slot * kMaxT * I, ld = I;
+        if (prefetch_down) {
+            const int part = it * split + rank, parts = items * split;
+            const size_t de = (size_t)e * H * I; // the expert's first element of [E x H x I]
             if (INT4) {
-                p[j] = ld_stream(reinterpret_cast<const uint4 *>(static_cast<const uint32_t *>(w.down) + row * (I / 8)) + g);
-                sc[j] = bf(w.down_s[row * (I / 32) + g]);
+                block_prefetch_l2(static_cast<const uint32_t *>(w.down) + de / 8, (size_t)H * I / 2, part, parts);
+                block_prefetch_l2(w.down_s + de / 32, (size_t)H * I / 16, part, parts);
             } else {
-                p[j] = ld_stream(reinterpret_cast<const uint4 *>(static_cast<const bf16 *>(w.down) + row * I) + g);
+                block_prefetch_l2(static_cast<const bf16 *>(w.down) + de, (size_t)H * I * 2, part, parts);
             }
         }
+        if constexpr (kStaged) {
+            if (T > kMoeStageT) // the dispatch takes this form for T <= kMoeStageT only
+                __trap();
+            gate_up_int4_staged(stage[warp], reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.gate) + r * (H / 8)),
+                                reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.up) + r * (H / 8)),
+                                reinterpret_cast<const uint32_t *>(w.gate_s + r * G),
+                                reinterpret_cast<const uint32_t *>(w.up_s + r * G), h, H, T, g0, g1, ag[0], au[0]);
+        } else if (INT4)
+            gate_up_int4<ROWT, UNR>(reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.gate) + r * (H / 8)),
+                                    reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.up) + r * (H / 8)),
+                                    reinterpret_cast<const uint32_t *>(w.gate_s + r * G),
+                                    reinterpret_cast<const uint32_t *>(w.up_s + r * G), G, h, H, T, g0, g1, ag, au);
+        else
+            gate_up_bf16<ROWT, UNR>(static_cast<const bf16 *>(w.gate) + r * H, static_cast<const bf16 *>(w.up) + r * H,
+                                    H, h, T, g0, g1, ag, au);
+    }
 #pragma unroll
-        for (int j = 0; j < kDownBatch; j++) {
-            if (j >= nb)
-                break;
-            const bf16 *x = act + (size_t)(u0 + j) * kMaxT * I;
-            if (INT4) {
-                float qv[32];
-                dequant_group(p[j], qv);
+    for (int k = 0; k < ROWT; k++)
 #pragma unroll
-                for (int t = 0; t < T; t++) {
-                    const float d = group_dot(qv, reinterpret_cast<const uint4 *>(x + (size_t)t * I) + g * 4) * sc[j] * c[j][t];
+        for (int c = 0; c < 4; c++)
+            red[warp][k][c][lane] = ag[k][c], red[warp][ROWT + k][c][lane] = au[k][c];
+    __syncthreads();
+    // warp k < ROWT finishes tile k: c0, c1 row gi, tokens 2 ti, 2 ti + 1; c2, c3 row gi + 8
+    const int k = warp < ROWT ? warp : 0;
+    float sg[4] = {}, su[4] = {};
+    if (warp < ROWT)
 #pragma unroll
-                    for (int qq = 0; qq < kDownRowsPerWarp; qq++)
-                        if (qq == q)
-                            acc[qq][t] += d;
-                }
-            } else {
-                float wf[8];
-                unpack8(p[j], wf);
+        for (int c = 0; c < 4; c++)
+            for (int v = 0; v < kMoeWarps; v++)
+                sg[c] += red[v][k][c][lane], su[c] += red[v][ROWT + k][c][lane];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+    if (split > 1) // clusters are SM90 and later; the launcher never asks for one before
+        __trap();
+#else
+    if (split > 1) { // every thread of the cluster reaches both barriers
+        cg::cluster_group cluster = cg::this_cluster();
+        if (warp < ROWT)
 #pragma unroll
-                for (int t = 0; t < T; t++) {
-                    const float d = dot8(wf, __ldg(reinterpret_cast<const uint4 *>(x + (size_t)t * I) + g)) * c[j][t];
+            for (int c = 0; c < 4; c++)
+                csum[k][c][lane] = sg[c], csum[ROWT + k][c][lane] = su[c];
+        cluster.sync(); // release / acquire: the ranks' csum are visible to rank 0
+        if (rank == 0 && warp < ROWT)
 #pragma unroll
-                    for (int qq = 0; qq < kDownRowsPerWarp; qq++)
-                        if (qq == q)
-                            acc[qq][t] += d;
+            for (int c = 0; c < 4; c++) {
+                sg[c] = su[c] = 0.0f;
+                for (int q = 0; q < split; q++) {
+                    const float *o = cluster.map_shared_rank(&csum[0][0][0], q);
+                    sg[c] += o[(k * 4 + c) * kWarp + lane], su[c] += o[((ROWT + k) * 4 + c) * kWarp + lane];
                 }
             }
-        }
+        cluster.sync(); // rank 0 has read them: the others' shared memory may go
+        if (rank != 0)
+            return;
+    }
+#endif
+    if (warp >= ROWT)
+        return;
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+        const float g = sg[c], u = su[c];
+        const int n = 2 * ti + (c & 1), r = row0 + 16 * k + gi + 8 * (c >> 1);
+        if (n < T)
+            dst[(size_t)n * ld + r] = to_bf(g / (1.0f + expf(-g)) * u);
     }
 }
 
-template <int T, bool INT4>
-__global__ void __launch_bounds__(kMoeWarps *kWarp)
+template <bool INT4, int ROWT, int UNR>
+__global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
     moe_down_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ act, const bf16 *__restrict__ act_sh,
-                    bf16 *__restrict__ part)
+                    bf16 *__restrict__ part, int T)
 {
-    const int lane = threadIdx.x % kWarp;
-    const int i0 = (blockIdx.x * kMoeWarps + threadIdx.x / kWarp) * kDownRowsPerWarp;
-    const int H = w.H;
+    __shared__ float red[kMoeWarps][ROWT][4][kWarp];
+    __shared__ int32_t uniq[kMaxSlots];
+    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, gi = lane / 4, ti = lane % 4;
+    const int H = w.H, I = w.I, Is = w.Is, Gi = I / 32, Gs = Is / 32;
+    const int r0 = blockIdx.x * 16 * ROWT;
     pdl_launch_dependents();
-    if (i0 < H)
-        warp_prefetch_l2(w.sh_down + (size_t)i0 * w.Is, (size_t)min(kDownRowsPerWarp, H - i0) * w.Is * 2);
+    for (int r = warp; r < 16 * ROWT; r += kMoeWarps) // the shared expert's rows, before the wait
+        warp_prefetch_l2(w.sh_down + (size_t)(r0 + r) * Is, (size_t)Is * 2);
     pdl_wait();
-    if (i0 >= H)
-        return;
-    float acc[kDownRowsPerWarp][T] = {};
-    rows_dot_shared<T>(w.sh_down + (size_t)i0 * w.Is, w.Is, act_sh, acc);
-    const int n_uniq = *rt.n_uniq;
-    for (int u0 = 0; u0 < n_uniq; u0 += kDownBatch)
-        rows_dot_routed<T, INT4>(w, rt, act, i0, u0, min(kDownBatch, n_uniq - u0), acc);
+    // The selection, a thread per slot (uniq has kMaxSlots entries; those past n_uniq are
+    // never used): loaded here, stored after the shared expert, so its round trip overlaps
+    // the shared expert's loads.
+    const int32_t my_uniq = threadIdx.x < kMaxSlots ? rt.uniq[threadIdx.x] : 0;
+    const int n_uniq = min(*rt.n_uniq, kMaxSlots);
+    float acc[ROWT][4] = {};
+    for (int g = warp; g < Gs; g += kMoeWarps) { // the shared expert (weight 1)
+        const uint4 xb = ld_b(act_sh, Is, g, T);
 #pragma unroll
-    for (int q = 0; q < kDownRowsPerWarp; q++)
-#pragma unroll
-        for (int t = 0; t < T; t++) {
-            const float s = warp_sum(acc[q][t]);
-            if (lane == 0 && i0 + q < H)
-                part[(size_t)t * H + i0 + q] = to_bf(s);
+        for (int k = 0; k < ROWT; k++) {
+            uint4 a0, a1;
+            ld_a_bf16(w.sh_down + (size_t)(r0 + 16 * k) * Is, Is, g, a0, a1);
+            mma_bf16_group(acc[k], a0, a1, xb);
         }
+    }
+    if (threadIdx.x < kMaxSlots)
+        uniq[threadIdx.x] = my_uniq;
+    __syncthreads();
+    const int npairs = n_uniq * Gi;
+    for (int q0 = warp; q0 < npairs; q0 += kMoeWarps * UNR) {
+        uint2 qa[UNR][ROWT];
+        uint32_t sa[UNR][ROWT];
+        uint4 ba[UNR][ROWT][2], xb[UNR];
+        float2 cf[UNR];
+#pragma unroll
+        for (int j = 0; j < UNR; j++) {
+            const int q = q0 + j * kMoeWarps;
+            if (q >= npairs)
+                break;
+            const int u = q / Gi, grp = q % Gi;
+            const size_t r = (size_t)uniq[u] * H + r0; // first row of the [E x H x I] tensor
+            xb[j] = ld_b(act + (size_t)u * kMaxT * I, I, grp, T);
+            cf[j] = *reinterpret_cast<const float2 *>(rt.coef + u * kMaxT + 2 * ti);
+#pragma unroll
+            for (int k = 0; k < ROWT; k++) {
+                const size_t rk = r + 16 * k;
+                if (INT4) {
+                    qa[j][k] = ld_stream2(reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.down) + rk * (I / 8)) +
+                                          grp * kWarp + lane);
+                    sa[j][k] = __ldg(reinterpret_cast<const uint32_t *>(w.down_s + rk * Gi) + grp * 8 + gi);
+                } else {
+                    ld_a_bf16(static_cast<const bf16 *>(w.down) + rk * I, I, grp, ba[j][k][0], ba[j][k][1]);
+                }
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < UNR; j++) {
+            if (q0 + j * kMoeWarps >= npairs)
+                break;
+#pragma unroll
+            for (int k = 0; k < ROWT; k++) {
+                float p[4];
+                float s0 = 1.0f, s1 = 1.0f;
+                if (INT4) {
+                    mma_int4_group(p, qa[j][k], xb[j]);
+                    s0 = bf16_lo(sa[j][k]), s1 = bf16_hi(sa[j][k]);
+                } else {
+                    p[0] = p[1] = p[2] = p[3] = 0.0f;
+                    mma_bf16_group(p, ba[j][k][0], ba[j][k][1], xb[j]);
+                }
+                acc[k][0] = fmaf(cf[j].x, s0 * p[0], acc[k][0]), acc[k][1] = fmaf(cf[j].y, s0 * p[1], acc[k][1]);
+                acc[k][2] = fmaf(cf[j].x, s1 * p[2], acc[k][2]), acc[k][3] = fmaf(cf[j].y, s1 * p[3], acc[k][3]);
+            }
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < ROWT; k++)
+#pragma unroll
+        for (int c = 0; c < 4; c++)
+            red[warp][k][c][lane] = acc[k][c];
+    __syncthreads();
+    if (warp >= ROWT)
+        return;
+    const int k = warp;
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+        float s = 0.0f;
+        for (int v = 0; v < kMoeWarps; v++)
+            s += red[v][k][c][lane];
+        const int n = 2 * ti + (c & 1), r = r0 + 16 * k + gi + 8 * (c >> 1);
+        if (n < T)
+            part[(size_t)n * H + r] = to_bf(s);
+    }
 }
 
-// which: 1 gate/up, 2 down, 3 both.
-template <bool INT4>
-cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
-                         bf16 *act_sh, bf16 *part, int T, int max_slots, int which)
+// A cluster of `split` CTAs (split > 1; with PDL when the context asks for it).
+template <typename... KArgs, typename... Args>
+cudaError_t launch_cluster(const launch_ctx &c, void (*kernel)(KArgs...), dim3 grid, dim3 block, int split,
+                           Args... args)
 {
+    if (split <= 1)
+        return launch(c, kernel, grid, block, 0, args...);
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.stream = c.stream;
+    cudaLaunchAttribute attr[2];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = (unsigned)split;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = c.pdl ? 2 : 1;
+    return cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
+}
+
+// Rows per CTA (ROWT tiles), groups in flight per lane (UNR) and CTAs per SM (MINB):
+//   gate/up T <= 3: 1 tile, 4 groups, two CTAs per SM (one computes while the other waits;
+//                   8 groups would take ~200 registers, one CTA per SM);
+//           T >= 4: 2 tiles (each token vector loaded once for both: at T = 8 the tokens'
+//                   bytes would otherwise rival the weights'), 2 groups, two CTAs per SM;
+//   down    T <= 3: 1 tile, T >= 4: 2; 8 INT4 or 4 bf16 (expert, group) pairs per tile.
+// split: CTAs per gate/up tile (a cluster, moe_split_for).
+template <bool INT4, int ROWT, int UNR, int MINB>
+cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
+                         bf16 *act_sh, bf16 *part, int T, int max_slots, int split, int which)
+{
+    constexpr int kUnrDown = (INT4 ? 8 : 4) / ROWT;
     const dim3 block(kMoeWarps * kWarp);
-    const dim3 grid_gu((w.Is + max_slots * w.I + kMoeWarps - 1) / kMoeWarps);
-    const dim3 grid_dn((w.H + kMoeWarps * kDownRowsPerWarp - 1) / (kMoeWarps * kDownRowsPerWarp));
-    // INT4 at T = 2 .. 4: two rows per warp (moe_gate_up_rows_kernel) unless use_old("moe")
-    const bool rows2 = INT4 && T >= 2 && T <= 4 && w.I % 2 == 0 && (which & 1) && !use_old("moe");
-    const dim3 grid_gu2((w.Is + max_slots * (w.I / 2) + kMoeWarps - 1) / kMoeWarps);
-    cudaError_t e = cudaErrorInvalidValue;
-    if (rows2) {
-        e = T == 2   ? launch(c, moe_gate_up_rows_kernel<2, 2>, grid_gu2, block, 0, w, rt, h, act, act_sh)
-            : T == 3 ? launch(c, moe_gate_up_rows_kernel<3, 2>, grid_gu2, block, 0, w, rt, h, act, act_sh)
-                     : launch(c, moe_gate_up_rows_kernel<4, 2>, grid_gu2, block, 0, w, rt, h, act, act_sh);
-        if (e != cudaSuccess || !(which & 2))
-            return e;
-        which = 2;
-    }
-#define ARB_MOE_CASE(TT)                                                                                        \
-    case TT:                                                                                                    \
-        e = which & 1 ? launch(c, moe_gate_up_kernel<TT, INT4>, grid_gu, block, 0, w, rt, h, act, act_sh)        \
-                      : cudaSuccess;                                                                            \
-        if (e == cudaSuccess && (which & 2))                                                                    \
-            e = launch(c, moe_down_kernel<TT, INT4>, grid_dn, block, 0, w, rt, (const bf16 *)act,               \
-                       (const bf16 *)act_sh, part);                                                            \
-        break;
-    switch (T) {
-        ARB_MOE_CASE(1)
-        ARB_MOE_CASE(2)
-        ARB_MOE_CASE(3)
-        ARB_MOE_CASE(4)
-        ARB_MOE_CASE(5)
-        ARB_MOE_CASE(6)
-        ARB_MOE_CASE(7)
-        ARB_MOE_CASE(8)
-    default: break;
-    }
-#undef ARB_MOE_CASE
+    const int rows = 16 * ROWT, prefetch_down = T == 1;
+    cudaError_t e = cudaSuccess;
+    if (which & 1)
+        e = launch_cluster(c, moe_gate_up_kernel<INT4, ROWT, UNR, MINB>,
+                           dim3((w.Is / rows + max_slots * (w.I / rows)) * split), block, split, w, rt, h, act,
+                           act_sh, T, split, prefetch_down);
+    if (e == cudaSuccess && (which & 2))
+        e = launch(c, moe_down_kernel<INT4, ROWT, kUnrDown>, dim3(w.H / rows), block, 0, w, rt, (const bf16 *)act,
+                   (const bf16 *)act_sh, part, T);
     return e;
 }
 
+template <bool INT4>
+cudaError_t moe_by_t(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
+                     bf16 *act_sh, bf16 *part, int T, int max_slots, int split, int which)
+{
+    return T <= kMoeStageT ? moe_dispatch<INT4, 1, 4, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, split, which)
+                  : moe_dispatch<INT4, 2, 2, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, split, which);
+}
+
+// The default split, from T alone (so a step's bits do not depend on the GPU). At T = 1
+// the 144 tiles of Kimi-K2 (16 shared, 8 x 16 routed) fill barely one CTA per SM, each
+// warp walking 28 groups in 7 round trips, and the 16 bf16 shared-expert tiles read 4 x
+// the bytes of a routed one on one SM each; with 4 CTAs per tile each warp walks 7 groups,
+// two CTAs per SM. At T = 2 (272 tiles) 2 per tile spare a second wave of 8 CTAs; from
+// T = 3 (about 360 active tiles) the grid already fills more than a wave.
+int moe_split_for(int T) { return T == 1 ? 4 : T == 2 ? 2 : 1; }
+
 } // namespace
 
+// which: 1 gate/up, 2 down, 3 both; split 0: moe_split_for(T) (1 on a device without clusters).
 static cudaError_t moe_launch(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h,
-                              bf16 *act, bf16 *act_sh, bf16 *part, int T, int max_slots, int which)
+                              bf16 *act, bf16 *act_sh, bf16 *part, int T, int max_slots, int split, int which)
 {
-    if (w.H % 32 || w.I % (w.gate_s ? 32 : 8) || w.Is % 8 || T < 1 || T > kMaxT || max_slots > kMaxSlots)
+    if (w.H % 32 || w.I % 32 || w.Is % 32 || w.H <= 0 || w.I <= 0 || w.Is <= 0 || T < 1 || T > kMaxT ||
+        max_slots < 1 || max_slots > kMaxSlots || split < 0 || split > kMoeMaxSplit || (split & (split - 1)))
         return cudaErrorInvalidValue;
-    return w.gate_s ? moe_dispatch<true>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
-                    : moe_dispatch<false>(c, w, rt, h, act, act_sh, part, T, max_slots, which);
+    const uintptr_t int4_ptrs = (uintptr_t)w.gate | (uintptr_t)w.up | (uintptr_t)w.gate_s | (uintptr_t)w.up_s |
+                                (uintptr_t)w.down | (uintptr_t)w.down_s | (uintptr_t)h;
+    if (w.gate_s && int4_ptrs % 16) // the staged gate/up copies 16-byte pieces
+        return cudaErrorMisalignedAddress;
+    if (split != 1) { // a cluster launch needs the device's support (SM90 and later)
+        int dev = 0, clusters = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, dev) != cudaSuccess)
+            return cudaErrorInvalidDevice;
+        if (!clusters && split > 1)
+            return cudaErrorNotSupported;
+        if (split == 0)
+            split = clusters ? moe_split_for(T) : 1;
+    }
+    return w.gate_s ? moe_by_t<true>(c, w, rt, h, act, act_sh, part, T, max_slots, split, which)
+                    : moe_by_t<false>(c, w, rt, h, act, act_sh, part, T, max_slots, split, which);
 }
 
 cudaError_t moe_gate_up(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                         bf16 *act_sh, int T, int max_slots)
 {
-    return moe_launch(c, w, rt, h, act, act_sh, nullptr, T, max_slots, 1);
+    return moe_launch(c, w, rt, h, act, act_sh, nullptr, T, max_slots, 0, 1);
+}
+
+cudaError_t moe_gate_up_split(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h,
+                              bf16 *act, bf16 *act_sh, int T, int max_slots, int split)
+{
+    if (split < 1)
+        return cudaErrorInvalidValue;
+    return moe_launch(c, w, rt, h, act, act_sh, nullptr, T, max_slots, split, 1);
 }
 
 cudaError_t moe_down(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *act,
                      const bf16 *act_sh, bf16 *part, int T)
 {
-    return moe_launch(c, w, rt, nullptr, const_cast<bf16 *>(act), const_cast<bf16 *>(act_sh), part, T, 1, 2);
+    return moe_launch(c, w, rt, nullptr, const_cast<bf16 *>(act), const_cast<bf16 *>(act_sh), part, T, 1, 1, 2);
 }
 
 cudaError_t moe_block(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                       bf16 *act_sh, bf16 *part, int T, int max_slots)
 {
-    return moe_launch(c, w, rt, h, act, act_sh, part, T, max_slots, 3);
+    return moe_launch(c, w, rt, h, act, act_sh, part, T, max_slots, 0, 3);
 }
 
 } // namespace arbk

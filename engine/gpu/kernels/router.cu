@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The MoE router in one launch (forward.md):
-//   logits[t][e] = h[t] . router[e]  (fp32)                       one warp per expert
+//   logits[t][e] = h[t] . router[e]  (fp32)        a block per expert row, eight warps over H
 //   then the last block to finish (an integer ticket, so no float atomics anywhere):
 //   score = sigmoid(logits); choice = score + e_score_correction_bias
 //   groups: keep the topk_group groups whose top-2 choice sum is largest (all if n_group 1)
@@ -17,7 +17,9 @@
 namespace arbk {
 namespace {
 
-constexpr int kRouterWarps = 4; // more blocks for the logits; warps route tokens t, t + 4
+constexpr int kRouterWarps = 8; // a block per expert row, the row split over its warps; warp t routes token t
+constexpr int kRouterVecs = 4;  // 16-byte weight vectors per lane loaded before waiting on the predecessor
+static_assert(kRouterWarps >= kMaxT, "a warp per token in the top-k");
 
 struct best_t {
     float v;
@@ -29,13 +31,17 @@ __device__ __forceinline__ best_t better(best_t a, best_t b)
     return (b.v > a.v || (b.v == a.v && b.i < a.i)) ? b : a;
 }
 
+// The warp's best (value, then lowest index) in two warp reductions: the value as an
+// order-preserving unsigned key (-0 taken as +0, so equal values tie as better() has
+// them), then the lowest index among the lanes holding that key. Indices are >= 0.
 __device__ __forceinline__ best_t warp_best(best_t b)
 {
-    for (int o = kWarp / 2; o > 0; o >>= 1) {
-        const best_t other = {__shfl_xor_sync(0xffffffffu, b.v, o), __shfl_xor_sync(0xffffffffu, b.i, o)};
-        b = better(b, other);
-    }
-    return b;
+    const unsigned u = __float_as_uint(b.v + 0.0f);
+    const unsigned key = (u & 0x80000000u) ? ~u : u | 0x80000000u;
+    const unsigned top = __reduce_max_sync(0xffffffffu, key);
+    const unsigned idx = __reduce_min_sync(0xffffffffu, key == top ? (unsigned)b.i : 0xffffffffu);
+    const unsigned tu = (top & 0x80000000u) ? top & 0x7fffffffu : ~top;
+    return best_t{__uint_as_float(tu), (int)idx};
 }
 
 // The groups a token keeps (bit g; all when n_group is 1): the topk_group groups whose two
@@ -95,106 +101,13 @@ __device__ void publish_route(const unsigned char *used, const int *sel, const f
         rt.coef[slot_of[sel[i]] * kMaxT + i / k] = selw[i];
 }
 
-// Top-k of every token (warp t routes token t, shuffles only) and the dedupe; run by the
-// whole (last) block. Shared memory per token: choice values, the kept-group mask.
+// Top-k of every token (warp t routes token t, T <= kRouterWarps) and the dedupe; run by
+// the whole (last) block. The choices by all threads; then each lane holds its experts'
+// choices in registers and keeps its best remaining one, a pick is two warp reductions
+// and its owner rescans its registers; the weights by the lanes in parallel (their sum
+// in pick order).
 __device__ void route_tokens(const float *logits, const float *__restrict__ bias, const moe_route &rt, int E, int k,
                              int n_group, int topk_group, float scaling, int T)
-{
-    __shared__ float choice[kRouterWarps][kMaxExperts];
-    __shared__ float score_sel[kMaxT * kMaxTopk];
-    __shared__ int sel[kMaxT * kMaxTopk];
-    __shared__ float selw[kMaxT * kMaxTopk];
-    __shared__ unsigned char used[kMaxExperts];
-    __shared__ int slot_of[kMaxExperts];
-    __shared__ int n_uniq_s;
-    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, gsz = E / n_group;
-    for (int e = threadIdx.x; e < E; e += blockDim.x)
-        used[e] = 0;
-    __syncthreads();
-    for (int t = warp; t < T; t += kRouterWarps) {
-        float *ch = choice[warp];
-        for (int e = lane; e < E; e += kWarp)
-            ch[e] = 1.0f / (1.0f + expf(-__ldcg(logits + (size_t)t * E + e))) + bias[e];
-        __syncwarp();
-        const unsigned long long keep = kept_groups(ch, n_group, topk_group, gsz);
-        for (int j = 0; j < k; j++) {
-            best_t b = {-INFINITY, 0x7fffffff};
-            for (int e = lane; e < E; e += kWarp)
-                if ((keep >> (e / gsz)) & 1)
-                    b = better(b, best_t{ch[e], e});
-            b = warp_best(b);
-            if (lane == 0) {
-                sel[t * k + j] = b.i;
-                score_sel[t * k + j] = ch[b.i] - bias[b.i];
-                ch[b.i] = -INFINITY; // taken
-            }
-            __syncwarp();
-        }
-        if (lane == 0) { // w_j = score / sum score * scaling, scores as sigmoid of the logit
-            float sum = 0.0f;
-            for (int j = 0; j < k; j++) {
-                const int e = sel[t * k + j];
-                score_sel[t * k + j] = 1.0f / (1.0f + expf(-__ldcg(logits + (size_t)t * E + e)));
-                sum += score_sel[t * k + j];
-            }
-            for (int j = 0; j < k; j++) {
-                const int e = sel[t * k + j];
-                selw[t * k + j] = score_sel[t * k + j] / sum * scaling;
-                rt.experts[t * k + j] = e;
-                used[e] = 1;
-            }
-        }
-        __syncwarp();
-    }
-    __syncthreads();
-    publish_route(used, sel, selw, slot_of, &n_uniq_s, rt, E, k, T);
-}
-
-template <int T>
-__global__ void __launch_bounds__(kRouterWarps *kWarp)
-    router_kernel(const bf16 *__restrict__ h, const bf16 *__restrict__ W, const float *__restrict__ bias,
-                  float *logits, unsigned *ticket, moe_route rt, int H, int E, int k, int n_group, int topk_group,
-                  float scaling)
-{
-    __shared__ int last;
-    const int e = blockIdx.x * kRouterWarps + threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-    pdl_launch_dependents();
-    if (e < E)
-        warp_prefetch_l2(W + (size_t)e * H, (size_t)H * 2);
-    pdl_wait();
-    if (e < E) {
-        float acc[T], unused[T];
-        warp_rowdot<T, false>(W + (size_t)e * H, nullptr, h, H, H, acc, unused);
-#pragma unroll
-        for (int t = 0; t < T; t++)
-            if (lane == t)
-                logits[(size_t)t * E + e] = acc[t];
-    }
-    // Release this block's logits, take a ticket; the last block sees every block's.
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0)
-        last = atomicAdd(ticket, 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!last)
-        return;
-    __threadfence();
-    route_tokens(logits, bias, rt, E, k, n_group, topk_group, scaling, T);
-    if (threadIdx.x == 0)
-        *ticket = 0; // ready for the next launch (the next layer, or the graph's next replay)
-}
-
-// ---- the default form: the logits split over more warps, every token routed at once ----
-
-constexpr int kSplitWarps = 8;                      // block
-constexpr int kSplitK = 4;                          // warps per expert row, each a quarter of H
-constexpr int kSplitExperts = kSplitWarps / kSplitK; // experts per block
-
-// route_tokens with warp t routing token t (T <= kMaxT = kSplitWarps), each lane keeping
-// its best remaining expert so a pick rescans one lane's experts, and the weights by
-// the lanes in parallel (their sum in the old order, j = 0 .. k-1).
-__device__ void route_tokens_par(const float *logits, const float *__restrict__ bias, const moe_route &rt, int E,
-                                 int k, int n_group, int topk_group, float scaling, int T)
 {
     __shared__ float choice[kMaxT][kMaxExperts];
     __shared__ int sel[kMaxT * kMaxTopk];
@@ -205,23 +118,27 @@ __device__ void route_tokens_par(const float *logits, const float *__restrict__ 
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, gsz = E / n_group;
     for (int e = threadIdx.x; e < E; e += blockDim.x)
         used[e] = 0;
+    for (int i = threadIdx.x; i < T * E; i += blockDim.x) // every token's choices, by the whole block
+        choice[i / E][i % E] = 1.0f / (1.0f + expf(-__ldcg(logits + i))) + bias[i % E];
     __syncthreads();
     if (warp < T) {
         const int t = warp;
         float *ch = choice[t];
-        for (int e = lane; e < E; e += kWarp)
-            ch[e] = 1.0f / (1.0f + expf(-__ldcg(logits + (size_t)t * E + e))) + bias[e];
-        __syncwarp();
         const unsigned long long keep = kept_groups(ch, n_group, topk_group, gsz);
         unsigned mine = 0; // lane's experts e = lane + 32 i still eligible, bit i
         for (int i = 0, e = lane; e < E; i++, e += kWarp)
             if ((keep >> (e / gsz)) & 1)
                 mine |= 1u << i;
+        float cv[kMaxExperts / kWarp]; // the lane's choices in registers: a rescan reads no memory
+#pragma unroll
+        for (int i = 0; i < kMaxExperts / kWarp; i++)
+            cv[i] = lane + kWarp * i < E ? ch[lane + kWarp * i] : -INFINITY;
         auto local_best = [&]() {
             best_t b = {-INFINITY, 0x7fffffff};
-            for (int i = 0, e = lane; e < E; i++, e += kWarp)
+#pragma unroll
+            for (int i = 0; i < kMaxExperts / kWarp; i++)
                 if ((mine >> i) & 1)
-                    b = better(b, best_t{ch[e], e});
+                    b = better(b, best_t{cv[i], lane + kWarp * i});
             return b;
         };
         best_t lb = local_best();
@@ -250,42 +167,69 @@ __device__ void route_tokens_par(const float *logits, const float *__restrict__ 
     publish_route(used, sel, selw, slot_of, &n_uniq_s, rt, E, k, T);
 }
 
+// Block e: logits[t][e] = h[t] . router[e], the row's H / 8 vectors in kRouterWarps
+// contiguous parts added in part order. The first kRouterVecs vectors of each lane are
+// loaded into registers before waiting on the predecessor (the weights are not its
+// output), so under PDL the row streams while the call site before the router finishes.
 template <int T>
-__global__ void __launch_bounds__(kSplitWarps *kWarp)
-    router_split_kernel(const bf16 *__restrict__ h, const bf16 *__restrict__ W, const float *__restrict__ bias,
-                        float *logits, unsigned *ticket, moe_route rt, int H, int E, int k, int n_group,
-                        int topk_group, float scaling)
+__global__ void __launch_bounds__(kRouterWarps *kWarp)
+    router_kernel(const bf16 *__restrict__ h, const bf16 *__restrict__ W, const float *__restrict__ bias,
+                  float *logits, unsigned *ticket, moe_route rt, int H, int E, int k, int n_group, int topk_group,
+                  float scaling)
 {
-    __shared__ float part[kSplitWarps][T];
+    __shared__ float part[kRouterWarps][T];
     __shared__ int last;
-    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-    const int e = blockIdx.x * kSplitExperts + warp / kSplitK, q = warp % kSplitK;
-    const int per = (H / 8 + kSplitK - 1) / kSplitK * 8; // inputs per quarter, a multiple of 8
-    const int k0 = q * per, k1 = min(H, k0 + per);
+    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, e = blockIdx.x;
+    const int nvec = H / 8, per = (nvec + kRouterWarps - 1) / kRouterWarps;
+    const int v0 = min(nvec, warp * per), v1 = min(nvec, v0 + per), pre = v0 + kRouterVecs * kWarp;
+    const uint4 *w = reinterpret_cast<const uint4 *>(W + (size_t)e * H);
     pdl_launch_dependents();
-    if (e < E && k0 < k1)
-        warp_prefetch_l2(W + (size_t)e * H + k0, (size_t)(k1 - k0) * 2);
+    uint4 wv[kRouterVecs];
+#pragma unroll
+    for (int u = 0; u < kRouterVecs; u++) {
+        const int v = v0 + lane + u * kWarp;
+        wv[u] = v < v1 ? ld_stream(w + v) : make_uint4(0u, 0u, 0u, 0u);
+    }
+    if (pre < v1) // a row longer than the registers hold: the rest toward L2
+        warp_prefetch_l2(w + pre, (size_t)(v1 - pre) * 16);
     pdl_wait();
-    float acc[T], unused[T];
+    const uint4 *xv = reinterpret_cast<const uint4 *>(h);
+    float acc[T];
 #pragma unroll
     for (int t = 0; t < T; t++)
         acc[t] = 0.0f;
-    if (e < E && k0 < k1)
-        warp_rowdot<T, false>(W + (size_t)e * H + k0, nullptr, h + k0, H, k1 - k0, acc, unused);
-    if (lane == 0)
+#pragma unroll
+    for (int u = 0; u < kRouterVecs; u++) {
+        const int v = v0 + lane + u * kWarp;
+        if (v < v1) {
+            float wf[8];
+            unpack8(wv[u], wf);
+#pragma unroll
+            for (int t = 0; t < T; t++)
+                acc[t] += dot8(wf, __ldg(xv + (size_t)t * nvec + v));
+        }
+    }
+    for (int v = pre + lane; v < v1; v += kWarp) {
+        float wf[8];
+        unpack8(ld_stream(w + v), wf);
 #pragma unroll
         for (int t = 0; t < T; t++)
-            part[warp][t] = acc[t];
-    __syncthreads();
-    if (threadIdx.x < kSplitExperts * T) { // quarters added in a fixed order
-        const int x = threadIdx.x / T, t = threadIdx.x % T, ex = blockIdx.x * kSplitExperts + x;
-        if (ex < E) {
-            float s = part[x * kSplitK][t];
+            acc[t] += dot8(wf, __ldg(xv + (size_t)t * nvec + v));
+    }
 #pragma unroll
-            for (int j = 1; j < kSplitK; j++)
-                s += part[x * kSplitK + j][t];
-            logits[(size_t)t * E + ex] = s;
-        }
+    for (int t = 0; t < T; t++) {
+        const float s = warp_sum(acc[t]);
+        if (lane == 0)
+            part[warp][t] = s;
+    }
+    __syncthreads();
+    if (threadIdx.x < T) { // parts added in a fixed order
+        const int t = threadIdx.x;
+        float s = part[0][t];
+#pragma unroll
+        for (int j = 1; j < kRouterWarps; j++)
+            s += part[j][t];
+        logits[(size_t)t * E + e] = s;
     }
     // Release this block's logits, take a ticket; the last block sees every block's.
     __threadfence();
@@ -296,26 +240,12 @@ __global__ void __launch_bounds__(kSplitWarps *kWarp)
     if (!last)
         return;
     __threadfence();
-    route_tokens_par(logits, bias, rt, E, k, n_group, topk_group, scaling, T);
+    route_tokens(logits, bias, rt, E, k, n_group, topk_group, scaling, T);
     if (threadIdx.x == 0)
-        *ticket = 0;
+        *ticket = 0; // ready for the next launch (the next layer, or the graph's next replay)
 }
 
 } // namespace
-
-// One launch of the router for T tokens: the split form (four warps per expert row) or,
-// with ARB_ENGINE_OLD=router, the previous one (a warp per expert row).
-template <int T>
-cudaError_t router_t(const launch_ctx &c, bool split, const bf16 *h, const bf16 *W, const float *bias, float *logits,
-                     unsigned *ticket, const moe_route &rt, int H, int E, int k, int n_group, int topk_group,
-                     float scaling)
-{
-    if (split)
-        return launch(c, router_split_kernel<T>, dim3((E + kSplitExperts - 1) / kSplitExperts), dim3(kSplitWarps * kWarp), 0,
-                      h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    return launch(c, router_kernel<T>, dim3((E + kRouterWarps - 1) / kRouterWarps), dim3(kRouterWarps * kWarp), 0, h, W,
-                  bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-}
 
 cudaError_t router(const launch_ctx &c, const bf16 *h, const bf16 *W, const float *bias, float *logits,
                    unsigned *ticket, const moe_route &rt, int H, int E, int k, int n_group, int topk_group,
@@ -323,16 +253,16 @@ cudaError_t router(const launch_ctx &c, const bf16 *h, const bf16 *W, const floa
 {
     if (E > kMaxExperts || k > kMaxTopk || n_group > kMaxGroups || n_group < 1 || E % n_group || H % 8)
         return cudaErrorInvalidValue;
-    const bool split = !use_old("router");
+    const dim3 grid(E), block(kRouterWarps * kWarp);
     switch (T) {
-    case 1: return router_t<1>(c, split, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 2: return router_t<2>(c, split, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 3: return router_t<3>(c, split, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 4: return router_t<4>(c, split, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 5: return router_t<5>(c, split, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 6: return router_t<6>(c, split, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 7: return router_t<7>(c, split, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 8: return router_t<8>(c, split, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 1: return launch(c, router_kernel<1>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 2: return launch(c, router_kernel<2>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 3: return launch(c, router_kernel<3>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 4: return launch(c, router_kernel<4>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 5: return launch(c, router_kernel<5>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 6: return launch(c, router_kernel<6>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 7: return launch(c, router_kernel<7>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
+    case 8: return launch(c, router_kernel<8>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
     default: return cudaErrorInvalidValue;
     }
 }

@@ -12,7 +12,9 @@ namespace arbk {
 constexpr int kRowdotUnroll = 8;
 
 // acc[t] = W[row] . x[t] (and acc2[t] = W2[row] . x[t] when TWO), K % 8 == 0, ldx % 8 == 0.
-template <int T, bool TWO>
+// WAIT: the first round of weight loads is issued, then the kernel waits on its PDL
+// predecessor (x is its output; the weights are not), so the row streams meanwhile.
+template <int T, bool TWO, bool WAIT = false>
 __device__ __forceinline__ void warp_rowdot(const bf16 *__restrict__ wrow, const bf16 *__restrict__ wrow2,
                                             const bf16 *__restrict__ x, int ldx, int K, float (&acc)[T],
                                             float (&acc2)[T])
@@ -35,6 +37,8 @@ __device__ __forceinline__ void warp_rowdot(const bf16 *__restrict__ wrow, const
                     wv2[u] = ld_stream(w2 + v);
             }
         }
+        if (WAIT && v0 == lane)
+            pdl_wait();
 #pragma unroll
         for (int u = 0; u < kRowdotUnroll; u++) {
             const int v = v0 + u * kWarp;
@@ -57,6 +61,8 @@ __device__ __forceinline__ void warp_rowdot(const bf16 *__restrict__ wrow, const
             }
         }
     }
+    if (WAIT) // lanes without a vector; a no-op for the others
+        pdl_wait();
 #pragma unroll
     for (int t = 0; t < T; t++) {
         acc[t] = warp_sum(acc[t]);

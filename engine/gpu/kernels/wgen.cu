@@ -3,10 +3,12 @@
 // CPU reference's (engine/cpu/cpu_ref_weights.c): the same fp32 operations in the same order,
 // each rounded once (__fmul_rn/__fadd_rn keep nvcc from contracting them into an FMA),
 // then one bf16 rounding to nearest even. A block of rows x cols of an expert-major
-// tensor per call; an element's key is its index in the unsharded tensor.
+// tensor per call; an element's key is its index in the unsharded tensor (INT4 experts
+// stored in the fragment layout of moe_int4_layout.h, their values those of the host).
 #include "gpu/kernels/kernels.h"
 
 #include "gpu/kernels/common.cuh"
+#include "gpu/kernels/moe_int4_layout.h"
 #include "model/wgen.h"
 
 namespace arbk {
@@ -41,22 +43,27 @@ __global__ void gen_bias_kernel(float *dst, size_t n, uint64_t seed, uint32_t te
         dst[i] = __fmul_rn(0.01f, arb_wgen_uniform(seed, tensor, layer, i));
 }
 
-// Packed words (8 values along the input dimension) and group scales of one block.
+// Packed words and group scales of one block, in the mma fragment layout of
+// moe_int4_layout.h (each stored word or scale computed from its logical row and column).
 __global__ void gen_int4_kernel(uint32_t *packed, bf16 *scale, wgen_block b, uint32_t scale_tensor, float cs)
 {
-    const size_t wpr = b.cols / 8, gpr = b.cols / 32; // words, groups per local row
-    const size_t nw = (size_t)b.experts * b.rows * wpr, ns = (size_t)b.experts * b.rows * gpr;
+    const size_t wpe = (size_t)b.rows * b.cols / 8, gpr = b.cols / 32, spe = (size_t)b.rows * gpr; // per expert
+    const size_t nw = (size_t)b.experts * wpe, ns = (size_t)b.experts * spe;
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < nw; i += stride) {
-        const size_t row = i / wpr, e = row / b.rows, r = row % b.rows, col = (i % wpr) * 8;
-        const uint64_t base = global_index(b, e, r, col);
+        const size_t e = i / wpe;
         uint32_t w = 0;
-        for (int j = 0; j < 8; j++)
-            w |= ((uint32_t)arb_wgen_int4(b.seed, b.tensor, b.layer, base + j) & 0xfu) << (4 * j);
+        for (int v = 0; v < 8; v++) {
+            unsigned r, col;
+            int4_frag_rc(i % wpe, v, b.cols, &r, &col);
+            w |= ((uint32_t)arb_wgen_int4(b.seed, b.tensor, b.layer, global_index(b, e, r, col)) & 0xfu) << (4 * v);
+        }
         packed[i] = w;
     }
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < ns; i += stride) {
-        const size_t row = i / gpr, e = row / b.rows, r = row % b.rows, g = i % gpr;
+        const size_t e = i / spe;
+        unsigned r, g;
+        int4_frag_scale_rg(i % spe, (unsigned)gpr, &r, &g);
         const uint64_t sidx = ((uint64_t)e * b.grows + b.row0 + r) * (b.gcols / 32) + b.col0 / 32 + g;
         const float u = arb_wgen_uniform(b.seed, scale_tensor, b.layer, sidx);
         scale[i] = to_bf(__fmul_rn(cs, __fadd_rn(1.0f, __fmul_rn(0.25f, u))));
@@ -92,7 +99,7 @@ cudaError_t gen_bias(cudaStream_t s, float *dst, size_t n, uint64_t seed, uint32
 cudaError_t gen_int4(cudaStream_t s, uint32_t *packed, bf16 *scale, const wgen_block &b, uint32_t scale_tensor,
                      float cs, int sms)
 {
-    if (b.cols % 32 || b.col0 % 32 || b.gcols % 32)
+    if (b.cols % 32 || b.col0 % 32 || b.gcols % 32 || b.rows % 16)
         return cudaErrorInvalidValue;
     gen_int4_kernel<<<gen_blocks((size_t)b.experts * b.rows * b.cols / 8, sms), kGenThreads, 0, s>>>(
         packed, scale, b, scale_tensor, cs);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One rank's GPU work on one GPU, measured against issue 14's targets (no call-site
+ * One rank's GPU work on one GPU, measured against the step-time targets (no call-site
  * instance: the residual + RMSNorm kernel alone stands in for `noop` at every site):
  * chunked prefill of --context tokens, then --steps decode steps (T = 1) and verify
  * steps (T = spec_k + 1), each shape captured once as a CUDA graph and replayed; the
@@ -10,11 +10,6 @@
  *
  *   engine_gpu_bench [--config kimi-k2] [--weights int4|bf16] [--tp-shape 8] [--layers L]
  *                    [--experts E] [--context 4096] [--steps 32] [--spec-k 2] [--eager]
- *                    [--compare-old]
- *
- * --compare-old: after the measurements, the same again (names prefixed old_) with every
- * kernel in its previous form (ARB_ENGINE_OLD=all, engine/gpu/kernels/kernels.h's use_old),
- * the graphs captured anew; the cache then holds S (1 + T_verify) positions more.
  */
 #include <math.h>
 #include <stdio.h>
@@ -166,15 +161,11 @@ int main(int argc, char **argv)
     const char *config = "kimi-k2";
     arb_gpu_wformat_t wf = ARB_GPU_INT4;
     unsigned K = 8, context = 4096, spec_k = 2, layers = 0, experts = 0;
-    int S = 32, eager = 0, compare_old = 0;
+    int S = 32, eager = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--eager")) {
             eager = 1;
-            continue;
-        }
-        if (!strcmp(a, "--compare-old")) {
-            compare_old = 1;
             continue;
         }
         if (!v)
@@ -198,7 +189,7 @@ int main(int argc, char **argv)
             experts = (unsigned)atoi(v);
         else
             DIE("unknown option or value: %s %s (accepted: --config --weights int4|bf16 --tp-shape --layers --experts "
-                "--context --steps --spec-k --eager --compare-old)", a, v);
+                "--context --steps --spec-k --eager)", a, v);
     }
     if (S < 1 || spec_k + 1 > ARB_GPU_MAX_T || context < ARB_GPU_MAX_T)
         DIE("--steps >= 1, --spec-k <= %d and --context >= %d", ARB_GPU_MAX_T - 1, ARB_GPU_MAX_T);
@@ -209,7 +200,7 @@ int main(int argc, char **argv)
     CK(arb_config_override(&cfg, &ov, why, sizeof why));
     CK(arb_rope_make(&cfg, &rope, why, sizeof why));
     const unsigned Tv = spec_k + 1,
-                   capacity = context + (unsigned)S * (1 + Tv) * (compare_old ? 2 : 1) + ARB_GPU_MAX_T;
+                   capacity = context + (unsigned)S * (1 + Tv) + ARB_GPU_MAX_T;
     arb_gpu_model_opts_t o = {.format = wf, .seed = 1, .max_tokens = ARB_GPU_MAX_T, .context = capacity,
                               .fusion = ARB_FUSION_AUTO, .pdl = 1};
     CK(arb_gpu_dims_from_config(&cfg, &rope, K, 0, &o.dims, why, sizeof why));
@@ -249,33 +240,21 @@ int main(int argc, char **argv)
     }
     printf("prefill_tokens=%u prefill_s=%.3f prefill_gpu_ms=%.1f\n", context, now_s() - t0, pre_ms);
 
-    for (int pass = 0; pass < 1 + compare_old; pass++) {
-        const char *pre = pass ? "old_" : "";
-        char name[32];
-        if (pass) { /* every kernel's previous form, captured anew */
-            setenv("ARB_ENGINE_OLD", "all", 1);
-            for (unsigned T = 0; T <= ARB_GPU_MAX_T; T++)
-                if (r.graph[T])
-                    cudaGraphExecDestroy(r.graph[T]), r.graph[T] = NULL;
-        }
-        snprintf(name, sizeof name, "%sdecode", pre);
-        measure(&r, 1, S, bw, name);
-        profile(&r, 1, name);
-        arb_gpu_moe_bench_t mb;
-        CK(arb_gpu_moe_bench(r.m, 1, 5, r.st, &mb, why, sizeof why));
-        printf("%smoe_T=1 experts_per_layer=%.2f ours_us=%.2f ours_TBps=%.3f cublas_us=%.2f cublas_TBps=%.3f "
-               "speedup=%.2f\n",
-               pre, mb.experts_per_layer, mb.ours_us, mb.ours_bytes / (mb.ours_us * 1e-6) / 1e12, mb.cublas_us,
-               mb.cublas_bytes / (mb.cublas_us * 1e-6) / 1e12, mb.cublas_us / mb.ours_us);
-        snprintf(name, sizeof name, "%sverify", pre);
-        measure(&r, Tv, S, bw, name);
-        profile(&r, Tv, name);
-        CK(arb_gpu_moe_bench(r.m, Tv, 5, r.st, &mb, why, sizeof why));
-        printf("%smoe_T=%u experts_per_layer=%.2f ours_us=%.2f ours_TBps=%.3f cublas_us=%.2f cublas_TBps=%.3f "
-               "speedup=%.2f\n",
-               pre, Tv, mb.experts_per_layer, mb.ours_us, mb.ours_bytes / (mb.ours_us * 1e-6) / 1e12, mb.cublas_us,
-               mb.cublas_bytes / (mb.cublas_us * 1e-6) / 1e12, mb.cublas_us / mb.ours_us);
-    }
+    measure(&r, 1, S, bw, "decode");
+    profile(&r, 1, "decode");
+    arb_gpu_moe_bench_t mb;
+    CK(arb_gpu_moe_bench(r.m, 1, 5, r.st, &mb, why, sizeof why));
+    printf("moe_T=1 experts_per_layer=%.2f ours_us=%.2f ours_TBps=%.3f cublas_us=%.2f cublas_TBps=%.3f "
+           "speedup=%.2f\n",
+           mb.experts_per_layer, mb.ours_us, mb.ours_bytes / (mb.ours_us * 1e-6) / 1e12, mb.cublas_us,
+           mb.cublas_bytes / (mb.cublas_us * 1e-6) / 1e12, mb.cublas_us / mb.ours_us);
+    measure(&r, Tv, S, bw, "verify");
+    profile(&r, Tv, "verify");
+    CK(arb_gpu_moe_bench(r.m, Tv, 5, r.st, &mb, why, sizeof why));
+    printf("moe_T=%u experts_per_layer=%.2f ours_us=%.2f ours_TBps=%.3f cublas_us=%.2f cublas_TBps=%.3f "
+           "speedup=%.2f\n",
+           Tv, mb.experts_per_layer, mb.ours_us, mb.ours_bytes / (mb.ours_us * 1e-6) / 1e12, mb.cublas_us,
+           mb.cublas_bytes / (mb.cublas_us * 1e-6) / 1e12, mb.cublas_us / mb.ours_us);
     arb_gpu_model_destroy(r.m);
     return 0;
 }

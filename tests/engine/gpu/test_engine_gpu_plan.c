@@ -69,10 +69,12 @@ static void t_refusals(void)
     o.dims.shard = 8;
     refused(o, "shard 8 of tp_shape 8");
     arb_model_config_t c = tiny;
-    c.moe_intermediate_size = 64; /* 16 rows per shard of 4: not a group of 32 inputs */
+    c.moe_intermediate_size = 64; /* 16 rows per shard of 4: not a group of 32 inputs (INT4 or bf16 tiles) */
     refused(opts(&c, &tiny_rope, 4, ARB_GPU_INT4), "moe_intermediate_size / tp_shape");
+    refused(opts(&c, &tiny_rope, 4, ARB_GPU_BF16), "moe_intermediate_size / tp_shape");
     arb_gpu_mem_t mem;
-    o = opts(&c, &tiny_rope, 4, ARB_GPU_BF16); /* bf16 experts need only multiples of 8 */
+    c.moe_intermediate_size = 128; /* 32 rows per shard of 4, the shared expert's too */
+    o = opts(&c, &tiny_rope, 4, ARB_GPU_BF16);
     TAP_EQ_INT(arb_gpu_model_plan(&o, &mem, why, sizeof why), ARB_OK);
     c = tiny;
     strcpy(c.scoring_func, "softmax");

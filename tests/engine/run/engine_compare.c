@@ -2,7 +2,7 @@
 /*
  * Compares two `arbench engine --dump-logits` files (one line of full-vocabulary fp32
  * logits per decode step): same number of steps and entries, every |a - b| within
- * ARB_ENGINE_LOGIT_TOL (engine/run/run.h, where the bound is argued), or within the
+ * ARB_ENGINE_LOGIT_TOL (engine/run/run_state.h, where the bound is argued), or within the
  * tolerance given as a third argument. Prints the largest difference.
  * usage: engine_compare A B [TOL]       exit 0 agree, 1 differ, 2 bad input
  */
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "run/run.h"
+#include "run/run_state.h"
 
 static double *read_all(const char *path, size_t *n, size_t *lines)
 {

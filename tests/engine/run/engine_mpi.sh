@@ -22,7 +22,7 @@ engine() {
         --dump-logits "$tmp/$tag.lg" "$@" >"$tmp/$tag.out" 2>&1 || { cat "$tmp/$tag.out"; fail "engine $tag ($*) exited $?"; }
 }
 
-# same_tokens A B: identical greedy tokens and logits within the tolerance of engine/run/run.h
+# same_tokens A B: identical greedy tokens and logits within the tolerance of engine/run/run_state.h
 same() {
     cmp -s "$tmp/$1.tok" "$tmp/$2.tok" || { cat "$tmp/$1.tok" "$tmp/$2.tok"; fail "$1 and $2: greedy tokens differ"; }
     "$compare" "$tmp/$1.lg" "$tmp/$2.lg" || fail "$1 and $2: logits differ beyond the tolerance"

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* Compute on the target by kernel family, from the engine's per-kernel table (model_e2e_kernels.h). */
+#include "costmodel/model_e2e_kernels.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/points.h"
+#include "results/results.h"
+
+static const char *const required[] = {"schema", "impl", "tokens", "read_gbs", "family", "family_layers",
+                                       "floor_us", "graph_us", NULL};
+
+/* An empty cell or one that is not a finite number is NAN (a family not measured). */
+static double cell(const arb_table_t *t, size_t r, int c)
+{
+    double v;
+    return c >= 0 && *t->rows[r][c] && arb_parse_double_field(t->rows[r][c], &v) == 0 ? v : NAN;
+}
+
+arb_status_t arb_e2e_kernel_compute(const char *path, unsigned tokens, double target_read_gbs, double h200_peak_gbs,
+                                    double launch_band, arb_e2e_kernel_compute_t *out, char *err, size_t err_len)
+{
+    memset(out, 0, sizeof *out);
+    out->tokens = tokens;
+    if (!(target_read_gbs > 0) || !(h200_peak_gbs > 0) || !(launch_band >= 0 && launch_band < 1))
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "per-kernel compute: bandwidths must be > 0 and the launch band in [0, 1)");
+    arb_table_t t;
+    if (arb_table_read(path, &t, err, err_len))
+        return ARB_ERR_INVALID;
+    arb_status_t rc = ARB_ERR_INVALID;
+    int c[8];
+    double read = NAN, step = NAN, stream = 0;
+    unsigned rows = 0;
+    if (arb_table_require(&t, required, path, err, err_len))
+        goto out;
+    for (int k = 0; k < 8; k++)
+        c[k] = arb_table_col(&t, required[k]);
+    for (size_t r = 0; r < t.nrows; r++) {
+        char **f = t.rows[r];
+        if (strcmp(f[c[0]], "engine-kernels-1"))
+            ARB_RAISE_GOTO(rc, ARB_ERR_INVALID, out, err, err_len, "%s: line %zu: schema '%s', expected engine-kernels-1 (docs/engine.md)", path, r + 2, f[c[0]]);
+        if (strcmp(f[c[1]], "noop"))
+            ARB_RAISE_GOTO(rc, ARB_ERR_INVALID, out, err, err_len, "%s: line %zu: impl '%s', expected noop (the compute-only run's table: its steps hold no all-reduce)", path, r + 2, f[c[1]]);
+        if (cell(&t, r, c[2]) != tokens)
+            continue;
+        rows++;
+        read = cell(&t, r, c[3]);
+        double layers = cell(&t, r, c[5]), floor_us = cell(&t, r, c[6]), graph = cell(&t, r, c[7]);
+        if (!strcmp(f[c[4]], "step")) {
+            step = graph;
+            continue;
+        }
+        if (!(layers >= 1))
+            ARB_RAISE_GOTO(rc, ARB_ERR_INVALID, out, err, err_len, "%s: line %zu: family_layers '%s', expected a whole number >= 1", path, r + 2, f[c[5]]);
+        if (!(floor_us >= 0)) /* "other": time, no bytes; it stays in rest */
+            continue;
+        stream += layers * (isnan(graph) ? floor_us : fmax(0, fmin(graph, floor_us)));
+    }
+    if (!rows)
+        ARB_RAISE_GOTO(rc, ARB_ERR_INVALID, out, err, err_len, "%s: no rows of %u tokens (the engine writes decode T = 1 and verify T = k + 1)", path, tokens);
+    if (!(step > 0) || !(read > 0))
+        ARB_RAISE_GOTO(rc, ARB_ERR_INVALID, out, err, err_len, "%s: the %u-token step row lacks a graph time or read_gbs > 0", path, tokens);
+    if (stream > step)
+        stream = step; /* families overlapping in the replay: never more than the step */
+    const double rest = step - stream, scaled = stream * read / target_read_gbs;
+    out->h200_step_us = step;
+    out->stream_h200_us = stream;
+    out->rest_us = rest;
+    out->target_us = (arb_e2e_band_t){rest + scaled, rest * (1 - launch_band) + scaled,
+                                      rest * (1 + launch_band) + scaled * fmax(1, h200_peak_gbs / read)};
+    rc = ARB_OK;
+out:
+    arb_table_free(&t);
+    return rc;
+}

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: MIT
+// The MoE block (engine/gpu/kernels/moe.cu) at Kimi-K2's per-rank shapes (tp_shape 8:
+// H 7168, I 256, a shared expert of 256) against a plain host loop in double, and the INT4
+// fragment layout (moe_int4_layout.h) on the host. TAP; exit 77 without a CUDA device.
+//   int4_layout   every (row, column) of a matrix to a distinct (word, nibble) and back;
+//                 every scale likewise
+//   moe_int4_T*   INT4 experts (row-major packed values, reshuffled into the layout on the
+//                 host) for T = 1, 2, 3, 8, experts shared by two tokens; a rerun and two
+//                 replays of a CUDA graph of it (PDL) bit-identical; gate/up with every
+//                 split 1, 2, 4, 8 (CTAs of a cluster per tile), each run twice
+//                 bit-identical and each within the tolerance; other splits refused
+//   moe_bf16_T*   the same with bf16 experts
+// Tolerance: one bf16 rounding of the output (2^-8 relative), 1e-5 of sum |terms| for
+// accumulation order, and one-ulp flips of the stored act (bf16 on both sides) through
+// 4 x 2^-8 / 16 of the terms.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "gpu_check.h"
+#include "gpu/kernels/moe_int4_layout.h"
+
+namespace {
+
+void t_int4_layout()
+{
+    for (unsigned rows : {16u, 32u, 48u})
+        for (unsigned cols : {32u, 64u, 224u}) {
+            const size_t n = (size_t)rows * cols, groups = cols / 32;
+            std::vector<unsigned char> seen(n, 0), seen_s(rows * groups, 0);
+            size_t bad = 0;
+            for (unsigned r = 0; r < rows; r++)
+                for (unsigned c = 0; c < cols; c++) {
+                    const arbk::int4_pos p = arbk::int4_frag_pos(r, c, cols);
+                    const size_t i = p.word * 8 + (size_t)p.nibble;
+                    unsigned rr, cc;
+                    arbk::int4_frag_rc(p.word, p.nibble, cols, &rr, &cc);
+                    bad += i >= n || seen[i]++ || rr != r || cc != c || p.nibble < 0 || p.nibble > 7;
+                    if (c % 32 == 0) {
+                        const size_t si = arbk::int4_frag_scale(r, c / 32, (unsigned)groups);
+                        unsigned sr, sg;
+                        arbk::int4_frag_scale_rg(si, (unsigned)groups, &sr, &sg);
+                        bad += si >= rows * groups || seen_s[si]++ || sr != r || sg != c / 32;
+                    }
+                }
+            if (bad)
+                tap_diag("int4 layout %u x %u: %zu collisions or mismatches", rows, cols, bad);
+            TAP_EQ_U64(bad, 0);
+        }
+}
+
+// Host INT4 weight of the row-major packed format: q * s (value j of word at bits 4j).
+double w_int4(const std::vector<uint32_t> &q, const std::vector<uint16_t> &s, size_t i)
+{
+    int v = (int)((q[i / 8] >> (4 * (i % 8))) & 0xf);
+    return (v >= 8 ? v - 16 : v) * bfd(s[i / 32]);
+}
+
+// Row-major packed words and scales of E experts of [rows x cols] into the fragment layout.
+void to_frag(const std::vector<uint32_t> &q, const std::vector<uint16_t> &s, unsigned E, unsigned rows,
+             unsigned cols, std::vector<uint32_t> &fq, std::vector<uint16_t> &fs)
+{
+    const size_t per = (size_t)rows * cols, groups = cols / 32;
+    fq.assign(q.size(), 0), fs.assign(s.size(), 0);
+    for (unsigned e = 0; e < E; e++)
+        for (unsigned r = 0; r < rows; r++)
+            for (unsigned c = 0; c < cols; c++) {
+                const size_t i = e * per + (size_t)r * cols + c;
+                const uint32_t v = (q[i / 8] >> (4 * (i % 8))) & 0xf;
+                const arbk::int4_pos p = arbk::int4_frag_pos(r, c, cols);
+                fq[e * per / 8 + p.word] |= v << (4 * p.nibble);
+                if (c % 32 == 0)
+                    fs[e * rows * groups + arbk::int4_frag_scale(r, c / 32, (unsigned)groups)] = s[i / 32];
+            }
+}
+
+// The default launchers captured in a CUDA graph on a stream of their own (PDL), replayed
+// twice, part cleared before each: the bits `want` both times.
+bool graph_replays_same(const arbk::moe_weights &mw, const arbk::moe_route &rt, const bf16 *h, bf16 *act,
+                        bf16 *act_sh, bf16 *part, int T, int slots, const std::vector<uint16_t> &want)
+{
+    cudaStream_t s = nullptr;
+    cudaGraph_t g = nullptr;
+    cudaGraphExec_t ge = nullptr;
+    bool ok = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
+              cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+    if (ok) {
+        const arbk::launch_ctx lc = {s, 1};
+        const bool launched = arbk::moe_gate_up(lc, mw, rt, h, act, act_sh, T, slots) == cudaSuccess &&
+                              arbk::moe_down(lc, mw, rt, act, act_sh, part, T) == cudaSuccess;
+        ok = cudaStreamEndCapture(s, &g) == cudaSuccess && launched;
+    }
+    ok = ok && cudaGraphInstantiate(&ge, g, 0) == cudaSuccess;
+    for (int rep = 0; ok && rep < 2; rep++) {
+        ok = cudaMemsetAsync(part, 0xff, want.size() * 2, s) == cudaSuccess && cudaGraphLaunch(ge, s) == cudaSuccess &&
+             cudaStreamSynchronize(s) == cudaSuccess;
+        if (ok && memcmp(from_dev((uint16_t *)part, want.size()).data(), want.data(), want.size() * 2) != 0) {
+            tap_diag("graph replay %d: not the eager run's bits", rep);
+            ok = false;
+        }
+    }
+    if (ge)
+        cudaGraphExecDestroy(ge);
+    if (g)
+        cudaGraphDestroy(g);
+    if (s)
+        cudaStreamDestroy(s);
+    return ok;
+}
+
+void moe_case(bool int4, int T)
+{
+    const int H = 7168, I = 256, Is = 256, E = 12, k = 2;
+    // T = 3: token 0 experts 3, 7; token 1: 7, 10; token 2: 0, 3 (7 and 3 shared by two
+    // tokens). Otherwise token t: 5t + 3 and 5t + 7 mod 12 (T = 8: all 12, four shared).
+    std::vector<int> sel(T * k);
+    std::vector<float> w(T * k);
+    const int sel3[3][2] = {{3, 7}, {7, 10}, {0, 3}};
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < k; j++) {
+            sel[t * k + j] = T == 3 ? sel3[t][j] : (5 * t + 3 + 4 * j) % E;
+            w[t * k + j] = 0.2f + 0.1f * (float)((3 * t + 5 * j) % 11);
+        }
+    const size_t in_el = (size_t)E * I * H;
+    std::vector<uint16_t> gb, ub, db;
+    std::vector<uint32_t> gq(in_el / 8), uq(in_el / 8), dq(in_el / 8);
+    std::vector<uint16_t> gs, us, ds;
+    if (int4) {
+        for (auto *v : {&gq, &uq, &dq})
+            for (auto &x : *v) {
+                g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+                x = (uint32_t)(g_rng >> 32);
+            }
+        gs = rand_bf(in_el / 32, 0.01f), us = rand_bf(in_el / 32, 0.01f), ds = rand_bf(in_el / 32, 0.03f);
+    } else {
+        gb = rand_bf(in_el, 0.02f), ub = rand_bf(in_el, 0.02f), db = rand_bf(in_el, 0.06f);
+    }
+    auto sg = rand_bf((size_t)Is * H, 0.02f), su = rand_bf((size_t)Is * H, 0.02f), sd = rand_bf((size_t)H * Is, 0.06f);
+    auto h = rand_bf((size_t)T * H, 1.0f);
+    arbk::moe_weights mw{};
+    std::vector<void *> owned;
+    if (int4) {
+        std::vector<uint32_t> fq;
+        std::vector<uint16_t> fs;
+        to_frag(gq, gs, E, I, H, fq, fs);
+        mw.gate = to_dev(fq), mw.gate_s = (bf16 *)to_dev(fs);
+        to_frag(uq, us, E, I, H, fq, fs);
+        mw.up = to_dev(fq), mw.up_s = (bf16 *)to_dev(fs);
+        to_frag(dq, ds, E, H, I, fq, fs);
+        mw.down = to_dev(fq), mw.down_s = (bf16 *)to_dev(fs);
+        owned = {(void *)mw.gate_s, (void *)mw.up_s, (void *)mw.down_s};
+    } else {
+        mw.gate = to_dev(gb), mw.up = to_dev(ub), mw.down = to_dev(db);
+    }
+    mw.sh_gate = (bf16 *)to_dev(sg), mw.sh_up = (bf16 *)to_dev(su), mw.sh_down = (bf16 *)to_dev(sd);
+    mw.H = H, mw.I = I, mw.Is = Is;
+    route_dev r = alloc_route(T, k);
+    std::vector<int32_t> uniq(sel.begin(), sel.end());
+    std::sort(uniq.begin(), uniq.end());
+    uniq.erase(std::unique(uniq.begin(), uniq.end()), uniq.end());
+    std::vector<float> coef((size_t)arbk::kMaxSlots * arbk::kMaxT, 0.0f);
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < k; j++) {
+            const size_t u = std::find(uniq.begin(), uniq.end(), sel[t * k + j]) - uniq.begin();
+            coef[u * arbk::kMaxT + t] = w[t * k + j];
+        }
+    const int32_t nu = (int32_t)uniq.size();
+    cudaMemcpy(r.rt.uniq, uniq.data(), sizeof(int32_t) * nu, cudaMemcpyHostToDevice);
+    cudaMemcpy(r.rt.coef, coef.data(), coef.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(r.rt.n_uniq, &nu, 4, cudaMemcpyHostToDevice);
+    bf16 *dh = (bf16 *)to_dev(h), *act, *act_sh, *part;
+    cudaMalloc(&act, (size_t)arbk::kMaxSlots * arbk::kMaxT * I * 2);
+    cudaMalloc(&act_sh, (size_t)arbk::kMaxT * Is * 2);
+    cudaMalloc(&part, (size_t)T * H * 2);
+    TAP_REQUIRE(arbk::moe_block(g_lc, mw, r.rt, dh, act, act_sh, part, T, T * k) == cudaSuccess);
+    TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    auto got = from_dev((uint16_t *)part, (size_t)T * H);
+    cudaMemset(part, 0xff, (size_t)T * H * 2); // a rerun (launched as its two halves) must give the same bits
+    TAP_REQUIRE(arbk::moe_gate_up(g_lc, mw, r.rt, dh, act, act_sh, T, T * k) == cudaSuccess);
+    TAP_REQUIRE(arbk::moe_down(g_lc, mw, r.rt, act, act_sh, part, T) == cudaSuccess);
+    auto again = from_dev((uint16_t *)part, (size_t)T * H);
+    TAP_CHECK(memcmp(got.data(), again.data(), got.size() * 2) == 0);
+    TAP_CHECK(graph_replays_same(mw, r.rt, dh, act, act_sh, part, T, T * k, got));
+    std::vector<std::vector<uint16_t>> by_split(arbk::kMoeMaxSplit + 1); // [split]: part
+    for (int split = 1; split <= arbk::kMoeMaxSplit; split *= 2)
+        for (int run = 0; run < 2; run++) { // act, act_sh and part cleared: each run writes them all
+            cudaMemset(act, 0xff, (size_t)arbk::kMaxSlots * arbk::kMaxT * I * 2);
+            cudaMemset(act_sh, 0xff, (size_t)arbk::kMaxT * Is * 2);
+            cudaMemset(part, 0xff, (size_t)T * H * 2);
+            TAP_REQUIRE(arbk::moe_gate_up_split(g_lc, mw, r.rt, dh, act, act_sh, T, T * k, split) == cudaSuccess);
+            TAP_REQUIRE(arbk::moe_down(g_lc, mw, r.rt, act, act_sh, part, T) == cudaSuccess);
+            TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+            auto bits = from_dev((uint16_t *)part, (size_t)T * H);
+            if (run == 0)
+                by_split[split] = bits;
+            else {
+                const bool same = memcmp(bits.data(), by_split[split].data(), bits.size() * 2) == 0;
+                if (!same)
+                    tap_diag("split %d: a rerun gave other bits", split);
+                TAP_CHECK(same);
+            }
+        }
+    for (int split : {0, 3, arbk::kMoeMaxSplit + 1})
+        TAP_CHECK(arbk::moe_gate_up_split(g_lc, mw, r.rt, dh, act, act_sh, T, T * k, split) == cudaErrorInvalidValue);
+    char name[48];
+    snprintf(name, sizeof name, "moe %s T=%d", int4 ? "int4" : "bf16", T);
+    cmp c{name};
+    std::vector<double> a(I), as(Is);
+    std::vector<double> ref((size_t)T * H), mag((size_t)T * H);
+    for (int t = 0; t < T; t++) {
+        const uint16_t *ht = &h[(size_t)t * H];
+        for (int i = 0; i < Is; i++) { // shared expert
+            double g = 0, u = 0;
+            for (int x = 0; x < H; x++)
+                g += bfd(sg[(size_t)i * H + x]) * bfd(ht[x]), u += bfd(su[(size_t)i * H + x]) * bfd(ht[x]);
+            as[i] = bfd(arb_f64_to_bf16(g / (1 + exp(-g)) * u));
+        }
+        for (int o = 0; o < H; o++)
+            for (int i = 0; i < Is; i++)
+                ref[(size_t)t * H + o] += bfd(sd[(size_t)o * Is + i]) * as[i],
+                    mag[(size_t)t * H + o] += fabs(bfd(sd[(size_t)o * Is + i]) * as[i]);
+        for (int j = 0; j < k; j++) {
+            const size_t e = sel[t * k + j];
+            const double wt = w[t * k + j];
+            for (int i = 0; i < I; i++) {
+                double g = 0, u = 0;
+                for (int x = 0; x < H; x++) {
+                    const size_t idx = (e * I + i) * H + x;
+                    const double wgv = int4 ? w_int4(gq, gs, idx) : bfd(gb[idx]);
+                    const double wuv = int4 ? w_int4(uq, us, idx) : bfd(ub[idx]);
+                    g += wgv * bfd(ht[x]), u += wuv * bfd(ht[x]);
+                }
+                a[i] = bfd(arb_f64_to_bf16(g / (1 + exp(-g)) * u));
+            }
+            for (int o = 0; o < H; o++)
+                for (int i = 0; i < I; i++) {
+                    const size_t idx = (e * H + o) * I + i;
+                    const double wd = int4 ? w_int4(dq, ds, idx) : bfd(db[idx]);
+                    ref[(size_t)t * H + o] += wt * wd * a[i];
+                    mag[(size_t)t * H + o] += fabs(wt * wd * a[i]);
+                }
+        }
+    }
+    auto tol = [&](size_t i) { // act flips of one ulp: 4 x 2^-8 of the terms
+        return fabs(ref[i]) / 256 + mag[i] * (1e-5 + 4.0 / 256 / 16);
+    };
+    for (size_t i = 0; i < ref.size(); i++)
+        c(bfd(got[i]), ref[i], tol(i));
+    TAP_CHECK(c.ok());
+    for (int split = 1; split <= arbk::kMoeMaxSplit; split *= 2) {
+        char sname[64];
+        snprintf(sname, sizeof sname, "moe %s T=%d split %d", int4 ? "int4" : "bf16", T, split);
+        cmp cs{sname};
+        for (size_t i = 0; i < ref.size(); i++)
+            cs(bfd(by_split[split][i]), ref[i], tol(i));
+        TAP_CHECK(cs.ok());
+    }
+    for (void *p : owned)
+        cudaFree(p);
+    cudaFree((void *)mw.gate), cudaFree((void *)mw.up), cudaFree((void *)mw.down);
+    cudaFree((void *)mw.sh_gate), cudaFree((void *)mw.sh_up), cudaFree((void *)mw.sh_down);
+    cudaFree(dh), cudaFree(act), cudaFree(act_sh), cudaFree(part);
+    cudaFree(r.experts), cudaFree(r.rt.coef), cudaFree(r.rt.uniq), cudaFree(r.rt.n_uniq);
+}
+void t_moe_int4_t1() { moe_case(true, 1); }
+void t_moe_int4_t2() { moe_case(true, 2); }
+void t_moe_int4_t3() { moe_case(true, 3); }
+void t_moe_int4_t8() { moe_case(true, 8); }
+void t_moe_bf16_t1() { moe_case(false, 1); }
+void t_moe_bf16_t2() { moe_case(false, 2); }
+void t_moe_bf16_t3() { moe_case(false, 3); }
+void t_moe_bf16_t8() { moe_case(false, 8); }
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        printf("1..0 # SKIP no CUDA device visible\n");
+        return 77;
+    }
+    static const tap_test_t tests[] = {
+        {"int4_layout", t_int4_layout}, {"moe_int4_T1", t_moe_int4_t1}, {"moe_int4_T2", t_moe_int4_t2},
+        {"moe_int4_T3", t_moe_int4_t3}, {"moe_int4_T8", t_moe_int4_t8}, {"moe_bf16_T1", t_moe_bf16_t1},
+        {"moe_bf16_T2", t_moe_bf16_t2}, {"moe_bf16_T3", t_moe_bf16_t3}, {"moe_bf16_T8", t_moe_bf16_t8},
+    };
+    return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
+}
