@@ -7,11 +7,12 @@
 
 #include "analysis_opts.h"
 #include "commands.h"
+#include "base/outfile.h"
 #include "analysis/profile.h"
 
 static void usage(FILE *f)
 {
-    fputs("usage: arbench profile [--out PROFILE.csv] [--json PROFILE.json] [--min-speedup 1.05] [--alpha 0.05] [--reps 2000] [--seed 1] [--exclude IMPL,...] [--quiet] RESULTS.csv...\n", f);
+    fputs("usage: arbench profile [--out PROFILE.csv] [--json PROFILE.json] [--min-speedup 1.05] [--alpha 0.05] [--reps 2000] [--seed 1] [--exclude IMPL,...] [--force] [--quiet] RESULTS.csv...\n", f);
     fputs("  Picks the fastest implementation per (fabric, ranks, nodes, dtype, op, mode) and size among check=pass rows (reference floors never win; --exclude names more), keeps it only where its lead over the best baseline (NCCL) variant is beyond noise and at least --min-speedup, merges sizes into ranges. Exit 0 ok, 1 cannot write, 2 invalid input.\n", f);
 }
 
@@ -21,20 +22,22 @@ int cmd_profile(int argc, char **argv)
         {"out", required_argument, NULL, 'o'},     {"json", required_argument, NULL, 'j'},
         {"min-speedup", required_argument, NULL, 'm'}, ANALYSIS_BOOTSTRAP_OPTIONS,
         {"exclude", required_argument, NULL, 'x'}, {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},          {"force", no_argument, NULL, 'F'},
+        {NULL, 0, NULL, 0},
     };
     arb_profile_opts_t o;
     arb_profile_opts_default(&o);
     const char *out = NULL, *json = NULL;
     const char *exclude[64];
     char *exclude_buf = NULL;
-    int quiet = 0, rc = 2, c;
+    int quiet = 0, force = 0, rc = 2, c;
     optind = 0; /* glibc: restart option parsing for this argv */
     while ((c = getopt_long(argc, argv, "o:j:q", opts, NULL)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
         case 'j': json = optarg; break;
         case 'q': quiet = 1; break;
+        case 'F': force = 1; break;
         case 'm':
             if (analysis_opt_number("profile", "--min-speedup", optarg, 1.0, 1e6, &o.min_speedup))
                 goto err_usage;
@@ -65,6 +68,13 @@ int cmd_profile(int argc, char **argv)
     arb_pointset_t ps = {0};
     arb_profile_t prof;
     char err[1024];
+    const arb_io_file_t outs[] = {{"--out", out}, {"--json", json}};
+    for (int i = 0; i < 2; i++)
+        if (outs[i].path && arb_out_check_inputs(outs[i].what, outs[i].path, force ? ARB_OUT_FORCE : ARB_OUT_NEW, "--force",
+                                                 &outs[1 - i], 1, argv + optind, (size_t)(argc - optind), "results file", err, sizeof err)) {
+            fprintf(stderr, "arbench profile: %s\n", err);
+            goto err_usage_quiet;
+        }
     for (int i = optind; i < argc; i++)
         if (analysis_load("profile", &ps, argv[i]))
             goto err_free_points;
@@ -93,6 +103,7 @@ err_free_points:
     return rc;
 err_usage:
     usage(stderr);
+err_usage_quiet:
     free(exclude_buf);
     return 2;
 }
