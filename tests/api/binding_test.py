@@ -26,7 +26,7 @@ def bf16(v):
 
 
 def f32(h):
-    return struct.unpack("<f", struct.pack("<I", h << 16))[0]
+    return struct.unpack("<f", struct.pack("<I", int(h) << 16))[0]  # int: a NumPy uint16 would overflow
 
 
 def value(i, rank):
@@ -132,7 +132,35 @@ def t_numpy():
     return "ok"
 
 
-tests = [t_no_profile, t_profiled, t_other_ranks, t_bad_profile, t_rmsnorm, t_numpy]
+def t_server_route():
+    """arbench.server on a stand-in for vLLM's and SGLang's parallel_state module."""
+    import types
+    import arbench.server
+
+    class GroupCoordinator:
+        def __init__(self, world_size, rank_in_group):
+            self.world_size, self.rank_in_group = world_size, rank_in_group
+
+        def _all_reduce_out_place(self, input_):
+            return "original"
+
+    with comm() as c:
+        tp, other = GroupCoordinator(c.size, c.rank), GroupCoordinator(c.size, c.rank)
+        ps = types.SimpleNamespace(GroupCoordinator=GroupCoordinator, get_tp_group=lambda: tp)
+        undo = arbench.server._route_tp(ps, c)
+        x = array.array("f", [float(value(i, c.rank)) for i in range(1000)])
+        y = tp._all_reduce_out_place(x)
+        want = [float(sum(value(i, r) for r in range(c.size))) for i in range(1000)]
+        check(list(y) == want, "routed TP all-reduce: exact sum")
+        check(list(x) == [float(value(i, c.rank)) for i in range(1000)], "routed TP all-reduce: out of place")
+        check(other._all_reduce_out_place(x) == "original", "another group keeps the original")
+        undo()
+        check(tp._all_reduce_out_place(x) == "original", "undo restores the original")
+        bad = types.SimpleNamespace(GroupCoordinator=GroupCoordinator, get_tp_group=lambda: GroupCoordinator(c.size + 1, 0))
+        expect_error(lambda: arbench.server._route_tp(bad, c), arbench._lib.ERR_INVALID, "the tensor-parallel group is")
+
+
+tests = [t_server_route, t_no_profile, t_profiled, t_other_ranks, t_bad_profile, t_rmsnorm, t_numpy]
 for t in tests:
     before = len(failures)
     status = t()
