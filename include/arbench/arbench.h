@@ -22,6 +22,9 @@
  * stages through buffers the communicator allocated once per implementation at creation
  * (a device-to-device copy on the stream; a plain copy on the host).
  *
+ * The staging buffers are shared by a communicator's calls: order them (one stream, or
+ * streams ordered by events), as a server orders its TP all-reduces anyway.
+ *
  * Every function returns an arbench_status_t and, unless ARBENCH_OK, writes one line into
  * the caller's why buffer (may be NULL). Not thread safe per communicator.
  *
