@@ -28,6 +28,12 @@ head='schema,fabric,ranks,nodes,dtype,op,mode,min_bytes,max_bytes,impl,params,me
     echo "$head"
     printf '1,host,%s,0,bf16,allreduce,eager,0,8192,mpi-' "$np"
 } >"$tmp/broken.csv"
+cat >"$tmp/prof.json" <<JSON
+{"schema": 1, "entries": [
+ {"fabric": "host", "ranks": $np, "nodes": 0, "dtype": "bf16", "op": "allreduce", "mode": "eager",
+  "min_bytes": 0, "max_bytes": null, "impl": "mpi-host", "params": "algo=reduce-bcast", "confidence": "synthetic", "sources": "hand-written"}
+]}
+JSON
 
 if meson install -C "$build" --no-rebuild --quiet --destdir "$dest" >"$tmp/install.log" 2>&1 &&
     [ -f "$lib/libarbench.so" ] && [ -f "$dest$prefix/include/arbench/arbench.h" ] &&

@@ -149,6 +149,19 @@ static void t_other_ranks(void)
     arbench_comm_destroy(c);
 }
 
+/* prof.json: the JSON export, one open-ended range. */
+static void t_json(void)
+{
+    arbench_comm_t *c = open_comm("prof.json", 1 << 20);
+    TAP_REQUIRE(c);
+    char note[1024];
+    TAP_EQ_STR(arbench_explain(c, ARBENCH_OP_ALLREDUCE, 1 << 19, 0, note, sizeof note), "mpi-host");
+    TAP_HAS_STR(note, "mpi-host:algo=reduce-bcast from");
+    TAP_HAS_STR(note, "[0, max]");
+    TAP_EQ_U64(allreduce_wrong(c, 1 << 18, ARBENCH_BF16), 0);
+    arbench_comm_destroy(c);
+}
+
 static void t_errors(void)
 {
     arbench_comm_t *c = open_comm("prof.csv", 4096);
@@ -177,6 +190,13 @@ static void t_errors(void)
     cfg.struct_size = 8;
     TAP_EQ_INT(arbench_comm_create(&cfg, &bad, why, sizeof why), ARBENCH_ERR_INVALID);
     TAP_HAS_STR(why, "call arbench_config_init first");
+    /* Graph capture on host memory: nothing can serve it, and the fallback says why. */
+    arbench_config_init(&cfg);
+    cfg.fabric = "host";
+    cfg.graph = 1;
+    TAP_EQ_INT(arbench_comm_create(&cfg, &bad, why, sizeof why), ARBENCH_ERR_DECLINE);
+    TAP_CHECK(bad == NULL);
+    TAP_HAS_STR(why, "the fallback mpi-host cannot serve allreduce here");
 }
 
 /* The fused op: residual exact (small integers), out against float64. */
@@ -232,7 +252,7 @@ int main(int argc, char **argv)
     tap_set_agree(agree_max, arbench_comm_rank(g_world) != 0);
     static const tap_test_t tests[] = {
         {"version", t_version},     {"no_profile", t_no_profile}, {"profiled", t_profiled},
-        {"other_ranks", t_other_ranks}, {"errors", t_errors},     {"rmsnorm", t_rmsnorm},
+        {"other_ranks", t_other_ranks}, {"json", t_json},       {"errors", t_errors},     {"rmsnorm", t_rmsnorm},
     };
     int rc = tap_main(tests, sizeof tests / sizeof tests[0], argc - 1, argv + 1);
     arbench_comm_destroy(g_world);
