@@ -161,6 +161,20 @@ static char *read_file(const char *path)
     return buf;
 }
 
+/* The scratch folder and what the scenarios wrote in it; kept when a check failed (the
+ * failing lines name its logs). */
+static void remove_tmpdir(int nscen)
+{
+    char path[600];
+    for (int i = 0; i < nscen; i++) {
+        snprintf(path, sizeof path, "%s/profile-%s.csv", tmpdir, scenarios[i].name);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/nccl-%s.log", tmpdir, scenarios[i].name);
+        unlink(path);
+    }
+    rmdir(tmpdir);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -199,8 +213,10 @@ int main(int argc, char **argv)
             failed = 1;
             continue;
         }
-        if (WEXITSTATUS(status) == SKIP)
+        if (WEXITSTATUS(status) == SKIP) {
+            remove_tmpdir(nscen);
             return SKIP;
+        }
         const char *log = read_file(logpath);
         int bad = WEXITSTATUS(status) != 0 || !log;
         if (log) {
@@ -215,5 +231,7 @@ int main(int argc, char **argv)
         printf("%s %d - profile %s steers NCCL (log %s)\n", bad ? "not ok" : "ok", i + 1, s->name, logpath);
         failed |= bad;
     }
+    if (!failed)
+        remove_tmpdir(nscen);
     return failed;
 }
