@@ -3,7 +3,7 @@
  * arb-weights-check DIR [--config FILE] [--tp-shape K] [--layers L]: is the Hugging Face
  * checkpoint in DIR one the engine can load? Reads config.json (DIR/config.json unless
  * --config; Kimi-K2.5's text_config nesting too) and its quantization_config, opens every
- * shard of the index, and for each rank of --tp-shape K (default 1) checks every tensor the
+ * shard of the index, finds the names' prefix (Kimi-K2.5: language_model.), and for each rank of --tp-shape K (default 1) checks every tensor the
  * rank reads (name, shape from the config, dtype; INT4 experts' weight_shape) and prints
  * the tensors and bytes it would read. Nothing is loaded to a GPU.
  * Exit 0: loadable; 1: refused (the message names the tensor, the file and what was
@@ -36,14 +36,14 @@ static int parse_uint(const char *s, unsigned *out)
     return 0;
 }
 
-static int check_rank(const arb_model_config_t *cfg, arb_weight_format_t wf, const arb_ckpt_t *ck, unsigned k,
-                      unsigned r, char *why, size_t len)
+static int check_rank(const arb_model_config_t *cfg, arb_weight_format_t wf, const arb_ckpt_t *ck,
+                      const char *prefix, unsigned k, unsigned r, char *why, size_t len)
 {
     arb_shard_t sh;
     arb_wplan_t plan;
     uint64_t bytes = 0;
     if (arb_shard_make(cfg, k, r, wf, &sh, why, len) != ARB_OK ||
-        arb_wplan_make(cfg, wf, &sh, &plan, why, len) != ARB_OK)
+        arb_wplan_make(cfg, wf, &sh, prefix, &plan, why, len) != ARB_OK)
         return -1;
     arb_status_t st = arb_wplan_check(&plan, ck, &bytes, why, len);
     if (st == ARB_OK)
@@ -96,12 +96,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "arb-weights-check: %s\n", why);
         return 1;
     }
-    printf("%s: %zu tensors in %zu shard file(s); %s, %u layers, routed experts %s%s\n", dir, ck.n, ck.nshards,
+    const char *prefix = arb_wplan_detect_prefix(&ck);
+    if (!prefix) {
+        fprintf(stderr,
+                "arb-weights-check: %s: neither model.embed_tokens.weight nor language_model.model.embed_tokens.weight "
+                "is there (expected a DeepSeek-V3-family checkpoint)\n",
+                dir);
+        arb_ckpt_close(&ck);
+        return 1;
+    }
+    printf("%s: %zu tensors in %zu shard file(s); %s, %u layers, routed experts %s%s%s%s\n", dir, ck.n, ck.nshards,
            cfg.model_type_str, cfg.num_hidden_layers, wf == ARB_WEIGHTS_INT4 ? "INT4 (compressed-tensors)" : "bf16",
-           cfg.nested_text_config ? " (config under text_config)" : "");
+           cfg.nested_text_config ? " (config under text_config)" : "", prefix[0] ? "; names under " : "", prefix);
     int rc = 0;
     for (unsigned r = 0; r < k && rc == 0; r++)
-        if (check_rank(&cfg, wf, &ck, k, r, why, sizeof why) != 0) {
+        if (check_rank(&cfg, wf, &ck, prefix, k, r, why, sizeof why) != 0) {
             fprintf(stderr, "arb-weights-check: %s\n", why);
             rc = 1;
         }

@@ -25,9 +25,10 @@ static arb_wspec_t *add(builder_t *b, uint32_t tensor, unsigned layer, int exper
         return NULL; /* the count below is exact; reaching the cap is a bug caught by the caller */
     arb_wspec_t *s = &b->plan->specs[b->plan->n++];
     memset(s, 0, sizeof *s);
+    size_t np = (size_t)snprintf(s->name, sizeof s->name, "%s", b->plan->prefix);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(s->name, sizeof s->name, fmt, ap);
+    vsnprintf(s->name + np, sizeof s->name - np, fmt, ap);
     va_end(ap);
     s->tensor = tensor;
     s->layer = layer;
@@ -184,10 +185,14 @@ static size_t count_specs(const arb_model_config_t *c, int int4)
 }
 
 arb_status_t arb_wplan_make(const arb_model_config_t *c, arb_weight_format_t wf, const arb_shard_t *sh,
-                            arb_wplan_t *plan, char *why, size_t len)
+                            const char *prefix, arb_wplan_t *plan, char *why, size_t len)
 {
     static const uint32_t td[3] = {ARB_W_DENSE_GATE, ARB_W_DENSE_UP, ARB_W_DENSE_DOWN};
     memset(plan, 0, sizeof *plan);
+    if (prefix && strlen(prefix) >= sizeof plan->prefix)
+        ARB_RAISE(ARB_ERR_INVALID, why, len, "tensor name prefix '%s' is longer than %zu characters", prefix,
+                  sizeof plan->prefix - 1);
+    snprintf(plan->prefix, sizeof plan->prefix, "%s", prefix ? prefix : "");
     plan->format = wf;
     snprintf(plan->config, sizeof plan->config, "%s", c->source[0] ? c->source : c->name);
     int int4 = wf == ARB_WEIGHTS_INT4;

@@ -23,7 +23,9 @@
  * [out x in/32] BF16 (split as the weight is: gate/up by rows, down by columns, in packed
  * words and groups) and P.weight_shape [2] I32 or I64 = {out, in}, replicated. Everything
  * else is BF16. Tensors a checkpoint has beyond these (DeepSeek-V3's multi-token-prediction
- * layer 61, layers past --layers) are not read.
+ * layer 61, layers past --layers) are not read. Kimi-K2.5 wraps the same text model as
+ * `language_model` (vision_tower and mm_projector beside it): every name above then
+ * carries the prefix "language_model." (arb_wplan_detect_prefix in slice.h finds it).
  */
 #ifndef ARB_ENGINE_WEIGHTS_NAMES_H
 #define ARB_ENGINE_WEIGHTS_NAMES_H
@@ -69,6 +71,7 @@ typedef struct arb_wspec {
 
 typedef struct arb_wplan {
     arb_weight_format_t format;
+    char prefix[32];   /* before every name: "" or "language_model." */
     char config[1024]; /* the config.json the shapes come from */
     size_t n;
     arb_wspec_t *specs; /* model order: embed, layers, norm, lm_head */
@@ -76,9 +79,10 @@ typedef struct arb_wplan {
 
 /* The tensors rank sh->rank (or shard range sh) of sh->tp_shape reads for `cfg` (after
  * overrides: --layers L keeps layers 0 .. L-1; --experts E experts 0 .. E-1 and a router
- * of E rows, which a real checkpoint of more experts refuses). */
+ * of E rows, which a real checkpoint of more experts refuses), each name after `prefix`
+ * (NULL or "" for none; at most 31 characters). */
 arb_status_t arb_wplan_make(const arb_model_config_t *cfg, arb_weight_format_t wf, const arb_shard_t *sh,
-                            arb_wplan_t *plan, char *why, size_t why_len);
+                            const char *prefix, arb_wplan_t *plan, char *why, size_t why_len);
 
 void arb_wplan_free(arb_wplan_t *plan);
 

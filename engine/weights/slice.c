@@ -64,6 +64,18 @@ static arb_status_t check_one(const arb_wplan_t *plan, const arb_ckpt_t *ckpt, c
     return ARB_OK;
 }
 
+const char *arb_wplan_detect_prefix(const arb_ckpt_t *ck)
+{
+    static const char *prefixes[] = {"", "language_model."};
+    char name[64];
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+        snprintf(name, sizeof name, "%smodel.embed_tokens.weight", prefixes[i]);
+        if (arb_ckpt_find(ck, name))
+            return prefixes[i];
+    }
+    return NULL;
+}
+
 arb_status_t arb_wplan_check(const arb_wplan_t *plan, const arb_ckpt_t *ckpt, uint64_t *rank_bytes, char *why,
                              size_t len)
 {

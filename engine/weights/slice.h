@@ -17,6 +17,11 @@
 extern "C" {
 #endif
 
+/* The prefix of the text model's names in ckpt: "" when it holds model.embed_tokens.weight,
+ * "language_model." when it holds language_model.model.embed_tokens.weight (Kimi-K2.5),
+ * NULL when neither (not a DeepSeek-V3-family checkpoint). */
+const char *arb_wplan_detect_prefix(const arb_ckpt_t *ckpt);
+
 /* Checks every spec of `plan` in `ckpt`; the first failure names the tensor, the file
  * (the shard, or the checkpoint folder when absent) and what config.json expects.
  * rank_bytes (may be NULL): the bytes this rank reads. */

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# arb-weights-check on written tiny checkpoints: bf16 at tp-shape 2 and INT4 at 4 accepted
-# with one line per rank, a shape disagreeing with config.json and a name the index places
+# arb-weights-check on written tiny checkpoints: bf16 at tp-shape 2, INT4 at 4 and INT4 in
+# Kimi-K2.5's layout accepted with one line per rank, a shape disagreeing with config.json and a name the index places
 # in the wrong shard refused (exit 1) naming file and tensor, bad usage exit 2.
 # Usage: check_cli.sh WRITE_TINY ARB_WEIGHTS_CHECK
 set -u
@@ -22,6 +22,10 @@ ok $? "bf16, two shards, tp-shape 2: accepted, one line per rank"
 run int4 int4 "" --tp-shape 4
 [ $rc = 0 ] && [ "$(grep -c '^rank [0-3] of 4:' <<<"$out")" = 4 ] && grep -q 'INT4 (compressed-tensors)' <<<"$out"
 ok $? "int4, tp-shape 4: accepted, one line per rank"
+[ $rc = 0 ] || sed 's/^/# /' <<<"$out"
+run k25 int4-k25 "" --tp-shape 2
+[ $rc = 0 ] && grep -q 'config under text_config); names under language_model\.' <<<"$out" && [ "$(grep -c '^rank [01] of 2:' <<<"$out")" = 2 ]
+ok $? "Kimi-K2.5 layout (language_model. names, text_config): accepted"
 [ $rc = 0 ] || sed 's/^/# /' <<<"$out"
 run layers bf16 "" --layers 2
 [ $rc = 0 ] && grep -q '2 layers' <<<"$out"

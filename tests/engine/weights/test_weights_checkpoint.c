@@ -48,7 +48,7 @@ static uint64_t compare_block(const arb_wspec_t *s, const uint8_t *d)
 
 /* Loads every rank of tp-shape k and checks every block; returns the bytes of rank 0. */
 static uint64_t check_ranks(const char *dir, const arb_ckpt_t *ck, const arb_model_config_t *c, unsigned k,
-                            arb_weight_format_t wf)
+                            arb_weight_format_t wf, const char *prefix)
 {
     uint64_t bytes0 = 0;
     for (unsigned r = 0; r < k; r++) {
@@ -56,7 +56,7 @@ static uint64_t check_ranks(const char *dir, const arb_ckpt_t *ck, const arb_mod
         arb_wplan_t p;
         uint64_t bytes = 0, bad = 0, read = 0;
         if (arb_shard_make(c, k, r, wf, &sh, why, sizeof why) != ARB_OK ||
-            arb_wplan_make(c, wf, &sh, &p, why, sizeof why) != ARB_OK) {
+            arb_wplan_make(c, wf, &sh, prefix, &p, why, sizeof why) != ARB_OK) {
             TAP_FAIL_("plan: %s", why);
             return 0;
         }
@@ -89,13 +89,13 @@ static uint64_t check_ranks(const char *dir, const arb_ckpt_t *ck, const arb_mod
     return bytes0;
 }
 
-static void roundtrip(arb_weight_format_t wf)
+static void roundtrip(arb_weight_format_t wf, const char *prefix)
 {
     arb_model_config_t c;
     TAP_REQUIRE(arb_config_load("tiny", &c, why, sizeof why) == ARB_OK);
     char dir[] = "/tmp/arb-ckpt-XXXXXX";
     TAP_REQUIRE(mkdtemp(dir) != NULL);
-    if (tiny_write(dir, &c, wf, TINY_SPOIL_NONE, why, sizeof why) != 0) {
+    if (tiny_write(dir, &c, wf, prefix, TINY_SPOIL_NONE, why, sizeof why) != 0) {
         TAP_FAIL_("writing the checkpoint in %s: %s", dir, why);
         tiny_remove(dir);
         return;
@@ -112,8 +112,18 @@ static void roundtrip(arb_weight_format_t wf)
         return;
     }
     TAP_EQ_INT(ck.nshards, 2);
-    uint64_t whole = check_ranks(dir, &ck, &c, 1, wf);
-    uint64_t half = check_ranks(dir, &ck, &c, 2, wf);
+    const char *found = arb_wplan_detect_prefix(&ck);
+    TAP_REQUIRE(found != NULL);
+    TAP_EQ_STR(found, prefix);
+    if (prefix[0]) { /* Kimi-K2.5's layout: the config read back from under text_config */
+        arb_model_config_t nested;
+        TAP_REQUIRE(arb_config_load(path, &nested, why, sizeof why) == ARB_OK);
+        TAP_EQ_INT(nested.nested_text_config, 1);
+        TAP_EQ_INT(nested.hidden_size, c.hidden_size);
+        TAP_EQ_INT(nested.n_routed_experts, c.n_routed_experts);
+    }
+    uint64_t whole = check_ranks(dir, &ck, &c, 1, wf, found);
+    uint64_t half = check_ranks(dir, &ck, &c, 2, wf, found);
     TAP_CHECK(half < whole && 2 * half > whole); /* sharded blocks halve, replicated ones stay */
     tap_diag("%s: tp 1 reads %llu bytes, each rank of tp 2 %llu", wf == ARB_WEIGHTS_INT4 ? "int4" : "bf16",
              (unsigned long long)whole, (unsigned long long)half);
@@ -121,8 +131,9 @@ static void roundtrip(arb_weight_format_t wf)
     tiny_remove(dir);
 }
 
-static void t_bf16(void) { roundtrip(ARB_WEIGHTS_BF16); }
-static void t_int4(void) { roundtrip(ARB_WEIGHTS_INT4); }
+static void t_bf16(void) { roundtrip(ARB_WEIGHTS_BF16, ""); }
+static void t_int4(void) { roundtrip(ARB_WEIGHTS_INT4, ""); }
+static void t_k25(void) { roundtrip(ARB_WEIGHTS_INT4, "language_model."); }
 
 /* The spoilt checkpoint: open (or the check) refused with a message holding s1 and s2. */
 static void spoilt(tiny_spoil_t spoil, arb_weight_format_t wf, int at_open, const char *s1, const char *s2)
@@ -131,7 +142,7 @@ static void spoilt(tiny_spoil_t spoil, arb_weight_format_t wf, int at_open, cons
     TAP_REQUIRE(arb_config_load("tiny", &c, why, sizeof why) == ARB_OK);
     char dir[] = "/tmp/arb-ckpt-XXXXXX";
     TAP_REQUIRE(mkdtemp(dir) != NULL);
-    TAP_REQUIRE(tiny_write(dir, &c, wf, spoil, why, sizeof why) == 0);
+    TAP_REQUIRE(tiny_write(dir, &c, wf, "", spoil, why, sizeof why) == 0);
     arb_ckpt_t ck;
     arb_status_t st = arb_ckpt_open(dir, &ck, why, sizeof why);
     if (at_open) {
@@ -144,7 +155,7 @@ static void spoilt(tiny_spoil_t spoil, arb_weight_format_t wf, int at_open, cons
             arb_shard_t sh;
             arb_wplan_t p;
             TAP_REQUIRE(arb_shard_make(&c, 2, 1, wf, &sh, why, sizeof why) == ARB_OK);
-            TAP_REQUIRE(arb_wplan_make(&c, wf, &sh, &p, why, sizeof why) == ARB_OK);
+            TAP_REQUIRE(arb_wplan_make(&c, wf, &sh, "", &p, why, sizeof why) == ARB_OK);
             TAP_EQ_INT(arb_wplan_check(&p, &ck, NULL, why, sizeof why), ARB_ERR_INVALID);
             arb_wplan_free(&p);
             arb_ckpt_close(&ck);
@@ -224,6 +235,7 @@ int main(int argc, char **argv)
 {
     static const tap_test_t tests[] = {
         {"bf16_two_shards_tp1_tp2", t_bf16}, {"int4_two_shards_tp1_tp2", t_int4},
+        {"kimi_k25_layout_int4", t_k25},
         {"shape_disagrees_with_config", t_shape_disagrees}, {"dtype_wrong", t_dtype_wrong},
         {"tensor_missing", t_missing},       {"index_name_missing_from_shard", t_index_phantom},
         {"int4_weight_shape_wrong", t_weight_shape}, {"index_errors", t_index_errors},

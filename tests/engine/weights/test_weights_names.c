@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* engine/weights/names.c: Kimi-K2's tensors as Hugging Face names them, their stored shapes
- * and one TP=8 rank's blocks (INT4 experts), the bf16 expert names, the tiny config's count. */
+ * and one TP=8 rank's blocks (INT4 experts), the bf16 expert names, the tiny config's count,
+ * Kimi-K2.5's language_model. prefix. */
 #include <string.h>
 
 #include "model/config.h"
@@ -36,7 +37,7 @@ static void t_kimi_int4_tp8(void)
     arb_wplan_t p;
     TAP_REQUIRE(arb_config_load("kimi-k2", &c, why, sizeof why) == ARB_OK);
     TAP_REQUIRE(arb_shard_make(&c, 8, 3, ARB_WEIGHTS_INT4, &sh, why, sizeof why) == ARB_OK);
-    TAP_REQUIRE(arb_wplan_make(&c, ARB_WEIGHTS_INT4, &sh, &p, why, sizeof why) == ARB_OK);
+    TAP_REQUIRE(arb_wplan_make(&c, ARB_WEIGHTS_INT4, &sh, NULL, &p, why, sizeof why) == ARB_OK);
     /* embed, norm, lm_head; 61 x 9 attention tensors; layer 0 dense (3); 60 MoE layers of
      * router + bias, 384 experts x 3 projections x 3 parts, 3 shared */
     TAP_EQ_U64(p.n, 3 + 61 * 9 + 3 + 60 * (2 + 384 * 9 + 3));
@@ -108,17 +109,27 @@ static void t_bf16_and_tiny(void)
     arb_wplan_t p;
     TAP_REQUIRE(arb_config_load("tiny", &c, why, sizeof why) == ARB_OK);
     TAP_REQUIRE(arb_shard_make(&c, 2, 1, ARB_WEIGHTS_BF16, &sh, why, sizeof why) == ARB_OK);
-    TAP_REQUIRE(arb_wplan_make(&c, ARB_WEIGHTS_BF16, &sh, &p, why, sizeof why) == ARB_OK);
+    TAP_REQUIRE(arb_wplan_make(&c, ARB_WEIGHTS_BF16, &sh, NULL, &p, why, sizeof why) == ARB_OK);
     TAP_EQ_U64(p.n, 3 + 3 * 9 + 3 + 2 * (2 + 16 * 3 + 3));
     spec(&p, "model.layers.2.mlp.experts.15.down_proj.weight", 2, 64, 128, ARB_WSPLIT_COLS, 64, 64);
     spec(&p, "model.layers.2.mlp.experts.15.up_proj.weight", 2, 128, 64, ARB_WSPLIT_ROWS, 64, 64);
     spec(&p, "lm_head.weight", 2, 512, 64, ARB_WSPLIT_ROWS, 256, 256);
     TAP_CHECK(arb_wplan_find(&p, "model.layers.2.mlp.experts.15.up_proj.weight_packed") == NULL);
     arb_wplan_free(&p);
+    /* Kimi-K2.5: the same names under language_model. */
+    TAP_REQUIRE(arb_wplan_make(&c, ARB_WEIGHTS_BF16, &sh, "language_model.", &p, why, sizeof why) == ARB_OK);
+    spec(&p, "language_model.model.layers.2.mlp.experts.15.down_proj.weight", 2, 64, 128, ARB_WSPLIT_COLS, 64, 64);
+    spec(&p, "language_model.lm_head.weight", 2, 512, 64, ARB_WSPLIT_ROWS, 256, 256);
+    TAP_CHECK(arb_wplan_find(&p, "lm_head.weight") == NULL);
+    arb_wplan_free(&p);
+    TAP_EQ_INT(arb_wplan_make(&c, ARB_WEIGHTS_BF16, &sh, "a.very.long.prefix.of.more.than.31.characters.", &p, why,
+                              sizeof why),
+               ARB_ERR_INVALID);
+    TAP_HAS_STR(why, "longer than 31 characters");
     /* --layers 2 keeps layers 0 and 1 */
     arb_config_overrides_t ov = {.layers = 2};
     TAP_REQUIRE(arb_config_override(&c, &ov, why, sizeof why) == ARB_OK);
-    TAP_REQUIRE(arb_wplan_make(&c, ARB_WEIGHTS_BF16, &sh, &p, why, sizeof why) == ARB_OK);
+    TAP_REQUIRE(arb_wplan_make(&c, ARB_WEIGHTS_BF16, &sh, NULL, &p, why, sizeof why) == ARB_OK);
     TAP_CHECK(arb_wplan_find(&p, "model.layers.1.mlp.experts.0.up_proj.weight") != NULL);
     TAP_CHECK(arb_wplan_find(&p, "model.layers.2.input_layernorm.weight") == NULL);
     arb_wplan_free(&p);

@@ -73,12 +73,12 @@ static const char *qc = ",\"quantization_config\":{\"quant_method\":\"compressed
                         "{\"num_bits\":4,\"type\":\"int\",\"symmetric\":true,\"strategy\":\"group\",\"group_size\":32}}}}";
 
 /* Writes dir/{config.json, the index, two shards}; 0 on success. */
-int tiny_write(const char *dir, const arb_model_config_t *c, arb_weight_format_t wf, tiny_spoil_t spoil, char *why,
-               size_t why_len)
+int tiny_write(const char *dir, const arb_model_config_t *c, arb_weight_format_t wf, const char *prefix,
+               tiny_spoil_t spoil, char *why, size_t why_len)
 {
     arb_shard_t sh;
     arb_wplan_t p;
-    if (arb_shard_make(c, 1, 0, wf, &sh, why, why_len) || arb_wplan_make(c, wf, &sh, &p, why, why_len))
+    if (arb_shard_make(c, 1, 0, wf, &sh, why, why_len) || arb_wplan_make(c, wf, &sh, prefix, &p, why, why_len))
         return -1;
     st_w_tensor_t *t[2] = {calloc(p.n, sizeof **t), calloc(p.n, sizeof **t)};
     size_t nt[2] = {0, 0}, icap = p.n * 160 + 4096, iused = 0;
@@ -89,7 +89,8 @@ int tiny_write(const char *dir, const arb_model_config_t *c, arb_weight_format_t
     iused += (size_t)snprintf(index, icap, "{\"metadata\":{\"total_size\":0},\"weight_map\":{");
     for (size_t i = 0; i < p.n; i++) {
         arb_wspec_t *s = &p.specs[i];
-        if (spoil == TINY_SPOIL_MISSING && strcmp(s->name, "model.norm.weight") == 0)
+        const char *nm = s->name + strlen(p.prefix);
+        if (spoil == TINY_SPOIL_MISSING && strcmp(nm, "model.norm.weight") == 0)
             continue;
         unsigned f = (unsigned)(i % 2);
         st_w_tensor_t *w = &t[f][nt[f]++];
@@ -99,20 +100,20 @@ int tiny_write(const char *dir, const arb_model_config_t *c, arb_weight_format_t
         w->ndim = s->ndim;
         w->shape[0] = s->shape[0];
         w->shape[1] = s->shape[1];
-        if (spoil == TINY_SPOIL_SHAPE && strcmp(s->name, "model.layers.1.self_attn.kv_a_layernorm.weight") == 0)
+        if (spoil == TINY_SPOIL_SHAPE && strcmp(nm, "model.layers.1.self_attn.kv_a_layernorm.weight") == 0)
             s->shape[0]++;
-        if (spoil == TINY_SPOIL_WEIGHT_SHAPE && strcmp(s->name, "model.layers.2.mlp.experts.3.up_proj.weight_shape") == 0)
+        if (spoil == TINY_SPOIL_WEIGHT_SHAPE && strcmp(nm, "model.layers.2.mlp.experts.3.up_proj.weight_shape") == 0)
             s->logical[1] += 32;
         w->shape[0] = s->shape[0];
         w->data = make_data(s, &bytes);
         w->bytes = bytes;
-        if (spoil == TINY_SPOIL_DTYPE && strcmp(s->name, "lm_head.weight") == 0)
+        if (spoil == TINY_SPOIL_DTYPE && strcmp(nm, "lm_head.weight") == 0)
             w->dtype = "F16";
         iused += (size_t)snprintf(index + iused, icap - iused, "%s\"%s\":\"%s\"", i ? "," : "", s->name, tiny_shard_name[f]);
     }
     if (spoil == TINY_SPOIL_INDEX_PHANTOM)
-        iused += (size_t)snprintf(index + iused, icap - iused, ",\"model.layers.0.mlp.phantom.weight\":\"%s\"",
-                                  tiny_shard_name[1]);
+        iused += (size_t)snprintf(index + iused, icap - iused, ",\"%smodel.layers.0.mlp.phantom.weight\":\"%s\"",
+                                  p.prefix, tiny_shard_name[1]);
     snprintf(index + iused, icap - iused, "}}");
     char path[1200], cfgtext[8192];
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
@@ -131,7 +132,15 @@ int tiny_write(const char *dir, const arb_model_config_t *c, arb_weight_format_t
         got--;
     if (!got)
         goto out;
-    snprintf(cfgtext + got - 1, sizeof cfgtext - got + 1, "%s}\n", wf == ARB_WEIGHTS_INT4 ? qc : "");
+    const char *q = wf == ARB_WEIGHTS_INT4 ? qc : "";
+    if (p.prefix[0]) { /* Kimi-K2.5's layout: the text model's config under text_config */
+        memmove(cfgtext + 64, cfgtext, got);
+        int n = snprintf(cfgtext, 64, "{\"model_type\":\"kimi_k25\",\"text_config\":");
+        memmove(cfgtext + n, cfgtext + 64, got);
+        snprintf(cfgtext + n + got, sizeof cfgtext - (size_t)n - got, "%s}\n", q);
+    } else {
+        snprintf(cfgtext + got - 1, sizeof cfgtext - got + 1, "%s}\n", q);
+    }
     snprintf(path, sizeof path, "%s/config.json", dir);
     rc = st_write_text(path, cfgtext);
 out:

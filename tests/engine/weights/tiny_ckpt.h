@@ -36,9 +36,11 @@ int tiny_q_of(const arb_wspec_t *s, uint64_t row, uint64_t col);
 /* Bytes per stored element of s as written. */
 size_t tiny_elem_size(const arb_wspec_t *s);
 
-/* Writes the checkpoint of config c into the existing folder dir; 0 on success. */
-int tiny_write(const char *dir, const arb_model_config_t *c, arb_weight_format_t wf, tiny_spoil_t spoil, char *why,
-               size_t why_len);
+/* Writes the checkpoint of config c into the existing folder dir, every name after prefix
+ * (with a prefix, config.json nests the config under text_config as Kimi-K2.5's does);
+ * 0 on success. */
+int tiny_write(const char *dir, const arb_model_config_t *c, arb_weight_format_t wf, const char *prefix,
+               tiny_spoil_t spoil, char *why, size_t why_len);
 
 /* Removes what tiny_write wrote, and dir. */
 void tiny_remove(const char *dir);
