@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* engine/weights/names.c: Kimi-K2's tensors as Hugging Face names them, their stored shapes
  * and one TP=8 rank's blocks (INT4 experts), the bf16 expert names, the tiny config's count,
- * Kimi-K2.5's language_model. prefix. */
+ * Kimi-K2.5's language_model. prefix, each kind's bytes against the memory plan. */
 #include <string.h>
 
 #include "model/config.h"
+#include "model/memplan.h"
 #include "model/shard.h"
 #include "model/wgen.h"
 #include "tap.h"
@@ -135,8 +136,57 @@ static void t_bf16_and_tiny(void)
     arb_wplan_free(&p);
 }
 
+/* The memory plan's kind of a spec's bytes (engine/model/memplan.h). */
+static arb_mem_kind_t kind_of(const arb_wspec_t *s)
+{
+    switch (s->tensor) {
+    case ARB_W_EMBED: return ARB_MEM_EMBED;
+    case ARB_W_Q_A: case ARB_W_Q_B: case ARB_W_KV_A: case ARB_W_KV_B: case ARB_W_O: return ARB_MEM_ATTENTION;
+    case ARB_W_DENSE_GATE: case ARB_W_DENSE_UP: case ARB_W_DENSE_DOWN: return ARB_MEM_DENSE_MLP;
+    case ARB_W_SHARED_GATE: case ARB_W_SHARED_UP: case ARB_W_SHARED_DOWN: return ARB_MEM_SHARED_EXPERT;
+    case ARB_W_EXP_GATE: case ARB_W_EXP_UP: case ARB_W_EXP_DOWN: return ARB_MEM_ROUTED;
+    case ARB_W_EXP_GATE_SCALE: case ARB_W_EXP_UP_SCALE: case ARB_W_EXP_DOWN_SCALE: return ARB_MEM_ROUTED_SCALES;
+    case ARB_W_LM_HEAD: return ARB_MEM_LM_HEAD;
+    default: return ARB_MEM_NORMS_ROUTER;
+    }
+}
+
+/* Each weight kind's bytes of a rank's plan equal the memory plan's for the same shard:
+ * two independent accounts of the same shapes and splits. */
+static void agree_with_memplan(const char *config, unsigned k, unsigned r, arb_weight_format_t wf)
+{
+    arb_model_config_t c;
+    arb_shard_t sh;
+    arb_wplan_t p;
+    arb_memplan_t mp;
+    TAP_REQUIRE(arb_config_load(config, &c, why, sizeof why) == ARB_OK);
+    TAP_REQUIRE(arb_shard_make(&c, k, r, wf, &sh, why, sizeof why) == ARB_OK);
+    TAP_REQUIRE(arb_wplan_make(&c, wf, &sh, NULL, &p, why, sizeof why) == ARB_OK);
+    arb_memplan_compute(&c, &sh, wf, 16, 1, 1, &mp);
+    double bytes[ARB_MEM_KINDS] = {0};
+    for (size_t i = 0; i < p.n; i++)
+        if (p.specs[i].part != ARB_WPART_SHAPE)
+            bytes[kind_of(&p.specs[i])] +=
+                (double)(arb_wspec_rank_numel(&p.specs[i]) * arb_st_dtype_size(p.specs[i].dtype));
+    for (int kind = ARB_MEM_EMBED; kind <= ARB_MEM_LM_HEAD; kind++)
+        if (bytes[kind] != mp.bytes[kind])
+            TAP_FAIL_("%s tp %u rank %u %s: %s the names give %.0f bytes, the memory plan %.0f", config, k, r,
+                      wf == ARB_WEIGHTS_INT4 ? "int4" : "bf16", arb_mem_kind_names[kind], bytes[kind], mp.bytes[kind]);
+    arb_wplan_free(&p);
+}
+
+static void t_memplan(void)
+{
+    agree_with_memplan("kimi-k2", 8, 3, ARB_WEIGHTS_INT4);
+    agree_with_memplan("kimi-k2", 8, 7, ARB_WEIGHTS_BF16);
+    agree_with_memplan("deepseek-v3", 4, 1, ARB_WEIGHTS_BF16);
+    agree_with_memplan("tiny", 2, 1, ARB_WEIGHTS_INT4);
+    agree_with_memplan("tiny", 1, 0, ARB_WEIGHTS_BF16);
+}
+
 int main(int argc, char **argv)
 {
-    static const tap_test_t tests[] = {{"kimi_k2_int4_tp8", t_kimi_int4_tp8}, {"bf16_and_tiny", t_bf16_and_tiny}};
+    static const tap_test_t tests[] = {{"kimi_k2_int4_tp8", t_kimi_int4_tp8}, {"bf16_and_tiny", t_bf16_and_tiny},
+                                       {"bytes_agree_with_memplan", t_memplan}};
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
