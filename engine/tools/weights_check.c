@@ -36,8 +36,8 @@ static int parse_uint(const char *s, unsigned *out)
     return 0;
 }
 
-static int check_rank(const arb_model_config_t *cfg, arb_weight_format_t wf, const arb_ckpt_t *ck,
-                      const char *prefix, unsigned k, unsigned r, char *why, size_t len)
+static int check_rank(const arb_model_config_t *cfg, arb_weight_format_t wf, const arb_ckpt_t *ck, const char *prefix,
+                      unsigned k, unsigned r, char *why, size_t len)
 {
     arb_shard_t sh;
     arb_wplan_t plan;

@@ -18,8 +18,8 @@ static int entry_by_name(const void *a, const void *b)
 }
 
 /* The shard called `file`, opened on first use; its number in *slot. */
-static arb_status_t shard_of(arb_ckpt_t *c, const char **names, size_t cap, const char *index_path,
-                             const char *file, unsigned *slot, char *why, size_t len)
+static arb_status_t shard_of(arb_ckpt_t *c, const char **names, size_t cap, const char *index_path, const char *file,
+                             unsigned *slot, char *why, size_t len)
 {
     for (size_t i = 0; i < c->nshards; i++)
         if (strcmp(names[i], file) == 0) {
@@ -44,8 +44,8 @@ static arb_status_t read_index(arb_ckpt_t *c, const char *index_path, char *why,
     json_error_t jerr;
     json_t *root = json_load_file(index_path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        ARB_RAISE(ARB_ERR_INVALID, why, len, "%s: %s at line %d (expected {\"weight_map\": {name: file}})",
-                  index_path, jerr.text, jerr.line);
+        ARB_RAISE(ARB_ERR_INVALID, why, len, "%s: %s at line %d (expected {\"weight_map\": {name: file}})", index_path,
+                  jerr.text, jerr.line);
     arb_status_t st = ARB_OK;
     const char **names = NULL;
     json_t *map = json_object_get(root, "weight_map");
@@ -67,8 +67,7 @@ static arb_status_t read_index(arb_ckpt_t *c, const char *index_path, char *why,
             ARB_RAISE_GOTO(st, ARB_ERR_INVALID, err_free_json, why, len,
                            "%s: weight_map '%s' must be a shard file name (a string)", index_path, key);
         unsigned slot;
-        ARB_TRY_GOTO(st, shard_of(c, names, cap, index_path, json_string_value(val), &slot, why, len),
-                     err_free_json);
+        ARB_TRY_GOTO(st, shard_of(c, names, cap, index_path, json_string_value(val), &slot, why, len), err_free_json);
         const arb_st_tensor_t *t = arb_st_find(&c->shards[slot], key);
         if (!t)
             ARB_RAISE_GOTO(st, ARB_ERR_INVALID, err_free_json, why, len,

@@ -19,9 +19,9 @@ extern "C" {
 #endif
 
 typedef struct arb_ckpt_entry {
-    const char *name;          /* the tensor's name (owned by its shard's tensor list) */
-    unsigned shard;            /* index into arb_ckpt_t.shards */
-    const arb_st_tensor_t *t;  /* its header entry in that shard */
+    const char *name;         /* the tensor's name (owned by its shard's tensor list) */
+    unsigned shard;           /* index into arb_ckpt_t.shards */
+    const arb_st_tensor_t *t; /* its header entry in that shard */
 } arb_ckpt_entry_t;
 
 typedef struct arb_ckpt {

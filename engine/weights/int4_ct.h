@@ -24,10 +24,7 @@ extern "C" {
 #define ARB_INT4_CT_FLIP 0x88888888u /* the top bit of each of the eight nibbles */
 
 /* One compressed-tensors word to the engine's encoding (and back: the map is its own inverse). */
-static inline int32_t arb_int4_ct_to_engine(int32_t ct_word)
-{
-    return (int32_t)((uint32_t)ct_word ^ ARB_INT4_CT_FLIP);
-}
+static inline int32_t arb_int4_ct_to_engine(int32_t ct_word) { return (int32_t)((uint32_t)ct_word ^ ARB_INT4_CT_FLIP); }
 
 /* Value j (0..7) of a compressed-tensors word, in [-8, 7]. */
 static inline int arb_int4_ct_unpack(int32_t ct_word, int j)

@@ -15,11 +15,11 @@ typedef struct builder {
     size_t cap;
 } builder_t;
 
-static arb_wspec_t *add(builder_t *b, uint32_t tensor, unsigned layer, int expert, arb_wpart_t part,
-                        const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static arb_wspec_t *add(builder_t *b, uint32_t tensor, unsigned layer, int expert, arb_wpart_t part, const char *fmt,
+                        ...) __attribute__((format(printf, 6, 7)));
 
-static arb_wspec_t *add(builder_t *b, uint32_t tensor, unsigned layer, int expert, arb_wpart_t part,
-                        const char *fmt, ...)
+static arb_wspec_t *add(builder_t *b, uint32_t tensor, unsigned layer, int expert, arb_wpart_t part, const char *fmt,
+                        ...)
 {
     if (b->plan->n == b->cap)
         return NULL; /* the count below is exact; reaching the cap is a bug caught by the caller */
@@ -136,8 +136,8 @@ static void attention(builder_t *b, const arb_model_config_t *c, const arb_shard
     snprintf(p, sizeof p, "model.layers.%u.self_attn.kv_a_layernorm.weight", l);
     norm(b, ARB_W_KV_A_NORM, l, p, rkv, "kv_lora_rank");
     snprintf(p, sizeof p, "model.layers.%u.self_attn.kv_b_proj", l);
-    linear(b, 0, ARB_W_KV_B, 0, l, -1, p, (uint64_t)nh * (dn + dv), rkv, ARB_WSPLIT_ROWS, sh->kv_b_row0,
-           sh->kv_b_rows, "num_attention_heads x (qk_nope_head_dim + v_head_dim) x kv_lora_rank");
+    linear(b, 0, ARB_W_KV_B, 0, l, -1, p, (uint64_t)nh * (dn + dv), rkv, ARB_WSPLIT_ROWS, sh->kv_b_row0, sh->kv_b_rows,
+           "num_attention_heads x (qk_nope_head_dim + v_head_dim) x kv_lora_rank");
     snprintf(p, sizeof p, "model.layers.%u.self_attn.o_proj", l);
     linear(b, 0, ARB_W_O, 0, l, -1, p, H, (uint64_t)nh * dv, ARB_WSPLIT_COLS, sh->o_col0, sh->o_cols,
            "hidden_size x num_attention_heads * v_head_dim");
@@ -176,8 +176,8 @@ static void moe(builder_t *b, const arb_model_config_t *c, const arb_shard_t *sh
 static size_t count_specs(const arb_model_config_t *c, int int4)
 {
     size_t per_linear_exp = int4 ? 3 : 1;
-    size_t attn = 9, dense = 3, moe = 2 + (size_t)c->n_routed_experts * 3 * per_linear_exp +
-                                       (c->n_shared_experts ? 3 : 0);
+    size_t attn = 9, dense = 3,
+           moe = 2 + (size_t)c->n_routed_experts * 3 * per_linear_exp + (c->n_shared_experts ? 3 : 0);
     size_t n = 3; /* embed, norm, lm_head */
     for (unsigned l = 0; l < c->num_hidden_layers; l++)
         n += attn + (arb_config_layer_dense(c, l) ? dense : moe);

@@ -60,9 +60,9 @@ typedef struct arb_wspec {
     unsigned layer;  /* 0 for embed_tokens, model.norm, lm_head */
     int expert;      /* routed expert number, -1 otherwise */
     arb_wpart_t part;
-    unsigned ndim;      /* 1 or 2 */
-    uint64_t shape[2];  /* stored, unsharded */
-    uint64_t logical[2]; /* ARB_WPART_SHAPE: the {out, in} it must hold */
+    unsigned ndim;                   /* 1 or 2 */
+    uint64_t shape[2];               /* stored, unsharded */
+    uint64_t logical[2];             /* ARB_WPART_SHAPE: the {out, in} it must hold */
     arb_st_dtype_t dtype, dtype_alt; /* accepted; dtype_alt 0 when only one */
     arb_wsplit_t split;
     uint64_t first, count; /* this rank's rows or columns (whole: 0 and shape[0]) */

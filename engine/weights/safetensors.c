@@ -18,8 +18,8 @@ static const struct {
     arb_st_dtype_t dt;
     size_t size;
 } dtypes[] = {
-    {"BF16", ARB_ST_BF16, 2}, {"F16", ARB_ST_F16, 2}, {"F32", ARB_ST_F32, 4},         {"I64", ARB_ST_I64, 8},
-    {"I32", ARB_ST_I32, 4},   {"U8", ARB_ST_U8, 1},   {"I8", ARB_ST_I8, 1}, {"F8_E4M3", ARB_ST_F8_E4M3, 1},
+    {"BF16", ARB_ST_BF16, 2}, {"F16", ARB_ST_F16, 2}, {"F32", ARB_ST_F32, 4}, {"I64", ARB_ST_I64, 8},
+    {"I32", ARB_ST_I32, 4},   {"U8", ARB_ST_U8, 1},   {"I8", ARB_ST_I8, 1},   {"F8_E4M3", ARB_ST_F8_E4M3, 1},
 };
 #define N_DTYPES (sizeof dtypes / sizeof dtypes[0])
 
@@ -83,8 +83,8 @@ static arb_status_t parse_entry(const char *origin, json_t *e, uint64_t data_len
 {
     const char *nm = t->name;
     if (!json_is_object(e))
-        ARB_RAISE(ARB_ERR_INVALID, why, len, "%s: tensor '%s': expected an object {dtype, shape, data_offsets}",
-                  origin, nm);
+        ARB_RAISE(ARB_ERR_INVALID, why, len, "%s: tensor '%s': expected an object {dtype, shape, data_offsets}", origin,
+                  nm);
     json_t *dt = json_object_get(e, "dtype"), *sh = json_object_get(e, "shape"),
            *off = json_object_get(e, "data_offsets");
     if (!json_is_string(dt))
@@ -94,8 +94,8 @@ static arb_status_t parse_entry(const char *origin, json_t *e, uint64_t data_len
                   "%s: tensor '%s': dtype '%s' is not supported (accepted: BF16, F16, F32, I64, I32, U8, I8, F8_E4M3)",
                   origin, nm, json_string_value(dt));
     if (!json_is_array(sh) || json_array_size(sh) > ARB_ST_MAX_DIMS)
-        ARB_RAISE(ARB_ERR_INVALID, why, len, "%s: tensor '%s': 'shape' must be an array of at most %u integers",
-                  origin, nm, ARB_ST_MAX_DIMS);
+        ARB_RAISE(ARB_ERR_INVALID, why, len, "%s: tensor '%s': 'shape' must be an array of at most %u integers", origin,
+                  nm, ARB_ST_MAX_DIMS);
     t->ndim = (unsigned)json_array_size(sh);
     uint64_t bytes = arb_st_dtype_size(t->dtype);
     for (unsigned d = 0; d < t->ndim; d++) {
@@ -111,8 +111,8 @@ static arb_status_t parse_entry(const char *origin, json_t *e, uint64_t data_len
         ARB_RAISE(ARB_ERR_INVALID, why, len,
                   "%s: tensor '%s': 'data_offsets' must be [begin, end], two non-negative integers", origin, nm);
     if (t->end < t->begin)
-        ARB_RAISE(ARB_ERR_INVALID, why, len, "%s: tensor '%s': data_offsets [%llu, %llu] end before begin", origin,
-                  nm, (unsigned long long)t->begin, (unsigned long long)t->end);
+        ARB_RAISE(ARB_ERR_INVALID, why, len, "%s: tensor '%s': data_offsets [%llu, %llu] end before begin", origin, nm,
+                  (unsigned long long)t->begin, (unsigned long long)t->end);
     if (t->end - t->begin != bytes)
         ARB_RAISE(ARB_ERR_INVALID, why, len,
                   "%s: tensor '%s': shape x %s = %llu bytes but data_offsets [%llu, %llu] hold %llu", origin, nm,
@@ -120,8 +120,8 @@ static arb_status_t parse_entry(const char *origin, json_t *e, uint64_t data_len
                   (unsigned long long)t->end, (unsigned long long)(t->end - t->begin));
     if (t->end > data_len)
         ARB_RAISE(ARB_ERR_INVALID, why, len,
-                  "%s: tensor '%s': data_offsets end %llu is past the %llu data bytes of the file (truncated?)",
-                  origin, nm, (unsigned long long)t->end, (unsigned long long)data_len);
+                  "%s: tensor '%s': data_offsets end %llu is past the %llu data bytes of the file (truncated?)", origin,
+                  nm, (unsigned long long)t->end, (unsigned long long)data_len);
     return ARB_OK;
 }
 
@@ -202,15 +202,14 @@ arb_status_t arb_st_parse(const uint8_t *buf, uint64_t size, const char *origin,
         n = n << 8 | buf[i];
     if (n > ARB_ST_MAX_HEADER)
         ARB_RAISE(ARB_ERR_INVALID, why, len,
-                  "%s: header length %llu bytes exceeds the %u-byte limit (not a safetensors file, or corrupt)",
-                  origin, (unsigned long long)n, ARB_ST_MAX_HEADER);
+                  "%s: header length %llu bytes exceeds the %u-byte limit (not a safetensors file, or corrupt)", origin,
+                  (unsigned long long)n, ARB_ST_MAX_HEADER);
     if (n > size - 8)
         ARB_RAISE(ARB_ERR_INVALID, why, len,
                   "%s: header length %llu runs past the end of the file (%llu bytes after the length: truncated)",
                   origin, (unsigned long long)n, (unsigned long long)(size - 8));
     if (n < 2 || buf[8] != '{')
-        ARB_RAISE(ARB_ERR_INVALID, why, len, "%s: the header does not start with '{' (expected a JSON object)",
-                  origin);
+        ARB_RAISE(ARB_ERR_INVALID, why, len, "%s: the header does not start with '{' (expected a JSON object)", origin);
     f->data_start = 8 + n;
     json_error_t jerr;
     json_t *root = json_loadb((const char *)buf + 8, (size_t)n, JSON_REJECT_DUPLICATES, &jerr);

@@ -37,9 +37,8 @@ static arb_status_t check_one(const arb_wplan_t *plan, const arb_ckpt_t *ckpt, c
     shape_str(want, sizeof want, s->ndim, s->shape);
     const arb_ckpt_entry_t *e = arb_ckpt_find(ckpt, s->name);
     if (!e)
-        ARB_RAISE(ARB_ERR_INVALID, why, len,
-                  "%s: tensor '%s' is missing (expected %s %s: %s, from %s)", ckpt->dir, s->name,
-                  arb_st_dtype_name(s->dtype), want, s->why_shape, plan->config);
+        ARB_RAISE(ARB_ERR_INVALID, why, len, "%s: tensor '%s' is missing (expected %s %s: %s, from %s)", ckpt->dir,
+                  s->name, arb_st_dtype_name(s->dtype), want, s->why_shape, plan->config);
     const arb_st_file_t *f = arb_ckpt_file(ckpt, e);
     const arb_st_tensor_t *t = e->t;
     if (t->dtype != s->dtype && (!s->dtype_alt || t->dtype != s->dtype_alt))
@@ -58,8 +57,8 @@ static arb_status_t check_one(const arb_wplan_t *plan, const arb_ckpt_t *ckpt, c
         int64_t out = shape_value(f, t, 0), in = shape_value(f, t, 1);
         if (out != (int64_t)s->logical[0] || in != (int64_t)s->logical[1])
             ARB_RAISE(ARB_ERR_INVALID, why, len, "%s: tensor '%s' holds {%lld, %lld} but %s gives {%llu, %llu}",
-                      f->path, s->name, (long long)out, (long long)in, plan->config,
-                      (unsigned long long)s->logical[0], (unsigned long long)s->logical[1]);
+                      f->path, s->name, (long long)out, (long long)in, plan->config, (unsigned long long)s->logical[0],
+                      (unsigned long long)s->logical[1]);
     }
     return ARB_OK;
 }

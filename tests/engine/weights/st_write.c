@@ -31,8 +31,8 @@ int st_write(const char *path, const st_w_tensor_t *t, size_t n)
         used += (size_t)snprintf(h + used, cap - used, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t[i].name, t[i].dtype);
         for (unsigned d = 0; d < t[i].ndim; d++)
             used += (size_t)snprintf(h + used, cap - used, d ? ",%llu" : "%llu", (unsigned long long)t[i].shape[d]);
-        used += (size_t)snprintf(h + used, cap - used, "],\"data_offsets\":[%zu,%zu]}", data_len,
-                                 data_len + t[i].bytes);
+        used +=
+            (size_t)snprintf(h + used, cap - used, "],\"data_offsets\":[%zu,%zu]}", data_len, data_len + t[i].bytes);
         data_len += t[i].bytes;
     }
     snprintf(h + used, cap - used, "}");

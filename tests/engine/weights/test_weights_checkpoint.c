@@ -194,8 +194,8 @@ static void t_index_phantom(void)
 
 static void t_weight_shape(void)
 {
-    spoilt(TINY_SPOIL_WEIGHT_SHAPE, ARB_WEIGHTS_INT4, 0, "'model.layers.2.mlp.experts.3.up_proj.weight_shape' holds {128, 96}",
-           "gives {128, 64}");
+    spoilt(TINY_SPOIL_WEIGHT_SHAPE, ARB_WEIGHTS_INT4, 0,
+           "'model.layers.2.mlp.experts.3.up_proj.weight_shape' holds {128, 96}", "gives {128, 64}");
 }
 
 static void t_index_errors(void)
@@ -234,11 +234,15 @@ static void t_index_errors(void)
 int main(int argc, char **argv)
 {
     static const tap_test_t tests[] = {
-        {"bf16_two_shards_tp1_tp2", t_bf16}, {"int4_two_shards_tp1_tp2", t_int4},
+        {"bf16_two_shards_tp1_tp2", t_bf16},
+        {"int4_two_shards_tp1_tp2", t_int4},
         {"kimi_k25_layout_int4", t_k25},
-        {"shape_disagrees_with_config", t_shape_disagrees}, {"dtype_wrong", t_dtype_wrong},
-        {"tensor_missing", t_missing},       {"index_name_missing_from_shard", t_index_phantom},
-        {"int4_weight_shape_wrong", t_weight_shape}, {"index_errors", t_index_errors},
+        {"shape_disagrees_with_config", t_shape_disagrees},
+        {"dtype_wrong", t_dtype_wrong},
+        {"tensor_missing", t_missing},
+        {"index_name_missing_from_shard", t_index_phantom},
+        {"int4_weight_shape_wrong", t_weight_shape},
+        {"index_errors", t_index_errors},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

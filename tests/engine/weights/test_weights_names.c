@@ -141,11 +141,23 @@ static arb_mem_kind_t kind_of(const arb_wspec_t *s)
 {
     switch (s->tensor) {
     case ARB_W_EMBED: return ARB_MEM_EMBED;
-    case ARB_W_Q_A: case ARB_W_Q_B: case ARB_W_KV_A: case ARB_W_KV_B: case ARB_W_O: return ARB_MEM_ATTENTION;
-    case ARB_W_DENSE_GATE: case ARB_W_DENSE_UP: case ARB_W_DENSE_DOWN: return ARB_MEM_DENSE_MLP;
-    case ARB_W_SHARED_GATE: case ARB_W_SHARED_UP: case ARB_W_SHARED_DOWN: return ARB_MEM_SHARED_EXPERT;
-    case ARB_W_EXP_GATE: case ARB_W_EXP_UP: case ARB_W_EXP_DOWN: return ARB_MEM_ROUTED;
-    case ARB_W_EXP_GATE_SCALE: case ARB_W_EXP_UP_SCALE: case ARB_W_EXP_DOWN_SCALE: return ARB_MEM_ROUTED_SCALES;
+    case ARB_W_Q_A:
+    case ARB_W_Q_B:
+    case ARB_W_KV_A:
+    case ARB_W_KV_B:
+    case ARB_W_O: return ARB_MEM_ATTENTION;
+    case ARB_W_DENSE_GATE:
+    case ARB_W_DENSE_UP:
+    case ARB_W_DENSE_DOWN: return ARB_MEM_DENSE_MLP;
+    case ARB_W_SHARED_GATE:
+    case ARB_W_SHARED_UP:
+    case ARB_W_SHARED_DOWN: return ARB_MEM_SHARED_EXPERT;
+    case ARB_W_EXP_GATE:
+    case ARB_W_EXP_UP:
+    case ARB_W_EXP_DOWN: return ARB_MEM_ROUTED;
+    case ARB_W_EXP_GATE_SCALE:
+    case ARB_W_EXP_UP_SCALE:
+    case ARB_W_EXP_DOWN_SCALE: return ARB_MEM_ROUTED_SCALES;
     case ARB_W_LM_HEAD: return ARB_MEM_LM_HEAD;
     default: return ARB_MEM_NORMS_ROUTER;
     }
@@ -186,7 +198,8 @@ static void t_memplan(void)
 
 int main(int argc, char **argv)
 {
-    static const tap_test_t tests[] = {{"kimi_k2_int4_tp8", t_kimi_int4_tp8}, {"bf16_and_tiny", t_bf16_and_tiny},
+    static const tap_test_t tests[] = {{"kimi_k2_int4_tp8", t_kimi_int4_tp8},
+                                       {"bf16_and_tiny", t_bf16_and_tiny},
                                        {"bytes_agree_with_memplan", t_memplan}};
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

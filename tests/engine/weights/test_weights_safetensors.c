@@ -208,9 +208,15 @@ static void t_open_errors(void)
 int main(int argc, char **argv)
 {
     static const tap_test_t tests[] = {
-        {"good_file", t_good},         {"dtypes", t_dtypes},   {"truncated_header", t_truncated_header},
-        {"header_past_eof", t_header_past_eof}, {"terabytes", t_terabytes}, {"offsets", t_offsets},
-        {"overlap", t_overlap},        {"json_and_dtype", t_json_and_dtype}, {"open_errors", t_open_errors},
+        {"good_file", t_good},
+        {"dtypes", t_dtypes},
+        {"truncated_header", t_truncated_header},
+        {"header_past_eof", t_header_past_eof},
+        {"terabytes", t_terabytes},
+        {"offsets", t_offsets},
+        {"overlap", t_overlap},
+        {"json_and_dtype", t_json_and_dtype},
+        {"open_errors", t_open_errors},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

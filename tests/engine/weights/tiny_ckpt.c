@@ -13,14 +13,10 @@
 
 #define SEED 20261201ull
 
-
-
-
 /* Key of stored element `elem` (row-major in the unsharded tensor) of spec s. */
 uint64_t tiny_key_of(const arb_wspec_t *s, uint64_t elem)
 {
-    return arb_wgen_key(SEED, s->tensor * 4u + (uint32_t)s->part, s->layer,
-                        ((uint64_t)(s->expert + 1) << 40) + elem);
+    return arb_wgen_key(SEED, s->tensor * 4u + (uint32_t)s->part, s->layer, ((uint64_t)(s->expert + 1) << 40) + elem);
 }
 
 /* The INT4 value of logical element (row, col) of an expert projection. */
@@ -68,9 +64,10 @@ static const char *dtype_str(const arb_wspec_t *s)
 }
 
 const char *const tiny_shard_name[2] = {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"};
-static const char *qc = ",\"quantization_config\":{\"quant_method\":\"compressed-tensors\",\"format\":"
-                        "\"pack-quantized\",\"config_groups\":{\"group_0\":{\"targets\":[\"Linear\"],\"weights\":"
-                        "{\"num_bits\":4,\"type\":\"int\",\"symmetric\":true,\"strategy\":\"group\",\"group_size\":32}}}}";
+static const char *qc =
+    ",\"quantization_config\":{\"quant_method\":\"compressed-tensors\",\"format\":"
+    "\"pack-quantized\",\"config_groups\":{\"group_0\":{\"targets\":[\"Linear\"],\"weights\":"
+    "{\"num_bits\":4,\"type\":\"int\",\"symmetric\":true,\"strategy\":\"group\",\"group_size\":32}}}}";
 
 /* Writes dir/{config.json, the index, two shards}; 0 on success. */
 int tiny_write(const char *dir, const arb_model_config_t *c, arb_weight_format_t wf, const char *prefix,
@@ -109,7 +106,8 @@ int tiny_write(const char *dir, const arb_model_config_t *c, arb_weight_format_t
         w->bytes = bytes;
         if (spoil == TINY_SPOIL_DTYPE && strcmp(nm, "lm_head.weight") == 0)
             w->dtype = "F16";
-        iused += (size_t)snprintf(index + iused, icap - iused, "%s\"%s\":\"%s\"", i ? "," : "", s->name, tiny_shard_name[f]);
+        iused +=
+            (size_t)snprintf(index + iused, icap - iused, "%s\"%s\":\"%s\"", i ? "," : "", s->name, tiny_shard_name[f]);
     }
     if (spoil == TINY_SPOIL_INDEX_PHANTOM)
         iused += (size_t)snprintf(index + iused, icap - iused, ",\"%smodel.layers.0.mlp.phantom.weight\":\"%s\"",

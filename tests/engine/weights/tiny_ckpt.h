@@ -18,11 +18,11 @@
 
 typedef enum tiny_spoil {
     TINY_SPOIL_NONE = 0,
-    TINY_SPOIL_SHAPE,          /* kv_a_layernorm of layer 1 one element longer than config.json says */
-    TINY_SPOIL_DTYPE,          /* lm_head stored as F16 */
-    TINY_SPOIL_MISSING,        /* model.norm.weight absent from the index and the shards */
-    TINY_SPOIL_INDEX_PHANTOM,  /* the index names a tensor its shard does not hold */
-    TINY_SPOIL_WEIGHT_SHAPE,   /* an INT4 expert's weight_shape says {out, in + 32} */
+    TINY_SPOIL_SHAPE,         /* kv_a_layernorm of layer 1 one element longer than config.json says */
+    TINY_SPOIL_DTYPE,         /* lm_head stored as F16 */
+    TINY_SPOIL_MISSING,       /* model.norm.weight absent from the index and the shards */
+    TINY_SPOIL_INDEX_PHANTOM, /* the index names a tensor its shard does not hold */
+    TINY_SPOIL_WEIGHT_SHAPE,  /* an INT4 expert's weight_shape says {out, in + 32} */
 } tiny_spoil_t;
 
 extern const char *const tiny_shard_name[2];

@@ -30,7 +30,8 @@ int main(int argc, char **argv)
     }
     arb_model_config_t c;
     arb_weight_format_t wf = strcmp(argv[2], "bf16") != 0 ? ARB_WEIGHTS_INT4 : ARB_WEIGHTS_BF16;
-    if (arb_config_load("tiny", &c, why, sizeof why) != ARB_OK || tiny_write(argv[1], &c, wf, k25 ? "language_model." : "", spoil, why, sizeof why)) {
+    if (arb_config_load("tiny", &c, why, sizeof why) != ARB_OK ||
+        tiny_write(argv[1], &c, wf, k25 ? "language_model." : "", spoil, why, sizeof why)) {
         fprintf(stderr, "write_tiny: %s\n", why);
         return 1;
     }
