@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Test helper: writes safetensors files (tests/engine/weights/st_write.h). */
+/* For the tests: writes safetensors files (tests/engine/weights/st_write.h). */
 #include "st_write.h"
 
 #include <stdio.h>

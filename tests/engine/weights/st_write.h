@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Test helper: writes safetensors files (well-formed, or a raw header of the test's choosing). */
+/* For the tests: writes safetensors files (well-formed, or a raw header of the test's choosing). */
 #ifndef ARB_TESTS_ST_WRITE_H
 #define ARB_TESTS_ST_WRITE_H
 

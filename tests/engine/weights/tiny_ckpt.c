@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Test helper: a tiny checkpoint written from its config (tests/engine/weights/tiny_ckpt.h). */
+/* For the tests: a tiny checkpoint written from its config (tests/engine/weights/tiny_ckpt.h). */
 #include "tiny_ckpt.h"
 
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Test helper: a tiny DeepSeek-V3 checkpoint written from its config (engine/configs/tiny.json):
+ * For the tests: a tiny DeepSeek-V3 checkpoint written from its config (engine/configs/tiny.json):
  * config.json (plus quantization_config with INT4 experts), model.safetensors.index.json and
  * two shards, tensors alternating between them. Element values come from the generator key
  * of (tensor, part, layer, expert, stored index), INT4 values from its top four bits, so a
