@@ -15,8 +15,8 @@ set -eu
 # Needed to build and test; pkg-config and a C compiler included.
 BUILD_PKGS="gcc make pkg-config ninja-build meson libopenmpi-dev openmpi-bin libhwloc-dev libcsv-dev libjansson-dev git"
 # Nice to have: plots (gnuplot), the fuzz test (clang + its libFuzzer runtime), the PNG
-# checker of the plot tests (zlib).
-EXTRA_PKGS="gnuplot-nox clang zlib1g-dev"
+# checker of the plot tests (zlib), the Python binding's NumPy case (python3-numpy).
+EXTRA_PKGS="gnuplot-nox clang zlib1g-dev python3-numpy"
 # What the air-gapped GPU machines lack (Ubuntu 24.04 image with MPI, hwloc, meson, ninja).
 OFFLINE_PKGS="libcsv3 libcsv-dev libjansson4 libjansson-dev"
 
@@ -49,6 +49,7 @@ provided() {
     gnuplot-nox) command -v gnuplot >/dev/null 2>&1 ;;
     clang) command -v clang >/dev/null 2>&1 ;;
     zlib1g-dev) pkg-config --exists zlib 2>/dev/null ;;
+    python3-numpy) python3 -c 'import numpy' 2>/dev/null ;;
     *) false ;;
     esac || installed "$1"
 }

@@ -4,7 +4,7 @@
 # More baseline runs go among the options (--baseline B2.csv ...): run-to-run noise is
 # then measured per point instead of the per-mode defaults (docs/gate.md).
 # Runs `arbench gate`, prints the text report, writes the markdown report to
-# $GATE_REPORT (default gate-report.md) and appends it to $GITHUB_STEP_SUMMARY when set.
+# $GATE_REPORT (default gate-report.md, replaced on every run) and appends it to $GITHUB_STEP_SUMMARY when set.
 # Exit status is arbench gate's: 0 pass, 1 regression, failed check or lost coverage, 2 invalid input.
 # The arbench binary: $ARBENCH, else build/harness/arbench. docs/gate.md
 set -u
@@ -20,7 +20,8 @@ if [ ! -x "$arbench" ]; then
     exit 2
 fi
 report=${GATE_REPORT:-gate-report.md}
-"$arbench" gate --baseline "$baseline" --candidate "$candidate" --report-md "$report" "$@"
+# the report is this script's own output, rewritten on every run (--force)
+"$arbench" gate --baseline "$baseline" --candidate "$candidate" --report-md "$report" --force "$@"
 rc=$?
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ] && [ -f "$report" ]; then
     cat "$report" >>"$GITHUB_STEP_SUMMARY"

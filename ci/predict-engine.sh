@@ -22,6 +22,7 @@ case "$in" in
 *.csv) table=$in ;;
 *.spec)
     table="$out/pred.csv"
+    rm -f "$table" # this script's own derived file, remade on every run
     "$arbench" model predict --fit model/fit-h200x2.csv --fabric "$in" --ranks 8 --out "$table" >"$out/pred.txt" ;;
 *) echo "ci/predict-engine.sh: $in: expected a prediction .csv or a fabric .spec" >&2; exit 2 ;;
 esac
@@ -68,4 +69,4 @@ while IFS=$'\t' read -r label impl params; do
     files+=("$f")
 done <<<"$choices"
 
-"$arbench" model e2e --pred "$table" --out "$out/e2e.csv" "${files[@]}" | tee "$out/e2e.txt"
+"$arbench" model e2e --pred "$table" --out "$out/e2e.csv" --force "${files[@]}" | tee "$out/e2e.txt"

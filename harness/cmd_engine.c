@@ -6,9 +6,12 @@
 
 #include "commands.h"
 #include "base/common.h"
+#include "model/engine_agree.h"
 #include "model/engine_opts.h"
+#include "model/engine_outputs.h"
 #include "runtime/hostops.h"
 #include "run/run.h"
+#include "run/run_rows.h"
 
 int cmd_engine(int argc, char **argv)
 {
@@ -37,6 +40,12 @@ int cmd_engine(int argc, char **argv)
     arb_set_quiet(o->quiet);
     /* Everyone learns whether anyone's arguments were bad, so no rank waits alone. */
     if (arb_agree_failure(&m, pr != 0, err, sizeof err) >= 0) {
+        if (m.rank == 0)
+            fprintf(stderr, "arbench engine: %s\n", err);
+        goto out_free;
+    }
+    if (arb_engine_agree(o, &m, argc, argv, err, sizeof err) != 0 ||
+        arb_engine_check_outputs(o, &m, arb_engine_columns, arb_engine_ncolumns, err, sizeof err) != 0) {
         if (m.rank == 0)
             fprintf(stderr, "arbench engine: %s\n", err);
         goto out_free;

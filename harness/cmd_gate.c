@@ -9,11 +9,12 @@
 
 #include "analysis_opts.h"
 #include "commands.h"
+#include "base/outfile.h"
 #include "analysis/gate.h"
 
 static void usage(FILE *f)
 {
-    fputs("usage: arbench gate --baseline B.csv [--baseline B2.csv ...] --candidate C.csv [--threshold 0.05] [--alpha 0.01] [--reps 2000] [--seed 1] [--min-samples 10] [--volatile nccl] [--noise-k 4] [--default-noise eager=1.25,graph=1.05,context=1.05] [--allow-missing] [--report-md FILE]\n", f);
+    fputs("usage: arbench gate --baseline B.csv [--baseline B2.csv ...] --candidate C.csv [--threshold 0.05] [--alpha 0.01] [--reps 2000] [--seed 1] [--min-samples 10] [--volatile nccl] [--noise-k 4] [--default-noise eager=1.25,graph=1.05,context=1.05] [--allow-missing] [--report-md FILE [--force]]\n", f);
     fputs("  Each baseline run (a file, or a run_id within one) is one sample of run-to-run noise; with one run the per-mode --default-noise allowances apply.\n", f);
     fputs("  Exit 0 pass, 1 regression, failed check, lost coverage (measured baseline points missing or skipped in the candidate) or nothing compared, 2 invalid input (unreadable or damaged file, missing columns, no common points).\n", f);
     fputs("  --allow-missing: lost coverage and zero comparisons are reported but do not fail the gate.\n", f);
@@ -53,7 +54,7 @@ int cmd_gate(int argc, char **argv)
         {"min-samples", required_argument, NULL, 'n'}, {"volatile", required_argument, NULL, 'v'},
         {"report-md", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
         {"noise-k", required_argument, NULL, 'k'}, {"default-noise", required_argument, NULL, 'd'},
-        {"allow-missing", no_argument, NULL, 'M'},
+        {"allow-missing", no_argument, NULL, 'M'}, {"force", no_argument, NULL, 'F'},
         {NULL, 0, NULL, 0},
     };
     arb_gate_opts_t o;
@@ -63,7 +64,7 @@ int cmd_gate(int argc, char **argv)
     size_t nbase = 0;
     const char *vol[64];
     char *vol_buf = NULL;
-    int c, rc = 2;
+    int c, rc = 2, force = 0;
     double v;
     optind = 0; /* glibc: restart option parsing for this argv */
     while ((c = getopt_long(argc, argv, "b:c:", opts, NULL)) != -1) {
@@ -85,6 +86,7 @@ int cmd_gate(int argc, char **argv)
             break;
         case 'c': cand_path = optarg; break;
         case 'M': o.allow_missing = 1; break;
+        case 'F': force = 1; break;
         case 'm': md = optarg; break;
         case 't':
             if (analysis_opt_number("gate", "--threshold", optarg, 0, 10, &o.threshold))
@@ -123,6 +125,14 @@ int cmd_gate(int argc, char **argv)
     arb_pointset_t base = {0}, cand = {0};
     arb_gate_result_t r;
     char err[1024];
+    arb_io_file_t inputs[MAX_BASELINES + 1] = {{"--candidate", cand_path}};
+    for (size_t i = 0; i < nbase; i++)
+        inputs[i + 1] = (arb_io_file_t){"--baseline", base_paths[i]};
+    if (md && arb_out_check("--report-md", md, force ? ARB_OUT_FORCE : ARB_OUT_NEW, "--force", inputs, nbase + 1, err, sizeof err)) {
+        fprintf(stderr, "arbench gate: %s\n", err);
+        free(vol_buf);
+        return 2;
+    }
     /* All baseline files into one set: each file, or each run_id in one, is a run. */
     for (size_t i = 0; i < nbase; i++)
         if (analysis_load("gate", &base, base_paths[i]))

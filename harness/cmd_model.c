@@ -7,17 +7,19 @@
 #include <string.h>
 
 #include "commands.h"
+#include "base/outfile.h"
 #include "costmodel/model_fit.h"
 #include "costmodel/model_predict.h"
 #include "base/sizes.h"
+#include "results/results.h"
 
 /* The default sweep plan's sizes (32K:56K:+2K and tokens 1..64 x 7168 x bf16) plus 1 MiB. */
 #define DEFAULT_SIZES "14336,28672,32K:56K:+2K,57344,86016,114688,172032,229376,344064,458752,688128,917504,1M"
 
 static void usage(FILE *f)
 {
-    fputs("usage: arbench model fit --fabric SPEC --out FIT.csv [--min-bytes 14336] [--max-bytes 1M] RESULTS.csv...\n"
-          "       arbench model predict --fit FIT.csv --fabric SPEC [--xml TOPO.xml] --ranks N --out PRED.csv [--sizes LIST] [--fit-fabric SPEC]\n"
+    fputs("usage: arbench model fit --fabric SPEC --out FIT.csv [--force] [--min-bytes 14336] [--max-bytes 1M] RESULTS.csv...\n"
+          "       arbench model predict --fit FIT.csv --fabric SPEC [--xml TOPO.xml] --ranks N --out PRED.csv [--append] [--sizes LIST] [--fit-fabric SPEC]\n"
           "       arbench model check --fit FIT.csv [--fit-fabric SPEC] [--min-bytes 14336] [--max-bytes 1M] [--tolerance 0.25] [--points] RESULTS.csv...\n"
           "  fit: constants from measured runs on the machine SPEC describes. predict: a results CSV (source=model, bands) for\n"
           "  N GPUs of SPEC (--xml: the GPU placement of an `arbench topo --export-xml` file, SPEC's constants). check: error of the model on measured runs; exit 1 when a gated group (NCCL, one-shots,\n"
@@ -28,7 +30,7 @@ static void usage(FILE *f)
 typedef struct model_opts {
     const char *fabric, *fit_fabric, *fit, *out, *sizes, *xml;
     size_t min_bytes, max_bytes;
-    int ranks, points;
+    int ranks, points, append, force;
     double tolerance;
 } model_opts_t;
 
@@ -41,6 +43,7 @@ static int parse_opts(int argc, char **argv, model_opts_t *o)
         {"max-bytes", required_argument, NULL, 'M'}, {"ranks", required_argument, NULL, 'n'},
         {"tolerance", required_argument, NULL, 't'}, {"points", no_argument, NULL, 'p'},
         {"xml", required_argument, NULL, 'x'},       {"help", no_argument, NULL, 'h'},
+        {"append", no_argument, NULL, 'a'},          {"force", no_argument, NULL, 'y'},
         {NULL, 0, NULL, 0},
     };
     *o = (model_opts_t){.sizes = DEFAULT_SIZES, .min_bytes = 14336, .max_bytes = 1 << 20, .tolerance = 0.25};
@@ -56,6 +59,8 @@ static int parse_opts(int argc, char **argv, model_opts_t *o)
         case 's': o->sizes = optarg; break;
         case 'x': o->xml = optarg; break;
         case 'p': o->points = 1; break;
+        case 'a': o->append = 1; break;
+        case 'y': o->force = 1; break;
         case 'm':
         case 'M':
             if (arb_parse_size(optarg, c == 'm' ? &o->min_bytes : &o->max_bytes)) {
@@ -123,6 +128,12 @@ static int do_fit(int argc, char **argv, const model_opts_t *o)
     int rc = 2;
     if (!o->fabric || !o->out) {
         fprintf(stderr, "arbench model fit: needs --fabric SPEC (the measured machine) and --out FIT.csv\n");
+        return 2;
+    }
+    const arb_io_file_t fit_inputs[] = {{"--fabric", o->fabric}};
+    if (o->append || arb_out_check_inputs("--out", o->out, o->force ? ARB_OUT_FORCE : ARB_OUT_NEW, "--force", fit_inputs,
+                                          1, argv + optind, (size_t)(argc - optind), "results file", err, sizeof err)) {
+        fprintf(stderr, "arbench model fit: %s\n", o->append ? "--append: a fit is written whole; give --force to replace an existing one" : err);
         return 2;
     }
     if (arb_fabric_read(o->fabric, &fab, err, sizeof err)) {
@@ -204,6 +215,15 @@ static int do_predict(int argc, char **argv, const model_opts_t *o)
     }
     if (load_fit(o, &fit, &fit_fab))
         return 2;
+    const arb_io_file_t pred_inputs[] = {{"--fit", o->fit}, {"--fabric", o->fabric}, {"--xml", o->xml},
+                                         {"--fit-fabric", o->fit_fabric ? o->fit_fabric : fit.fabric_file}};
+    if (o->force ||
+        arb_out_check("--out", o->out, o->append ? ARB_OUT_APPEND : ARB_OUT_NEW, "--append", pred_inputs, 4, err, sizeof err) ||
+        arb_out_check_rows("--out", o->out, arb_result_col_names, ARB_COL_COUNT, err, sizeof err)) {
+        fprintf(stderr, "arbench model predict: %s\n", o->force ? "--force: predictions are rows; give --append to add them to an existing file" : err);
+        arb_fit_free(&fit);
+        return 2;
+    }
     join_argv(argc, argv, args, sizeof args);
     int rc = 0;
     if (arb_model_write_predictions(&fit, o->fit, &fit_fab, &fab, o->ranks, sizes, nsizes, o->out, args, &nrows, err,

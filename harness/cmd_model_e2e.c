@@ -6,11 +6,12 @@
 #include <string.h>
 
 #include "commands.h"
+#include "base/outfile.h"
 #include "costmodel/model_e2e.h"
 
 static void usage(FILE *f)
 {
-    fputs("usage: arbench model e2e --pred PRED.csv --out E2E.csv [--target-read-gbs 1800] [--h200-peak-gbs 4800]\n"
+    fputs("usage: arbench model e2e --pred PRED.csv --out E2E.csv [--force] [--target-read-gbs 1800] [--h200-peak-gbs 4800]\n"
           "                         [--hidden 7168] [--kernels NOOP-kernels.csv [--launch-band 0.3]] ENGINE.csv...\n"
           "  ENGINE.csv: `arbench engine` results with --impl 'modeled:table=PRED.csv,impl=NAME,...,params=...' (one\n"
           "  choice per file or several in one; at least one run with the compute-only replay). Writes predicted decode\n"
@@ -37,6 +38,7 @@ int cmd_model_e2e(int argc, char **argv)
         {"pred", required_argument, NULL, 'p'},          {"out", required_argument, NULL, 'o'},
         {"target-read-gbs", required_argument, NULL, 't'}, {"h200-peak-gbs", required_argument, NULL, 'P'},
         {"hidden", required_argument, NULL, 'H'},        {"help", no_argument, NULL, 'h'},
+        {"force", no_argument, NULL, 'y'},
         {"kernels", required_argument, NULL, 'k'},       {"launch-band", required_argument, NULL, 'b'},
         {NULL, 0, NULL, 0},
     };
@@ -46,7 +48,7 @@ int cmd_model_e2e(int argc, char **argv)
     arb_e2e_opts_t o = {.target_read_gbs = 1800, .h200_peak_gbs = 4800, .hidden = 7168, .launch_band = 0.3};
     const char *pred = NULL, *out = NULL;
     double hidden = 7168;
-    int c;
+    int c, force = 0;
     optind = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -55,6 +57,7 @@ int cmd_model_e2e(int argc, char **argv)
         case 't': if (parse_pos("target-read-gbs", optarg, &o.target_read_gbs)) return 2; break;
         case 'P': if (parse_pos("h200-peak-gbs", optarg, &o.h200_peak_gbs)) return 2; break;
         case 'H': if (parse_pos("hidden", optarg, &hidden)) return 2; break;
+        case 'y': force = 1; break;
         case 'k': o.kernels_csv = optarg; break;
         case 'b':
             if (parse_pos("launch-band", optarg, &o.launch_band) || o.launch_band >= 1) {
@@ -73,6 +76,12 @@ int cmd_model_e2e(int argc, char **argv)
     }
     static arb_e2e_result_t res;
     char err[1024], args[4096];
+    const arb_io_file_t inputs[] = {{"--pred", pred}, {"--kernels", o.kernels_csv}};
+    if (arb_out_check_inputs("--out", out, force ? ARB_OUT_FORCE : ARB_OUT_NEW, "--force", inputs, 2, argv + optind,
+                             (size_t)(argc - optind), "engine results file", err, sizeof err)) {
+        fprintf(stderr, "arbench model e2e: %s\n", err);
+        return 2;
+    }
     size_t n = (size_t)snprintf(args, sizeof args, "arbench model");
     for (int i = 0; i < argc && n < sizeof args; i++)
         n += (size_t)snprintf(args + n, sizeof args - n, " %s", argv[i]);

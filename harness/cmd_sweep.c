@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "base/common.h"
+#include "runtime/agree.h"
 #include "runtime/hostops.h"
 #include "sweep/plan.h"
 #include "sweep/sweep.h"
@@ -226,6 +227,11 @@ int cmd_sweep(int argc, char **argv)
     arb_set_quiet(quiet);
     /* Everyone learns whether anyone's arguments were bad, so no rank waits alone. */
     if (arb_agree_failure(&m, bad, err, sizeof err) >= 0) {
+        if (m.rank == 0)
+            fprintf(stderr, "arbench sweep: %s\n", err);
+        goto out_free;
+    }
+    if (arb_agree_argv(&m, argc, argv, err, sizeof err) != 0) {
         if (m.rank == 0)
             fprintf(stderr, "arbench sweep: %s\n", err);
         goto out_free;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * arbench topo [--xml FILE] [--export-xml FILE] [--no-bind] [--gpu N]
+ * arbench topo [--xml FILE] [--export-xml FILE [--force]] [--no-bind] [--gpu N]
  * This machine's (or an hwloc XML file's) GPUs: the pair matrix in nvidia-smi's
  * notation, each GPU's bus id, NUMA node and CPUs, CUDA P2P attributes, the fabric
  * label with the rules that fired, and preflight warnings. No MPI, no GPU needed.
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "base/outfile.h"
 #include "topo/topo.h"
 
 typedef struct topo_opts {
@@ -18,14 +19,16 @@ typedef struct topo_opts {
     const char *export_xml; /* write the topology used here as hwloc XML */
     int bind;               /* bind near GPU `gpu` (a real machine only) */
     int gpu;                /* the GPU whose CPUs the binding and its check use */
+    int force;              /* replace an existing --export-xml file */
 } topo_opts_t;
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: arbench topo [--xml FILE] [--export-xml FILE] [--no-bind] [--gpu N]\n"
+    fprintf(f, "usage: arbench topo [--xml FILE] [--export-xml FILE [--force]] [--no-bind] [--gpu N]\n"
                "  --xml FILE         use this hwloc XML topology (lstopo --of xml) instead of this machine;\n"
                "                     its GPUs are the NVIDIA (0x10de) PCI devices of class 0x0302/0x0300\n"
-               "  --export-xml FILE  write the topology used as hwloc XML (for results/)\n"
+               "  --export-xml FILE  write the topology used as hwloc XML (for results/); an existing file\n"
+               "                     is refused unless --force is given\n"
                "  --no-bind          do not bind this process to the CPUs near the GPU\n"
                "  --gpu N            the GPU (index in the table) to bind near and check; default 0\n");
 }
@@ -40,6 +43,8 @@ static int parse_args(int argc, char **argv, topo_opts_t *o)
             return 1;
         } else if (strcmp(a, "--no-bind") == 0) {
             o->bind = 0;
+        } else if (strcmp(a, "--force") == 0) {
+            o->force = 1;
         } else if ((strcmp(a, "--xml") == 0 || strcmp(a, "--export-xml") == 0 || strcmp(a, "--gpu") == 0) &&
                    i + 1 < argc) {
             const char *v = argv[++i];
@@ -63,6 +68,29 @@ static int parse_args(int argc, char **argv, topo_opts_t *o)
         }
     }
     return 0;
+}
+
+/* The topology as hwloc XML, by temporary name and rename (base/outfile.h). */
+static int export_xml(hwloc_topology_t topo, const char *path, char *err, size_t len)
+{
+    char *xml = NULL;
+    int n = 0;
+    if (hwloc_topology_export_xmlbuffer(topo, &xml, &n, 0) != 0 || n <= 0) {
+        snprintf(err, len, "%s: hwloc could not write it", path);
+        return -1;
+    }
+    arb_outfile_t of;
+    int bad = !arb_outfile_open(&of, "--export-xml", path, err, len);
+    /* n counts the terminating NUL */
+    if (!bad && fwrite(xml, 1, (size_t)n - 1, of.f) != (size_t)n - 1) {
+        snprintf(err, len, "%s: cannot write", path);
+        arb_outfile_discard(&of);
+        bad = 1;
+    } else if (!bad) {
+        bad = arb_outfile_commit(&of, err, len) != 0;
+    }
+    hwloc_free_xmlbuffer(topo, xml);
+    return bad ? -1 : 0;
 }
 
 /* Prints a '; '-separated list one item per line. */
@@ -163,6 +191,12 @@ int cmd_topo(int argc, char **argv)
     int status = 1;
     char err[512], source[512], label[ARB_FABRIC_LEN], reasons[1024] = "", warnings[2048] = "", binding[256];
     hwloc_topology_t topo;
+    const arb_io_file_t input = {"--xml", o.xml};
+    if (o.export_xml &&
+        arb_out_check("--export-xml", o.export_xml, o.force ? ARB_OUT_FORCE : ARB_OUT_NEW, "--force", &input, 1, err, sizeof err)) {
+        fprintf(stderr, "arbench topo: %s\n", err);
+        return 2;
+    }
     if (arb_topo_load(&topo, o.xml, err, sizeof err) != 0) {
         fprintf(stderr, "arbench topo: %s\n", err);
         return 1;
@@ -209,8 +243,8 @@ int cmd_topo(int argc, char **argv)
         printf("note: IOMMU/ACS and binding checks read this machine, not the XML file: skipped\n");
     printf("note: P2P that CUDA reports but that does not work (IOMMU/ACS) is not detected here: the p2p plugin checks that itself\n");
 
-    if (o.export_xml && hwloc_topology_export_xml(topo, o.export_xml, 0) != 0) {
-        fprintf(stderr, "arbench topo: --export-xml %s: hwloc could not write it\n", o.export_xml);
+    if (o.export_xml && export_xml(topo, o.export_xml, err, sizeof err) != 0) {
+        fprintf(stderr, "arbench topo: --export-xml %s\n", err);
         goto err_free_node;
     }
     if (o.export_xml)

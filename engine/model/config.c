@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "arbench/status.h"
 
@@ -234,34 +235,40 @@ static char *read_file(const char *path, size_t max)
     return buf;
 }
 
+int arb_config_path(const char *name_or_path, char *path, size_t len)
+{
+    const char *dirs[] = {ARB_ENGINE_CONFIG_DIR, ARB_ENGINE_CONFIG_INSTALL_DIR};
+    size_t nl = strlen(name_or_path);
+    if (strchr(name_or_path, '/') || (nl > 5 && strcmp(name_or_path + nl - 5, ".json") == 0)) {
+        snprintf(path, len, "%s", name_or_path);
+        return 0;
+    }
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(path, len, "%s/%s.json", dirs[i], name_or_path);
+        if (dirs[i][0] && access(path, R_OK) == 0)
+            return 1;
+    }
+    return -1;
+}
+
 arb_status_t arb_config_load(const char *name_or_path, arb_model_config_t *c, char *why, size_t len)
 {
     char path[1024];
     const char *dirs[] = {ARB_ENGINE_CONFIG_DIR, ARB_ENGINE_CONFIG_INSTALL_DIR};
     const size_t max_bytes = 1u << 20; /* a config.json is a few KB */
     char *text = NULL;
-    size_t nl = strlen(name_or_path);
-    int is_path = strchr(name_or_path, '/') || (nl > 5 && strcmp(name_or_path + nl - 5, ".json") == 0);
     if (!*name_or_path)
         ARB_RAISE(ARB_ERR_INVALID, why, len, "--config '': expected a shipped config name or a path to config.json");
-    if (is_path) {
-        snprintf(path, sizeof path, "%s", name_or_path);
+    int found = arb_config_path(name_or_path, path, sizeof path), is_path = found == 0;
+    if (found >= 0)
         text = read_file(path, max_bytes);
-        if (!text)
-            ARB_RAISE(ARB_ERR_INVALID, why, len, "--config '%s': cannot read the file", name_or_path);
-    } else {
-        for (size_t i = 0; i < 2 && !text; i++) {
-            if (!dirs[i][0])
-                continue;
-            snprintf(path, sizeof path, "%s/%s.json", dirs[i], name_or_path);
-            text = read_file(path, max_bytes);
-        }
-        if (!text)
-            ARB_RAISE(ARB_ERR_INVALID, why, len,
-                      "--config '%s': no shipped config of that name in %s or %s (names: kimi-k2, deepseek-v3, "
-                      "tiny; or give a path to a config.json)",
-                      name_or_path, dirs[0], dirs[1]);
-    }
+    if (!text && is_path)
+        ARB_RAISE(ARB_ERR_INVALID, why, len, "--config '%s': cannot read the file", name_or_path);
+    if (!text)
+        ARB_RAISE(ARB_ERR_INVALID, why, len,
+                  "--config '%s': no shipped config of that name in %s or %s (names: kimi-k2, deepseek-v3, "
+                  "tiny; or give a path to a config.json)",
+                  name_or_path, dirs[0], dirs[1]);
     arb_status_t st = arb_config_parse(text, path, c, why, len);
     free(text);
     if (st == ARB_OK && !is_path)

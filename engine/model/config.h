@@ -87,6 +87,10 @@ typedef struct arb_config_overrides {
  * (engine/configs/NAME.json in the source tree or the install's data dir). */
 arb_status_t arb_config_load(const char *name_or_path, arb_model_config_t *cfg, char *why, size_t why_len);
 
+/* The file arb_config_load reads for name_or_path, into path: returns 0 for a path, 1 for
+ * a shipped name found, -1 for a name not found. */
+int arb_config_path(const char *name_or_path, char *path, size_t len);
+
 /* Parses config.json text; `origin` names it in messages. */
 arb_status_t arb_config_parse(const char *json_text, const char *origin, arb_model_config_t *cfg, char *why,
                               size_t why_len);

@@ -39,7 +39,10 @@ void arb_engine_opts_usage(FILE *f)
             "  --impl NAME[:PARAMS]  all-reduce at every call site (default nccl on gpu, mpi-host on cpu)\n"
             "  --modes LIST        graph,eager (default both; the cpu backend runs eager)\n"
             "  --seed S            weights and prompt (default 1)\n"
-            "  --out FILE          results CSV (default results/engine-<UTC time>-<host>.csv)\n"
+            "  --out FILE          results CSV (default results/engine-<UTC time>-<host>.csv); an existing\n"
+            "                      file is refused unless --append is given; the memory plan goes next to it\n"
+            "                      as <out>-memplan-<run id>.txt\n"
+            "  --append            add this run's rows to an existing --out file (rows keep their run_id)\n"
             "  --backend gpu|cpu   CUDA kernels, or the float64 CPU reference on host memory (default gpu)\n"
             "  --dry-run           print the per-rank memory plan and exit\n"
             "  --check-steps N     gpu: compare the first N decode tokens with the CPU reference (0: off)\n"
@@ -49,6 +52,7 @@ void arb_engine_opts_usage(FILE *f)
             "                      a list (at most 16) runs the cycles once per p on the same model, one spec row each\n"
             "  --dump-tokens FILE  write every step's greedy tokens (rank 0), for tests\n"
             "  --dump-logits FILE  write the last step's logits of rank 0's shard, for tests\n"
+            "  --force             replace existing --dump-tokens / --dump-logits files\n"
             "  --quiet             no progress lines\n"
             "  --profile FILE      per-site choice from a profile of arbench profile (CSV or JSON); no match: nccl\n"
             "  --tune              first sweep exactly the call-site shapes, write that profile next to --out, use it\n"
@@ -57,7 +61,7 @@ void arb_engine_opts_usage(FILE *f)
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
        O_CHUNK, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
-       O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE };
+       O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE };
 
 /* --accept-rate P[,P...]: probabilities in 0..1, at most ARB_ENGINE_MAX_RATES, none twice. */
 static int parse_rates(const char *v, arb_engine_opts_t *o, char *err, size_t len)
@@ -174,7 +178,8 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"dump-logits", required_argument, 0, O_DLOG}, {"quiet", no_argument, 0, O_QUIET},
         {"accept-rate", required_argument, 0, O_ACCEPT},
         {"profile", required_argument, 0, O_PROFILE}, {"tune", no_argument, 0, O_TUNE},
-        {"baseline", required_argument, 0, O_BASELINE},
+        {"baseline", required_argument, 0, O_BASELINE}, {"append", no_argument, 0, O_APPEND},
+        {"force", no_argument, 0, O_FORCE},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0},
     };
     arb_engine_opts_defaults(o);
@@ -233,6 +238,8 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         case O_DTOK: bad = parse_path("--dump-tokens", optarg, o->dump_tokens, sizeof o->dump_tokens, err, len); break;
         case O_DLOG: bad = parse_path("--dump-logits", optarg, o->dump_logits, sizeof o->dump_logits, err, len); break;
         case O_QUIET: o->quiet = 1; break;
+        case O_APPEND: o->append = 1; break;
+        case O_FORCE: o->force = 1; break;
         case O_ACCEPT: bad = parse_rates(optarg, o, err, len); break;
         case O_HELP: return 1;
         case O_PROFILE: bad = parse_path("--profile", optarg, o->profile, sizeof o->profile, err, len); break;

@@ -62,6 +62,8 @@ typedef struct arb_engine_opts {
      * model (one prefill for all); accept_rate above is accept_rates[0] (or < 0: off) */
     double accept_rates[ARB_ENGINE_MAX_RATES];
     unsigned naccept;
+    int append; /* --append: add rows to an existing --out */
+    int force;  /* --force: replace existing --dump-tokens / --dump-logits files */
 } arb_engine_opts_t;
 
 void arb_engine_opts_defaults(arb_engine_opts_t *o);

@@ -14,6 +14,7 @@
 
 #include "arbench/status.h"
 #include "base/common.h"
+#include "model/engine_outputs.h"
 #include "model/memplan.h"
 #include "run/run.h"
 #include "run/run_ab.h"
@@ -21,6 +22,7 @@
 #include "run/run_profile.h"
 #include "run/run_rows.h"
 #include "run/run_state.h"
+#include "sweep/report.h"
 #include "sweep/runner.h"
 #include "topo/topo.h"
 
@@ -235,7 +237,7 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
         return 2;
     r->o = o, r->m = m, r->argc = argc, r->argv = argv;
     r->bandwidth = -1, r->check_max_logit_diff = -1;
-    r->progress = m->rank == 0 && !o->quiet && isatty(2);
+    r->progress = m->rank == 0 && !o->quiet && arb_progress_wanted(); /* the launcher's terminal counts (sweep/report.h) */
     r->be = o->backend == ARB_ENGINE_CPU ? &arb_engine_backend_cpu : arb_engine_backend_gpu();
     if (failed_everywhere(r, setup_model(r, msg, sizeof msg) != 0, msg, sizeof msg))
         goto out;
@@ -265,13 +267,6 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
         snprintf(r->out, sizeof r->out, "%s", o->out);
         if (!r->out[0])
             default_out(r->out, sizeof r->out, r->meta.host);
-        FILE *pf = NULL;
-        char ppath[4200];
-        snprintf(ppath, sizeof ppath, "%.*s-memplan.txt", (int)(strlen(r->out) > 4 && !strcmp(r->out + strlen(r->out) - 4, ".csv") ? strlen(r->out) - 4 : strlen(r->out)), r->out);
-        if ((pf = fopen(ppath, "w"))) {
-            arb_memplan_print(pf, &plan, r->cfg.name);
-            fclose(pf);
-        }
     }
     /* the compute-only replay first, then the implementation (its rows as they finish) */
     const char *impl = o->impl_given ? o->impl.name : o->backend == ARB_ENGINE_CPU ? "mpi-host" : "nccl";
@@ -298,6 +293,8 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
     }
     if (m->rank == 0)
         r->sink = arb_run_rows_sink; /* the phases measure, the sink writes */
+    if (m->rank == 0) /* after --out was accepted, named after the run (model/engine_outputs.h) */
+        arb_engine_write_memplan(&plan, r->cfg.name, r->out, r->meta.run_id);
     rc = 0;
     for (unsigned i = 0; i < r->ncfgs && rc == 0; i++) {
         if (r->cfgs[i].role == ARB_CFG_BASELINE)

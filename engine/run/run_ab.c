@@ -41,6 +41,7 @@ arb_status_t arb_run_open_baseline(arb_engine_run_t *r, char *why, size_t len)
     arb_inst_backend_t b;
     arb_reg_plugins_init(&g_base->pl, r->m, &b);
     ARB_TRY(arb_site_registry_open(&g_base->reg, &b, r->s.cuda_device, why, len));
+    ARB_TRY(arb_site_registry_require(&g_base->reg, slot, "--baseline", c.impl, why, len));
     ARB_TRY(arb_run_borrow_config(r, &r->cfgs[r->ncfgs], ARB_CFG_BASELINE, &g_base->reg, slot, why, len));
     r->ncfgs++;
     return ARB_OK;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/outfile.h"
 #include "model/memplan.h"
 #include "run/run_state.h"
 #include "run/step.h"
@@ -156,12 +157,9 @@ void arb_floor_table_print(FILE *f, const arb_floor_table_t *t)
     fprintf(f, "#   families summed: graph %s us, eager %s us; the graph-mode phase's median step %s us\n", gs, es, ph);
 }
 
-void arb_floor_csv_path(const char *results, char *out, size_t len)
+void arb_floor_csv_path(const char *results, const char *run_id, char *out, size_t len)
 {
-    size_t n = strlen(results);
-    if (n > 4 && strcmp(results + n - 4, ".csv") == 0)
-        n -= 4;
-    snprintf(out, len, "%.*s-kernels.csv", (int)n, results);
+    arb_out_side_path(results, "kernels", run_id, ".csv", out, len);
 }
 
 /* A field, quoted when it holds a separator, a quote or a line break. */
@@ -338,7 +336,7 @@ void arb_run_floors(arb_stepper_t *s)
         .impl = c->spec.name, .tp_shape = r->s.tp_shape, .context = r->o->context,
         .layers = r->cfg.num_hidden_layers, .experts = r->cfg.n_routed_experts};
     char path[4200], err[4400];
-    arb_floor_csv_path(r->out, path, sizeof path);
+    arb_floor_csv_path(r->out, r->meta.run_id, path, sizeof path);
     if (arb_floor_write_csv(path, &info, t, n, err, sizeof err) != 0)
         fprintf(stderr, "# per-kernel floors: %s\n", err);
     else

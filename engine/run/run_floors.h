@@ -5,7 +5,7 @@
  * the shard's shapes, the latent cache at the step's positions, the distinct experts the
  * step touched), the floor at the run's measured streaming bandwidth, the measured time
  * (graph replay, and the eager profile with events between launches) and measured / floor.
- * Printed on rank 0 and written to <results>-kernels.csv (temp file + rename).
+ * Printed on rank 0 and written to <results>-kernels-<run_id>.csv (temp file + rename).
  *
  * The families are the GPU profile's kinds (engine/gpu/gpu_model.h, arb_gpu_prof_name); a
  * kind a backend reports under another name is summed into "other" (no bytes).
@@ -98,8 +98,9 @@ typedef struct arb_floor_csv_info {
 int arb_floor_write_csv(const char *path, const arb_floor_csv_info_t *info, const arb_floor_table_t *t, unsigned n,
                         char *err, size_t err_len);
 
-/* "<results without .csv>-kernels.csv" */
-void arb_floor_csv_path(const char *results, char *out, size_t len);
+/* "<results without .csv>-kernels-<run_id>.csv": a side file per run, so a second run
+ * appending to the same results never replaces the first's table */
+void arb_floor_csv_path(const char *results, const char *run_id, char *out, size_t len);
 
 struct arb_stepper;
 /* The driver's call after the implementation's phases (collective), on that configuration's

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "arbench/status.h"
+#include "base/outfile.h"
 #include "run/run_check.h"
 #include "run/run_spec.h"
 #include "run/step.h"
@@ -88,10 +89,12 @@ static arb_status_t decode_phase(arb_stepper_t *s, uint32_t g0, arb_phase_result
     snprintf(what, sizeof what, "%s %s: decode", arb_cfg_role_names[s->c->role], arb_mode_names[s->mode]);
     arb_status_t st = ARB_OK;
     /* the first mode's decode of the implementation may dump its logits and tokens (tests) */
+    arb_outfile_t dlf = {0}, dtf = {0}; /* temporary names, renamed in place when complete */
+    char owhy[512] = "";
     FILE *df = NULL;
     int dump = s->c->role == ARB_CFG_IMPL && (int)s->mode == lowest_mode(r->modes);
-    if (dump && r->o->dump_logits[0] && r->m->rank == 0 && !(df = fopen(r->o->dump_logits, "w")))
-        fprintf(stderr, "# --dump-logits %s: cannot create the file\n", r->o->dump_logits);
+    if (dump && r->o->dump_logits[0] && r->m->rank == 0 && !(df = arb_outfile_open(&dlf, "--dump-logits", r->o->dump_logits, owhy, sizeof owhy)))
+        fprintf(stderr, "# %s\n", owhy);
     for (unsigned i = 0; i < S + k && st == ARB_OK; i++) {
         arb_step_t out;
         st = arb_step_once(s, &pr->tokens[i], 1, P0 + i, ARB_STEP_GREEDY | (i < S ? ARB_STEP_BYTES : 0), &out, why,
@@ -104,14 +107,14 @@ static arb_status_t decode_phase(arb_stepper_t *s, uint32_t g0, arb_phase_result
             pr->us[i] = out.us, bsum += out.bytes, esum += out.experts;
         arb_run_progress(r, what, i + 1, S + k);
     }
-    if (df)
-        fclose(df);
+    if (df && (st != ARB_OK || arb_outfile_commit(&dlf, owhy, sizeof owhy)))
+        arb_outfile_discard(&dlf);
     if (st == ARB_OK && dump && r->o->dump_tokens[0] && r->m->rank == 0) {
-        FILE *tf = fopen(r->o->dump_tokens, "w");
+        FILE *tf = arb_outfile_open(&dtf, "--dump-tokens", r->o->dump_tokens, owhy, sizeof owhy);
         for (unsigned i = 0; tf && i <= S + k; i++)
             fprintf(tf, "%u%c", pr->tokens[i], i == S + k ? '\n' : ' ');
-        if (!tf || fclose(tf))
-            fprintf(stderr, "# --dump-tokens %s: cannot write the file\n", r->o->dump_tokens);
+        if (!tf || arb_outfile_commit(&dtf, owhy, sizeof owhy))
+            fprintf(stderr, "# --dump-tokens %s: cannot write the file (%s)\n", r->o->dump_tokens, owhy);
     }
     if (st == ARB_OK) {
         pr->bytes = bsum / S, pr->experts = esum / S;

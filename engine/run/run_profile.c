@@ -7,6 +7,7 @@
 
 #include "arbench/status.h"
 #include "sites/site_registry_inst.h"
+#include "base/outfile.h"
 #include "sites/tune.h"
 
 typedef struct profile_state {
@@ -62,7 +63,7 @@ static arb_status_t load_or_tune(arb_engine_run_t *r, profile_state_t *ps, const
         return ARB_OK;
     }
     char results[4096];
-    snprintf(results, sizeof results, "%s", r->out);
+    arb_out_side_path(r->out, "", r->meta.run_id, ".csv", results, sizeof results); /* a rerun keeps the last one's */
     MPI_Bcast(results, sizeof results, MPI_CHAR, 0, r->m->world); /* rank 0 named the output */
     unsigned toks[SHAPES], n = 0;
     for (int i = 0; i < SHAPES; i++) {
@@ -125,6 +126,8 @@ arb_status_t arb_run_open_profile(arb_engine_run_t *r, char *why, size_t len)
     arb_inst_t *iver = arb_site_registry_instance(&ps->reg, slot[SHAPE_VERIFY], NULL);
     arb_runcfg_t *c = &r->cfgs[r->ncfgs++];
     ARB_TRY(arb_run_borrow_config(r, c, ARB_CFG_IMPL, &ps->reg, slot[SHAPE_VERIFY], why, len));
+    for (int i = SHAPE_VERIFY; i >= SHAPE_DECODE && !c->note[0]; i--) /* recorded in every row (no silent stand-in) */
+        arb_site_registry_fallback_note(&ps->reg, slot[i], c->note, sizeof c->note);
     if (idec == iver)
         return ARB_OK;
     /* One configuration, as a server dispatches by shape: one-token steps (decode, the

@@ -102,6 +102,7 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
     snprintf(t->b[EC_sites], 96, "all %u=%.40s%s%.40s", 2 * r->cfg.num_hidden_layers, c->spec.name,
              c->spec.params[0] ? ":" : "", c->spec.params);
     f[EC_fusion] = c->fusion;
+    snprintf(t->b[EC_note], 96, "%s", c->note); /* a fallback serving these sites, if any */
 }
 
 /* The row of result p (phase `phase`); q: the compute-only configuration's result of the
@@ -319,6 +320,8 @@ void arb_run_print_table(const arb_engine_run_t *r)
             printf("# %-6s %-6s %3u %11.1f %11.1f %11.1f %10s %9s %11s %10s %9s\n", arb_mode_names[mode],
                    arb_phase_names[ph], p->T, p->st.median, p->st.p10, p->st.p90, tk, share, fl, xf, ag);
         }
+    if (c->note[0])
+        printf("# %s\n", c->note);
     print_spec_table(r, c);
     if (r->check_max_logit_diff >= 0)
         printf("# check vs the CPU reference: %u/%u greedy tokens equal, max |logit diff| %.5f (tolerance %.3f)\n",

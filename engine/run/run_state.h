@@ -66,6 +66,7 @@ typedef struct arb_runcfg {
     arb_phase_result_t res[ARB_MODE_COUNT][ARB_PHASES]; /* [.][ARB_PHASE_SPEC] unused: see specs */
     arb_phase_result_t specs[ARB_MODE_COUNT][ARB_ENGINE_MAX_RATES]; /* per --accept-rate value, in its order */
     int borrowed;          /* the instances belong to a registry (engine/run/run_profile.h) */
+    char note[96];         /* "fallback IMPL at site S: why" when a profile's choice fell back: every row's note */
 } arb_runcfg_t;
 
 /* One side of an A/B phase (docs/engine-e2e.md): its interleaved steps and the comparison. */

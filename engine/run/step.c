@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "arbench/status.h"
+#include "base/heartbeat.h"
 #include "model/memplan.h"
 #include "model/wgen.h"
 
@@ -27,6 +28,8 @@ void arb_run_progress(const arb_engine_run_t *r, const char *what, unsigned done
 {
     if (r->progress && (done == total || done % 16 == 0))
         fprintf(stderr, "\r# %-40s %6u/%-6u%s", what, done, total, done == total ? "\n" : "");
+    else if (!r->progress && r->m->rank == 0 && !r->o->quiet) /* not a terminal: a line in the log now and then */
+        arb_heartbeat(stderr, what, done, total);
 }
 
 arb_status_t arb_stepper_init(arb_stepper_t *s, arb_engine_run_t *r, const arb_backend_ops_t *be, arb_runcfg_t *c,

@@ -177,3 +177,25 @@ void arb_site_registry_close(arb_site_registry_t *r)
         }
     r->ninsts = 0;
 }
+
+arb_status_t arb_site_registry_require(const arb_site_registry_t *r, size_t slot, const char *what, const char *impl,
+                                       char *why, size_t why_len)
+{
+    const arb_reg_site_t *s = &r->sites[slot];
+    if (strcmp(s->choice.impl, impl) == 0)
+        return ARB_OK;
+    ARB_RAISE(ARB_ERR_INVALID, why, why_len, "%s %s: does not run here (%s); a baseline is never replaced by another implementation: choose one that runs here (arbench plugins)",
+              what, impl, s->choice.note);
+}
+
+void arb_site_registry_fallback_note(const arb_site_registry_t *r, size_t slot, char *buf, size_t len)
+{
+    const arb_reg_site_t *s = &r->sites[slot];
+    buf[0] = '\0';
+    if (s->choice.from_profile)
+        return;
+    /* the note reads "site NAME (shape...): why -> IMPL (its own choice)": keep the why */
+    const char *why = strstr(s->choice.note, "): "), *colon = strstr(s->choice.note, ": ");
+    why = why ? why + 3 : colon ? colon + 2 : s->choice.note;
+    snprintf(buf, len, "fallback %s at site %s: %s", s->choice.impl, s->name, why);
+}

@@ -73,6 +73,17 @@ arb_status_t arb_site_registry_open(arb_site_registry_t *r, const arb_inst_backe
 /* The instance and fusion path of a slot (after open). */
 arb_inst_t *arb_site_registry_instance(const arb_site_registry_t *r, size_t slot, arb_fusion_t *fusion);
 const arb_choice_t *arb_site_registry_choice(const arb_site_registry_t *r, size_t slot);
+
+/* After open, for a choice given on the command line (--baseline): ARB_OK when the site
+ * at slot runs `impl`, else ARB_ERR_INVALID naming `what` and why it would have run on
+ * the fallback instead (no silent stand-in). */
+arb_status_t arb_site_registry_require(const arb_site_registry_t *r, size_t slot, const char *what, const char *impl,
+                                       char *why, size_t why_len);
+
+/* After open, for choices from a profile: a short note ("fallback mpi-host at site
+ * verify: no entry ...") when the site at slot runs on the fallback, else "". For every
+ * row's note. */
+void arb_site_registry_fallback_note(const arb_site_registry_t *r, size_t slot, char *buf, size_t len);
 /* One line per site: name, bytes, what serves it, the note. */
 void arb_site_registry_print(const arb_site_registry_t *r, FILE *f);
 /* Collective. Closes every open instance. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Compute on the target GPU by kernel family, from the engine's per-kernel table
- * (`<results>-kernels.csv`, schema engine-kernels-1, docs/engine.md "Per-kernel floors") of a
+ * (`<results>-kernels-<run_id>.csv`, schema engine-kernels-1, docs/engine.md "Per-kernel floors") of a
  * compute-only run (impl noop) on the H200 (docs/model.md, "End to end").
  *
  * Per family f of a step (times per layer x the family's layers):

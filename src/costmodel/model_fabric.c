@@ -153,6 +153,11 @@ static const char *apply_line(arb_fabric_t *f, const char *key, const char *val,
     int rc = parse_quantity(val, src, q);
     if (rc == -2)
         return "a value followed by '# source' (every constant states where it comes from)";
+    size_t kl = strlen(key);
+    if (!rc && kl > 4 && strcmp(key + kl - 4, "_gbs") == 0 && !(q->v > 0)) {
+        q->set = 0;
+        return "a positive bandwidth in GB/s (at zero no byte ever arrives)";
+    }
     return rc ? "a non-negative number, optionally followed by +-REL with 0 <= REL < 1" : NULL;
 }
 

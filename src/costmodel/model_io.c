@@ -230,6 +230,10 @@ arb_status_t arb_fit_read(const char *path, arb_fit_t *fit, char *err, size_t er
             snprintf(fit->fabric_file, sizeof fit->fabric_file, "%s", f[c[2]]);
             fit->ranks = (int)pts;
         } else if ((strcmp(kind, "launch") == 0 || strcmp(kind, "flag") == 0) && m >= 0) {
+            if (!(v[0] >= 0)) { /* floors are medians of times: never below zero */
+                ARB_WHY(err, err_len, "%s: line %zu: %s %s offset_us %g: a %s floor is a time and cannot be negative", path, r + 2, kind, f[c[3]], v[0], kind);
+                goto err_free_table;
+            }
             (kind[0] == 'l' ? fit->launch_us : fit->flag_us)[m] = v[0];
         } else if (strcmp(kind, "variant") == 0 && m >= 0) {
             arb_fit_entry_t *e = &fit->e[fit->n++];

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "results/results.h"
 
+#include "base/outfile.h"
+
 #include <csv.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -58,30 +60,6 @@ static int flush_sync(FILE *f)
     return fsync(fileno(f));
 }
 
-/* First line of an existing file equals the header `names`? */
-static int header_matches(const char *path, const char *const *names, size_t ncols)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    char *line = NULL, *expect = NULL;
-    size_t cap = 0, elen = 0;
-    ssize_t n = getline(&line, &cap, f);
-    fclose(f);
-    int ok = 0;
-    FILE *m = n > 0 ? open_memstream(&expect, &elen) : NULL;
-    if (m) {
-        line[strcspn(line, "\r\n")] = '\0';
-        for (size_t i = 0; i < ncols; i++)
-            fprintf(m, "%s%s", i ? "," : "", names[i]);
-        if (fclose(m) == 0)
-            ok = strcmp(line, expect) == 0;
-    }
-    free(expect);
-    free(line);
-    return ok;
-}
-
 arb_results_writer_t *arb_results_open(const char *path, char *err, size_t err_len)
 {
     return arb_csv_open(path, arb_result_col_names, ARB_COL_COUNT, err, err_len);
@@ -96,10 +74,8 @@ arb_results_writer_t *arb_csv_open(const char *path, const char *const *header, 
         snprintf(err, err_len, "--out '%s': not a regular file", path);
         return NULL;
     }
-    if (exists && st.st_size > 0 && !header_matches(path, header, ncols)) {
-        snprintf(err, err_len, "--out '%s': the file exists with a different header (another schema?); choose a new file", path);
-        return NULL;
-    }
+    if (exists && st.st_size > 0 && arb_out_check_rows("--out", path, header, ncols, err, err_len) != 0)
+        return NULL; /* another header, or a row cut off: appending would glue onto it */
     if (!exists || st.st_size == 0) {
         size_t tlen = strlen(path) + 32;
         char *tmp = malloc(tlen);

@@ -73,6 +73,13 @@ expect 2 "profile with no files" "$cli" profile
 expect 2 "profile --alpha 7 is refused" "$cli" profile --alpha 7 base.csv
 has err "alpha" "the message names --alpha"
 expect 1 "profile to an unwritable path" "$cli" profile --quiet --out /nonexistent/dir/p.csv base.csv
+expect 0 "profile --emit env" "$cli" profile --emit env --out pe.csv base.csv
+has out "^export ARBENCH_PROFILE=$dir/pe.csv\$" "--emit env names the written profile for libarbench"
+has out "^export ARBENCH_TUNER_PROFILE=$dir/pe.csv\$" "--emit env names it for the NCCL tuner plugin"
+has out "^export NCCL_TUNER_PLUGIN=/.*/libnccl-tuner-arbench.so\$" "--emit env names the tuner plugin"
+if grep -qv '^export ' out; then tap FAIL "--emit env prints only export lines"; else tap OK "--emit env prints only export lines"; fi
+expect 2 "profile --emit env without --out" "$cli" profile --emit env base.csv
+expect 2 "profile --emit yaml is refused" "$cli" profile --emit yaml --out pe.csv base.csv
 
 # ---- gate ----
 expect 0 "gate: resampled-identical candidate passes" "$cli" gate --baseline base.csv --candidate cand_same.csv

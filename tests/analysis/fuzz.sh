@@ -24,7 +24,7 @@ if ! "$cc" -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fn
     -I"$src/include" -I"$src/src" "$src/tests/analysis/fuzz_results.c" \
     "$src/src/results/results.c" "$src/src/base/stats.c" "$src/src/analysis/points.c" \
     "$src/src/analysis/resample.c" "$src/src/analysis/profile.c" "$src/src/analysis/profile_io.c" \
-    "$src/src/results/profile_row.c" "$src/src/results/role.c" \
+    "$src/src/results/profile_row.c" "$src/src/results/role.c" "$src/src/base/outfile.c" \
     "$src/src/analysis/gate.c" "$src/src/analysis/gate_report.c" \
     -lcsv -ljansson -lm -o "$dir/fuzz" 2>"$dir/cc.log"; then
     echo "not ok 1 - build the fuzzer"; sed 's/^/# /' "$dir/cc.log" | head -20; echo "1..1"; exit 1

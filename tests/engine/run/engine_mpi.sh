@@ -68,7 +68,8 @@ csv)
     "$check" "$tmp/r.csv" --where phase=verify --rows 1 --all tokens=3 --all agree=36/36 || fail "verify row: every verify output must equal the decode token"
     grep -q "memory plan" "$tmp/r.out" || fail "no memory plan printed"
     grep -q "engine: tiny" "$tmp/r.out" || fail "no table printed"
-    [ -s "$tmp/r-memplan.txt" ] || fail "no memory plan file next to the results"
+    run_id=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "run_id") c = i } NR == 2 { print $c }' "$tmp/r.csv")
+    [ -n "$run_id" ] && [ -s "$tmp/r-memplan-$run_id.txt" ] || fail "no memory plan file r-memplan-<run_id>.txt next to the results"
     echo "ok: 2 rows with the engine columns; verify agrees 36/36"
     ;;
 spec)

@@ -21,13 +21,18 @@ engine() { # NP OUT ARGS...
 rows() { grep -c ',\(decode\|verify\),' "$1" 2>/dev/null || echo 0; }
 
 if engine 2 tuned --tune; then tap OK "--tune exits 0"; else tap FAIL "--tune exits 0"; sed 's/^/# /' "$tmp/tuned.out"; fi
-[ -s "$tmp/tuned.tune.csv" ] && [ -s "$tmp/tuned.profile.csv" ] && tap OK "tune sweep and profile written next to the results" || tap FAIL "tune sweep and profile written next to the results"
-grep -q '^# call sites from .*tuned.profile.csv' "$tmp/tuned.out" && tap OK "the choices are printed" || tap FAIL "the choices are printed"
+tune_csv=$(ls "$tmp"/tuned-*.tune.csv 2>/dev/null | head -1) prof_csv=$(ls "$tmp"/tuned-*.profile.csv 2>/dev/null | head -1)
+[ -s "$tune_csv" ] && [ -s "$prof_csv" ] && tap OK "tune sweep and profile written next to the results, named after the run" || tap FAIL "tune sweep and profile written next to the results"
+grep -q '^# call sites from .*tuned-.*\.profile\.csv' "$tmp/tuned.out" && tap OK "the choices are printed" || tap FAIL "the choices are printed"
 [ "$(rows "$tmp/tuned.csv")" -eq 2 ] && tap OK "decode and verify rows" || tap FAIL "decode and verify rows (got $(rows "$tmp/tuned.csv"))"
 # the tuned sweep measured exactly the call-site shapes: T = 1, 3 (k = 2) and the prefill chunk 8, hidden 64
 # (columns bytes,count,tokens,hidden)
-grep -q ',128,64,1,64,' "$tmp/tuned.tune.csv" && grep -q ',384,192,3,64,' "$tmp/tuned.tune.csv" && grep -q ',1024,512,8,64,' "$tmp/tuned.tune.csv" \
+grep -q ',128,64,1,64,' "$tune_csv" && grep -q ',384,192,3,64,' "$tune_csv" && grep -q ',1024,512,8,64,' "$tune_csv" \
     && tap OK "the sweep measured the call-site shapes (1, 3, 8 tokens x 64)" || tap FAIL "the sweep measured the call-site shapes"
+cp "$prof_csv" "$tmp/first-profile"
+engine 2 tuned --tune --append && [ "$(ls "$tmp"/tuned-*.profile.csv | wc -l)" -eq 2 ] && [ "$(ls "$tmp"/tuned-*.tune.csv | wc -l)" -eq 2 ] \
+    && cmp -s "$prof_csv" "$tmp/first-profile" && tap OK "an appending --tune rerun keeps the first run's sweep and profile" \
+    || { tap FAIL "an appending --tune rerun keeps the first run's sweep and profile"; ls "$tmp" | sed 's/^/# /'; }
 
 cat >"$tmp/prof_other.csv" <<'CSV'
 schema,fabric,ranks,nodes,dtype,op,mode,min_bytes,max_bytes,impl,params,fusion
@@ -37,6 +42,10 @@ if engine 2 other --profile "$tmp/prof_other.csv"; then tap OK "--profile of ano
 grep -q 'site verify .*no entry in .*prof_other.csv for its fabric (.*has: nvlink) -> mpi-host (its own choice)' "$tmp/other.out" \
     && tap OK "fallback line names the site and the missing fabric" || { tap FAIL "fallback line names the site and the missing fabric"; sed 's/^/# /' "$tmp/other.out"; }
 [ "$(rows "$tmp/other.csv")" -eq 2 ] && tap OK "rows with the fallback" || tap FAIL "rows with the fallback"
+[ "$(grep -c ',fallback mpi-host at site verify: no entry in ' "$tmp/other.csv")" -eq 2 ] \
+    && tap OK "every row's note records the fallback" || { tap FAIL "every row's note records the fallback"; sed 's/^/# /' "$tmp/other.csv"; }
+grep -q '^# fallback mpi-host at site verify' "$tmp/other.out" && tap OK "the summary records the fallback" \
+    || tap FAIL "the summary records the fallback"
 
 cat >"$tmp/prof_split.csv" <<'CSV'
 schema,fabric,ranks,nodes,dtype,op,mode,min_bytes,max_bytes,impl,params,fusion
@@ -57,10 +66,10 @@ engine 1 badmh --impl mpi-host:algo=bogus
 rc=$?
 [ $rc -eq 2 ] && grep -q "algo=bogus" "$tmp/badmh.out" && tap OK "mpi-host algo=bogus refused naming it" || tap FAIL "mpi-host algo=bogus refused naming it (exit $rc)"
 
-printf 'schema,fabric\n1,host\n' >"$tmp/broken.csv"
-engine 1 broken --profile "$tmp/broken.csv"
+printf 'schema,fabric\n1,host\n' >"$tmp/broken-prof.csv"
+engine 1 broken --profile "$tmp/broken-prof.csv"
 rc=$?
-[ $rc -eq 2 ] && grep -q "broken.csv: missing column" "$tmp/broken.out" && tap OK "a malformed profile is refused naming it: $(grep -m1 broken.csv "$tmp/broken.out")" || tap FAIL "a malformed profile is refused naming it (exit $rc)"
+[ $rc -eq 2 ] && grep -q "broken-prof.csv: missing column" "$tmp/broken.out" && tap OK "a malformed profile is refused naming it: $(grep -m1 broken-prof.csv "$tmp/broken.out")" || tap FAIL "a malformed profile is refused naming it (exit $rc)"
 engine 1 both --profile "$tmp/prof_other.csv" --impl mpi-host
 rc=$?
 [ $rc -eq 2 ] && grep -q -- "--impl with --profile" "$tmp/both.out" && tap OK "--profile with --impl refused" || tap FAIL "--profile with --impl refused (exit $rc)"

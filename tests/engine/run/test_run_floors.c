@@ -107,11 +107,11 @@ static void t_table(void)
 
 static void t_csv(void)
 {
-    char p[64];
-    arb_floor_csv_path("results/run.csv", p, sizeof p);
-    TAP_CHECK(strcmp(p, "results/run-kernels.csv") == 0);
-    arb_floor_csv_path("run", p, sizeof p);
-    TAP_CHECK(strcmp(p, "run-kernels.csv") == 0);
+    char p[96];
+    arb_floor_csv_path("results/run.csv", "20261201T000000Z-h-1", p, sizeof p);
+    TAP_CHECK(strcmp(p, "results/run-kernels-20261201T000000Z-h-1.csv") == 0);
+    arb_floor_csv_path("run", "r1", p, sizeof p);
+    TAP_CHECK(strcmp(p, "run-kernels-r1.csv") == 0);
     char dir[] = "/tmp/floorsXXXXXX", path[128], line[4096];
     TAP_REQUIRE(mkdtemp(dir) != NULL);
     snprintf(path, sizeof path, "%s/k.csv", dir);

@@ -1,0 +1,191 @@
+# SPDX-License-Identifier: MIT
+"""arbench: the all-reduce that `arbench sweep` + `arbench profile` chose, per size, from Python.
+
+    import arbench
+    comm = arbench.Communicator("profile.csv")          # or None: the fallback (NCCL) everywhere
+    comm.all_reduce(t)                                  # in place, sum over ranks
+    out = comm.all_reduce_rmsnorm(x, residual, weight, 1e-6)  # residual += sum(x); out = rmsnorm(residual) * weight
+
+PyTorch CUDA tensors run on the current stream and may be captured in torch.cuda.graph;
+the calls are the custom ops torch.ops.arbench.all_reduce and .all_reduce_rmsnorm, so
+torch.compile sees them. Without torch (or with device=-1) the buffers are host memory
+(NumPy arrays, array.array, any writable C-contiguous buffer) served by the MPI host
+backend. bf16 host buffers are uint16 arrays holding bf16 bits (NumPy has no bfloat16).
+
+The communicator spans MPI_COMM_WORLD: launch with mpirun (or as one process, world size
+1). A torch.distributed group is accepted when it is that world, in the same rank order.
+"""
+import ctypes
+
+from . import _lib
+from ._lib import ArbenchError
+
+__all__ = ["Communicator", "ArbenchError", "api_version"]
+
+
+def api_version():
+    """The loaded libarbench's ARBENCH_API_VERSION (major * 10000 + minor * 100 + patch)."""
+    return _lib.load().arbench_api_version()
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def _is_tensor(x):
+    return type(x).__module__.split(".")[0] == "torch"
+
+
+def _host_view(x, writable, what):
+    """(address, element count, dtype code, keep-alive) of a host buffer."""
+    mv = memoryview(x)
+    if not mv.c_contiguous:
+        raise ArbenchError(_lib.ERR_INVALID, "%s: expected a C-contiguous buffer" % what)
+    name = getattr(getattr(x, "dtype", None), "name", "")
+    if mv.format == "f" and mv.itemsize == 4:
+        dt = _lib.FP32
+    elif (mv.format in ("H", "<H", "=H") and mv.itemsize == 2) or name == "bfloat16":
+        dt = _lib.BF16
+    else:
+        raise ArbenchError(_lib.ERR_INVALID, "%s: buffer format '%s' (item size %d): expected float32 ('f') or bf16 bits "
+                           "in uint16 ('H')" % (what, mv.format, mv.itemsize))
+    count = mv.nbytes // mv.itemsize
+    iface = getattr(x, "__array_interface__", None)
+    if iface is not None:
+        if writable and iface["data"][1]:
+            raise ArbenchError(_lib.ERR_INVALID, "%s: a read-only array, expected a writable one" % what)
+        return iface["data"][0], count, dt, x
+    if mv.readonly:
+        if writable:
+            raise ArbenchError(_lib.ERR_INVALID, "%s: a read-only buffer, expected a writable one" % what)
+        keep = bytearray(mv.cast("B"))
+        return ctypes.addressof((ctypes.c_char * len(keep)).from_buffer(keep)), count, dt, keep
+    keep = (ctypes.c_char * mv.nbytes).from_buffer(mv.cast("B"))
+    return ctypes.addressof(keep), count, dt, keep
+
+
+class Communicator:
+    """One communicator over MPI_COMM_WORLD (arbench_comm_create).
+
+    profile: path of a profile (CSV or JSON of `arbench profile`), or None.
+    group: None, or a torch.distributed group that is the MPI world in the same order.
+    device: CUDA device index, -1 for host memory; default: torch's current device when
+        torch sees a GPU, else -1.
+    graph: calls may be captured in CUDA graphs (default True on a GPU).
+    max_bytes: largest all_reduce per rank, bytes (a larger call is an error).
+    max_tokens, hidden: largest fused call, rows and row length (0, 0: no fused calls).
+    fabric: the profile's fabric label (default: detected); fallback: the implementation
+        where the profile has nothing (default: nccl on a GPU, mpi-host on the host).
+    """
+
+    def __init__(self, profile=None, group=None, *, device=None, graph=None, max_bytes=64 << 20, max_tokens=0,
+                 hidden=0, fabric=None, fallback=None):
+        lib = _lib.load()
+        torch = _torch()
+        if device is None:
+            device = torch.cuda.current_device() if torch is not None and torch.cuda.is_available() else -1
+        if graph is None:
+            graph = device >= 0
+        cfg = _lib.Config()
+        lib.arbench_config_init(ctypes.byref(cfg))
+        keep = [s.encode() if s is not None else None for s in (str(profile) if profile is not None else None,
+                                                                  fabric, fallback)]
+        cfg.profile, cfg.fabric, cfg.fallback = keep
+        cfg.cuda_device, cfg.graph = int(device), int(bool(graph))
+        cfg.max_bytes, cfg.max_tokens, cfg.hidden = int(max_bytes), int(max_tokens), int(hidden)
+        handle, why = ctypes.c_void_p(), ctypes.create_string_buffer(1024)
+        _lib.check(lib.arbench_comm_create(ctypes.byref(cfg), ctypes.byref(handle), why, len(why)), why,
+                   "arbench_comm_create")
+        self._lib, self._h, self.device, self.graph = lib, handle, int(device), bool(graph)
+        self.rank, self.size = lib.arbench_comm_rank(handle), lib.arbench_comm_size(handle)
+        self.hidden, self.max_tokens = int(hidden), int(max_tokens)
+        self._op_id = None
+        if group is not None:
+            self._check_group(torch, group)
+
+    def _check_group(self, torch, group):
+        if torch is None or not torch.distributed.is_initialized():
+            self.close()
+            raise ArbenchError(_lib.ERR_INVALID, "group given but torch.distributed is not initialized")
+        if torch.distributed.get_world_size(group) != self.size or torch.distributed.get_rank(group) != self.rank:
+            size, rank = torch.distributed.get_world_size(group), torch.distributed.get_rank(group)
+            self.close()
+            raise ArbenchError(_lib.ERR_INVALID, "group of size %d, rank %d: this libarbench bootstraps from "
+                               "MPI_COMM_WORLD (size %d, rank %d) only; launch with mpirun so that they agree"
+                               % (size, rank, self.size, self.rank))
+
+    def close(self):
+        """Collective: frees the communicator (arbench_comm_destroy)."""
+        if self._h:
+            self._lib.arbench_comm_destroy(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def explain(self, op="allreduce", nbytes=0, graph=False):
+        """(implementation or None, one line saying why) for a call of nbytes per rank."""
+        note = ctypes.create_string_buffer(1024)
+        code = _lib.OP_ALLREDUCE_RMSNORM if op == "allreduce_rmsnorm" else _lib.OP_ALLREDUCE
+        impl = self._lib.arbench_explain(self._h, code, int(nbytes), int(bool(graph)), note, len(note))
+        return (impl.decode() if impl else None), note.value.decode(errors="replace")
+
+    # ---- raw calls on addresses (the torch ops and the host path both end here) ----
+
+    def _raw_all_reduce(self, ptr, count, dtype, stream):
+        why = ctypes.create_string_buffer(1024)
+        _lib.check(self._lib.arbench_allreduce(self._h, ptr, count, dtype, stream, why, len(why)), why,
+                   "arbench_allreduce")
+
+    def _raw_rmsnorm(self, x, residual, weight, out, tokens, hidden, eps, stream):
+        why = ctypes.create_string_buffer(1024)
+        _lib.check(self._lib.arbench_allreduce_rmsnorm(self._h, x, residual, weight, out, tokens, hidden,
+                                                       ctypes.c_float(eps), stream, why, len(why)), why,
+                   "arbench_allreduce_rmsnorm")
+
+    # ---- the API ----
+
+    def all_reduce(self, x):
+        """In place: x = sum over ranks of x. Returns x."""
+        if _is_tensor(x):
+            from . import _torch_ops
+            _torch_ops.all_reduce(self, x)
+            return x
+        ptr, count, dt, keep = _host_view(x, True, "all_reduce(x)")
+        self._raw_all_reduce(ptr, count, dt, None)
+        del keep
+        return x
+
+    def all_reduce_rmsnorm(self, x, residual, weight, eps=1e-6, out=None):
+        """residual += sum over ranks of x (in place); returns out = rmsnorm(residual) * weight.
+        All bf16; x and residual [tokens, hidden], weight [hidden]."""
+        if _is_tensor(x):
+            from . import _torch_ops
+            return _torch_ops.all_reduce_rmsnorm(self, x, residual, weight, float(eps))
+        xp, n, xdt, kx = _host_view(x, False, "all_reduce_rmsnorm(x)")
+        rp, nr, rdt, kr = _host_view(residual, True, "all_reduce_rmsnorm(residual)")
+        wp, hidden, wdt, kw = _host_view(weight, False, "all_reduce_rmsnorm(weight)")
+        if out is None:
+            out = _empty_like(residual)
+        op, no, odt, ko = _host_view(out, True, "all_reduce_rmsnorm(out)")
+        if _lib.FP32 in (xdt, rdt, wdt, odt) or not (n == nr == no) or hidden == 0 or n % hidden:
+            raise ArbenchError(_lib.ERR_INVALID, "all_reduce_rmsnorm: expected bf16 x, residual and out of one shape "
+                               "[tokens, hidden] and weight [hidden] (got %d, %d, %d and %d elements)"
+                               % (n, nr, no, hidden))
+        self._raw_rmsnorm(xp, rp, wp, op, n // hidden, hidden, eps, None)
+        del kx, kr, kw, ko
+        return out
+
+
+def _empty_like(buf):
+    if hasattr(buf, "__array_interface__") and hasattr(buf, "copy"):
+        return buf.copy()
+    import array
+    return array.array("H", bytes(memoryview(buf).nbytes))
