@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Kimi-K2's INT4 expert format (compressed-tensors pack-quantized, W4A16, symmetric):
- * eight 4-bit two's-complement values per int32 along the input dimension, value j of
- * a word in bits [4j, 4j+4); one bf16 scale per group of 32 consecutive inputs.
+ * The engine's INT4 expert format (W4A16, symmetric, as Kimi-K2's compressed-tensors
+ * pack-quantized experts): eight 4-bit two's-complement values per int32 along the input
+ * dimension, value j of a word in bits [4j, 4j+4); one bf16 scale per group of 32
+ * consecutive inputs. A compressed-tensors checkpoint stores q + 8 in each nibble instead
+ * (offset binary): engine/weights/int4_ct.h converts (word ^ 0x88888888).
  * weight_packed [rows x in/8] int32, weight_scale [rows x in/32] bf16. Header only;
  * C11 and CUDA (host and device).
  */
