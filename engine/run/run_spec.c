@@ -28,8 +28,8 @@ static arb_status_t spec_verify(void *ctx, const arb_spec_state_t *st, const uin
 {
     spec_ctx_t *x = ctx;
     arb_step_t out;
-    ARB_TRY(arb_step_once(x->target, tokens, n, (unsigned)st->cache_len, ARB_STEP_GREEDY | ARB_STEP_BYTES, &out, why,
-                          len));
+    ARB_TRY(
+        arb_step_once(x->target, tokens, n, (unsigned)st->cache_len, ARB_STEP_GREEDY | ARB_STEP_BYTES, &out, why, len));
     memcpy(argmax, out.greedy, n * sizeof *argmax);
     *us = out.us;
     x->bsum += out.bytes, x->esum += out.experts;
@@ -73,15 +73,22 @@ arb_status_t arb_run_spec_phase(arb_stepper_t *target, const uint32_t *g, double
     arb_engine_run_t *r = target->r;
     const unsigned S = r->o->steps, k = r->o->spec_k;
     spec_ctx_t x = {.target = target};
-    snprintf(x.what, sizeof x.what, "%s %s: spec p=%.2f", arb_cfg_role_names[target->c->role], arb_mode_names[target->mode],
-             p);
+    snprintf(x.what, sizeof x.what, "%s %s: spec p=%.2f", arb_cfg_role_names[target->c->role],
+             arb_mode_names[target->mode], p);
     pr->accept_rate = p;
     arb_status_t st = arb_run_draft_open(r, target->c, target->mode, &x.draft, why, len);
     arb_spec_trace_t t = {0};
     if (st == ARB_OK) {
         arb_spec_model_t m = {.draft = spec_draft, .verify = spec_verify, .rollback = spec_rollback, .ctx = &x};
-        arb_spec_opts_t o = {.k = k, .accept_rate = p, .seed = r->o->seed, .vocab = r->cfg.vocab_size, .chain = g,
-                             .chain_len = (size_t)S + k + 1, .start = r->o->context, .tokens = S, .cycles = S};
+        arb_spec_opts_t o = {.k = k,
+                             .accept_rate = p,
+                             .seed = r->o->seed,
+                             .vocab = r->cfg.vocab_size,
+                             .chain = g,
+                             .chain_len = (size_t)S + k + 1,
+                             .start = r->o->context,
+                             .tokens = S,
+                             .cycles = S};
         arb_spec_state_t ss;
         st = arb_spec_run(&m, &o, &ss, &t, why, len);
     }

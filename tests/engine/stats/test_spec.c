@@ -126,8 +126,15 @@ static arb_status_t toy_run(toy_t *t, unsigned k, double p, uint64_t seed, size_
     uint32_t *chain = toy_chain(t, 17, tokens + k + 1);
     t->chain = chain;
     arb_spec_model_t m = {toy_draft, toy_verify, toy_rollback, t};
-    arb_spec_opts_t o = {.k = k, .accept_rate = p, .seed = seed, .vocab = V, .chain = chain,
-                         .chain_len = tokens + k + 1, .start = 50, .tokens = tokens, .cycles = cycles};
+    arb_spec_opts_t o = {.k = k,
+                         .accept_rate = p,
+                         .seed = seed,
+                         .vocab = V,
+                         .chain = chain,
+                         .chain_len = tokens + k + 1,
+                         .start = 50,
+                         .tokens = tokens,
+                         .cycles = cycles};
     arb_status_t s = arb_spec_run(&m, &o, st, tr, why, why_len);
     free(chain);
     t->chain = NULL;
@@ -287,12 +294,13 @@ static void test_accept_rate_drives_the_cycle(void)
     arb_spec_trace_free(&tr);
     TAP_CHECK(toy_run(&t, 2, 1.5, 9, 100, 100, &st, &tr, why, sizeof why) == ARB_ERR_INVALID &&
               strstr(why, "--accept-rate"));
-    TAP_CHECK(toy_run(&t, 0, 0.5, 9, 100, 100, &st, &tr, why, sizeof why) == ARB_ERR_INVALID && strstr(why, "--spec-k"));
+    TAP_CHECK(toy_run(&t, 0, 0.5, 9, 100, 100, &st, &tr, why, sizeof why) == ARB_ERR_INVALID &&
+              strstr(why, "--spec-k"));
     /* a chain too short for the tokens asked for */
     uint32_t chain[4] = {1, 2, 3, 4};
     arb_spec_model_t m = {toy_draft, toy_verify, toy_rollback, &t};
-    arb_spec_opts_t o = {.k = 2, .accept_rate = 0.5, .vocab = V, .chain = chain, .chain_len = 4, .tokens = 2,
-                         .cycles = 2};
+    arb_spec_opts_t o = {
+        .k = 2, .accept_rate = 0.5, .vocab = V, .chain = chain, .chain_len = 4, .tokens = 2, .cycles = 2};
     TAP_CHECK(arb_spec_run(&m, &o, &st, &tr, why, sizeof why) == ARB_ERR_INVALID && strstr(why, "chain"));
 }
 
