@@ -19,7 +19,8 @@ timeout 120 $cmd --out "$tmp/q.csv" >"$tmp/q.log" 2>&1
 ! grep -q heartbeat "$tmp/q.log" && tap OK "a short run in a log: no heartbeat (every 30 s by default)" || tap FAIL "a short run in a log: no heartbeat"
 
 if command -v script >/dev/null 2>&1; then
-    timeout 120 script -qc "$cmd --out $tmp/t.csv" "$tmp/t.log" >/dev/null 2>&1
+    # CI set (as .ci/run sets it) turns live progress off by design: a person's terminal here
+    timeout 120 script -qc "env -u CI -u ARBENCH_PROGRESS $cmd --out $tmp/t.csv" "$tmp/t.log" >/dev/null 2>&1
     tr '\r' '\n' <"$tmp/t.log" | grep -q '^# compute-only: prefill  *[0-9]*/48' \
         && tap OK "mpirun on a terminal: live progress of the prefill" \
         || { tap FAIL "mpirun on a terminal: live progress of the prefill"; tr '\r' '\n' <"$tmp/t.log" | sed 's/^/# /' | tail -20; }
