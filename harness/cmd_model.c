@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "base/outfile.h"
 #include "costmodel/model_fit.h"
+#include "costmodel/model_observe.h"
 #include "costmodel/model_predict.h"
 #include "base/sizes.h"
 #include "results/results.h"
@@ -21,6 +22,7 @@ static void usage(FILE *f)
     fputs("usage: arbench model fit --fabric SPEC --out FIT.csv [--force] [--min-bytes 14336] [--max-bytes 1M] RESULTS.csv...\n"
           "       arbench model predict --fit FIT.csv --fabric SPEC [--xml TOPO.xml] --ranks N --out PRED.csv [--append] [--sizes LIST] [--fit-fabric SPEC]\n"
           "       arbench model check --fit FIT.csv [--fit-fabric SPEC] [--min-bytes 14336] [--max-bytes 1M] [--tolerance 0.25] [--points] RESULTS.csv...\n"
+          "       arbench model check --fit FIT.csv --observations DIR [--tolerance 0.25]   (model/observations/: every recorded figure, with its source)\n"
           "  fit: constants from measured runs on the machine SPEC describes. predict: a results CSV (source=model, bands) for\n"
           "  N GPUs of SPEC (--xml: the GPU placement of an `arbench topo --export-xml` file, SPEC's constants). check: error of the model on measured runs; exit 1 when a gated group (NCCL, one-shots,\n"
           "  hoststaged) misses by more than the tolerance. Exit 2 on invalid input. docs/model.md\n"
@@ -28,7 +30,7 @@ static void usage(FILE *f)
 }
 
 typedef struct model_opts {
-    const char *fabric, *fit_fabric, *fit, *out, *sizes, *xml;
+    const char *fabric, *fit_fabric, *fit, *out, *sizes, *xml, *observations;
     size_t min_bytes, max_bytes;
     int ranks, points, append, force;
     double tolerance;
@@ -44,7 +46,7 @@ static int parse_opts(int argc, char **argv, model_opts_t *o)
         {"tolerance", required_argument, NULL, 't'}, {"points", no_argument, NULL, 'p'},
         {"xml", required_argument, NULL, 'x'},       {"help", no_argument, NULL, 'h'},
         {"append", no_argument, NULL, 'a'},          {"force", no_argument, NULL, 'y'},
-        {NULL, 0, NULL, 0},
+        {"observations", required_argument, NULL, 'O'}, {NULL, 0, NULL, 0},
     };
     *o = (model_opts_t){.sizes = DEFAULT_SIZES, .min_bytes = 14336, .max_bytes = 1 << 20, .tolerance = 0.25};
     int c;
@@ -58,6 +60,7 @@ static int parse_opts(int argc, char **argv, model_opts_t *o)
         case 'o': o->out = optarg; break;
         case 's': o->sizes = optarg; break;
         case 'x': o->xml = optarg; break;
+        case 'O': o->observations = optarg; break;
         case 'p': o->points = 1; break;
         case 'a': o->append = 1; break;
         case 'y': o->force = 1; break;
@@ -248,6 +251,19 @@ static int do_check(int argc, char **argv, const model_opts_t *o)
     int rc = 2;
     if (load_fit(o, &fit, &fit_fab))
         return 2;
+    if (o->observations) { /* the recorded observations, with their sources; exit 1 when one fails */
+        arb_observe_tally_t t;
+        if (optind < argc)
+            fprintf(stderr, "arbench model check: --observations: results files ignored (give them without --observations)\n");
+        if (arb_model_check_observations(&fit, &fit_fab, o->observations, o->tolerance, stdout, &t, err, sizeof err)) {
+            fprintf(stderr, "arbench model check: %s\n", err);
+            rc = 2;
+        } else {
+            rc = t.fail > 0;
+        }
+        arb_fit_free(&fit);
+        return rc;
+    }
     if (load_obs(argc, argv, &obs))
         goto err_free;
     int failing = 0;

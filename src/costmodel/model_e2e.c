@@ -234,7 +234,8 @@ static arb_status_t predict_choice(const choice_rows_t *c, const eng_row_t *all,
         if (num(d[k[C_TOKENS]], &tok_d) || !(tok_d >= 1))
             ARB_RAISE(ARB_ERR_INVALID, err, err_len, "%s: line %zu: decode row needs numeric tokens", c->decode.path, c->decode.line);
         ARB_TRY(arb_e2e_kernel_compute(o->kernels_csv, (unsigned)tok_d, o->target_read_gbs, o->h200_peak_gbs,
-                                       o->launch_band, &kd, err, err_len));
+                                       o->launch_band, o->issue_lo > 0 ? o->issue_lo : 1, o->issue_hi > 0 ? o->issue_hi : 1,
+                                       &kd, err, err_len));
         row->compute_us = kd.target_us;
     }
     row->allreduce_us = (arb_e2e_band_t){ar, ar * rl, ar * rh};
@@ -267,7 +268,8 @@ static arb_status_t predict_choice(const choice_rows_t *c, const eng_row_t *all,
     if (o->kernels_csv) {
         arb_e2e_kernel_compute_t kv;
         ARB_TRY(arb_e2e_kernel_compute(o->kernels_csv, (unsigned)vtok, o->target_read_gbs, o->h200_peak_gbs,
-                                       o->launch_band, &kv, err, err_len));
+                                       o->launch_band, o->issue_lo > 0 ? o->issue_lo : 1, o->issue_hi > 0 ? o->issue_hi : 1,
+                                       &kv, err, err_len));
         vc = kv.target_us;
     }
     /* The draft has no floor of its own: decode's relative compute band. */
@@ -315,6 +317,9 @@ arb_status_t arb_e2e_predict(const char *const *engine_csvs, size_t nfiles, cons
         pred_inputs(&pred, pred_csv, res, err, err_len))
         goto out;
     res->target_read_gbs = o->target_read_gbs, res->h200_peak_gbs = o->h200_peak_gbs;
+    snprintf(res->kernels_csv, sizeof res->kernels_csv, "%s", o->kernels_csv ? o->kernels_csv : "");
+    snprintf(res->gpu_spec, sizeof res->gpu_spec, "%s", o->gpu_spec ? o->gpu_spec : "");
+    snprintf(res->gpu_ref_spec, sizeof res->gpu_ref_spec, "%s", o->gpu_ref_spec ? o->gpu_ref_spec : "");
     for (size_t i = 0; i < nfiles; i++) {
         if (arb_table_read(engine_csvs[i], &tabs[i], err, err_len))
             goto out;
@@ -356,6 +361,10 @@ arb_status_t arb_e2e_predict(const char *const *engine_csvs, size_t nfiles, cons
             snprintf(ch[j].choice, sizeof ch[j].choice, "%s%s%s", impl, items[0] ? ":" : "", items);
             ch[j].col = c;
         }
+        double pr;
+        if (o->accept_rate > 0 && !strcmp(ph, "spec") &&
+            (num(f[c[C_ACCEPT]], &pr) || fabs(pr - o->accept_rate) > 1e-9))
+            continue; /* --accept-rate: only the spec rows of that p */
         eng_row_t *slot = !strcmp(ph, "decode") ? &ch[j].decode : !strcmp(ph, "verify") ? &ch[j].verify : &ch[j].spec;
         if (!slot->f)
             *slot = all[a];
@@ -387,7 +396,7 @@ static const char e2e_header[] =
     "tok_s_hi,break_even,break_even_lo,break_even_hi,fabric,ranks,pred_table,pred_argv,engine_csv,target_read_gbs,"
     "h200_peak_gbs,allreduce_share,allreduce_share_lo,allreduce_share_hi,saving_vs_nccl_us,saving_vs_nccl_lo_us,"
     "saving_vs_nccl_hi_us,verify_allreduce_us,verify_allreduce_lo_us,verify_allreduce_hi_us,verify_saving_vs_nccl_us,"
-    "verify_saving_vs_nccl_lo_us,verify_saving_vs_nccl_hi_us,argv,note\n";
+    "verify_saving_vs_nccl_lo_us,verify_saving_vs_nccl_hi_us,kernels_csv,gpu_spec,gpu_ref_spec,argv,note\n";
 
 static void put_quoted(FILE *f, const char *s)
 {
@@ -440,8 +449,14 @@ arb_status_t arb_e2e_write(const arb_e2e_result_t *res, const char *path, const 
                 put_num(f, res->h200_peak_gbs);
             }
         }
+        put_quoted(f, res->kernels_csv);
+        put_quoted(f, res->gpu_spec);
+        put_quoted(f, res->gpu_ref_spec);
         put_quoted(f, argv_joined);
-        fputs(",\"predicted, not measured: compute scaled by read bandwidth, all-reduce replayed (docs/model.md)\"\n", f);
+        fputs(res->kernels_csv[0]
+                  ? ",\"predicted, not measured: compute by kernel family (streaming part at the target's bandwidth, the rest kept), all-reduce replayed (docs/model.md)\"\n"
+                  : ",\"predicted, not measured: compute scaled by read bandwidth, all-reduce replayed (docs/model.md)\"\n",
+              f);
     }
     int bad = ferror(f);
     bad |= fflush(f) != 0;
@@ -455,8 +470,15 @@ arb_status_t arb_e2e_write(const arb_e2e_result_t *res, const char *path, const 
 
 void arb_e2e_print(const arb_e2e_result_t *res, const arb_e2e_opts_t *o, FILE *f)
 {
-    fprintf(f, "PREDICTED (not measured), compute x read_gbs_H200/%.0f GB/s (band: streaming part only .. H200 peak %.0f/%.0f), "
-               "all-reduce replayed (band: prediction table):\n", o->target_read_gbs, o->h200_peak_gbs, o->target_read_gbs);
+    if (o->kernels_csv)
+        fprintf(f, "PREDICTED (not measured), compute by kernel family from %s: streaming part x read_gbs_H200/%.0f GB/s, the rest kept\n"
+                   "(band: launch/latency +-%.0f%%, time beyond each family's floor x %.2f..%.2f (instruction rate), streaming at the\n"
+                   "target's peak .. the H200's fraction of its peak %.0f), all-reduce replayed (band: prediction table):\n",
+                o->kernels_csv, o->target_read_gbs, 100 * o->launch_band, fmin(1 - o->launch_band, o->issue_lo > 0 ? o->issue_lo : 1),
+                fmax(1 + o->launch_band, o->issue_hi > 0 ? o->issue_hi : 1), o->h200_peak_gbs);
+    else
+        fprintf(f, "PREDICTED (not measured), compute x read_gbs_H200/%.0f GB/s (band: streaming part only .. H200 peak %.0f/%.0f), "
+                   "all-reduce replayed (band: prediction table):\n", o->target_read_gbs, o->h200_peak_gbs, o->target_read_gbs);
     fprintf(f, "  %-5s %-16s %-44s %-22s %-22s %-20s %s\n", "mode", "phase", "choice", "step/cycle us (band)",
             "all-reduce us (band)", "tok/s (band)", "break-even p (band)");
     for (size_t i = 0; i < res->nrows; i++) {

@@ -27,6 +27,9 @@ typedef struct arb_e2e_opts {
     int hidden;             /* hidden size: all-reduce bytes = tokens x hidden x 2 (bf16) */
     const char *kernels_csv; /* NULL, or the compute-only run's per-kernel table: compute by kernel family */
     double launch_band;      /* with kernels_csv: relative band of the part that is not streaming */
+    double issue_lo, issue_hi; /* with kernels_csv: H200 / target instruction rate (0: 1, no GPU specs) */
+    double accept_rate;      /* > 0: the spec rows of this acceptance rate (else each choice's first) */
+    const char *gpu_spec, *gpu_ref_spec; /* the GPU specs these came from (NULL: the defaults), for the rows */
 } arb_e2e_opts_t;
 
 /* A value with its band: lo <= v <= hi. */
@@ -55,6 +58,7 @@ typedef struct arb_e2e_result {
     char fabric[64], pred_csv[256], pred_argv[512]; /* the prediction table: its fabric label and command */
     int ranks;
     double target_read_gbs, h200_peak_gbs;
+    char kernels_csv[256], gpu_spec[256], gpu_ref_spec[256]; /* empty: not given */
     size_t nrows;
     arb_e2e_row_t rows[ARB_E2E_MAX_ROWS];
 } arb_e2e_result_t;

@@ -20,18 +20,21 @@ static double cell(const arb_table_t *t, size_t r, int c)
 }
 
 arb_status_t arb_e2e_kernel_compute(const char *path, unsigned tokens, double target_read_gbs, double h200_peak_gbs,
-                                    double launch_band, arb_e2e_kernel_compute_t *out, char *err, size_t err_len)
+                                    double launch_band, double issue_lo, double issue_hi, arb_e2e_kernel_compute_t *out,
+                                    char *err, size_t err_len)
 {
     memset(out, 0, sizeof *out);
     out->tokens = tokens;
-    if (!(target_read_gbs > 0) || !(h200_peak_gbs > 0) || !(launch_band >= 0 && launch_band < 1))
-        ARB_RAISE(ARB_ERR_INVALID, err, err_len, "per-kernel compute: bandwidths must be > 0 and the launch band in [0, 1)");
+    if (!(target_read_gbs > 0) || !(h200_peak_gbs > 0) || !(launch_band >= 0 && launch_band < 1) ||
+        !(issue_lo > 0 && issue_lo <= issue_hi))
+        ARB_RAISE(ARB_ERR_INVALID, err, err_len,
+                  "per-kernel compute: bandwidths must be > 0, the launch band in [0, 1), 0 < issue_lo <= issue_hi");
     arb_table_t t;
     if (arb_table_read(path, &t, err, err_len))
         return ARB_ERR_INVALID;
     arb_status_t rc = ARB_ERR_INVALID;
     int c[8];
-    double read = NAN, step = NAN, stream = 0;
+    double read = NAN, step = NAN, step_floor = NAN, stream = 0, excess = 0;
     unsigned rows = 0;
     if (arb_table_require(&t, required, path, err, err_len))
         goto out;
@@ -50,6 +53,7 @@ arb_status_t arb_e2e_kernel_compute(const char *path, unsigned tokens, double ta
         double layers = cell(&t, r, c[5]), floor_us = cell(&t, r, c[6]), graph = cell(&t, r, c[7]);
         if (!strcmp(f[c[4]], "step")) {
             step = graph;
+            step_floor = floor_us; /* the step's bytes over the H200's read: NAN when not written */
             continue;
         }
         if (!(layers >= 1))
@@ -57,6 +61,8 @@ arb_status_t arb_e2e_kernel_compute(const char *path, unsigned tokens, double ta
         if (!(floor_us >= 0)) /* "other": time, no bytes; it stays in rest */
             continue;
         stream += layers * (isnan(graph) ? floor_us : fmax(0, fmin(graph, floor_us)));
+        if (!isnan(graph) && graph > floor_us) /* beyond its streaming: launch, latency or issue */
+            excess += layers * (graph - floor_us);
     }
     if (!rows)
         ARB_RAISE_GOTO(rc, ARB_ERR_INVALID, out, err, err_len, "%s: no rows of %u tokens (the engine writes decode T = 1 and verify T = k + 1)", path, tokens);
@@ -65,11 +71,21 @@ arb_status_t arb_e2e_kernel_compute(const char *path, unsigned tokens, double ta
     if (stream > step)
         stream = step; /* families overlapping in the replay: never more than the step */
     const double rest = step - stream, scaled = stream * read / target_read_gbs;
+    if (excess > rest)
+        excess = rest;
+    const double gaps = rest - excess;
+    /* The target cannot stream the step's bytes faster than its bandwidth allows. */
+    const double fl = step_floor > 0 ? step_floor * read / target_read_gbs : 0;
     out->h200_step_us = step;
     out->stream_h200_us = stream;
     out->rest_us = rest;
-    out->target_us = (arb_e2e_band_t){rest + scaled, rest * (1 - launch_band) + scaled,
-                                      rest * (1 + launch_band) + scaled * fmax(1, h200_peak_gbs / read)};
+    out->excess_us = excess;
+    out->floor_target_us = fl;
+    out->target_us = (arb_e2e_band_t){
+        fmax(fl, rest + scaled),
+        fmax(fl, gaps * (1 - launch_band) + excess * fmin(1 - launch_band, issue_lo) + scaled),
+        fmax(fl, gaps * (1 + launch_band) + excess * fmax(1 + launch_band, issue_hi) +
+                     scaled * fmax(1, h200_peak_gbs / read))};
     rc = ARB_OK;
 out:
     arb_table_free(&t);

@@ -9,10 +9,16 @@
  *                                      (floor_f when the family was not measured)
  *   rest     = step graph time - sum_f stream_f   launches, latencies, waits, overlap: kept
  *   target   = rest + sum_f stream_f x read_gbs_H200 / read_gbs_target
- * Band: rest x (1 -+ launch_band) (the target's launch and latency cost is not measured),
- * the streaming part at the target's spec rate (fast end) .. at the H200's measured fraction
- * of its own spec (slow end: x h200_peak / read_gbs_H200). Arithmetic-bound kernels are not
- * modeled apart: their time sits in rest, unscaled.
+ *   excess   = sum_f max(0, graph_f - floor_f)   each family's time beyond its streaming:
+ *                                      launch, latency or arithmetic/issue; part of rest
+ * Band: the gaps (rest - excess) x (1 -+ launch_band) (the target's launch and latency cost is
+ * not measured); the excess x [min(1 - launch_band, issue_lo), max(1 + launch_band, issue_hi)]
+ * (issue_*: the H200's instruction rate over the target's, SMs x clock, model/gpus/, at
+ * the ends of the clocks' ranges; 1, 1 without GPU specs); the streaming part at the target's
+ * spec rate (fast end) .. at the H200's measured fraction of its own spec (slow end: x
+ * h200_peak / read_gbs_H200). Central: the rest kept (the excess is not known to be issue-
+ * bound). Every end at least the step's bytes over the target's bandwidth (the step row's
+ * floor x read_gbs_H200 / read_gbs_target).
  */
 #ifndef ARB_MODEL_E2E_KERNELS_H
 #define ARB_MODEL_E2E_KERNELS_H
@@ -27,13 +33,17 @@ typedef struct arb_e2e_kernel_compute {
     double h200_step_us;   /* the step row's graph time */
     double stream_h200_us; /* sum of stream_f */
     double rest_us;
+    double excess_us;       /* sum of the families' time beyond their floors (within rest) */
+    double floor_target_us; /* the step's bytes over the target's bandwidth (0: not in the table) */
     arb_e2e_band_t target_us;
 } arb_e2e_kernel_compute_t;
 
 /* The step of `tokens` tokens in the table at `path`; target_read_gbs and h200_peak_gbs as in
- * arb_e2e_opts_t, launch_band the relative band of rest. Refuses a table of another schema, a
+ * arb_e2e_opts_t, launch_band the relative band of the launch/latency part, issue_lo <=
+ * issue_hi the range of the H200's over the target's instruction rate. Refuses a table of another schema, a
  * run that was not compute-only, a missing step row, naming the file and what was expected. */
 arb_status_t arb_e2e_kernel_compute(const char *path, unsigned tokens, double target_read_gbs, double h200_peak_gbs,
-                                    double launch_band, arb_e2e_kernel_compute_t *out, char *err, size_t err_len);
+                                    double launch_band, double issue_lo, double issue_hi, arb_e2e_kernel_compute_t *out,
+                                    char *err, size_t err_len);
 
 #endif

@@ -48,7 +48,7 @@ static char *trim(char *s)
 }
 
 /* "48", "48 +-0.15": value and relative band. */
-static int parse_quantity(const char *val, const char *source, arb_quantity_t *q)
+int arb_q_parse(const char *val, const char *source, arb_quantity_t *q)
 {
     char *end;
     errno = 0;
@@ -150,7 +150,7 @@ static const char *apply_line(arb_fabric_t *f, const char *key, const char *val,
     arb_quantity_t *q = quantity_slot(f, key);
     if (!q)
         return "a known key (docs/model.md lists them)";
-    int rc = parse_quantity(val, src, q);
+    int rc = arb_q_parse(val, src, q);
     if (rc == -2)
         return "a value followed by '# source' (every constant states where it comes from)";
     size_t kl = strlen(key);
@@ -270,12 +270,9 @@ arb_path_t arb_fabric_worst_path(const arb_fabric_t *f, int n)
     return w;
 }
 
-arb_status_t arb_fabric_read_mem(const char *text, const char *name, arb_fabric_t *f, char *err, size_t err_len)
+arb_status_t arb_spec_parse(const char *text, const char *name, arb_spec_apply_fn apply, void *ctx, char *err,
+                            size_t err_len)
 {
-    memset(f, 0, sizeof *f);
-    f->cuda_p2p_max = ARB_PATH_HOSTBRIDGE;
-    f->nccl_p2p_max = ARB_PATH_SWITCH; /* NCCL 2.28.3 paths.cc: p2pLevel = PATH_PXB by default */
-    snprintf(f->path_file, sizeof f->path_file, "%s", name);
     const char *p = text;
     for (int lineno = 1; *p; lineno++) {
         size_t len = strcspn(p, "\n");
@@ -303,20 +300,36 @@ arb_status_t arb_fabric_read_mem(const char *text, const char *name, arb_fabric_
         }
         *eq = '\0';
         char *key = trim(s), *val = trim(eq + 1);
-        const char *want = apply_line(f, key, val, src);
+        const char *want = apply(ctx, key, val, src);
         if (want) {
             ARB_WHY(err, err_len, "%s:%d: %s = '%.60s': expected %s", name, lineno, key, val, want);
             return ARB_ERR_INVALID;
         }
     }
+    return ARB_OK;
+}
+
+static const char *fabric_apply(void *ctx, const char *key, const char *val, const char *src)
+{
+    return apply_line(ctx, key, val, src);
+}
+
+arb_status_t arb_fabric_read_mem(const char *text, const char *name, arb_fabric_t *f, char *err, size_t err_len)
+{
+    memset(f, 0, sizeof *f);
+    f->cuda_p2p_max = ARB_PATH_HOSTBRIDGE;
+    f->nccl_p2p_max = ARB_PATH_SWITCH; /* NCCL 2.28.3 paths.cc: p2pLevel = PATH_PXB by default */
+    snprintf(f->path_file, sizeof f->path_file, "%s", name);
+    ARB_TRY(arb_spec_parse(text, name, fabric_apply, f, err, err_len));
     return check_complete(f, name, err, err_len);
 }
 
-arb_status_t arb_fabric_read(const char *path, arb_fabric_t *f, char *err, size_t err_len)
+arb_status_t arb_spec_read(const char *path, const char *what, arb_spec_mem_fn parse, void *out, char *err,
+                           size_t err_len)
 {
     FILE *fp = fopen(path, "r");
     if (!fp) {
-        ARB_WHY(err, err_len, "%s: %s (expected a fabric spec file, e.g. model/fabrics/*.spec)", path, strerror(errno));
+        ARB_WHY(err, err_len, "%s: %s (expected %s)", path, strerror(errno), what);
         return ARB_ERR_INVALID;
     }
     char *buf = malloc(1 << 16);
@@ -324,12 +337,22 @@ arb_status_t arb_fabric_read(const char *path, arb_fabric_t *f, char *err, size_
     int toolong = buf && n == (1 << 16) - 1 && fgetc(fp) != EOF;
     fclose(fp);
     if (!buf || toolong) {
-        ARB_WHY(err, err_len, "%s: %s", path, buf ? "larger than 64 KiB: not a fabric spec" : "out of memory");
+        ARB_WHY(err, err_len, "%s: %s", path, buf ? "larger than 64 KiB: not a spec file" : "out of memory");
         free(buf);
         return ARB_ERR_INVALID;
     }
     buf[n] = '\0';
-    int rc = arb_fabric_read_mem(buf, path, f, err, err_len);
+    arb_status_t rc = parse(buf, path, out, err, err_len);
     free(buf);
     return rc;
+}
+
+static arb_status_t fabric_mem(const char *text, const char *name, void *out, char *err, size_t err_len)
+{
+    return arb_fabric_read_mem(text, name, out, err, err_len);
+}
+
+arb_status_t arb_fabric_read(const char *path, arb_fabric_t *f, char *err, size_t err_len)
+{
+    return arb_spec_read(path, "a fabric spec file, e.g. model/fabrics/*.spec", fabric_mem, f, err, err_len);
 }

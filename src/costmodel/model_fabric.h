@@ -69,6 +69,19 @@ typedef struct arb_fabric {
  * constant the model needs must be given with a source comment. Returns ARB_OK, or
  * ARB_ERR_INVALID with a message naming the file, line and the accepted form. */
 arb_status_t arb_fabric_read(const char *path, arb_fabric_t *f, char *err, size_t err_len);
+
+/* The spec format shared by fabric and GPU specs: `key = value [+-REL] [# source]` per line.
+ * apply returns NULL, or what it expected (the message then names file, line, key). */
+typedef const char *(*arb_spec_apply_fn)(void *ctx, const char *key, const char *val, const char *src);
+arb_status_t arb_spec_parse(const char *text, const char *name, arb_spec_apply_fn apply, void *ctx, char *err,
+                            size_t err_len);
+/* Reads the whole file (at most 64 KiB) and hands it to parse(text, path, out, ...); `what`
+ * names what was expected when the file cannot be read. */
+typedef arb_status_t (*arb_spec_mem_fn)(const char *text, const char *name, void *out, char *err, size_t err_len);
+arb_status_t arb_spec_read(const char *path, const char *what, arb_spec_mem_fn parse, void *out, char *err,
+                           size_t err_len);
+/* "48" or "48 +-0.15" with its source: 0; -1 not a value; -2 no source. */
+int arb_q_parse(const char *val, const char *source, arb_quantity_t *q);
 arb_status_t arb_fabric_read_mem(const char *text, const char *name, arb_fabric_t *f, char *err, size_t err_len);
 /* The GPU placement (switch_of, socket_of) from the counts; called by the readers. */
 arb_status_t arb_fabric_layout(arb_fabric_t *f, char *err, size_t err_len);

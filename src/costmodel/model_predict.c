@@ -226,6 +226,29 @@ void arb_model_print_summary(const arb_fit_t *fit, const arb_fabric_t *fit_fab, 
 
 /* ------------------------------------------------------------------ check ---------- */
 
+int arb_model_predict_point(const arb_fit_t *fit, const arb_fabric_t *fit_fab, const arb_fabric_t *fab, int n,
+                            arb_family_t f, const char *impl, const char *params_key, const char *mode,
+                            arb_transport_t transport, double bytes, arb_prediction_t *p)
+{
+    const arb_fit_entry_t *chosen = NULL;
+    if (f == ARB_FAM_NCCL_AUTO)
+        return predict_auto(fit, fit_fab, fab, n, bytes, mode, transport, p, &chosen);
+    if (f == ARB_FAM_NCCL) {
+        const arb_fit_entry_t *e = arb_fit_find(fit, impl, params_key, mode, ARB_TRANSPORT_P2P);
+        if (!e)
+            return 0;
+        arb_fit_entry_t forced = *e;
+        forced.transport = transport;
+        arb_model_predict_one(fit, fit_fab, &forced, shm_twin(fit, e), fab, n, bytes, p);
+        return 1;
+    }
+    const arb_fit_entry_t *e = arb_fit_find(fit, impl, params_key, mode, transport);
+    if (!e)
+        return 0;
+    arb_model_predict_one(fit, fit_fab, e, NULL, fab, n, bytes, p);
+    return 1;
+}
+
 typedef struct check_group {
     char impl[32], params[256], mode[16];
     arb_transport_t transport;
@@ -259,23 +282,8 @@ arb_status_t arb_model_check(const arb_fit_t *fit, const arb_fabric_t *fit_fab, 
         char key[256];
         arb_model_params_key(o->params, key, sizeof key);
         arb_prediction_t p;
-        const arb_fit_entry_t *chosen = NULL;
-        if (f == ARB_FAM_NCCL_AUTO) {
-            if (!predict_auto(fit, fit_fab, fit_fab, o->ranks, o->bytes, o->mode, o->transport, &p, &chosen))
-                continue;
-        } else if (f == ARB_FAM_NCCL) {
-            const arb_fit_entry_t *e = arb_fit_find(fit, o->impl, key, o->mode, ARB_TRANSPORT_P2P);
-            if (!e)
-                continue;
-            arb_fit_entry_t forced = *e;
-            forced.transport = o->transport;
-            arb_model_predict_one(fit, fit_fab, &forced, shm_twin(fit, e), fit_fab, o->ranks, o->bytes, &p);
-        } else {
-            const arb_fit_entry_t *e = arb_fit_find(fit, o->impl, key, o->mode, o->transport);
-            if (!e)
-                continue;
-            arb_model_predict_one(fit, fit_fab, e, NULL, fit_fab, o->ranks, o->bytes, &p);
-        }
+        if (!arb_model_predict_point(fit, fit_fab, fit_fab, o->ranks, f, o->impl, key, o->mode, o->transport, o->bytes, &p))
+            continue;
         if (p.why_not)
             continue;
         double e = (p.us - o->median_us) / o->median_us;

@@ -23,6 +23,14 @@ arb_status_t arb_model_write_predictions(const arb_fit_t *fit, const char *fit_p
 void arb_model_print_summary(const arb_fit_t *fit, const arb_fabric_t *fit_fab, const arb_fabric_t *fab, int n,
                              const size_t *sizes, size_t nsizes, const char *mode, FILE *out);
 
+/* The prediction for one configuration on n GPUs of fab: NCCL's own choice (f = ARB_FAM_NCCL_AUTO),
+ * an NCCL variant with its hops forced onto `transport`, or another fitted variant (params_key:
+ * arb_model_params_key of its params). 0 when no fitted variant matches; p->why_not says when
+ * the variant cannot run there. */
+int arb_model_predict_point(const arb_fit_t *fit, const arb_fabric_t *fit_fab, const arb_fabric_t *fab, int n,
+                            arb_family_t f, const char *impl, const char *params_key, const char *mode,
+                            arb_transport_t transport, double bytes, arb_prediction_t *p);
+
 /* Predicts every measured point in [min_bytes, max_bytes] on the fit fabric and prints
  * the error per point (print_points) and per group. *failing_groups: the gated groups
  * (NCCL, one-shots, hoststaged) whose largest |error| exceeds tol. ARB_ERR_INVALID when

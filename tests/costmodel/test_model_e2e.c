@@ -7,6 +7,8 @@
 
 #include "tap.h"
 #include "costmodel/model_e2e.h"
+#include "costmodel/model_e2e_kernels.h"
+#include "costmodel/model_gpu.h"
 
 #define FIX ARB_TEST_ROOT "/tests/costmodel/e2e/"
 #define NEAR(a, b) (fabs((double)(a) - (double)(b)) <= 1e-4 * fabs((double)(b)) + 1e-9)
@@ -120,6 +122,41 @@ static void t_kernels(void)
     remove(path);
 }
 
+/* Per-kernel scaling with GPU specs, by hand (e2e/gpu_*.spec, e2e/kernels_fixture.csv): issue
+ * ratio 50 x 2000 / (100 x 2000) = 0.5, fast corner 50 x 2000 / (100 x 2200) = 0.4545, slow
+ * 50 x 2000 / (100 x 1800) = 0.5556. T = 1: stream 1815, rest 6185 of which excess 61 x (12 - 10)
+ * = 122 (qkv_a above its floor), gaps 6063; streaming at 4000 / 2000 = 3630 us. Fast end: gaps x 0.8
+ * + excess x min(0.8, 0.4545) + 3630; slow end: rest x 1.2 + 3630 x 5000 / 4000. A step floor of
+ * 5000 us at the H200's 4000 GB/s is 10000 us at 2000 GB/s: every end at least that. */
+static void t_kernels_gpu(void)
+{
+    arb_gpu_spec_t g, r;
+    char err[1024] = "";
+    TAP_REQUIRE(arb_gpu_read(FIX "gpu_target.spec", &g, err, sizeof err) == ARB_OK);
+    TAP_REQUIRE(arb_gpu_read(FIX "gpu_ref.spec", &r, err, sizeof err) == ARB_OK);
+    const double ilo = arb_gpu_issue_ratio(&g, &r, -1), ihi = arb_gpu_issue_ratio(&g, &r, +1);
+    TAP_CHECK(NEAR(arb_gpu_issue_ratio(&g, &r, 0), 0.5) && NEAR(ilo, 100000.0 / 220000) && NEAR(ihi, 100000.0 / 180000));
+    arb_e2e_kernel_compute_t k;
+    TAP_REQUIRE(arb_e2e_kernel_compute(FIX "kernels_fixture.csv", 1, g.mem_gbs.v, r.mem_gbs.v, g.launch_scale.band, ilo,
+                                       ihi, &k, err, sizeof err) == ARB_OK);
+    TAP_CHECK(NEAR(k.stream_h200_us, 1815) && NEAR(k.rest_us, 6185) && NEAR(k.excess_us, 122));
+    TAP_CHECK(NEAR(k.target_us.v, 6185 + 3630));
+    TAP_CHECK(NEAR(k.target_us.lo, 6063 * 0.8 + 122 * 100000.0 / 220000 + 3630));
+    TAP_CHECK(NEAR(k.target_us.hi, 6185 * 1.2 + 3630 * 1.25));
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/arb_e2e_floor_%d.csv", (int)getpid());
+    write_file(path, "schema,impl,tokens,read_gbs,family,family_layers,floor_us,graph_us\n"
+                     "engine-kernels-1,noop,1,4000,qkv_a,61,10,12\n"
+                     "engine-kernels-1,noop,1,4000,step,1,5000,8000\n");
+    TAP_REQUIRE(arb_e2e_kernel_compute(path, 1, 2000, 5000, 0.2, ilo, ihi, &k, err, sizeof err) == ARB_OK);
+    TAP_CHECK(NEAR(k.floor_target_us, 10000) && NEAR(k.target_us.v, 10000) && NEAR(k.target_us.lo, 10000));
+    TAP_CHECK(k.target_us.hi > 10000);
+    remove(path);
+    /* a value without its source is refused, naming the key */
+    TAP_CHECK(arb_gpu_read_mem("mem_gbs = 1792\n", "x.spec", &g, err, sizeof err) != ARB_OK && strstr(err, "mem_gbs") && strstr(err, "source"));
+    TAP_CHECK(arb_gpu_read_mem("sms = 188 # s\n", "x.spec", &g, err, sizeof err) != ARB_OK && strstr(err, "mem_gbs"));
+}
+
 static void t_break_even(void)
 {
     TAP_CHECK(arb_e2e_break_even(2, 0.9) == 0);
@@ -172,6 +209,6 @@ static void t_refusals(void)
 int main(int argc, char **argv)
 {
     static const tap_test_t tests[] = {
-        {"decode", t_decode}, {"spec", t_spec}, {"savings", t_savings}, {"kernels", t_kernels}, {"break_even", t_break_even}, {"refusals", t_refusals}};
+        {"decode", t_decode}, {"spec", t_spec}, {"savings", t_savings}, {"kernels", t_kernels}, {"kernels_gpu", t_kernels_gpu}, {"break_even", t_break_even}, {"refusals", t_refusals}};
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
