@@ -2,19 +2,24 @@
 # SPDX-License-Identifier: MIT
 # Predicted decode and speculative tok/s of kimi-k2 INT4 at TP=8 on a PCIe target, per
 # all-reduce choice, from ONE GPU (docs/model.md, "End to end"):
-#   ci/predict-engine.sh SPEC_OR_TABLE OUTDIR [BUILD]
+#   ci/predict-engine.sh SPEC_OR_TABLE OUTDIR [BUILD [KERNELS.csv]]
 # SPEC_OR_TABLE: a prediction table (results/model-pcie-*-8.csv) or a fabric spec
 # (model/fabrics/*.spec, predicted first with model/fit-h200x2.csv). Runs `arbench engine`
 # at --tp-shape 8 once per choice (nccl auto, the fastest custom implementation the table
 # predicts at the decode size, the fastest hoststaged) with the modeled plugin replaying the
 # table's graph-mode latencies; the first run also replays noop (the compute-only step the
-# others share), then `arbench model e2e` writes OUTDIR/e2e.csv and prints the table.
+# others share), then `arbench model e2e --kernels KERNELS.csv --gpu model/gpus/rtx-pro-6000-server.spec
+# --gpu-ref model/gpus/h200-sxm.spec` writes OUTDIR/e2e.csv and prints the table: compute on the
+# target by kernel family from the per-kernel table of a compute-only (impl noop) engine run.
+# KERNELS.csv: default the committed table of ea8a519 (results/engine-h200/ea8a519/
+# engine-new-a-kernels.csv, today's compute); the engine-floor issue's re-run replaces it.
 # Device time: three runs of about a minute each (a 4096-token prefill is ~27 s of it).
 set -eu
-[ $# -ge 2 ] || { echo "usage: ci/predict-engine.sh SPEC_OR_TABLE OUTDIR [BUILD]" >&2; exit 2; }
-in=$1 out=$2 build=${3:-build}
+[ $# -ge 2 ] || { echo "usage: ci/predict-engine.sh SPEC_OR_TABLE OUTDIR [BUILD [KERNELS.csv]]" >&2; exit 2; }
+in=$1 out=$2 build=${3:-build} kernels=${4:-results/engine-h200/ea8a519/engine-new-a-kernels.csv}
 arbench="$build/harness/arbench"
 [ -x "$arbench" ] || { echo "ci/predict-engine.sh: $arbench not built (run: make build)" >&2; exit 2; }
+[ -f "$kernels" ] || { echo "ci/predict-engine.sh: $kernels: no such file (the per-kernel table of a compute-only engine run)" >&2; exit 2; }
 [ -f "$in" ] || { echo "ci/predict-engine.sh: $in: no such file (a prediction CSV or a fabric .spec)" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "ci/predict-engine.sh: needs python3 (to read the prediction table)" >&2; exit 2; }
 mkdir -p "$out"
@@ -69,4 +74,5 @@ while IFS=$'\t' read -r label impl params; do
     files+=("$f")
 done <<<"$choices"
 
-"$arbench" model e2e --pred "$table" --out "$out/e2e.csv" --force "${files[@]}" | tee "$out/e2e.txt"
+"$arbench" model e2e --pred "$table" --out "$out/e2e.csv" --force --accept-rate 0.7 --kernels "$kernels" \
+    --gpu model/gpus/rtx-pro-6000-server.spec --gpu-ref model/gpus/h200-sxm.spec "${files[@]}" | tee "$out/e2e.txt"
