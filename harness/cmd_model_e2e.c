@@ -12,7 +12,7 @@
 
 static void usage(FILE *f)
 {
-    fputs("usage: arbench model e2e --pred PRED.csv --out E2E.csv [--force] [--target-read-gbs 1800] [--h200-peak-gbs 4800]\n"
+    fputs("usage: arbench model e2e --pred PRED.csv --out E2E.csv [--force] [--target-read-gbs 1792] [--h200-peak-gbs 4800]\n"
           "                         [--hidden 7168] [--kernels NOOP-kernels.csv [--launch-band 0.3] [--gpu SPEC --gpu-ref SPEC]]\n"
           "                         [--accept-rate P] ENGINE.csv...\n"
           "  ENGINE.csv: `arbench engine` results with --impl 'modeled:table=PRED.csv,impl=NAME,...,params=...' (one\n"
@@ -49,10 +49,10 @@ int cmd_model_e2e(int argc, char **argv)
         {"accept-rate", required_argument, NULL, 'a'},
         {NULL, 0, NULL, 0},
     };
-    /* RTX PRO 6000 Blackwell: 1.8 TB/s GDDR7; H200: 4.8 TB/s HBM3e (vendor specs). */
+    /* RTX PRO 6000 Blackwell: 1792 GB/s GDDR7; H200: 4.8 TB/s HBM3e (sources: model/gpus/). */
     /* launch band 0.3: the same assumed band as the specs' gpu_band (launch floor and latencies
      * carried from SM90 to SM120 unmeasured, model/fabrics/) */
-    arb_e2e_opts_t o = {.target_read_gbs = 1800, .h200_peak_gbs = 4800, .hidden = 7168, .launch_band = 0.3};
+    arb_e2e_opts_t o = {.target_read_gbs = 1792, .h200_peak_gbs = 4800, .hidden = 7168, .launch_band = 0.3};
     const char *pred = NULL, *out = NULL;
     double hidden = 7168;
     int c, force = 0;

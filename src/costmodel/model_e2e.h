@@ -22,7 +22,7 @@
 #define ARB_E2E_MAX_ROWS 64
 
 typedef struct arb_e2e_opts {
-    double target_read_gbs; /* the target's memory bandwidth (RTX PRO 6000: 1800, GDDR7 spec) */
+    double target_read_gbs; /* the target's memory bandwidth (RTX PRO 6000: 1792, model/gpus/rtx-pro-6000-server.spec) */
     double h200_peak_gbs;   /* H200's HBM3e spec bandwidth (4800): the band's slow end, see docs */
     int hidden;             /* hidden size: all-reduce bytes = tokens x hidden x 2 (bf16) */
     const char *kernels_csv; /* NULL, or the compute-only run's per-kernel table: compute by kernel family */
