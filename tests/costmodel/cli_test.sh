@@ -10,7 +10,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0 bad=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; bad=1; fi; }
-echo "1..13"
+echo "1..15"
 "$arb" model fit --fabric model/fabrics/h200x2-nvlink.spec --out "$tmp/fit.csv" results/h200x2-default.csv results/h200x2-p2poff.csv > "$tmp/fit.txt"
 ok $? "fit on the committed runs"
 "$arb" model predict --fit "$tmp/fit.csv" --fabric model/fabrics/pcie-switch-pairs-8.spec --ranks 8 --sizes 14336,43008,1M --out "$tmp/pred.csv" > /dev/null
@@ -53,4 +53,16 @@ ok $? "observations: a file without sources exits 2 naming it"
 n200=$(grep -c '^h200x2-' "$tmp/obs.txt") p200=$(grep -c '^h200x2-.* pass$' "$tmp/obs.txt")
 [ "$n200" -ge 10 ] && [ "$n200" = "$p200" ]
 ok $? "observations: all $n200 committed 2 x H200 points pass ($p200)"
+# The committed per-kernel prediction is what the committed inputs give (model/regenerate.sh's command)
+e2e=results/model-e2e-pcie-switch-pairs-8
+"$arb" model e2e --pred results/model-pcie-switch-pairs-8.csv --out "$tmp/e2e.csv" --accept-rate 0.7 \
+    --kernels results/engine-h200/ea8a519/engine-new-a-kernels.csv \
+    --gpu model/gpus/rtx-pro-6000-server.spec --gpu-ref model/gpus/h200-sxm.spec \
+    results/e2e-h200-ea8a519/e2e-pcie-nccl-k2.csv results/e2e-h200-ea8a519/e2e-pcie-p2p-k2.csv > "$tmp/e2e.txt"
+[ $? = 0 ] && diff <(grep -v '^arbench model e2e:' "$tmp/e2e.txt") <(grep -v '^arbench model e2e:' $e2e/e2e-kernels.txt) >&2
+ok $? "model e2e --kernels --gpu reproduces the committed $e2e/e2e-kernels.txt"
+err=$("$arb" model e2e --pred results/model-pcie-switch-pairs-8.csv --out "$tmp/x.csv" --gpu model/gpus/rtx-pro-6000-server.spec \
+    results/e2e-h200-ea8a519/e2e-pcie-nccl-k2.csv 2>&1)
+[ $? = 2 ] && echo "$err" | grep -q -- '--gpu SPEC and --gpu-ref SPEC go together'
+ok $? "model e2e: --gpu without --gpu-ref and --kernels exits 2"
 exit $bad
