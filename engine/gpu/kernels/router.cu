@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The MoE router in one launch (forward.md):
-//   logits[t][e] = h[t] . router[e]  (fp32)        a block per expert row, eight warps over H
-//   then the last block to finish (an integer ticket, so no float atomics anywhere):
+// The MoE router in two launches (forward.md):
+//   router_logits  logits[t][e] = h[t] . router[e] (fp32): a block per expert row, eight
+//                  warps over H, each lane's first vectors loaded before the PDL wait
+//   router_topk    one block, launched under PDL behind the logits (the bias staged before
+//                  its wait), a warp per token:
 //   score = sigmoid(logits); choice = score + e_score_correction_bias
 //   groups: keep the topk_group groups whose top-2 choice sum is largest (all if n_group 1)
 //   top-k experts by choice among the kept groups, ties to the lower index
@@ -17,9 +19,10 @@
 namespace arbk {
 namespace {
 
-constexpr int kRouterWarps = 8; // a block per expert row, the row split over its warps; warp t routes token t
+constexpr int kRouterWarps = 8; // a block per expert row, the row split over its warps
 constexpr int kRouterVecs = 4;  // 16-byte weight vectors per lane loaded before waiting on the predecessor
-static_assert(kRouterWarps >= kMaxT, "a warp per token in the top-k");
+constexpr int kTopkWarps = 8;   // the top-k block: warp t routes token t
+static_assert(kTopkWarps >= kMaxT, "a warp per token in the top-k");
 
 struct best_t {
     float v;
@@ -45,8 +48,10 @@ __device__ __forceinline__ best_t warp_best(best_t b)
 }
 
 // The groups a token keeps (bit g; all when n_group is 1): the topk_group groups whose two
-// largest choices sum highest, ties to the lower group index. By one warp; ch its choices.
-__device__ __forceinline__ unsigned long long kept_groups(const float *ch, int n_group, int topk_group, int gsz)
+// largest choices sum highest, ties to the lower group index. By one warp; its choices are
+// sc[e] + bs[e] (score and bias).
+__device__ __forceinline__ unsigned long long kept_groups(const float *sc, const float *bs, int n_group,
+                                                          int topk_group, int gsz)
 {
     if (n_group <= 1)
         return ~0ull;
@@ -55,7 +60,7 @@ __device__ __forceinline__ unsigned long long kept_groups(const float *ch, int n
     if (lane < n_group) {
         float a = -INFINITY, b2 = -INFINITY;
         for (int e = lane * gsz; e < (lane + 1) * gsz; e++) {
-            const float c = ch[e];
+            const float c = sc[e] + bs[e];
             if (c > a)
                 b2 = a, a = c;
             else if (c > b2)
@@ -101,30 +106,36 @@ __device__ void publish_route(const unsigned char *used, const int *sel, const f
         rt.coef[slot_of[sel[i]] * kMaxT + i / k] = selw[i];
 }
 
-// Top-k of every token (warp t routes token t, T <= kRouterWarps) and the dedupe; run by
-// the whole (last) block. The choices by all threads; then each lane holds its experts'
-// choices in registers and keeps its best remaining one, a pick is two warp reductions
-// and its owner rescans its registers; the weights by the lanes in parallel (their sum
-// in pick order).
-__device__ void route_tokens(const float *logits, const float *__restrict__ bias, const moe_route &rt, int E, int k,
-                             int n_group, int topk_group, float scaling, int T)
+// Top-k of every token (warp t routes token t) and the dedupe, one block of kTopkWarps
+// warps. The bias is staged before the PDL wait (it is a weight, not the logits kernel's
+// output). The scores by all threads, kept in shared memory (a choice, score + bias, is
+// formed where it is read: the same fp32 add each time); then each lane
+// holds its experts' choices in registers and keeps its best remaining one, a pick is two
+// warp reductions and its owner rescans its registers; the weights by the lanes in
+// parallel (their sum in pick order).
+__global__ void __launch_bounds__(kTopkWarps *kWarp)
+    router_topk_kernel(const float *logits, const float *__restrict__ bias, moe_route rt, int E, int k, int n_group,
+                       int topk_group, float scaling, int T)
 {
-    __shared__ float choice[kMaxT][kMaxExperts];
+    __shared__ float score[kMaxT][kMaxExperts]; // a choice is score + bias_s, formed where used
+    __shared__ float bias_s[kMaxExperts];
     __shared__ int sel[kMaxT * kMaxTopk];
     __shared__ float selw[kMaxT * kMaxTopk];
     __shared__ unsigned char used[kMaxExperts];
     __shared__ int slot_of[kMaxExperts];
     __shared__ int n_uniq_s;
+    pdl_launch_dependents();
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, gsz = E / n_group;
     for (int e = threadIdx.x; e < E; e += blockDim.x)
-        used[e] = 0;
-    for (int i = threadIdx.x; i < T * E; i += blockDim.x) // every token's choices, by the whole block
-        choice[i / E][i % E] = 1.0f / (1.0f + expf(-__ldcg(logits + i))) + bias[i % E];
+        bias_s[e] = bias[e], used[e] = 0;
+    pdl_wait();
+    for (int i = threadIdx.x; i < T * E; i += blockDim.x) // every token's scores
+        score[i / E][i % E] = 1.0f / (1.0f + expf(-__ldcg(logits + i)));
     __syncthreads();
     if (warp < T) {
         const int t = warp;
-        float *ch = choice[t];
-        const unsigned long long keep = kept_groups(ch, n_group, topk_group, gsz);
+        const float *sct = score[t];
+        const unsigned long long keep = kept_groups(sct, bias_s, n_group, topk_group, gsz);
         unsigned mine = 0; // lane's experts e = lane + 32 i still eligible, bit i
         for (int i = 0, e = lane; e < E; i++, e += kWarp)
             if ((keep >> (e / gsz)) & 1)
@@ -132,7 +143,7 @@ __device__ void route_tokens(const float *logits, const float *__restrict__ bias
         float cv[kMaxExperts / kWarp]; // the lane's choices in registers: a rescan reads no memory
 #pragma unroll
         for (int i = 0; i < kMaxExperts / kWarp; i++)
-            cv[i] = lane + kWarp * i < E ? ch[lane + kWarp * i] : -INFINITY;
+            cv[i] = lane + kWarp * i < E ? sct[lane + kWarp * i] + bias_s[lane + kWarp * i] : -INFINITY;
         auto local_best = [&]() {
             best_t b = {-INFINITY, 0x7fffffff};
 #pragma unroll
@@ -152,13 +163,13 @@ __device__ void route_tokens(const float *logits, const float *__restrict__ bias
                 lb = local_best();
             }
         }
-        const float score = lane < k ? 1.0f / (1.0f + expf(-__ldcg(logits + (size_t)t * E + my_e))) : 0.0f;
+        const float sc = lane < k ? sct[my_e] : 0.0f;
         float sum = 0.0f;
         for (int j = 0; j < k; j++)
-            sum += __shfl_sync(0xffffffffu, score, j);
+            sum += __shfl_sync(0xffffffffu, sc, j);
         if (lane < k) {
             sel[t * k + lane] = my_e;
-            selw[t * k + lane] = score / sum * scaling;
+            selw[t * k + lane] = sc / sum * scaling;
             rt.experts[t * k + lane] = my_e;
             used[my_e] = 1;
         }
@@ -173,12 +184,10 @@ __device__ void route_tokens(const float *logits, const float *__restrict__ bias
 // output), so under PDL the row streams while the call site before the router finishes.
 template <int T>
 __global__ void __launch_bounds__(kRouterWarps *kWarp)
-    router_kernel(const bf16 *__restrict__ h, const bf16 *__restrict__ W, const float *__restrict__ bias,
-                  float *logits, unsigned *ticket, moe_route rt, int H, int E, int k, int n_group, int topk_group,
-                  float scaling)
+    router_logits_kernel(const bf16 *__restrict__ h, const bf16 *__restrict__ W, float *__restrict__ logits, int H,
+                         int E)
 {
     __shared__ float part[kRouterWarps][T];
-    __shared__ int last;
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, e = blockIdx.x;
     const int nvec = H / 8, per = (nvec + kRouterWarps - 1) / kRouterWarps;
     const int v0 = min(nvec, warp * per), v1 = min(nvec, v0 + per), pre = v0 + kRouterVecs * kWarp;
@@ -231,40 +240,32 @@ __global__ void __launch_bounds__(kRouterWarps *kWarp)
             s += part[j][t];
         logits[(size_t)t * E + e] = s;
     }
-    // Release this block's logits, take a ticket; the last block sees every block's.
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0)
-        last = atomicAdd(ticket, 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!last)
-        return;
-    __threadfence();
-    route_tokens(logits, bias, rt, E, k, n_group, topk_group, scaling, T);
-    if (threadIdx.x == 0)
-        *ticket = 0; // ready for the next launch (the next layer, or the graph's next replay)
 }
 
 } // namespace
 
 cudaError_t router(const launch_ctx &c, const bf16 *h, const bf16 *W, const float *bias, float *logits,
-                   unsigned *ticket, const moe_route &rt, int H, int E, int k, int n_group, int topk_group,
-                   float scaling, int T)
+                   const moe_route &rt, int H, int E, int k, int n_group, int topk_group, float scaling, int T)
 {
-    if (E > kMaxExperts || k > kMaxTopk || n_group > kMaxGroups || n_group < 1 || E % n_group || H % 8)
+    if (E > kMaxExperts || k > kMaxTopk || n_group > kMaxGroups || n_group < 1 || E % n_group || H % 8 || T < 1 ||
+        T > kMaxT)
         return cudaErrorInvalidValue;
     const dim3 grid(E), block(kRouterWarps * kWarp);
+    cudaError_t err = cudaErrorInvalidValue;
     switch (T) {
-    case 1: return launch(c, router_kernel<1>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 2: return launch(c, router_kernel<2>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 3: return launch(c, router_kernel<3>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 4: return launch(c, router_kernel<4>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 5: return launch(c, router_kernel<5>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 6: return launch(c, router_kernel<6>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 7: return launch(c, router_kernel<7>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 8: return launch(c, router_kernel<8>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    default: return cudaErrorInvalidValue;
+    case 1: err = launch(c, router_logits_kernel<1>, grid, block, 0, h, W, logits, H, E); break;
+    case 2: err = launch(c, router_logits_kernel<2>, grid, block, 0, h, W, logits, H, E); break;
+    case 3: err = launch(c, router_logits_kernel<3>, grid, block, 0, h, W, logits, H, E); break;
+    case 4: err = launch(c, router_logits_kernel<4>, grid, block, 0, h, W, logits, H, E); break;
+    case 5: err = launch(c, router_logits_kernel<5>, grid, block, 0, h, W, logits, H, E); break;
+    case 6: err = launch(c, router_logits_kernel<6>, grid, block, 0, h, W, logits, H, E); break;
+    case 7: err = launch(c, router_logits_kernel<7>, grid, block, 0, h, W, logits, H, E); break;
+    case 8: err = launch(c, router_logits_kernel<8>, grid, block, 0, h, W, logits, H, E); break;
     }
+    if (err != cudaSuccess)
+        return err;
+    return launch(c, router_topk_kernel, dim3(1), dim3(kTopkWarps * kWarp), 0, logits, bias, rt, E, k, n_group,
+                  topk_group, scaling, T);
 }
 
 } // namespace arbk
