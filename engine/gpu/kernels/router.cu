@@ -3,7 +3,8 @@
 //   router_logits  logits[t][e] = h[t] . router[e] (fp32): a block per expert row, eight
 //                  warps over H, each lane's first vectors loaded before the PDL wait
 //   router_topk    one block, launched under PDL behind the logits (the bias staged before
-//                  its wait), a warp per token:
+//                  its wait), a warp per token, the picks ranked in parallel (no serial
+//                  pick loop: see router_topk_kernel):
 //   score = sigmoid(logits); choice = score + e_score_correction_bias
 //   groups: keep the topk_group groups whose top-2 choice sum is largest (all if n_group 1)
 //   top-k experts by choice among the kept groups, ties to the lower index
@@ -29,14 +30,9 @@ struct best_t {
     int i;
 };
 
-__device__ __forceinline__ best_t better(best_t a, best_t b)
-{
-    return (b.v > a.v || (b.v == a.v && b.i < a.i)) ? b : a;
-}
-
 // The warp's best (value, then lowest index) in two warp reductions: the value as an
-// order-preserving unsigned key (-0 taken as +0, so equal values tie as better() has
-// them), then the lowest index among the lanes holding that key. Indices are >= 0.
+// order-preserving unsigned key (-0 taken as +0, so equal values tie), then the lowest
+// index among the lanes holding that key. Indices are >= 0.
 __device__ __forceinline__ best_t warp_best(best_t b)
 {
     const unsigned u = __float_as_uint(b.v + 0.0f);
@@ -77,105 +73,142 @@ __device__ __forceinline__ unsigned long long kept_groups(const float *sc, const
     return keep;
 }
 
-// After the top-k (used, sel, selw in shared memory, then a barrier): the distinct experts
-// ascending (uniq, n_uniq) and coef[u][t]; by the whole block.
-__device__ void publish_route(const unsigned char *used, const int *sel, const float *selw, int *slot_of,
-                              int *n_uniq_s, const moe_route &rt, int E, int k, int T)
-{
-    if (threadIdx.x < kWarp) { // distinct experts, ascending: ballot and prefix count
-        int count = 0;
-        for (int base = 0; base < E; base += kWarp) {
-            const int e = base + threadIdx.x;
-            const bool f = e < E && used[e];
-            const unsigned mask = __ballot_sync(0xffffffffu, f);
-            if (f) {
-                const int pos = count + __popc(mask & ((1u << threadIdx.x) - 1u));
-                rt.uniq[pos] = e;
-                slot_of[e] = pos;
-            }
-            count += __popc(mask);
-        }
-        if (threadIdx.x == 0)
-            *n_uniq_s = count, *rt.n_uniq = count;
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < *n_uniq_s * kMaxT; i += blockDim.x)
-        rt.coef[i] = 0.0f;
-    __syncthreads();
-    for (int i = threadIdx.x; i < T * k; i += blockDim.x)
-        rt.coef[slot_of[sel[i]] * kMaxT + i / k] = selw[i];
-}
-
-// Top-k of every token (warp t routes token t) and the dedupe, one block of kTopkWarps
-// warps. The bias is staged before the PDL wait (it is a weight, not the logits kernel's
-// output). The scores by all threads, kept in shared memory (a choice, score + bias, is
-// formed where it is read: the same fp32 add each time); then each lane
-// holds its experts' choices in registers and keeps its best remaining one, a pick is two
-// warp reductions and its owner rescans its registers; the weights by the lanes in
-// parallel (their sum in pick order).
+// Top-k of every token and the dedupe, one block of kTopkWarps warps (warp t routes token
+// t), NL >= E / 32 choices per lane. Dynamic shared memory: score [T x E], bias [E] (staged
+// before the PDL wait: a weight, not the logits kernel's output), then the candidates
+// [T x E] (16-bit expert indices). A choice is score + bias, the same fp32 add wherever it
+// is formed. Per token, with no serial pick:
+//   thr = the k-th largest of the 32 lanes' best choices (k lanes hold a choice >= thr, so
+//         every one of the top k is >= thr);
+//   the candidates (eligible, choice >= thr) listed in shared memory, usually about k;
+//   each candidate's rank among them by (choice descending, index ascending), counted by
+//   the lanes in parallel; rank j < k is the j-th pick. The weights by the lanes (their
+//   sum in pick order). Then the dedupe by T k threads: an entry is an expert's first when
+//   no earlier entry names it; its slot is the number of distinct experts below it.
+template <int NL>
 __global__ void __launch_bounds__(kTopkWarps *kWarp)
     router_topk_kernel(const float *logits, const float *__restrict__ bias, moe_route rt, int E, int k, int n_group,
                        int topk_group, float scaling, int T)
 {
-    __shared__ float score[kMaxT][kMaxExperts]; // a choice is score + bias_s, formed where used
-    __shared__ float bias_s[kMaxExperts];
-    __shared__ int sel[kMaxT * kMaxTopk];
-    __shared__ float selw[kMaxT * kMaxTopk];
-    __shared__ unsigned char used[kMaxExperts];
-    __shared__ int slot_of[kMaxExperts];
-    __shared__ int n_uniq_s;
+    extern __shared__ float topk_smem[];
+    float *score = topk_smem, *bias_s = score + T * E;
+    unsigned short *cand = reinterpret_cast<unsigned short *>(bias_s + E);
+    __shared__ int sel[kMaxT * kMaxTopk], slot_of[kMaxT * kMaxTopk], first[kMaxT * kMaxTopk];
+    __shared__ float selw[kMaxT * kMaxTopk], selsc[kMaxT * kMaxTopk];
     pdl_launch_dependents();
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, gsz = E / n_group;
     for (int e = threadIdx.x; e < E; e += blockDim.x)
-        bias_s[e] = bias[e], used[e] = 0;
+        bias_s[e] = bias[e];
     pdl_wait();
     for (int i = threadIdx.x; i < T * E; i += blockDim.x) // every token's scores
-        score[i / E][i % E] = 1.0f / (1.0f + expf(-__ldcg(logits + i)));
+        score[i] = 1.0f / (1.0f + expf(-__ldcg(logits + i)));
     __syncthreads();
     if (warp < T) {
         const int t = warp;
-        const float *sct = score[t];
+        const float *sct = score + t * E;
+        unsigned short *ct = cand + t * E;
         const unsigned long long keep = kept_groups(sct, bias_s, n_group, topk_group, gsz);
-        unsigned mine = 0; // lane's experts e = lane + 32 i still eligible, bit i
-        for (int i = 0, e = lane; e < E; i++, e += kWarp)
-            if ((keep >> (e / gsz)) & 1)
-                mine |= 1u << i;
-        float cv[kMaxExperts / kWarp]; // the lane's choices in registers: a rescan reads no memory
+        float cv[NL]; // the lane's choices, e = lane + 32 i; -inf where not eligible
+        float lm = -INFINITY;
 #pragma unroll
-        for (int i = 0; i < kMaxExperts / kWarp; i++)
-            cv[i] = lane + kWarp * i < E ? sct[lane + kWarp * i] + bias_s[lane + kWarp * i] : -INFINITY;
-        auto local_best = [&]() {
-            best_t b = {-INFINITY, 0x7fffffff};
-#pragma unroll
-            for (int i = 0; i < kMaxExperts / kWarp; i++)
-                if ((mine >> i) & 1)
-                    b = better(b, best_t{cv[i], lane + kWarp * i});
-            return b;
-        };
-        best_t lb = local_best();
-        int my_e = 0x7fffffff; // lane j < k: the j-th pick
-        for (int j = 0; j < k; j++) {
-            const best_t b = warp_best(lb);
-            if (lane == j)
-                my_e = b.i;
-            if (b.i % kWarp == lane && b.i < E) { // the owner drops it and rescans
-                mine &= ~(1u << (b.i / kWarp));
-                lb = local_best();
-            }
+        for (int i = 0; i < NL; i++) {
+            const int e = lane + kWarp * i;
+            const bool ok = e < E && (n_group <= 1 || ((keep >> (e / gsz)) & 1));
+            cv[i] = ok ? sct[e] + bias_s[e] : -INFINITY;
+            lm = fmaxf(lm, cv[i]);
         }
-        const float sc = lane < k ? sct[my_e] : 0.0f;
+        int ge = 0; // lanes whose best choice is >= this lane's
+        for (int l = 0; l < kWarp; l++)
+            ge += __shfl_sync(0xffffffffu, lm, l) >= lm;
+        const float thr = warp_max(ge >= k ? lm : -INFINITY);
+        unsigned cm = 0; // the lane's candidates, bit i
+#pragma unroll
+        for (int i = 0; i < NL; i++)
+            if (cv[i] != -INFINITY && cv[i] >= thr)
+                cm |= 1u << i;
+        const int mine = __popc(cm);
+        int off = mine; // inclusive prefix over the lanes, then exclusive
+#pragma unroll
+        for (int o = 1; o < kWarp; o <<= 1) {
+            const int v = __shfl_up_sync(0xffffffffu, off, o);
+            if (lane >= o)
+                off += v;
+        }
+        const int n_c = __shfl_sync(0xffffffffu, off, kWarp - 1);
+        off -= mine;
+#pragma unroll
+        for (int i = 0; i < NL; i++)
+            if ((cm >> i) & 1)
+                ct[off++] = (unsigned short)(lane + kWarp * i);
+        __syncwarp();
+        for (int a = lane; a < n_c; a += kWarp) {
+            const int ea = ct[a];
+            const float va = sct[ea] + bias_s[ea];
+            int rank = 0;
+            for (int b = 0; b < n_c; b++) {
+                const int eb = ct[b];
+                const float vb = sct[eb] + bias_s[eb];
+                rank += vb > va || (vb == va && eb < ea);
+            }
+            if (rank < k)
+                sel[t * k + rank] = ea, selsc[t * k + rank] = sct[ea];
+        }
+        __syncwarp();
+        const float sc = lane < k ? selsc[t * k + lane] : 0.0f;
         float sum = 0.0f;
         for (int j = 0; j < k; j++)
             sum += __shfl_sync(0xffffffffu, sc, j);
         if (lane < k) {
-            sel[t * k + lane] = my_e;
             selw[t * k + lane] = sc / sum * scaling;
-            rt.experts[t * k + lane] = my_e;
-            used[my_e] = 1;
+            rt.experts[t * k + lane] = sel[t * k + lane];
         }
     }
     __syncthreads();
-    publish_route(used, sel, selw, slot_of, &n_uniq_s, rt, E, k, T);
+    const int n = T * k, i = threadIdx.x;
+    int f = 0;
+    if (i < n) {
+        f = 1;
+        for (int j = 0; j < i; j++)
+            f &= sel[j] != sel[i];
+        first[i] = f;
+    }
+    const int n_uniq = __syncthreads_count(f);
+    if (i < n) {
+        int slot = 0;
+        for (int j = 0; j < n; j++)
+            slot += first[j] && sel[j] < sel[i];
+        slot_of[i] = slot;
+        if (f)
+            rt.uniq[slot] = sel[i];
+    }
+    if (i == 0)
+        *rt.n_uniq = n_uniq;
+    __syncthreads();
+    for (int p = threadIdx.x; p < n_uniq * kMaxT; p += blockDim.x) { // coef[u][t]: 0 where t does not pick u
+        const int u = p / kMaxT, t = p % kMaxT;
+        float w = 0.0f;
+        if (t < T)
+            for (int j = 0; j < k; j++)
+                w = slot_of[t * k + j] == u ? selw[t * k + j] : w;
+        rt.coef[p] = w;
+    }
+}
+
+size_t router_topk_smem(int E, int T) { return (size_t)T * E * 4 + (size_t)E * 4 + (size_t)T * E * 2; }
+
+template <int NL>
+cudaError_t launch_topk(const launch_ctx &c, const float *logits, const float *bias, const moe_route &rt, int E,
+                        int k, int n_group, int topk_group, float scaling, int T)
+{
+    const size_t smem = router_topk_smem(E, T);
+    if (smem > 48 * 1024) { // beyond the default dynamic limit (E > 800 at T = 8): opt in
+        const cudaError_t err = cudaFuncSetAttribute(router_topk_kernel<NL>,
+                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err != cudaSuccess)
+            return err;
+    }
+    return launch(c, router_topk_kernel<NL>, dim3(1), dim3(kTopkWarps * kWarp), smem, logits, bias, rt, E, k,
+                  n_group, topk_group, scaling, T);
 }
 
 // Block e: logits[t][e] = h[t] . router[e], the row's H / 8 vectors in kRouterWarps
@@ -264,8 +297,16 @@ cudaError_t router(const launch_ctx &c, const bf16 *h, const bf16 *W, const floa
     }
     if (err != cudaSuccess)
         return err;
-    return launch(c, router_topk_kernel, dim3(1), dim3(kTopkWarps * kWarp), 0, logits, bias, rt, E, k, n_group,
-                  topk_group, scaling, T);
+    const int nl = (E + kWarp - 1) / kWarp;
+    if (nl <= 4)
+        return launch_topk<4>(c, logits, bias, rt, E, k, n_group, topk_group, scaling, T);
+    if (nl <= 8)
+        return launch_topk<8>(c, logits, bias, rt, E, k, n_group, topk_group, scaling, T);
+    if (nl <= 12)
+        return launch_topk<12>(c, logits, bias, rt, E, k, n_group, topk_group, scaling, T);
+    if (nl <= 16)
+        return launch_topk<16>(c, logits, bias, rt, E, k, n_group, topk_group, scaling, T);
+    return launch_topk<kMaxExperts / kWarp>(c, logits, bias, rt, E, k, n_group, topk_group, scaling, T);
 }
 
 } // namespace arbk
