@@ -71,10 +71,10 @@ __device__ __forceinline__ void split_bf16(float x0, float x1, uint32_t &hi, uin
 // (grid.y row groups of Rg: mla_attend_pos sizes them; rows are independent, so the groups
 // change no operation of a row). On tensor cores (mma.sync m16n8k16, bf16 in, fp32
 // accumulate), rows in m16 tiles (rows past Rl zero):
-//   scores  S = Q K^T: a warp per (m tile, 8 positions), the 32-column groups of the
-//           latent + rope row in two halves over two warps where there are fewer than 8
-//           tiles (the halves added in order); masked, scaled, then the softmax pieces by a
-//           warp per row, a lane per position;
+//   scores  S = Q K^T: a warp per (m tile, 8 positions, half of the 32-column groups of
+//           the latent + rope row), the halves added in order (two halves at every row
+//           count, so a row's sum does not depend on its group); masked, scaled, then the
+//           softmax pieces by a warp per row, a lane per position;
 //   sum     O = E V over the chunk's latent rows: a warp per 8 columns (ldmatrix.trans of
 //           the rows), E as bf16 hi + lo (two mmas: E to ~2^-17 of fp32).
 // Dynamic shared memory (16-byte vectors, rows padded by one): ckv [C x (nv+1)], kpe
@@ -116,7 +116,8 @@ __global__ void __launch_bounds__(kPosWarps *kWarp)
         kpe[n * svr + i] = make_uint4(0u, 0u, 0u, 0u);
     __syncthreads();
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, gi = lane / 4, ti = lane % 4;
-    const int mt = (Rl + 15) / 16, pairs = mt * (kAttnChunk / 8), parts = pairs < kPosWarps ? 2 : 1;
+    // the score columns in two halves, always (a row's sum is then the same whatever its group)
+    const int mt = (Rl + 15) / 16, pairs = mt * (kAttnChunk / 8), parts = 2;
     const int glat = (nv + 3) / 4, ng = glat + (nvr + 3) / 4; // 32-column groups: latent, then rope
     const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
     for (int it = warp; it < pairs * parts; it += kPosWarps) { // scores
@@ -142,9 +143,7 @@ __global__ void __launch_bounds__(kPosWarps *kWarp)
     __syncthreads();
     for (int r = warp; r < Rl; r += kPosWarps) { // softmax pieces: a lane per position
         const int t = (r0 + r) / nh_r;
-        float s = sc[r * kAttnChunk + lane];
-        if (parts == 2)
-            s += sc[(size_t)Rg * kAttnChunk + r * kAttnChunk + lane];
+        float s = sc[r * kAttnChunk + lane] + sc[(size_t)Rg * kAttnChunk + r * kAttnChunk + lane];
         s = c0 + lane <= P0 + t ? s * scale : -INFINITY; // past L or after token t: masked
         const float m = warp_max(s);
         const float e = m == -INFINITY ? 0.0f : expf(s - m);
