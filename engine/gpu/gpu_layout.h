@@ -56,7 +56,6 @@ struct arb_gpu_model {
     arbk::bf16 *embed, *final_norm, *lm_head;
     /* step buffers (max_tokens = Tm rows) */
     int32_t *tokens, *pos0;       /* [Tm], [1]: the inputs a captured step reads */
-    unsigned *ticket;             /* the router's last-block ticket, kept zero */
     float2 *rope_cs;              /* [context x dr/2] (cos * m, sin * m) */
     arbk::bf16 *res, *h;          /* [Tm x H] residual stream, normed hidden */
     arbk::bf16 *qkva, *qa, *q, *qlat, *qpe, *o_heads;

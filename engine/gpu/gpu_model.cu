@@ -150,7 +150,6 @@ void layout(arb_gpu_model_t *m, bump &w, bump &c, bump &a)
     size_t *act = &mem.activations;
     take(a, m->tokens, Tm, act);
     take(a, m->pos0, 1, act);
-    take(a, m->ticket, 1, act);
     take(a, m->rope_cs, (size_t)ctx * (s.dr / 2), act);
     take(a, m->res, (size_t)Tm * s.H, act);
     take(a, m->h, (size_t)Tm * s.H, act);
@@ -284,7 +283,7 @@ extern "C" arb_status_t arb_gpu_model_create(const arb_gpu_model_opts_t *opts, a
         free(cs);
         ARB_CUDA_GOTO(st, e, err_free_dev, why, why_len);
     }
-    ARB_CUDA_GOTO(st, arbk::mla_setup((int)m->s.rkv, (int)m->s.dr, (int)m->s.nh_r, 0), err_free_dev, why, why_len);
+    ARB_CUDA_GOTO(st, arbk::mla_setup((int)m->s.rkv, (int)m->s.dr, (int)m->s.nh_r, 0, 0), err_free_dev, why, why_len);
     // one input buffer per distinct instance, in site order: the T > 1 sites, then the T = 1 ones
     for (unsigned i = 0; i < 4 * m->s.Lz; i++) {
         arb_gpu_site &site = m->sites[i];

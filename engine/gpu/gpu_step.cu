@@ -105,7 +105,7 @@ arb_status_t moe(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_ctx &l
     rt.experts = m->experts + (size_t)l * T * s.k;
     const unsigned slots = T * s.k < s.E ? T * s.k : s.E;
     // logits = h @ router^T (fp32); sigmoid, + bias, group-limited top-k, weights, dedupe
-    ARB_CUDA_TRY(router(lc, m->h, L.router, L.router_bias, m->router_logits, m->ticket, rt, s.H, s.E, s.k,
+    ARB_CUDA_TRY(router(lc, m->h, L.router, L.router_bias, m->router_logits, rt, s.H, s.E, s.k,
                         m->o.dims.n_group, m->o.dims.topk_group, m->o.dims.routed_scaling, (int)T),
                  why, len);
     mark(m, lc.stream, ARB_GPU_PROF_ROUTER);

@@ -53,10 +53,12 @@ cudaError_t mla_prep(const launch_ctx &c, const bf16 *qkva, const bf16 *q_a_norm
 
 // ---- mla.cu, mla_split.cu: absorbed attention over the latent cache ----
 // rope_cs [context x dr/2] (cos * m, sin * m); partial [chunks x T nh_r x (rkv + 4)] fp32.
-// Once per process: the attend kernel's shared memory and rows per block, from smem_cap
-// bytes per block (0: the device's opt-in limit); where a step's rows do not fit, the
-// launch splits them over grid.y (no row's operations change).
-cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap);
+// Once per process: the attend kernel's shared memory and rows per block. smem_cap bytes
+// per block (0: the device's opt-in limit) bound the rows a block holds; fill_ctas (0: two
+// per SM of the device) is the grid the launch aims for: the step's rows are split over
+// grid.y groups while chunks x groups stays within it, and wherever they do not fit the
+// shared memory (no row's operations change).
+cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas);
 // qlat[t,h] = q_nope[t,h] @ W_uk[h]; qpe[t,h] = rope(q_pe[t,h], P0 + t)
 cudaError_t mla_absorb(const launch_ctx &c, const bf16 *q, const bf16 *kv_b, const float2 *rope_cs,
                        const int32_t *pos0, bf16 *qlat, bf16 *qpe, int nh_r, int dn, int dr, int dv, int rkv, int T);
@@ -78,10 +80,9 @@ struct moe_route {   // device buffers the router fills and the MoE kernels read
     int32_t *uniq;    // [kMaxSlots] distinct selected experts, ascending
     int32_t *n_uniq;  // [1]
 };
-// logits [T x E] fp32 scratch; ticket: one zeroed unsigned (left zero after each launch).
+// Two launches (the logits, then the top-k and dedupe); logits [T x E] fp32 scratch.
 cudaError_t router(const launch_ctx &c, const bf16 *h, const bf16 *W, const float *bias, float *logits,
-                   unsigned *ticket, const moe_route &rt, int H, int E, int k, int n_group, int topk_group,
-                   float scaling, int T);
+                   const moe_route &rt, int H, int E, int k, int n_group, int topk_group, float scaling, int T);
 
 struct moe_weights {
     const void *gate, *up, *down;       // routed: bf16 [E x I x H], [E x H x I]; or INT4 (in / 8 words per row) and

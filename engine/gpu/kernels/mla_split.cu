@@ -263,30 +263,37 @@ __global__ void __launch_bounds__(kUvWarps *kWarp)
 
 } // namespace
 
-static int g_attend_rows; // rows per block (mla_setup): every row of a step where they fit
+static int g_attend_rows; // rows per block at most (mla_setup): every row of a step where they fit
+static int g_attend_fill; // CTAs a launch aims for (mla_setup): two per SM unless the caller says
 
 size_t mla_attend_pos_smem(int rkv, int dr, int rows)
 {
     return ((size_t)kAttnChunk + rows) * (rkv + dr) * sizeof(bf16) + (size_t)rows * kAttnChunk * sizeof(float);
 }
 
-cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap)
+cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas)
 {
-    if (!smem_cap) { // the device's opt-in limit per block: ~227 KB on SM90, ~99 KB on SM120
-        int dev = 0, v = 0;
-        cudaError_t e = cudaGetDevice(&dev);
-        if (e == cudaSuccess)
-            e = cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-        if (e != cudaSuccess)
-            return e;
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess && !smem_cap) { // the device's opt-in limit per block: ~227 KB on SM90, ~99 KB on SM120
+        int v = 0;
+        e = cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
         smem_cap = (size_t)v;
     }
+    if (e == cudaSuccess && fill_ctas <= 0) { // two CTAs per SM: 264 on an H200, 376 on SM120's 188
+        int v = 0;
+        e = cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev);
+        fill_ctas = 2 * v;
+    }
+    if (e != cudaSuccess)
+        return e;
     int rows = kMaxT * nh_r;
     while (rows > 0 && mla_attend_pos_smem(rkv, dr, rows) > smem_cap)
         rows--;
     if (rows < 1)
         return cudaErrorInvalidValue;
     g_attend_rows = rows;
+    g_attend_fill = fill_ctas;
     return cudaFuncSetAttribute(mla_attend_pos_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 (int)mla_attend_pos_smem(rkv, dr, rows));
 }
@@ -297,8 +304,13 @@ cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qp
 {
     if (rkv % 8 || rkv > kMaxLatent || dr % 8 || dr > 8 * kWarp || g_attend_rows < 1)
         return cudaErrorInvalidValue; // g_attend_rows: mla_setup not called
-    const int R = T * nh_r, Rg = R < g_attend_rows ? R : g_attend_rows;
-    const dim3 grid((context + kAttnChunk - 1) / kAttnChunk, (R + Rg - 1) / Rg);
+    // Row groups: as many as keep the grid within the fill target (one chunk per SM leaves
+    // each SM one CTA of eight warps, latency-bound on its serial score and sum loops),
+    // at least as many as the shared memory needs.
+    const int R = T * nh_r, chunks = (context + kAttnChunk - 1) / kAttnChunk;
+    const int groups = max(1, min(R, g_attend_fill / chunks));
+    const int Rg = min(g_attend_rows, (R + groups - 1) / groups);
+    const dim3 grid(chunks, (R + Rg - 1) / Rg);
     return launch(c, mla_attend_pos_kernel, grid, dim3(kPosWarps * kWarp), mla_attend_pos_smem(rkv, dr, Rg), qlat,
                   qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale, T, Rg);
 }

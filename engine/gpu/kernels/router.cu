@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
-// The MoE router in one launch (forward.md):
-//   logits[t][e] = h[t] . router[e]  (fp32)        a block per expert row, eight warps over H
-//   then the last block to finish (an integer ticket, so no float atomics anywhere):
+// The MoE router in two launches (forward.md):
+//   router_logits  logits[t][e] = h[t] . router[e] (fp32): a block per expert row, eight
+//                  warps over H, each lane's first vectors loaded before the PDL wait
+//   router_topk    one block, launched under PDL behind the logits (the bias staged before
+//                  its wait), a warp per token, the picks ranked in parallel (no serial
+//                  pick loop: see router_topk_kernel):
 //   score = sigmoid(logits); choice = score + e_score_correction_bias
 //   groups: keep the topk_group groups whose top-2 choice sum is largest (all if n_group 1)
 //   top-k experts by choice among the kept groups, ties to the lower index
@@ -17,23 +20,19 @@
 namespace arbk {
 namespace {
 
-constexpr int kRouterWarps = 8; // a block per expert row, the row split over its warps; warp t routes token t
+constexpr int kRouterWarps = 8; // a block per expert row, the row split over its warps
 constexpr int kRouterVecs = 4;  // 16-byte weight vectors per lane loaded before waiting on the predecessor
-static_assert(kRouterWarps >= kMaxT, "a warp per token in the top-k");
+constexpr int kTopkWarps = 8;   // the top-k block: warp t routes token t
+static_assert(kTopkWarps >= kMaxT, "a warp per token in the top-k");
 
 struct best_t {
     float v;
     int i;
 };
 
-__device__ __forceinline__ best_t better(best_t a, best_t b)
-{
-    return (b.v > a.v || (b.v == a.v && b.i < a.i)) ? b : a;
-}
-
 // The warp's best (value, then lowest index) in two warp reductions: the value as an
-// order-preserving unsigned key (-0 taken as +0, so equal values tie as better() has
-// them), then the lowest index among the lanes holding that key. Indices are >= 0.
+// order-preserving unsigned key (-0 taken as +0, so equal values tie), then the lowest
+// index among the lanes holding that key. Indices are >= 0.
 __device__ __forceinline__ best_t warp_best(best_t b)
 {
     const unsigned u = __float_as_uint(b.v + 0.0f);
@@ -45,8 +44,10 @@ __device__ __forceinline__ best_t warp_best(best_t b)
 }
 
 // The groups a token keeps (bit g; all when n_group is 1): the topk_group groups whose two
-// largest choices sum highest, ties to the lower group index. By one warp; ch its choices.
-__device__ __forceinline__ unsigned long long kept_groups(const float *ch, int n_group, int topk_group, int gsz)
+// largest choices sum highest, ties to the lower group index. By one warp; its choices are
+// sc[e] + bs[e] (score and bias).
+__device__ __forceinline__ unsigned long long kept_groups(const float *sc, const float *bs, int n_group,
+                                                          int topk_group, int gsz)
 {
     if (n_group <= 1)
         return ~0ull;
@@ -55,7 +56,7 @@ __device__ __forceinline__ unsigned long long kept_groups(const float *ch, int n
     if (lane < n_group) {
         float a = -INFINITY, b2 = -INFINITY;
         for (int e = lane * gsz; e < (lane + 1) * gsz; e++) {
-            const float c = ch[e];
+            const float c = sc[e] + bs[e];
             if (c > a)
                 b2 = a, a = c;
             else if (c > b2)
@@ -72,99 +73,142 @@ __device__ __forceinline__ unsigned long long kept_groups(const float *ch, int n
     return keep;
 }
 
-// After the top-k (used, sel, selw in shared memory, then a barrier): the distinct experts
-// ascending (uniq, n_uniq) and coef[u][t]; by the whole block.
-__device__ void publish_route(const unsigned char *used, const int *sel, const float *selw, int *slot_of,
-                              int *n_uniq_s, const moe_route &rt, int E, int k, int T)
+// Top-k of every token and the dedupe, one block of kTopkWarps warps (warp t routes token
+// t), NL >= E / 32 choices per lane. Dynamic shared memory: score [T x E], bias [E] (staged
+// before the PDL wait: a weight, not the logits kernel's output), then the candidates
+// [T x E] (16-bit expert indices). A choice is score + bias, the same fp32 add wherever it
+// is formed. Per token, with no serial pick:
+//   thr = the k-th largest of the 32 lanes' best choices (k lanes hold a choice >= thr, so
+//         every one of the top k is >= thr);
+//   the candidates (eligible, choice >= thr) listed in shared memory, usually about k;
+//   each candidate's rank among them by (choice descending, index ascending), counted by
+//   the lanes in parallel; rank j < k is the j-th pick. The weights by the lanes (their
+//   sum in pick order). Then the dedupe by T k threads: an entry is an expert's first when
+//   no earlier entry names it; its slot is the number of distinct experts below it.
+template <int NL>
+__global__ void __launch_bounds__(kTopkWarps *kWarp)
+    router_topk_kernel(const float *logits, const float *__restrict__ bias, moe_route rt, int E, int k, int n_group,
+                       int topk_group, float scaling, int T)
 {
-    if (threadIdx.x < kWarp) { // distinct experts, ascending: ballot and prefix count
-        int count = 0;
-        for (int base = 0; base < E; base += kWarp) {
-            const int e = base + threadIdx.x;
-            const bool f = e < E && used[e];
-            const unsigned mask = __ballot_sync(0xffffffffu, f);
-            if (f) {
-                const int pos = count + __popc(mask & ((1u << threadIdx.x) - 1u));
-                rt.uniq[pos] = e;
-                slot_of[e] = pos;
-            }
-            count += __popc(mask);
-        }
-        if (threadIdx.x == 0)
-            *n_uniq_s = count, *rt.n_uniq = count;
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < *n_uniq_s * kMaxT; i += blockDim.x)
-        rt.coef[i] = 0.0f;
-    __syncthreads();
-    for (int i = threadIdx.x; i < T * k; i += blockDim.x)
-        rt.coef[slot_of[sel[i]] * kMaxT + i / k] = selw[i];
-}
-
-// Top-k of every token (warp t routes token t, T <= kRouterWarps) and the dedupe; run by
-// the whole (last) block. The choices by all threads; then each lane holds its experts'
-// choices in registers and keeps its best remaining one, a pick is two warp reductions
-// and its owner rescans its registers; the weights by the lanes in parallel (their sum
-// in pick order).
-__device__ void route_tokens(const float *logits, const float *__restrict__ bias, const moe_route &rt, int E, int k,
-                             int n_group, int topk_group, float scaling, int T)
-{
-    __shared__ float choice[kMaxT][kMaxExperts];
-    __shared__ int sel[kMaxT * kMaxTopk];
-    __shared__ float selw[kMaxT * kMaxTopk];
-    __shared__ unsigned char used[kMaxExperts];
-    __shared__ int slot_of[kMaxExperts];
-    __shared__ int n_uniq_s;
+    extern __shared__ float topk_smem[];
+    float *score = topk_smem, *bias_s = score + T * E;
+    unsigned short *cand = reinterpret_cast<unsigned short *>(bias_s + E);
+    __shared__ int sel[kMaxT * kMaxTopk], slot_of[kMaxT * kMaxTopk], first[kMaxT * kMaxTopk];
+    __shared__ float selw[kMaxT * kMaxTopk], selsc[kMaxT * kMaxTopk];
+    pdl_launch_dependents();
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, gsz = E / n_group;
     for (int e = threadIdx.x; e < E; e += blockDim.x)
-        used[e] = 0;
-    for (int i = threadIdx.x; i < T * E; i += blockDim.x) // every token's choices, by the whole block
-        choice[i / E][i % E] = 1.0f / (1.0f + expf(-__ldcg(logits + i))) + bias[i % E];
+        bias_s[e] = bias[e];
+    pdl_wait();
+    for (int i = threadIdx.x; i < T * E; i += blockDim.x) // every token's scores
+        score[i] = 1.0f / (1.0f + expf(-__ldcg(logits + i)));
     __syncthreads();
     if (warp < T) {
         const int t = warp;
-        float *ch = choice[t];
-        const unsigned long long keep = kept_groups(ch, n_group, topk_group, gsz);
-        unsigned mine = 0; // lane's experts e = lane + 32 i still eligible, bit i
-        for (int i = 0, e = lane; e < E; i++, e += kWarp)
-            if ((keep >> (e / gsz)) & 1)
-                mine |= 1u << i;
-        float cv[kMaxExperts / kWarp]; // the lane's choices in registers: a rescan reads no memory
+        const float *sct = score + t * E;
+        unsigned short *ct = cand + t * E;
+        const unsigned long long keep = kept_groups(sct, bias_s, n_group, topk_group, gsz);
+        float cv[NL]; // the lane's choices, e = lane + 32 i; -inf where not eligible
+        float lm = -INFINITY;
 #pragma unroll
-        for (int i = 0; i < kMaxExperts / kWarp; i++)
-            cv[i] = lane + kWarp * i < E ? ch[lane + kWarp * i] : -INFINITY;
-        auto local_best = [&]() {
-            best_t b = {-INFINITY, 0x7fffffff};
-#pragma unroll
-            for (int i = 0; i < kMaxExperts / kWarp; i++)
-                if ((mine >> i) & 1)
-                    b = better(b, best_t{cv[i], lane + kWarp * i});
-            return b;
-        };
-        best_t lb = local_best();
-        int my_e = 0x7fffffff; // lane j < k: the j-th pick
-        for (int j = 0; j < k; j++) {
-            const best_t b = warp_best(lb);
-            if (lane == j)
-                my_e = b.i;
-            if (b.i % kWarp == lane && b.i < E) { // the owner drops it and rescans
-                mine &= ~(1u << (b.i / kWarp));
-                lb = local_best();
-            }
+        for (int i = 0; i < NL; i++) {
+            const int e = lane + kWarp * i;
+            const bool ok = e < E && (n_group <= 1 || ((keep >> (e / gsz)) & 1));
+            cv[i] = ok ? sct[e] + bias_s[e] : -INFINITY;
+            lm = fmaxf(lm, cv[i]);
         }
-        const float score = lane < k ? 1.0f / (1.0f + expf(-__ldcg(logits + (size_t)t * E + my_e))) : 0.0f;
+        int ge = 0; // lanes whose best choice is >= this lane's
+        for (int l = 0; l < kWarp; l++)
+            ge += __shfl_sync(0xffffffffu, lm, l) >= lm;
+        const float thr = warp_max(ge >= k ? lm : -INFINITY);
+        unsigned cm = 0; // the lane's candidates, bit i
+#pragma unroll
+        for (int i = 0; i < NL; i++)
+            if (cv[i] != -INFINITY && cv[i] >= thr)
+                cm |= 1u << i;
+        const int mine = __popc(cm);
+        int off = mine; // inclusive prefix over the lanes, then exclusive
+#pragma unroll
+        for (int o = 1; o < kWarp; o <<= 1) {
+            const int v = __shfl_up_sync(0xffffffffu, off, o);
+            if (lane >= o)
+                off += v;
+        }
+        const int n_c = __shfl_sync(0xffffffffu, off, kWarp - 1);
+        off -= mine;
+#pragma unroll
+        for (int i = 0; i < NL; i++)
+            if ((cm >> i) & 1)
+                ct[off++] = (unsigned short)(lane + kWarp * i);
+        __syncwarp();
+        for (int a = lane; a < n_c; a += kWarp) {
+            const int ea = ct[a];
+            const float va = sct[ea] + bias_s[ea];
+            int rank = 0;
+            for (int b = 0; b < n_c; b++) {
+                const int eb = ct[b];
+                const float vb = sct[eb] + bias_s[eb];
+                rank += vb > va || (vb == va && eb < ea);
+            }
+            if (rank < k)
+                sel[t * k + rank] = ea, selsc[t * k + rank] = sct[ea];
+        }
+        __syncwarp();
+        const float sc = lane < k ? selsc[t * k + lane] : 0.0f;
         float sum = 0.0f;
         for (int j = 0; j < k; j++)
-            sum += __shfl_sync(0xffffffffu, score, j);
+            sum += __shfl_sync(0xffffffffu, sc, j);
         if (lane < k) {
-            sel[t * k + lane] = my_e;
-            selw[t * k + lane] = score / sum * scaling;
-            rt.experts[t * k + lane] = my_e;
-            used[my_e] = 1;
+            selw[t * k + lane] = sc / sum * scaling;
+            rt.experts[t * k + lane] = sel[t * k + lane];
         }
     }
     __syncthreads();
-    publish_route(used, sel, selw, slot_of, &n_uniq_s, rt, E, k, T);
+    const int n = T * k, i = threadIdx.x;
+    int f = 0;
+    if (i < n) {
+        f = 1;
+        for (int j = 0; j < i; j++)
+            f &= sel[j] != sel[i];
+        first[i] = f;
+    }
+    const int n_uniq = __syncthreads_count(f);
+    if (i < n) {
+        int slot = 0;
+        for (int j = 0; j < n; j++)
+            slot += first[j] && sel[j] < sel[i];
+        slot_of[i] = slot;
+        if (f)
+            rt.uniq[slot] = sel[i];
+    }
+    if (i == 0)
+        *rt.n_uniq = n_uniq;
+    __syncthreads();
+    for (int p = threadIdx.x; p < n_uniq * kMaxT; p += blockDim.x) { // coef[u][t]: 0 where t does not pick u
+        const int u = p / kMaxT, t = p % kMaxT;
+        float w = 0.0f;
+        if (t < T)
+            for (int j = 0; j < k; j++)
+                w = slot_of[t * k + j] == u ? selw[t * k + j] : w;
+        rt.coef[p] = w;
+    }
+}
+
+size_t router_topk_smem(int E, int T) { return (size_t)T * E * 4 + (size_t)E * 4 + (size_t)T * E * 2; }
+
+template <int NL>
+cudaError_t launch_topk(const launch_ctx &c, const float *logits, const float *bias, const moe_route &rt, int E,
+                        int k, int n_group, int topk_group, float scaling, int T)
+{
+    const size_t smem = router_topk_smem(E, T);
+    if (smem > 48 * 1024) { // beyond the default dynamic limit (E > 800 at T = 8): opt in
+        const cudaError_t err = cudaFuncSetAttribute(router_topk_kernel<NL>,
+                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err != cudaSuccess)
+            return err;
+    }
+    return launch(c, router_topk_kernel<NL>, dim3(1), dim3(kTopkWarps * kWarp), smem, logits, bias, rt, E, k,
+                  n_group, topk_group, scaling, T);
 }
 
 // Block e: logits[t][e] = h[t] . router[e], the row's H / 8 vectors in kRouterWarps
@@ -173,12 +217,10 @@ __device__ void route_tokens(const float *logits, const float *__restrict__ bias
 // output), so under PDL the row streams while the call site before the router finishes.
 template <int T>
 __global__ void __launch_bounds__(kRouterWarps *kWarp)
-    router_kernel(const bf16 *__restrict__ h, const bf16 *__restrict__ W, const float *__restrict__ bias,
-                  float *logits, unsigned *ticket, moe_route rt, int H, int E, int k, int n_group, int topk_group,
-                  float scaling)
+    router_logits_kernel(const bf16 *__restrict__ h, const bf16 *__restrict__ W, float *__restrict__ logits, int H,
+                         int E)
 {
     __shared__ float part[kRouterWarps][T];
-    __shared__ int last;
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, e = blockIdx.x;
     const int nvec = H / 8, per = (nvec + kRouterWarps - 1) / kRouterWarps;
     const int v0 = min(nvec, warp * per), v1 = min(nvec, v0 + per), pre = v0 + kRouterVecs * kWarp;
@@ -231,40 +273,40 @@ __global__ void __launch_bounds__(kRouterWarps *kWarp)
             s += part[j][t];
         logits[(size_t)t * E + e] = s;
     }
-    // Release this block's logits, take a ticket; the last block sees every block's.
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0)
-        last = atomicAdd(ticket, 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!last)
-        return;
-    __threadfence();
-    route_tokens(logits, bias, rt, E, k, n_group, topk_group, scaling, T);
-    if (threadIdx.x == 0)
-        *ticket = 0; // ready for the next launch (the next layer, or the graph's next replay)
 }
 
 } // namespace
 
 cudaError_t router(const launch_ctx &c, const bf16 *h, const bf16 *W, const float *bias, float *logits,
-                   unsigned *ticket, const moe_route &rt, int H, int E, int k, int n_group, int topk_group,
-                   float scaling, int T)
+                   const moe_route &rt, int H, int E, int k, int n_group, int topk_group, float scaling, int T)
 {
-    if (E > kMaxExperts || k > kMaxTopk || n_group > kMaxGroups || n_group < 1 || E % n_group || H % 8)
+    if (E > kMaxExperts || k > kMaxTopk || n_group > kMaxGroups || n_group < 1 || E % n_group || H % 8 || T < 1 ||
+        T > kMaxT)
         return cudaErrorInvalidValue;
     const dim3 grid(E), block(kRouterWarps * kWarp);
+    cudaError_t err = cudaErrorInvalidValue;
     switch (T) {
-    case 1: return launch(c, router_kernel<1>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 2: return launch(c, router_kernel<2>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 3: return launch(c, router_kernel<3>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 4: return launch(c, router_kernel<4>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 5: return launch(c, router_kernel<5>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 6: return launch(c, router_kernel<6>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 7: return launch(c, router_kernel<7>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    case 8: return launch(c, router_kernel<8>, grid, block, 0, h, W, bias, logits, ticket, rt, H, E, k, n_group, topk_group, scaling);
-    default: return cudaErrorInvalidValue;
+    case 1: err = launch(c, router_logits_kernel<1>, grid, block, 0, h, W, logits, H, E); break;
+    case 2: err = launch(c, router_logits_kernel<2>, grid, block, 0, h, W, logits, H, E); break;
+    case 3: err = launch(c, router_logits_kernel<3>, grid, block, 0, h, W, logits, H, E); break;
+    case 4: err = launch(c, router_logits_kernel<4>, grid, block, 0, h, W, logits, H, E); break;
+    case 5: err = launch(c, router_logits_kernel<5>, grid, block, 0, h, W, logits, H, E); break;
+    case 6: err = launch(c, router_logits_kernel<6>, grid, block, 0, h, W, logits, H, E); break;
+    case 7: err = launch(c, router_logits_kernel<7>, grid, block, 0, h, W, logits, H, E); break;
+    case 8: err = launch(c, router_logits_kernel<8>, grid, block, 0, h, W, logits, H, E); break;
     }
+    if (err != cudaSuccess)
+        return err;
+    const int nl = (E + kWarp - 1) / kWarp;
+    if (nl <= 4)
+        return launch_topk<4>(c, logits, bias, rt, E, k, n_group, topk_group, scaling, T);
+    if (nl <= 8)
+        return launch_topk<8>(c, logits, bias, rt, E, k, n_group, topk_group, scaling, T);
+    if (nl <= 12)
+        return launch_topk<12>(c, logits, bias, rt, E, k, n_group, topk_group, scaling, T);
+    if (nl <= 16)
+        return launch_topk<16>(c, logits, bias, rt, E, k, n_group, topk_group, scaling, T);
+    return launch_topk<kMaxExperts / kWarp>(c, logits, bias, rt, E, k, n_group, topk_group, scaling, T);
 }
 
 } // namespace arbk

@@ -1,0 +1,86 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The engine's compute A/B of several trees in one call on a one-GPU machine:
+#   ci/engine-ab.sh OUT ROUNDS BASE=TREE NAME=TREE [NAME=TREE ...]
+# Each TREE is a source tree (e.g. this branch and main's commit before it, unpacked by
+# `git archive`). All are built for sm_90 (GENCODE overrides), in parallel: BASE with only
+# what the engine run needs (arbench, the noop and modeled plugins, engine_gpu_bench), the
+# others with the engine's GPU tests too. Then, under OUT:
+#   build-NAME.log, tests-NAME.log   the builds; each non-base tree's engine GPU tests
+#   ncu-NAME.log                     Nsight Compute (--clock-control none) on the router and
+#                                    attention kernels of engine_gpu_bench's first decode
+#                                    steps (2 layers, context 4096), for the trees NCU names
+#                                    (e.g. NCU="base new"; default none)
+#   engine-NAME-N.{csv,log}          ROUNDS kimi-k2 engine runs of each tree, the trees
+#                                    alternated in the order given, with their -kernels-*.csv
+#   machine.txt                      date, GPU, driver
+# Needs the machine's NCCL in /usr (ci/deps.sh --debs DEBS first if DEBS is set).
+set -u
+out=${1:?OUT}; rounds=${2:?ROUNDS}; shift 2
+[ $# -ge 2 ] || { echo "ci/engine-ab.sh: need BASE=TREE and at least one NAME=TREE" >&2; exit 2; }
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+{ date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version,memory.total --format=csv; } >"$out/machine.txt" 2>&1
+names=(); trees=()
+for a in "$@"; do names+=("${a%%=*}"); trees+=("${a#*=}"); done
+[ -n "${DEBS:-}" ] && bash "${trees[1]}/ci/deps.sh" --debs "$DEBS" >"$out/deps.log" 2>&1
+gen=${GENCODE:-"['arch=compute_90,code=sm_90']"}
+engine_targets="harness/arbench collectives/noop/arb-noop.so collectives/modeled/arb-modeled.so tests/engine/gpu/engine_gpu_bench"
+tests=("engine gpu kernels" "engine gpu moe" "engine gpu vs cpu" "engine gpu profile")
+test_targets=""
+for t in test_engine_gpu_kernels test_engine_gpu_moe test_engine_gpu_vs_cpu test_engine_gpu_profile; do
+    test_targets="$test_targets tests/engine/gpu/$t"
+done
+jobs=$(( $(nproc) / ${#trees[@]} )); [ "$jobs" -ge 2 ] || jobs=2
+t0=$(date +%s)
+pids=()
+for i in "${!trees[@]}"; do
+    tg="$engine_targets"; [ "$i" -gt 0 ] && tg="$tg $test_targets"
+    (cd "${trees[$i]}" && meson setup build-gpu -Dnccl_home=/usr "-Dgencode=$gen" && ninja -C build-gpu -j"$jobs" $tg) \
+        >"$out/build-${names[$i]}.log" 2>&1 &
+    pids+=($!)
+done
+ok=()
+for i in "${!trees[@]}"; do
+    wait "${pids[$i]}"; rc=$?; ok+=($rc)
+    echo "build ${names[$i]}: rc=$rc ($(($(date +%s) - t0)) s)"
+    [ $rc -eq 0 ] || tail -20 "$out/build-${names[$i]}.log"
+done
+
+for i in "${!trees[@]}"; do
+    [ "$i" -gt 0 ] && [ "${ok[$i]}" -eq 0 ] || continue
+    (cd "${trees[$i]}" && timeout 150 meson test -C build-gpu --no-rebuild "${tests[@]}" --print-errorlogs) \
+        >"$out/tests-${names[$i]}.log" 2>&1
+    echo "gpu tests ${names[$i]}: rc=$? ($(($(date +%s) - t0)) s)"
+    grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail):" "$out/tests-${names[$i]}.log"
+done
+
+ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+for i in "${!trees[@]}"; do
+    case " ${NCU:-} " in *" ${names[$i]} "*) ;; *) continue ;; esac
+    [ "${ok[$i]}" -eq 0 ] || continue
+    # 512 prefill steps of 8 tokens, then decode; per step: attend x2, merge x2, the router's
+    # launches (one in a tree whose router kernel is one launch, two otherwise)
+    nr=2; grep -q "router_topk_kernel" "${trees[$i]}/engine/gpu/kernels/router.cu" || nr=1
+    per=$((4 + nr))
+    timeout 90 "$ncu" --clock-control none -k 'regex:router|mla_attend_pos|mla_merge' \
+        --launch-skip $((512 * per)) --launch-count $((2 * per)) \
+        --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
+        --section SchedulerStats --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
+        "${trees[$i]}/build-gpu/tests/engine/gpu/engine_gpu_bench" --layers 2 --context 4096 --steps 2 \
+        >"$out/ncu-${names[$i]}.log" 2>&1
+    echo "ncu ${names[$i]}: rc=$? ($(($(date +%s) - t0)) s)"
+    grep -E "^  [^ ].*\(|^    Duration" "$out/ncu-${names[$i]}.log" | sed 's/(const .*) (/(/' | head -24
+done
+
+for r in $(seq 1 "$rounds"); do
+    for i in "${!trees[@]}"; do
+        [ "${ok[$i]}" -eq 0 ] || continue
+        nm=${names[$i]}
+        (cd "${trees[$i]}" && timeout 150 mpirun --allow-run-as-root -np 1 build-gpu/harness/arbench engine \
+            --config kimi-k2 --weights int4 --tp-shape 8 --context 4096 --steps 32 --impl noop --modes graph \
+            --no-noop-replay --out "$out/engine-$nm-$r.csv") >"$out/engine-$nm-$r.log" 2>&1
+        echo "engine $nm $r: rc=$? ($(($(date +%s) - t0)) s)"
+        grep -E "^# graph  (decode|verify)|^#   (router|attend|combine|moe_gate_up|moe_down|step) " "$out/engine-$nm-$r.log"
+    done
+done
