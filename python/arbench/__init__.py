@@ -24,7 +24,9 @@ size 1). group=a torch.distributed group bootstraps from that group without MPI:
     (arbench_comm_create_allgather over torch.distributed.all_gather of CPU tensors: a
     gloo group), the only path without a GPU; ops-host then serves the calls.
 allgather=fn, rank=, size= (no torch needed) gives the library any host allgather:
-fn(data: bytes) -> bytes, every rank's data concatenated in rank order.
+fn(data: bytes) -> bytes, every rank's data concatenated in rank order. nccl_comm=an
+ncclComm_t address (of the libnccl loaded in this process, e.g. torch's) bootstraps over
+that communicator (arbench_comm_create_nccl).
 
 comm.register(x) registers a buffer (arbench_register): all_reduce on it runs in place,
 with no staging copy, where the chosen implementation allows (NCCL, mpi-host, ops-host).
@@ -97,10 +99,13 @@ class Communicator:
         (default: nccl on a GPU, mpi-host on the host, ops-host on the host without MPI).
     allgather, rank, size: a host allgather fn(bytes) -> bytes of `size` ranks instead of
         MPI or a group (see the module's doc).
+    nccl_comm: an ncclComm_t (an int address) to bootstrap over instead.
+    bootstrap (attribute): "mpi", "allgather", "nccl-comm", "torch-group-nccl-id" or
+        "torch-group-allgather".
     """
 
     def __init__(self, profile=None, group=None, *, device=None, graph=None, max_bytes=64 << 20, max_tokens=0,
-                 hidden=0, fabric=None, fallback=None, allgather=None, rank=None, size=None):
+                 hidden=0, fabric=None, fallback=None, allgather=None, rank=None, size=None, nccl_comm=None):
         lib = _lib.load()
         torch = _torch()
         if device is None:
@@ -117,9 +122,16 @@ class Communicator:
         self._lib, self._h, self._gather = lib, None, None
         self._registered = {}
         handle, why = ctypes.c_void_p(), ctypes.create_string_buffer(1024)
-        if group is not None and allgather is not None:
-            raise ArbenchError(_lib.ERR_INVALID, "Communicator: group and allgather given, expected one bootstrap")
-        if group is not None:
+        if sum(b is not None for b in (group, allgather, nccl_comm)) > 1:
+            raise ArbenchError(_lib.ERR_INVALID, "Communicator: more than one of group, allgather and nccl_comm "
+                               "given, expected one bootstrap")
+        if nccl_comm is not None:
+            _lib.need(lib, 10100, "an NCCL communicator bootstrap")
+            _lib.check(lib.arbench_comm_create_nccl(ctypes.byref(cfg), ctypes.c_void_p(int(nccl_comm)),
+                                                    ctypes.byref(handle), why, len(why)), why,
+                       "arbench_comm_create_nccl")
+            self.bootstrap = "nccl-comm"
+        elif group is not None:
             self.bootstrap = self._create_from_group(torch, group, cfg, int(device), handle, why)
         elif allgather is not None:
             if rank is None or size is None:
