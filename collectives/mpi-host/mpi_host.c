@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arb_host_bf16.h"
 #include "arbench/plugin.h"
 #include "arbench/status.h"
 
@@ -53,31 +54,13 @@ static arb_status_t parse(const char *params, int *reduce_bcast, char *why, size
     return ARB_OK;
 }
 
-static float bf16_to_f32(uint16_t h)
-{
-    uint32_t b = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
-
-static uint16_t f32_to_bf16(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    if ((b & 0x7f800000u) == 0x7f800000u && (b & 0x007fffffu)) /* NaN stays a quiet NaN */
-        return (uint16_t)((b >> 16) | 0x0040u);
-    b += 0x7fffu + ((b >> 16) & 1u); /* round to nearest even */
-    return (uint16_t)(b >> 16);
-}
-
 static void bf16_sum_fn(void *in, void *inout, int *len, MPI_Datatype *dt)
 {
     (void)dt;
     const uint16_t *a = in;
     uint16_t *b = inout;
     for (int i = 0; i < *len; i++)
-        b[i] = f32_to_bf16(bf16_to_f32(a[i]) + bf16_to_f32(b[i]));
+        b[i] = arb_host_f32_to_bf16(arb_host_bf16_to_f32(a[i]) + arb_host_bf16_to_f32(b[i]));
 }
 
 static arb_status_t mh_init(const arb_comm_info_t *info, const arb_host_ops_t *ops, const char *params,
@@ -87,7 +70,7 @@ static arb_status_t mh_init(const arb_comm_info_t *info, const arb_host_ops_t *o
     int rb;
     ARB_TRY(parse(params, &rb, why, why_len));
     if (!info->mpi_comm) {
-        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "mpi-host needs the harness's MPI communicator");
+        ARB_RAISE(ARB_DECLINE, why, why_len, "mpi-host calls MPI itself and this job was bootstrapped without MPI (a callback or NCCL bootstrap: no MPI communicator); ops-host serves host memory there");
     }
     mpi_host_t *s = calloc(1, sizeof *s);
     if (!s)
@@ -115,7 +98,7 @@ static arb_status_t mh_allreduce(void *state, const void *send, void *recv, size
     MPI_Op op = dtype == ARB_DTYPE_FP32 ? MPI_SUM : s->bf16_sum;
     int rc, rank = 0;
     if (!s->reduce_bcast) {
-        rc = MPI_Allreduce(send, recv, (int)count, t, op, s->comm);
+        rc = MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, t, op, s->comm);
     } else {
         MPI_Comm_rank(s->comm, &rank);
         /* rank 0 reduces into recv (MPI_IN_PLACE when the caller reduces in place) */
@@ -148,7 +131,7 @@ ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v2 = {
     .abi_version = ARB_PLUGIN_ABI_VERSION,
     .name = "mpi-host",
     .description = "MPI_Allreduce on host buffers (host backend; bf16 via a user-defined MPI_Op)",
-    .caps = ARB_CAP_HOST_MEMORY | ARB_CAP_BF16 | ARB_CAP_FP32,
+    .caps = ARB_CAP_HOST_MEMORY | ARB_CAP_BF16 | ARB_CAP_FP32 | ARB_CAP_IN_PLACE,
     .init = mh_init,
     .allreduce = mh_allreduce,
     .describe = mh_describe,

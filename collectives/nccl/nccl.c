@@ -359,7 +359,7 @@ ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v2 = {
     .abi_version = ARB_PLUGIN_ABI_VERSION,
     .name = "nccl",
     .description = "NCCL ncclAllReduce (sum); variants force NCCL_ALGO/NCCL_PROTO per communicator, channels=N sets minCTAs=maxCTAs",
-    .caps = ARB_CAP_DEVICE_MEMORY | ARB_CAP_GRAPH_SAFE | ARB_CAP_BF16 | ARB_CAP_FP32 | ARB_CAP_BASELINE,
+    .caps = ARB_CAP_DEVICE_MEMORY | ARB_CAP_GRAPH_SAFE | ARB_CAP_BF16 | ARB_CAP_FP32 | ARB_CAP_BASELINE | ARB_CAP_IN_PLACE,
     .variants = nccl_variants,
     .init = nccl_init,
     .allreduce = nccl_allreduce,

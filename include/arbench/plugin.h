@@ -19,6 +19,8 @@
  *
  * Version 2 (from version 1): allreduce and allreduce_rmsnorm take a reason buffer
  * (why, why_len) that a call which returns anything but ARB_OK fills with one line.
+ * Additions within version 2 (no layout change, a module built before them loads and
+ * behaves as before): ARB_CAP_IN_PLACE; info->mpi_comm may be NULL.
  */
 #ifndef ARBENCH_PLUGIN_H
 #define ARBENCH_PLUGIN_H
@@ -69,9 +71,12 @@ enum arb_cap {
     ARB_CAP_REFERENCE = 1u << 7,     /* a floor (noop, ping): moves no payload, results not checked */
     ARB_CAP_NEEDS_ALLOC = 1u << 8,   /* send/recv buffers must come from mem_alloc */
     ARB_CAP_BASELINE = 1u << 9,      /* what the others are measured against (NCCL): ratios, profiles */
+    ARB_CAP_IN_PLACE = 1u << 10,     /* allreduce also accepts send == recv (in place; still no partial overlap) */
 };
 
-/* Collective host operations over all ranks, provided by the harness (MPI underneath). */
+/* Collective host operations over all ranks, provided by the harness: MPI underneath, or
+ * (libarbench created without MPI) the caller's allgather or NCCL; bcast and barrier are
+ * then built from allgather. */
 typedef struct arb_host_ops {
     void *ctx;
     /* recv holds nranks * bytes, rank r's block at r * bytes. Returns 0 on success. */
@@ -90,7 +95,8 @@ typedef struct arb_comm_info {
     int cuda_device;              /* the device the harness made current, -1 for host-only runs */
     size_t max_bytes;             /* largest allreduce payload per rank in this run, bytes */
     unsigned max_tokens, hidden;  /* largest fused call (allreduce_rmsnorm) in this run */
-    void *mpi_comm;               /* MPI_Comm * of all ranks; for host plugins that call MPI themselves */
+    void *mpi_comm;               /* MPI_Comm * of all ranks; for host plugins that call MPI themselves.
+                                   * NULL when the job was bootstrapped without MPI: such a plugin declines. */
 } arb_comm_info_t;
 
 /*
@@ -129,7 +135,7 @@ typedef struct arb_plugin {
     void (*mem_free)(void *state, void *ptr);
 
     /* recv[i] = sum over ranks of send[i], for i < count elements (not bytes). send and
-     * recv do not overlap, are 16-byte aligned and lie in buffers from mem_alloc (or
+     * recv do not overlap (or, with ARB_CAP_IN_PLACE only, are the same pointer), are 16-byte aligned and lie in buffers from mem_alloc (or
      * the harness's own cudaMalloc/malloc). Enqueue on stream (a cudaStream_t), do not
      * synchronize it; host plugins complete before returning. Must give bitwise
      * identical results on every rank. */

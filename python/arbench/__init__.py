@@ -12,8 +12,24 @@ torch.compile sees them. Without torch (or with device=-1) the buffers are host 
 (NumPy arrays, array.array, any writable C-contiguous buffer) served by the MPI host
 backend. bf16 host buffers are uint16 arrays holding bf16 bits (NumPy has no bfloat16).
 
-The communicator spans MPI_COMM_WORLD: launch with mpirun (or as one process, world size
-1). A torch.distributed group is accepted when it is that world, in the same rank order.
+Bootstrap: group=None spans MPI_COMM_WORLD (launch with mpirun, or as one process, world
+size 1). group=a torch.distributed group bootstraps from that group without MPI:
+  - on a GPU (device >= 0): rank 0 of the group makes an NCCL unique id through the library
+    (arbench_nccl_unique_id), the group broadcasts it (torch.distributed.broadcast_object_list,
+    any backend), and every rank creates the communicator from it
+    (arbench_comm_create_nccl_id): one broadcast, after which the library's own NCCL
+    communicator carries its setup collectives, with no Python callback and no
+    dependence on what the group's backend can do inside a ctypes call;
+  - on the host (device=-1): the group's allgather is the library's host collectives
+    (arbench_comm_create_allgather over torch.distributed.all_gather of CPU tensors: a
+    gloo group), the only path without a GPU; ops-host then serves the calls.
+allgather=fn, rank=, size= (no torch needed) gives the library any host allgather:
+fn(data: bytes) -> bytes, every rank's data concatenated in rank order. nccl_comm=an
+ncclComm_t address (of the libnccl loaded in this process, e.g. torch's) bootstraps over
+that communicator (arbench_comm_create_nccl).
+
+comm.register(x) registers a buffer (arbench_register): all_reduce on it runs in place,
+with no staging copy, where the chosen implementation allows (NCCL, mpi-host, ops-host).
 """
 import ctypes
 
@@ -78,12 +94,18 @@ class Communicator:
     graph: calls may be captured in CUDA graphs (default True on a GPU).
     max_bytes: largest all_reduce per rank, bytes (a larger call is an error).
     max_tokens, hidden: largest fused call, rows and row length (0, 0: no fused calls).
-    fabric: the profile's fabric label (default: detected); fallback: the implementation
-        where the profile has nothing (default: nccl on a GPU, mpi-host on the host).
+    fabric: the profile's fabric label (default: detected over MPI; required with a
+        profile otherwise); fallback: the implementation where the profile has nothing
+        (default: nccl on a GPU, mpi-host on the host, ops-host on the host without MPI).
+    allgather, rank, size: a host allgather fn(bytes) -> bytes of `size` ranks instead of
+        MPI or a group (see the module's doc).
+    nccl_comm: an ncclComm_t (an int address) to bootstrap over instead.
+    bootstrap (attribute): "mpi", "allgather", "nccl-comm", "torch-group-nccl-id" or
+        "torch-group-allgather".
     """
 
     def __init__(self, profile=None, group=None, *, device=None, graph=None, max_bytes=64 << 20, max_tokens=0,
-                 hidden=0, fabric=None, fallback=None):
+                 hidden=0, fabric=None, fallback=None, allgather=None, rank=None, size=None, nccl_comm=None):
         lib = _lib.load()
         torch = _torch()
         if device is None:
@@ -97,32 +119,115 @@ class Communicator:
         cfg.profile, cfg.fabric, cfg.fallback = keep
         cfg.cuda_device, cfg.graph = int(device), int(bool(graph))
         cfg.max_bytes, cfg.max_tokens, cfg.hidden = int(max_bytes), int(max_tokens), int(hidden)
+        self._lib, self._h, self._gather = lib, None, None
+        self._registered = {}
         handle, why = ctypes.c_void_p(), ctypes.create_string_buffer(1024)
-        _lib.check(lib.arbench_comm_create(ctypes.byref(cfg), ctypes.byref(handle), why, len(why)), why,
-                   "arbench_comm_create")
-        self._lib, self._h, self.device, self.graph = lib, handle, int(device), bool(graph)
+        if sum(b is not None for b in (group, allgather, nccl_comm)) > 1:
+            raise ArbenchError(_lib.ERR_INVALID, "Communicator: more than one of group, allgather and nccl_comm "
+                               "given, expected one bootstrap")
+        if nccl_comm is not None:
+            _lib.need(lib, 10100, "an NCCL communicator bootstrap")
+            _lib.check(lib.arbench_comm_create_nccl(ctypes.byref(cfg), ctypes.c_void_p(int(nccl_comm)),
+                                                    ctypes.byref(handle), why, len(why)), why,
+                       "arbench_comm_create_nccl")
+            self.bootstrap = "nccl-comm"
+        elif group is not None:
+            self.bootstrap = self._create_from_group(torch, group, cfg, int(device), handle, why)
+        elif allgather is not None:
+            if rank is None or size is None:
+                raise ArbenchError(_lib.ERR_INVALID, "Communicator(allgather=...): rank and size expected too")
+            self._create_allgather(cfg, int(rank), int(size), allgather, handle, why)
+            self.bootstrap = "allgather"
+        else:
+            _lib.check(lib.arbench_comm_create(ctypes.byref(cfg), ctypes.byref(handle), why, len(why)), why,
+                       "arbench_comm_create")
+            self.bootstrap = "mpi"
+        self._h, self.device, self.graph = handle, int(device), bool(graph)
         self.rank, self.size = lib.arbench_comm_rank(handle), lib.arbench_comm_size(handle)
         self.hidden, self.max_tokens = int(hidden), int(max_tokens)
         self._op_id = None
-        if group is not None:
-            self._check_group(torch, group)
 
-    def _check_group(self, torch, group):
+    def _create_allgather(self, cfg, rank, size, fn, handle, why):
+        """arbench_comm_create_allgather over fn(bytes) -> bytes (size x len, in rank order)."""
+        _lib.need(self._lib, 10100, "an allgather bootstrap")
+        errors = []
+
+        def gather(ctx, send, recv, nbytes):
+            try:
+                out = fn(ctypes.string_at(send, nbytes) if nbytes else b"")
+                if len(out) != nbytes * size:
+                    raise ArbenchError(_lib.ERR_INVALID, "the allgather returned %d bytes, expected %d x %d"
+                                       % (len(out), size, nbytes))
+                ctypes.memmove(recv, out, len(out))
+                return 0
+            except Exception as e:  # noqa: BLE001 (a callback must not raise through C)
+                errors.append(e)
+                return -1
+        self._gather = _lib.ALLGATHER_FN(gather)  # kept alive as long as the communicator
+        st = self._lib.arbench_comm_create_allgather(ctypes.byref(cfg), rank, size, self._gather, None,
+                                                     ctypes.byref(handle), why, len(why))
+        if st != _lib.OK and errors:
+            raise ArbenchError(st, "arbench_comm_create_allgather: %s (the allgather raised %r)"
+                               % (why.value.decode(errors="replace"), errors[0]))
+        _lib.check(st, why, "arbench_comm_create_allgather")
+
+    def _create_from_group(self, torch, group, cfg, device, handle, why):
         if torch is None or not torch.distributed.is_initialized():
-            self.close()
             raise ArbenchError(_lib.ERR_INVALID, "group given but torch.distributed is not initialized")
-        if torch.distributed.get_world_size(group) != self.size or torch.distributed.get_rank(group) != self.rank:
-            size, rank = torch.distributed.get_world_size(group), torch.distributed.get_rank(group)
-            self.close()
-            raise ArbenchError(_lib.ERR_INVALID, "group of size %d, rank %d: this libarbench bootstraps from "
-                               "MPI_COMM_WORLD (size %d, rank %d) only; launch with mpirun so that they agree"
-                               % (size, rank, self.size, self.rank))
+        dist = torch.distributed
+        rank, size = dist.get_rank(group), dist.get_world_size(group)
+        if device < 0:
+            def gather(data):
+                t = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
+                parts = [torch.empty_like(t) for _ in range(size)]
+                dist.all_gather(parts, t, group=group)
+                return b"".join(bytes(p.numpy().tobytes()) for p in parts)
+            self._create_allgather(cfg, rank, size, gather, handle, why)
+            return "torch-group-allgather"
+        _lib.need(self._lib, 10100, "a torch.distributed group bootstrap")
+        uid = ctypes.create_string_buffer(_lib.NCCL_UNIQUE_ID_BYTES)
+        box = [None]
+        if rank == 0:
+            _lib.check(self._lib.arbench_nccl_unique_id(uid, len(uid), why, len(why)), why, "arbench_nccl_unique_id")
+            box[0] = uid.raw
+        dist.broadcast_object_list(box, src=dist.get_global_rank(group, 0), group=group)
+        uid = ctypes.create_string_buffer(box[0], _lib.NCCL_UNIQUE_ID_BYTES)
+        _lib.check(self._lib.arbench_comm_create_nccl_id(ctypes.byref(cfg), rank, size, uid, len(uid),
+                                                         ctypes.byref(handle), why, len(why)), why,
+                   "arbench_comm_create_nccl_id")
+        return "torch-group-nccl-id"
+
+    def register(self, x):
+        """arbench_register: all_reduce on x (or inside it) runs in place where the chosen
+        implementation allows; a call past its end is an error. Keeps x alive until
+        deregister or close. Returns x."""
+        ptr, nbytes = self._address(x, "register(x)")
+        why = ctypes.create_string_buffer(1024)
+        _lib.check(self._lib.arbench_register(self._h, ptr, nbytes, why, len(why)), why, "arbench_register")
+        self._registered[ptr] = x
+        return x
+
+    def deregister(self, x):
+        ptr, _ = self._address(x, "deregister(x)")
+        why = ctypes.create_string_buffer(1024)
+        _lib.check(self._lib.arbench_deregister(self._h, ptr, why, len(why)), why, "arbench_deregister")
+        self._registered.pop(ptr, None)
+
+    @staticmethod
+    def _address(x, what):
+        if _is_tensor(x):
+            if not x.is_contiguous():
+                raise ArbenchError(_lib.ERR_INVALID, "%s: expected a contiguous tensor" % what)
+            return x.data_ptr(), x.numel() * x.element_size()
+        ptr, count, dt, _ = _host_view(x, True, what)
+        return ptr, count * (4 if dt == _lib.FP32 else 2)
 
     def close(self):
         """Collective: frees the communicator (arbench_comm_destroy)."""
         if self._h:
             self._lib.arbench_comm_destroy(self._h)
             self._h = None
+            self._registered.clear()
 
     def __enter__(self):
         return self

@@ -17,6 +17,10 @@ API_VERSION_MAJOR = 1
 OK, ERR_DECLINE, ERR_INVALID, ERR_SYSTEM, ERR_TIMEOUT = 0, 1, 2, 3, 4
 BF16, FP32 = 0, 1
 OP_ALLREDUCE, OP_ALLREDUCE_RMSNORM = 0, 1
+NCCL_UNIQUE_ID_BYTES = 128
+
+# int allgather(void *ctx, const void *send, void *recv, size_t bytes) (arbench.h, API 1.1)
+ALLGATHER_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
 
 
 class ArbenchError(RuntimeError):
@@ -72,7 +76,23 @@ def _declare(lib):
     lib.arbench_explain.argtypes = [vp, ctypes.c_int, c_size, ctypes.c_int, c_char, c_size]
     lib.arbench_explain.restype = c_char
     lib.arbench_comm_destroy.argtypes = [vp]
+    if lib.arbench_api_version() >= 10100:
+        lib.arbench_comm_create_allgather.argtypes = [ctypes.POINTER(Config), ctypes.c_int, ctypes.c_int, ALLGATHER_FN,
+                                                      vp, ctypes.POINTER(vp), c_char, c_size]
+        lib.arbench_nccl_unique_id.argtypes = [vp, c_size, c_char, c_size]
+        lib.arbench_comm_create_nccl_id.argtypes = [ctypes.POINTER(Config), ctypes.c_int, ctypes.c_int, vp, c_size,
+                                                    ctypes.POINTER(vp), c_char, c_size]
+        lib.arbench_comm_create_nccl.argtypes = [ctypes.POINTER(Config), vp, ctypes.POINTER(vp), c_char, c_size]
+        lib.arbench_register.argtypes = [vp, vp, c_size, c_char, c_size]
+        lib.arbench_deregister.argtypes = [vp, vp, c_char, c_size]
     return lib
+
+
+def need(lib, version, what):
+    """ARBENCH_ERR_INVALID unless the loaded library is at least `version`."""
+    if lib.arbench_api_version() < version:
+        raise ArbenchError(ERR_INVALID, "%s needs libarbench API %d or later; the loaded one is %d"
+                           % (what, version, lib.arbench_api_version()))
 
 
 _lib = None

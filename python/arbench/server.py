@@ -8,8 +8,10 @@ that matches, with a clone + Communicator.all_reduce; every other group, and any
 with more arguments, keeps the original.
 
     import arbench, arbench.server
-    comm = arbench.Communicator(os.environ.get("ARBENCH_PROFILE"), max_bytes=..., ...)
-    undo = arbench.server.route_vllm(comm)      # after vLLM set up its TP group
+    from vllm.distributed import parallel_state  # SGLang: sglang.srt.distributed
+    tp = parallel_state.get_tp_group()           # after the server set up its TP group
+    comm = arbench.Communicator(os.environ.get("ARBENCH_PROFILE"), group=tp.device_group, max_bytes=..., ...)
+    undo = arbench.server.route_vllm(comm)
 """
 from . import _lib
 
@@ -43,7 +45,8 @@ def _route_tp(parallel_state, comm):
     tp = parallel_state.get_tp_group()
     if tp.world_size != comm.size or tp.rank_in_group != comm.rank:
         raise _lib.ArbenchError(_lib.ERR_INVALID, "the tensor-parallel group is rank %d of %d, the communicator rank %d of "
-                                "%d: launch the server so that its TP group is the MPI world"
+                                "%d: create the communicator from that group (arbench.Communicator(profile, group=tp.device_group)), "
+                                "or launch the server so that its TP group is the MPI world"
                                 % (tp.rank_in_group, tp.world_size, comm.rank, comm.size))
     return route_method(parallel_state.GroupCoordinator, "_all_reduce_out_place", comm, lambda g: g is tp)
 

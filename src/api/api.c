@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* arbench.h: the communicator's life (create, destroy), its queries and the version. */
-#include <mpi.h>
+/* arbench.h: the communicator's life (create over MPI or without, destroy), its queries and
+ * the version. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,30 +14,6 @@ int arbench_api_version(void) { return ARBENCH_API_VERSION; }
 void arbench_config_init(arbench_config_t *cfg)
 {
     *cfg = (arbench_config_t){.struct_size = sizeof *cfg, .cuda_device = -1, .max_bytes = (size_t)64 << 20};
-}
-
-static void finalize_mpi(void)
-{
-    int fin = 0;
-    MPI_Finalized(&fin);
-    if (!fin)
-        MPI_Finalize();
-}
-
-/* MPI up, initialized here when the caller has not; at most once per process. */
-static arb_status_t ensure_mpi(char *why, size_t why_len)
-{
-    int init = 0, fin = 0;
-    MPI_Initialized(&init);
-    MPI_Finalized(&fin);
-    if (fin)
-        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "MPI was finalized before arbench_comm_create");
-    if (init)
-        return ARB_OK;
-    if (MPI_Init(NULL, NULL) != MPI_SUCCESS)
-        ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "MPI_Init failed (launch with mpirun, or initialize MPI first)");
-    atexit(finalize_mpi);
-    return ARB_OK;
 }
 
 static arb_status_t check_config(const arbench_config_t *cfg, char *why, size_t why_len)
@@ -70,10 +46,10 @@ static arb_status_t agree(arb_mpi_t *m, arb_status_t st, char *why, size_t why_l
     return (arb_status_t)worst;
 }
 
-static arb_status_t create_comm(const arbench_config_t *cfg, arbench_comm_t **out, char *why, size_t why_len)
+static arb_status_t create_comm(const arbench_config_t *cfg, const api_boot_t *boot, arbench_comm_t **out, char *why,
+                                size_t why_len)
 {
     ARB_TRY(check_config(cfg, why, why_len));
-    ARB_TRY(ensure_mpi(why, why_len));
     arbench_comm_t *c = calloc(1, sizeof *c);
     if (!c)
         ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "out of host memory for the communicator");
@@ -81,13 +57,19 @@ static arb_status_t create_comm(const arbench_config_t *cfg, arbench_comm_t **ou
     c->fallback_slot[0] = c->fallback_slot[1] = -1;
     snprintf(c->profile_path, sizeof c->profile_path, "%s", cfg->profile ? cfg->profile : "");
     c->cfg.profile = cfg->profile ? c->profile_path : NULL;
-    snprintf(c->fallback, sizeof c->fallback, "%s", cfg->fallback ? cfg->fallback : cfg->cuda_device >= 0 ? "nccl" : "mpi-host");
+    const char *host_fallback = boot->kind == API_BOOT_MPI ? "mpi-host" : "ops-host";
+    snprintf(c->fallback, sizeof c->fallback, "%s", cfg->fallback ? cfg->fallback : cfg->cuda_device >= 0 ? "nccl" : host_fallback);
     c->cfg.fallback = c->fallback;
-    arb_status_t st;
-    if (arb_mpi_bootstrap(&c->mpi) != ARB_OK)
-        ARB_RAISE_GOTO(st, ARB_ERR_SYSTEM, err_free_comm, why, why_len, "MPI bootstrap (communicator duplicate and node split) failed");
+    arb_status_t st = api_boot(c, boot, why, why_len);
+    if (st != ARB_OK)
+        goto err_free_comm;
     if (cfg->fabric) {
         snprintf(c->fabric, sizeof c->fabric, "%s", cfg->fabric);
+    } else if (boot->kind != API_BOOT_MPI) {
+        /* Detection (src/topo) runs over MPI; without it only an unused label is allowed. */
+        if (cfg->profile)
+            ARB_RAISE_GOTO(st, ARB_ERR_INVALID, err_free_mpi, why, why_len, "config fabric: NULL with a profile on a communicator created without MPI: fabric detection needs MPI; pass the profile's fabric label for this job (arbench topo prints it)");
+        snprintf(c->fabric, sizeof c->fabric, "undetected");
     } else {
         arb_topo_result_t topo;
         st = arb_topo_setup(&c->mpi.world, cfg->cuda_device, 0, &topo, why, why_len);
@@ -114,20 +96,65 @@ err_free_profile:
     if (c->have_profile)
         arb_profile_free(&c->profile);
 err_free_mpi:
-    arb_mpi_free(&c->mpi);
+    api_boot_free(c);
 err_free_comm:
     free(c);
     return st;
 }
 
-arbench_status_t arbench_comm_create(const arbench_config_t *cfg, arbench_comm_t **out, char *why, size_t why_len)
+static arbench_status_t create_with(const arbench_config_t *cfg, const api_boot_t *boot, arbench_comm_t **out,
+                                    char *why, size_t why_len)
 {
     char local_why[1024];
     if (!why || !why_len)
         why = local_why, why_len = sizeof local_why;
     why[0] = '\0';
+    if (!out) {
+        ARB_WHY(why, why_len, "arbench_comm_create: out is NULL, expected a pointer to an arbench_comm_t *");
+        return ARBENCH_ERR_INVALID;
+    }
     *out = NULL;
-    return (arbench_status_t)create_comm(cfg, out, why, why_len);
+    return (arbench_status_t)create_comm(cfg, boot, out, why, why_len);
+}
+
+arbench_status_t arbench_comm_create(const arbench_config_t *cfg, arbench_comm_t **out, char *why, size_t why_len)
+{
+    api_boot_t b = {.kind = API_BOOT_MPI};
+    return create_with(cfg, &b, out, why, why_len);
+}
+
+arbench_status_t arbench_comm_create_allgather(const arbench_config_t *cfg, int rank, int size,
+                                               arbench_allgather_fn allgather, void *ctx, arbench_comm_t **out,
+                                               char *why, size_t why_len)
+{
+    api_boot_t b = {.kind = API_BOOT_ALLGATHER, .rank = rank, .size = size, .allgather = allgather, .ctx = ctx};
+    return create_with(cfg, &b, out, why, why_len);
+}
+
+arbench_status_t arbench_comm_create_nccl_id(const arbench_config_t *cfg, int rank, int size, const void *id,
+                                             size_t id_len, arbench_comm_t **out, char *why, size_t why_len)
+{
+    if (!id || id_len != ARBENCH_NCCL_UNIQUE_ID_BYTES || size < 1 || rank < 0 || rank >= size) {
+        if (out)
+            *out = NULL;
+        ARB_WHY(why, why_len, "arbench_comm_create_nccl_id: rank %d of %d, id of %zu bytes: expected 0 <= rank < size and %d id bytes (arbench_nccl_unique_id)", rank, size, id ? id_len : 0, ARBENCH_NCCL_UNIQUE_ID_BYTES);
+        return ARBENCH_ERR_INVALID;
+    }
+    api_boot_t b = {.kind = API_BOOT_NCCL_ID, .rank = rank, .size = size, .nccl_id = id};
+    return create_with(cfg, &b, out, why, why_len);
+}
+
+arbench_status_t arbench_comm_create_nccl(const arbench_config_t *cfg, void *nccl_comm, arbench_comm_t **out,
+                                          char *why, size_t why_len)
+{
+    if (!nccl_comm) {
+        if (out)
+            *out = NULL;
+        ARB_WHY(why, why_len, "arbench_comm_create_nccl: nccl_comm is NULL, expected an initialized ncclComm_t");
+        return ARBENCH_ERR_INVALID;
+    }
+    api_boot_t b = {.kind = API_BOOT_NCCL_COMM, .nccl_comm = nccl_comm};
+    return create_with(cfg, &b, out, why, why_len);
 }
 
 int arbench_comm_rank(const arbench_comm_t *comm) { return comm->mpi.rank; }
@@ -156,8 +183,9 @@ void arbench_comm_destroy(arbench_comm_t *comm)
         return;
     api_close_slots(comm);
     free(comm->picks);
+    free(comm->regs);
     if (comm->have_profile)
         arb_profile_free(&comm->profile);
-    arb_mpi_free(&comm->mpi);
+    api_boot_free(comm);
     free(comm);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "arb_config.h"
+#include "base/common.h"
 #include "api/api_priv.h"
 #include "arbench/status.h"
 #if ARB_HAVE_CUDA
@@ -51,11 +52,26 @@ static arb_status_t call_mode(const arbench_comm_t *c, void *stream, arb_mode_t 
     return ARB_OK;
 }
 
+/* A registered buffer runs in place where the implementation reduces in place and needs
+ * no buffers of its own; said once per implementation on rank 0. */
+static int in_place(arbench_comm_t *c, int slot, int registered)
+{
+    uint32_t caps = arb_inst_caps(c->slots[slot].inst);
+    if (!registered || !(caps & ARB_CAP_IN_PLACE) || (caps & ARB_CAP_NEEDS_ALLOC))
+        return 0;
+    if (!c->logged_in_place[slot] && c->mpi.rank == 0)
+        arb_info("allreduce on registered buffers by %s%s%s: in place, no staging copy", c->slots[slot].impl, *c->slots[slot].params ? ":" : "", c->slots[slot].params);
+    c->logged_in_place[slot] = 1;
+    return 1;
+}
+
 static arb_status_t allreduce_on(arbench_comm_t *c, int slot, void *buf, size_t count, arb_dtype_t dtype,
-                                 void *stream, char *why, size_t why_len)
+                                 int registered, void *stream, char *why, size_t why_len)
 {
     api_slot_t *s = &c->slots[slot];
     size_t bytes = count * arb_dtype_size(dtype);
+    if (in_place(c, slot, registered))
+        return arb_inst_allreduce(s->inst, buf, buf, count, dtype, stream, why, why_len);
     ARB_TRY(copy_bytes(c, s->stage_send, buf, bytes, stream, why, why_len));
     void *recv = s->stage_recv ? s->stage_recv : buf;
     ARB_TRY(arb_inst_allreduce(s->inst, s->stage_send, recv, count, dtype, stream, why, why_len));
@@ -73,6 +89,9 @@ static arb_status_t allreduce(arbench_comm_t *c, void *buf, size_t count, arbenc
     size_t esz = arb_dtype_size(dt);
     if (count > c->cfg.max_bytes / esz)
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "arbench_allreduce of %zu %s elements (%zu bytes): over this communicator's registered max_bytes %zu", count, arb_dtype_name(dt), count * esz, c->cfg.max_bytes);
+    const api_reg_t *r = api_find_reg(c, buf);
+    if (r && count > (r->base + r->bytes - (uintptr_t)buf) / esz)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "arbench_allreduce of %zu bytes at %p: runs past the end of its registered buffer (%#zx + %zu bytes): register the whole buffer", count * esz, buf, (size_t)r->base, r->bytes);
     arb_mode_t mode;
     ARB_TRY(call_mode(c, stream, &mode, why, why_len));
     const api_pick_t *p = api_pick_dtype(c, ARB_OP_ALLREDUCE, dt, count * esz, mode);
@@ -80,9 +99,9 @@ static arb_status_t allreduce(arbench_comm_t *c, void *buf, size_t count, arbenc
         ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "out of host memory for the choice table");
     if (p->slot < 0)
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "%s", p->note);
-    arb_status_t st = allreduce_on(c, p->slot, buf, count, dt, stream, why, why_len);
+    arb_status_t st = allreduce_on(c, p->slot, buf, count, dt, r != NULL, stream, why, why_len);
     if (st == ARB_DECLINE && p->slot != c->fallback_slot[ARB_OP_ALLREDUCE])
-        st = allreduce_on(c, c->fallback_slot[ARB_OP_ALLREDUCE], buf, count, dt, stream, why, why_len);
+        st = allreduce_on(c, c->fallback_slot[ARB_OP_ALLREDUCE], buf, count, dt, r != NULL, stream, why, why_len);
     return st;
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* MPI bootstrap and the collective host operations handed to plugins. */
+/* The job's bootstrap (MPI, or a caller's allgather) and the collective host operations
+ * handed to plugins. */
 #ifndef ARB_HOSTOPS_H
 #define ARB_HOSTOPS_H
 
@@ -7,14 +8,24 @@
 
 #include "arbench/plugin.h"
 
+/* A caller's allgather: recv holds nranks * bytes, rank r's block at r * bytes; 0 on
+ * success. Every collective below is built from it when the job has no MPI. */
+typedef int (*arb_allgather_fn)(void *ctx, const void *send, void *recv, size_t bytes);
+
 typedef struct arb_mpi {
-    MPI_Comm world;  /* a duplicate of MPI_COMM_WORLD */
-    MPI_Comm local;  /* ranks sharing this node */
+    MPI_Comm world;  /* a duplicate of MPI_COMM_WORLD; MPI_COMM_NULL with `allgather` */
+    MPI_Comm local;  /* ranks sharing this node; MPI_COMM_NULL with `allgather` */
     int rank, nranks, local_rank, local_nranks, node, nnodes;
+    arb_allgather_fn allgather; /* set: bootstrapped without MPI, MPI is never called */
+    void *allgather_ctx;
 } arb_mpi_t;
 
 /* Duplicates the world communicator, splits it by node, numbers the nodes. */
 arb_status_t arb_mpi_bootstrap(arb_mpi_t *m);
+/* Collective over `allgather`: a job of nranks ranks without MPI. Nodes are told apart by
+ * host name (gethostname), numbered in order of their first rank. */
+arb_status_t arb_mpi_bootstrap_allgather(arb_mpi_t *m, int rank, int nranks, arb_allgather_fn allgather, void *ctx,
+                                         char *why, size_t why_len);
 void arb_mpi_free(arb_mpi_t *m);
 
 /* Host operations over m->world; log lines carry the plugin name from `tag`. */

@@ -264,7 +264,8 @@ arb_status_t arb_inst_open(arb_mpi_t *m, const arb_loaded_plugin_t *lp, const ch
                                  .local_nranks = m->local_nranks, .node = m->node, .nnodes = m->nnodes,
                                  .cuda_device = use->cuda_device,
                                  .max_bytes = use->op == ARB_OP_ALLREDUCE_RMSNORM ? fused_bytes : use->max_bytes,
-                                 .max_tokens = use->max_tokens, .hidden = use->hidden, .mpi_comm = &m->world};
+                                 .max_tokens = use->max_tokens, .hidden = use->hidden,
+                                 .mpi_comm = m->allgather ? NULL : &m->world};
     arb_hostops_init(&in->ops, &in->ops_ctx, m, p->name);
 
     st = p->init(&in->info, &in->ops, params ? params : "", &in->state, why, why_len);

@@ -48,6 +48,17 @@ def exact_allreduce(c, count, kind, make=array.array):
     check(wrong == 0, "all_reduce %s x %d: %d wrong elements" % (kind, count, wrong))
 
 
+def exact_allreduce_in(c, view):
+    """An in-place all-reduce of a bf16 view (a memoryview of 'H'), exact sums checked."""
+    n = len(view)
+    for i in range(n):
+        view[i] = bf16(value(i, c.rank))
+    c.all_reduce(view)
+    want = [sum(value(i, r) for r in range(c.size)) for i in range(n)]
+    wrong = sum(f32(view[i]) != want[i] for i in range(n))
+    check(wrong == 0, "all_reduce in place of %d bf16: %d wrong elements" % (n, wrong))
+
+
 def expect_error(fn, status, text):
     try:
         fn()
@@ -160,7 +171,87 @@ def t_server_route():
         expect_error(lambda: arbench.server._route_tp(bad, c), arbench._lib.ERR_INVALID, "the tensor-parallel group is")
 
 
-tests = [t_server_route, t_no_profile, t_profiled, t_other_ranks, t_bad_profile, t_rmsnorm, t_numpy]
+class TcpAllgather:
+    """A host allgather that is not MPI, as a server's own collectives would be: every rank
+    connects to rank 0 (its port in DIR/gather-port), sends its bytes; rank 0 sends back
+    the concatenation in rank order."""
+
+    def __init__(self, rank, size):
+        import socket
+        import time
+        self.rank, self.size, self.calls = rank, size, 0
+        path = os.path.join(DIR, "gather-port")
+        if rank == 0:
+            self.srv = socket.socket()
+            self.srv.bind(("127.0.0.1", 0))
+            self.srv.listen(size)
+            with open(path + ".tmp", "w") as f:
+                f.write(str(self.srv.getsockname()[1]))
+            os.rename(path + ".tmp", path)
+            self.peers = {}
+            for _ in range(size - 1):
+                conn, _ = self.srv.accept()
+                self.peers[int(self._recv(conn, 4).decode())] = conn
+        else:
+            for _ in range(600):
+                if os.path.exists(path):
+                    break
+                time.sleep(0.05)
+            self.sock = socket.create_connection(("127.0.0.1", int(open(path).read())))
+            self.sock.sendall(b"%04d" % rank)
+
+    @staticmethod
+    def _recv(conn, n):
+        buf = b""
+        while len(buf) < n:
+            chunk = conn.recv(n - len(buf))
+            if not chunk:
+                raise OSError("peer closed")
+            buf += chunk
+        return buf
+
+    def __call__(self, data):
+        self.calls += 1
+        if self.rank == 0:
+            parts = [data] + [self._recv(self.peers[r], len(data)) for r in range(1, self.size)]
+            out = b"".join(parts)
+            for r in range(1, self.size):
+                self.peers[r].sendall(out)
+            return out
+        self.sock.sendall(data)
+        return self._recv(self.sock, len(data) * self.size)
+
+
+def t_allgather_bootstrap():
+    """No MPI in the library: the caller's allgather (TCP here) bootstraps; ops-host sums."""
+    rank, size = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0")), int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
+    g = TcpAllgather(rank, size)
+    kw = dict(device=-1, allgather=g, rank=rank, size=size, max_bytes=1 << 20, max_tokens=4, hidden=96)
+    with arbench.Communicator(None, **kw) as c:
+        check(c.bootstrap == "allgather" and c.rank == rank and c.size == size, "allgather bootstrap: %s %d/%d"
+              % (c.bootstrap, c.rank, c.size))
+        impl, note = c.explain("allreduce", 4096)
+        check(impl == "ops-host", "allgather bootstrap serves host memory with ops-host: %s" % note)
+        calls = g.calls
+        exact_allreduce(c, 4099, "f")
+        exact_allreduce(c, 4099, "H")
+        check(g.calls > calls, "host calls go through the caller's allgather")
+        big = array.array("H", bytes(2 * 4096))
+        mv = memoryview(big)
+        c.register(mv[:2048])  # the first half registered
+        exact_allreduce_in(c, mv[:2048])
+        exact_allreduce_in(c, mv[1024:2048])  # inside it, to its end
+        expect_error(lambda: c.all_reduce(mv[1024:3072]), arbench._lib.ERR_INVALID,
+                     "runs past the end of its registered buffer")
+        exact_allreduce_in(c, mv[2048:])  # not registered: staged
+        c.deregister(mv[:2048])
+        expect_error(lambda: c.deregister(mv[:2048]), arbench._lib.ERR_INVALID, "not a registered buffer")
+    expect_error(lambda: arbench.Communicator(None, fallback="mpi-host", **kw), arbench._lib.ERR_DECLINE,
+                 "bootstrapped without MPI")
+
+
+tests = [t_server_route, t_no_profile, t_profiled, t_other_ranks, t_bad_profile, t_rmsnorm, t_numpy,
+         t_allgather_bootstrap]
 for t in tests:
     before = len(failures)
     status = t()

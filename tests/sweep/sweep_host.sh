@@ -80,9 +80,12 @@ check_csv)
     echo "ok: check_csv refuses unknown options and empty selections"
     ;;
 default)
-    # No --impl: every implementation that can run here (host backends on a GPU-less run).
+    # No --impl: every implementation that can run here (the host backends, mpi-host and
+    # ops-host, on a GPU-less run).
     run -np 2 "$arbench" sweep --host --sizes 43008 --modes eager --iters 10 --out "$tmp/r.csv" || fail "sweep exited $?"
-    "$check" "$tmp/r.csv" --min-rows 1 --all impl=mpi-host --all check=pass || fail "CSV check"
+    "$check" "$tmp/r.csv" --rows 2 --all check=pass || fail "CSV check"
+    "$check" "$tmp/r.csv" --where impl=mpi-host --rows 1 || fail "CSV check: one mpi-host row"
+    "$check" "$tmp/r.csv" --where impl=ops-host --rows 1 || fail "CSV check: one ops-host row"
     ;;
 append)
     # An existing --out file is refused unless --append is given; then rows are added.
