@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: MIT
 // MLA attention over the latent cache (forward.md), in three launches; partials
 // [chunks x T nh_r x (rkv + 4)] fp32:
-//   mla_attend_pos  one CTA per kAttnChunk cache positions, every head of the rank; the
-//                   chunk's rows of earlier steps are staged before the PDL wait.
-//                   Scores: each warp holds kPosPerWarp positions' latent and rope rows
-//                   in registers (widened once) and sweeps every (token, head) row of
-//                   the step, the queries from shared memory. Softmax: a lane per
-//                   position. Exp-weighted sum: a thread per 8 latent columns and a
-//                   strand of rows.
+//   mla_attend_pos  one CTA per kAttnChunk cache positions and group of rows (grid.y:
+//                   up to two CTAs per SM, or where the shared memory needs it); the
+//                   chunk's rows of earlier steps are staged before the PDL wait. On
+//                   tensor cores (mma.sync, SM80+: SM90 and SM120 alike): the scores
+//                   Q K^T, then the softmax pieces a lane per position, then E V with E
+//                   split into bf16 hi + lo.
 //   mla_merge       one CTA per (row, 64 latent columns): the chunk weights
 //                   exp(m_c - M), then a float4 of columns per thread summed over the
 //                   chunks in sixteen interleaved strands (at 4096 positions each
@@ -19,43 +18,67 @@
 
 #include <cmath>
 
+#include "gpu/kernels/moe_mma.cuh"
 #include "gpu/kernels/rowdot.cuh"
 
 namespace arbk {
 namespace {
 
 constexpr int kPosWarps = 8;
-constexpr int kPosPerWarp = kAttnChunk / kPosWarps;
-constexpr int kLatVecs = kMaxLatent / 8;                 // 16-byte vectors of a latent row, at most
-constexpr int kPvStrands = kPosWarps * kWarp / kLatVecs; // row strands of the weighted sum
-constexpr int kPvRows = 4;                               // rows of a strand per pass
-static_assert(kAttnChunk <= kWarp && kAttnChunk % kPosWarps == 0, "a lane per position of a chunk");
-static_assert(kPvStrands >= 1, "a thread per latent vector");
+static_assert(kAttnChunk == kWarp, "a lane per position of a chunk in the softmax; two k16 steps in the sum");
 
-// Copy `nvec` 16-byte vectors global -> shared by the block, kStage loads in flight per thread.
-template <bool STREAM>
-__device__ __forceinline__ void stage(uint4 *dst, const uint4 *src, int nvec)
+// Copy `rows` rows of `rv` 16-byte vectors global -> shared by the block, the shared rows
+// `stride` vectors apart (padded: rows one vector apart in the bank order, so the
+// fragment loads below are conflict-free), kStage loads in flight per thread.
+__device__ __forceinline__ void stage_rows(uint4 *dst, int stride, const uint4 *src, int rv, int rows)
 {
     constexpr int kStage = 8;
-    const int step = blockDim.x * kStage;
+    const int nvec = rv * rows, step = blockDim.x * kStage;
     for (int i0 = threadIdx.x; i0 < nvec; i0 += step) {
         uint4 v[kStage];
 #pragma unroll
         for (int j = 0; j < kStage; j++)
             if (i0 + j * (int)blockDim.x < nvec)
-                v[j] = STREAM ? ld_stream(src + i0 + j * blockDim.x) : src[i0 + j * blockDim.x];
+                v[j] = ld_stream(src + i0 + j * blockDim.x);
 #pragma unroll
-        for (int j = 0; j < kStage; j++)
-            if (i0 + j * (int)blockDim.x < nvec)
-                dst[i0 + j * blockDim.x] = v[j];
+        for (int j = 0; j < kStage; j++) {
+            const int i = i0 + j * blockDim.x;
+            if (i < nvec)
+                dst[(i / rv) * stride + i % rv] = v[j];
+        }
     }
 }
 
-// A block holds one chunk of C positions against Rg of the step's R = T nh_r rows (grid.y
-// row groups of Rg: one group wherever the shared memory allows all rows; SM120's ~99 KB
-// does not at T >= 7). Rows are independent, so the groups change no operation of a row.
-// Dynamic shared memory (16-byte vectors): ckv [C x nv], kpe [C x nvr], qlat [Rg x nv],
-// qpe [Rg x nvr]; then scores [Rg x C] fp32.
+// Four 8 x 8 bf16 tiles, transposed, from shared memory: lane l names row l % 8 of tile l / 8.
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const uint4 *p)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+// Two fp32 as bf16 pairs, hi = bf16(x) and lo = bf16(x - hi): hi + lo is x to ~2^-17.
+__device__ __forceinline__ void split_bf16(float x0, float x1, uint32_t &hi, uint32_t &lo)
+{
+    const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
+    const __nv_bfloat162 l = __floats2bfloat162_rn(x0 - __low2float(h), x1 - __high2float(h));
+    hi = *reinterpret_cast<const uint32_t *>(&h);
+    lo = *reinterpret_cast<const uint32_t *>(&l);
+}
+
+// A block holds one chunk of C = 32 positions against Rg of the step's R = T nh_r rows
+// (grid.y row groups of Rg: mla_attend_pos sizes them; rows are independent, so the groups
+// change no operation of a row). On tensor cores (mma.sync m16n8k16, bf16 in, fp32
+// accumulate), rows in m16 tiles (rows past Rl zero):
+//   scores  S = Q K^T: a warp per (m tile, 8 positions, half of the 32-column groups of
+//           the latent + rope row), the halves added in order (two halves at every row
+//           count, so a row's sum does not depend on its group); masked, scaled, then the
+//           softmax pieces by a warp per row, a lane per position;
+//   sum     O = E V over the chunk's latent rows: a warp per 8 columns (ldmatrix.trans of
+//           the rows), E as bf16 hi + lo (two mmas: E to ~2^-17 of fp32).
+// Dynamic shared memory (16-byte vectors, rows padded by one): ckv [C x (nv+1)], kpe
+// [C x (nvr+1)], qlat [Rg x (nv+1)], qpe [Rg x (nvr+1)]; then scores [2 x Rg x C] fp32.
 __global__ void __launch_bounds__(kPosWarps *kWarp)
     mla_attend_pos_kernel(const bf16 *__restrict__ qlat, const bf16 *__restrict__ qpe,
                           const bf16 *__restrict__ cache_ckv, const bf16 *__restrict__ cache_kpe,
@@ -71,126 +94,95 @@ __global__ void __launch_bounds__(kPosWarps *kWarp)
     if (c0 >= L)
         return;
     const int n = min(kAttnChunk, L - c0), R = T * nh_r, ps = rkv + 4, nv = rkv / 8, nvr = dr / 8;
+    const int sv = nv + 1, svr = nvr + 1; // padded row strides, vectors
     const int r0 = blockIdx.y * Rg, Rl = min(Rg, R - r0); // this block's rows r0 .. r0 + Rl - 1
     const int old = max(0, min(n, P0 - c0)); // rows staged before the wait
     uint4 *ckv = smem_v;
-    uint4 *kpe = ckv + kAttnChunk * nv;
-    uint4 *ql = kpe + kAttnChunk * nvr;
-    uint4 *qp = ql + (size_t)Rg * nv;
-    float *sc = reinterpret_cast<float *>(qp + (size_t)Rg * nvr);
-    stage<true>(ckv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)c0 * rkv), old * nv);
-    stage<true>(kpe, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)c0 * dr), old * nvr);
+    uint4 *kpe = ckv + kAttnChunk * sv;
+    uint4 *ql = kpe + kAttnChunk * svr;
+    uint4 *qp = ql + (size_t)Rg * sv;
+    float *sc = reinterpret_cast<float *>(qp + (size_t)Rg * svr); // [2][Rg][C]
+    stage_rows(ckv, sv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)c0 * rkv), nv, old);
+    stage_rows(kpe, svr, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)c0 * dr), nvr, old);
     pdl_wait();
-    stage<true>(ckv + old * nv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)(c0 + old) * rkv), (n - old) * nv);
-    stage<true>(kpe + old * nvr, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)(c0 + old) * dr),
-                (n - old) * nvr);
-    stage<false>(ql, reinterpret_cast<const uint4 *>(qlat) + (size_t)r0 * nv, Rl * nv);
-    stage<false>(qp, reinterpret_cast<const uint4 *>(qpe) + (size_t)r0 * nvr, Rl * nvr);
+    stage_rows(ckv + old * sv, sv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)(c0 + old) * rkv), nv, n - old);
+    stage_rows(kpe + old * svr, svr, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)(c0 + old) * dr), nvr,
+               n - old);
+    stage_rows(ql, sv, reinterpret_cast<const uint4 *>(qlat) + (size_t)r0 * nv, nv, Rl);
+    stage_rows(qp, svr, reinterpret_cast<const uint4 *>(qpe) + (size_t)r0 * nvr, nvr, Rl);
+    for (int i = threadIdx.x; i < (kAttnChunk - n) * sv; i += blockDim.x) // rows past L: zero, not stale
+        ckv[n * sv + i] = make_uint4(0u, 0u, 0u, 0u);
+    for (int i = threadIdx.x; i < (kAttnChunk - n) * svr; i += blockDim.x)
+        kpe[n * svr + i] = make_uint4(0u, 0u, 0u, 0u);
     __syncthreads();
-    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-    { // scores: this warp's positions against every row; lane holds latent vectors lane + 32 i
-        float kf[kPosPerWarp][kMaxLatVec][8], rf[kPosPerWarp][8];
-#pragma unroll
-        for (int j = 0; j < kPosPerWarp; j++) {
-            const int p = warp * kPosPerWarp + j;
-#pragma unroll
-            for (int i = 0; i < kMaxLatVec; i++) {
-                const int v = lane + kWarp * i;
-                if (p < n && v < nv)
-                    unpack8(ckv[p * nv + v], kf[j][i]);
-                else
-#pragma unroll
-                    for (int q8 = 0; q8 < 8; q8++)
-                        kf[j][i][q8] = 0.0f;
-            }
-            if (p < n && lane < nvr)
-                unpack8(kpe[p * nvr + lane], rf[j]);
-            else
-#pragma unroll
-                for (int q8 = 0; q8 < 8; q8++)
-                    rf[j][q8] = 0.0f;
+    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, gi = lane / 4, ti = lane % 4;
+    // the score columns in two halves, always (a row's sum is then the same whatever its group)
+    const int mt = (Rl + 15) / 16, pairs = mt * (kAttnChunk / 8), parts = 2;
+    const int glat = (nv + 3) / 4, ng = glat + (nvr + 3) / 4; // 32-column groups: latent, then rope
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+    for (int it = warp; it < pairs * parts; it += kPosWarps) { // scores
+        const int pair = it % pairs, part = it / pairs, m = pair / (kAttnChunk / 8), nt = pair % (kAttnChunk / 8);
+        const int ra = m * 16 + gi, rb = ra + 8, p = nt * 8 + gi;
+        float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int grp = part * ng / parts; grp < (part + 1) * ng / parts; grp++) {
+            const bool lat = grp < glat;
+            const int v = (lat ? grp : grp - glat) * 4 + ti, lim = lat ? nv : nvr, st = lat ? sv : svr;
+            const uint4 *qb = lat ? ql : qp, *kb = lat ? ckv : kpe;
+            const bool ok = v < lim;
+            const uint4 a0 = ok && ra < Rl ? qb[ra * st + v] : zero;
+            const uint4 a1 = ok && rb < Rl ? qb[rb * st + v] : zero;
+            const uint4 x = ok ? kb[p * st + v] : zero;
+            mma_bf16_group(d, a0, a1, x);
         }
-        for (int r = 0; r < Rl; r++) { // local row r, global r0 + r
-            const int t = (r0 + r) / nh_r;
-            float s[kPosPerWarp] = {};
-#pragma unroll
-            for (int i = 0; i < kMaxLatVec; i++) {
-                const int v = lane + kWarp * i;
-                if (v < nv) {
-                    float qf[8];
-                    unpack8(ql[r * nv + v], qf);
-#pragma unroll
-                    for (int j = 0; j < kPosPerWarp; j++)
-#pragma unroll
-                        for (int q8 = 0; q8 < 8; q8++)
-                            s[j] = fmaf(qf[q8], kf[j][i][q8], s[j]);
-                }
-            }
-            if (lane < nvr) {
-                float qf[8];
-                unpack8(qp[r * nvr + lane], qf);
-#pragma unroll
-                for (int j = 0; j < kPosPerWarp; j++)
-#pragma unroll
-                    for (int q8 = 0; q8 < 8; q8++)
-                        s[j] = fmaf(qf[q8], rf[j][q8], s[j]);
-            }
-#pragma unroll
-            for (int o = kWarp / 2; o > 0; o >>= 1)
-#pragma unroll
-                for (int j = 0; j < kPosPerWarp; j++)
-                    s[j] += __shfl_xor_sync(0xffffffffu, s[j], o);
-            float mine = s[0]; // lane j < kPosPerWarp stores position j of the warp
-#pragma unroll
-            for (int j = 1; j < kPosPerWarp; j++)
-                mine = lane == j ? s[j] : mine;
-            if (lane < kPosPerWarp) {
-                const int p = warp * kPosPerWarp + lane; // p >= n: past L, so masked
-                sc[r * kAttnChunk + p] = c0 + p <= P0 + t ? mine * scale : -INFINITY;
-            }
-        }
+        float *dst = sc + (size_t)part * Rg * kAttnChunk;
+        if (ra < Rl)
+            dst[ra * kAttnChunk + nt * 8 + 2 * ti] = d[0], dst[ra * kAttnChunk + nt * 8 + 2 * ti + 1] = d[1];
+        if (rb < Rl)
+            dst[rb * kAttnChunk + nt * 8 + 2 * ti] = d[2], dst[rb * kAttnChunk + nt * 8 + 2 * ti + 1] = d[3];
     }
     __syncthreads();
     for (int r = warp; r < Rl; r += kPosWarps) { // softmax pieces: a lane per position
-        const float s = lane < kAttnChunk ? sc[r * kAttnChunk + lane] : -INFINITY;
+        const int t = (r0 + r) / nh_r;
+        float s = sc[r * kAttnChunk + lane] + sc[(size_t)Rg * kAttnChunk + r * kAttnChunk + lane];
+        s = c0 + lane <= P0 + t ? s * scale : -INFINITY; // past L or after token t: masked
         const float m = warp_max(s);
         const float e = m == -INFINITY ? 0.0f : expf(s - m);
         const float l = warp_sum(e);
-        if (lane < kAttnChunk)
-            sc[r * kAttnChunk + lane] = e;
+        sc[r * kAttnChunk + lane] = e;
         if (lane == 0) {
             float *dst = partial + ((size_t)blockIdx.x * R + r0 + r) * ps;
             dst[rkv] = m, dst[rkv + 1] = l;
         }
     }
     __syncthreads();
-    const int cv = threadIdx.x % kLatVecs, strand = threadIdx.x / kLatVecs;
-    if (cv >= nv)
-        return;
-    for (int rb = strand; rb < Rl; rb += kPvStrands * kPvRows) {
-        float o[kPvRows][8] = {};
-        for (int p = 0; p < n; p++) {
-            float kf[8];
-            unpack8(ckv[p * nv + cv], kf);
+    for (int m = 0; m < mt; m++) { // O = E V, 8 latent columns per warp and n tile
+        const int ra = m * 16 + gi, rb = ra + 8;
+        uint32_t hi[2][4], lo[2][4]; // A fragments of both k16 steps (positions 16 s ..)
 #pragma unroll
-            for (int q = 0; q < kPvRows; q++) {
-                const int r = rb + q * kPvStrands;
-                if (r < Rl) {
-                    const float e = sc[r * kAttnChunk + p];
+        for (int s2 = 0; s2 < 2; s2++) {
 #pragma unroll
-                    for (int j = 0; j < 8; j++)
-                        o[q][j] = fmaf(e, kf[j], o[q][j]);
-                }
+            for (int h = 0; h < 4; h++) { // a0a1 (ra, k), a2a3 (rb, k), a4a5 (ra, k + 8), a6a7 (rb, k + 8)
+                const int r = (h & 1) ? rb : ra, k = 16 * s2 + 2 * ti + ((h & 2) ? 8 : 0);
+                const float e0 = r < Rl ? sc[r * kAttnChunk + k] : 0.0f;
+                const float e1 = r < Rl ? sc[r * kAttnChunk + k + 1] : 0.0f;
+                split_bf16(e0, e1, hi[s2][h], lo[s2][h]);
             }
         }
-#pragma unroll
-        for (int q = 0; q < kPvRows; q++) {
-            const int r = rb + q * kPvStrands;
-            if (r < Rl) {
-                float4 *dst = reinterpret_cast<float4 *>(partial + ((size_t)blockIdx.x * R + r0 + r) * ps) + 2 * cv;
-                dst[0] = make_float4(o[q][0], o[q][1], o[q][2], o[q][3]);
-                dst[1] = make_float4(o[q][4], o[q][5], o[q][6], o[q][7]);
-            }
+        for (int nt = warp; nt < nv; nt += kPosWarps) {
+            uint32_t b[4]; // rows 0-7, 8-15 (k16 step 0), 16-23, 24-31 (step 1) of column vector nt
+            ldsm_x4_trans(b, ckv + lane * sv + nt);
+            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            mma16816(d, hi[0][0], hi[0][1], hi[0][2], hi[0][3], b[0], b[1]);
+            mma16816(d, hi[1][0], hi[1][1], hi[1][2], hi[1][3], b[2], b[3]);
+            mma16816(d, lo[0][0], lo[0][1], lo[0][2], lo[0][3], b[0], b[1]);
+            mma16816(d, lo[1][0], lo[1][1], lo[1][2], lo[1][3], b[2], b[3]);
+            const int col = nt * 8 + 2 * ti;
+            if (ra < Rl)
+                *reinterpret_cast<float2 *>(partial + ((size_t)blockIdx.x * R + r0 + ra) * ps + col) =
+                    make_float2(d[0], d[1]);
+            if (rb < Rl)
+                *reinterpret_cast<float2 *>(partial + ((size_t)blockIdx.x * R + r0 + rb) * ps + col) =
+                    make_float2(d[2], d[3]);
         }
     }
 }
@@ -268,7 +260,7 @@ static int g_attend_fill; // CTAs a launch aims for (mla_setup): two per SM unle
 
 size_t mla_attend_pos_smem(int rkv, int dr, int rows)
 {
-    return ((size_t)kAttnChunk + rows) * (rkv + dr) * sizeof(bf16) + (size_t)rows * kAttnChunk * sizeof(float);
+    return ((size_t)kAttnChunk + rows) * (rkv + 8 + dr + 8) * sizeof(bf16) + 2 * (size_t)rows * kAttnChunk * sizeof(float);
 }
 
 cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas)
