@@ -6,7 +6,7 @@
 # the target's greedy token everywhere (accepts every draft: 2 per cycle), "wrong" never
 # (accepts none), "mixed" on half the draft ids (the acceptance greedy speculation must
 # measure, computed by write_draft); each run's produced tokens must equal plain greedy
-# decoding (spec_rows_check); "mixed" at TP=1 and TP=2 alike; a head of random weights
+# decoding (spec_rows_check); "mixed" at TP=1, TP=2 and one rank standing in for two shards alike; a head of random weights
 # (fc and every projection in play) keeps the tokens too. Malformed heads, --draft-dir on
 # the gpu backend and with --accept-rate are refused (exit 2, the reason named). TAP.
 # usage: engine_draft.sh ARBENCH WRITE_DRAFT SPEC_ROWS_CHECK
@@ -59,6 +59,12 @@ if run 1 "$tmp/mixed1.csv" --draft-dir "$tmp/mixed"; then
 else
     sed 's/^/# /' "$tmp/mixed1.csv.log"
     tap FAIL "np 1, mixed head: the run failed"
+fi
+if run 1 "$tmp/mixed1s.csv" --draft-dir "$tmp/mixed" --tp-shape 2; then
+    checked "$tmp/mixed1s.csv" 2 "accepted=$(awk '{ print $2 }' "$tmp/mixed.exp")" "np 1 standing in for --tp-shape 2, mixed head: the same acceptance"
+else
+    sed 's/^/# /' "$tmp/mixed1s.csv.log"
+    tap FAIL "np 1 --tp-shape 2, mixed head: the run failed"
 fi
 mkdir -p "$tmp/random"
 "$write" "$tmp/random" random 7 >/dev/null 2>&1

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* The EAGLE-3 draft head's config.json (good, defaults, every refusal), its shard blocks,
- * its checkpoint read per shard (the blocks equal the written rows and columns) and the
- * malformed checkpoints refused by name. */
+ * its checkpoint read per shard (the blocks equal the written rows and columns), the
+ * malformed checkpoints refused by name, and its forward (a block of rows = one row at a
+ * time; fc; causal). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cpu/cpu_ref_math.h"
+#include "draft/draft_cpu.h"
 #include "draft/draft_weights.h"
+#include "rmsnorm/rmsnorm.h"
 #include "draft_ckpt.h"
 #include "tap.h"
 
@@ -161,12 +165,89 @@ static void test_checkpoint(void)
     draft_free(&w);
 }
 
+/* Seeded bf16 weights of about 1/sqrt(in); norms near 1. */
+static void fill(uint16_t *w, size_t n, double scale, uint64_t *state)
+{
+    for (size_t i = 0; i < n; i++) {
+        *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+        w[i] = arb_f64_to_bf16(scale * ((double)(*state >> 11) / 9007199254740992.0 * 2 - 1));
+    }
+}
+
+/* The forward on one shard, no call sites: a block of T rows equals T one-row steps (the
+ * causal cache, rows independent of T), and fc is what the fused input goes through. */
+static void test_forward(void)
+{
+    arb_model_config_t t = tiny();
+    char dir[] = "/tmp/arb-draft-XXXXXX", why[2048], cfgpath[4200];
+    TAP_REQUIRE(mkdtemp(dir) != NULL);
+    draft_dims_t dd = {.H = 64, .I = 64, .nh = 4, .nkv = 2, .hd = 16, .V = 512, .Vd = 40, .aux = {0, 1, 2}};
+    draft_tensors_t w;
+    TAP_REQUIRE(draft_alloc(&dd, &w) == 0);
+    uint64_t st = 5;
+    fill(w.fc, 64 * 192, 0.125, &st), fill(w.q, 64 * 128, 0.15, &st), fill(w.k, 32 * 128, 0.15, &st);
+    fill(w.v, 32 * 128, 0.15, &st), fill(w.o, 64 * 64, 0.2, &st), fill(w.gate, 64 * 64, 0.2, &st);
+    fill(w.up, 64 * 64, 0.2, &st), fill(w.down, 64 * 64, 0.2, &st), fill(w.lm_head, 40 * 64, 0.2, &st);
+    uint16_t *norms[] = {w.in_norm, w.hidden_norm, w.post_norm, w.norm};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 64; j++)
+            norms[i][j] = arb_f64_to_bf16(1.0 + 0.01 * ((j * 7 + i) % 11));
+    for (unsigned j = 0; j < dd.Vd; j++)
+        w.d2t[j] = (int64_t)(j * 11 % 512) - j;
+    TAP_REQUIRE(draft_write(dir, &dd, &w, "none") == 0);
+    snprintf(cfgpath, sizeof cfgpath, "%s/config.json", dir);
+    arb_draft_config_t d;
+    arb_draft_shard_t sh;
+    TAP_REQUIRE(arb_draft_config_load(cfgpath, &t, &d, why, sizeof why) == ARB_OK);
+    TAP_REQUIRE(arb_draft_shard_make(&d, 1, 0, 1, &sh, why, sizeof why) == ARB_OK);
+    arb_draft_cpu_t *blk = NULL, *one = NULL;
+    arb_draft_cpu_opts_t o = {.cfg = &d, .shard = sh, .max_tokens = 4, .positions = 8};
+    for (int m = 0; m < 2; m++) {
+        arb_draft_weights_t lw;
+        TAP_REQUIRE(arb_draft_weights_load(dir, &d, &sh, &lw, why, sizeof why) == ARB_OK);
+        TAP_REQUIRE(arb_draft_cpu_create(&o, &lw, m ? &one : &blk, why, sizeof why) == ARB_OK);
+    }
+    uint16_t aux[4 * 192], emb[4 * 64], fused[4 * 64];
+    fill(aux, 4 * 192, 1.0, &st), fill(emb, 4 * 64, 1.0, &st);
+    TAP_REQUIRE(arb_draft_cpu_step(blk, aux, 1, emb, 4, 0, why, sizeof why) == ARB_OK);
+    uint16_t out_blk[4 * 64];
+    float best_blk[4];
+    uint32_t id_blk[4];
+    memcpy(out_blk, arb_draft_cpu_out(blk), sizeof out_blk);
+    for (unsigned r = 0; r < 4; r++)
+        arb_draft_cpu_argmax(blk, r, &best_blk[r], &id_blk[r]);
+    size_t same = 0, ids = 0;
+    for (unsigned r = 0; r < 4; r++) { /* one row at a time, fc applied here: the same bits */
+        arb_matvec_bf(w.fc, aux + r * 192, 64, 192, fused + r * 64);
+        TAP_REQUIRE(arb_draft_cpu_step(one, fused + r * 64, 0, emb + r * 64, 1, r, why, sizeof why) == ARB_OK);
+        same += memcmp(arb_draft_cpu_out(one), out_blk + r * 64, 64 * 2) == 0;
+        float b;
+        uint32_t id;
+        arb_draft_cpu_argmax(one, 0, &b, &id);
+        ids += id == id_blk[r] && b == best_blk[r];
+    }
+    TAP_CHECK(same == 4 && ids == 4);
+    TAP_CHECK(arb_draft_cpu_target_id(one, 39) == 39 * 11 % 512);
+    /* causal: changing row 3's input leaves rows 0..2 as they were */
+    emb[3 * 64] ^= 0x0040;
+    TAP_REQUIRE(arb_draft_cpu_step(blk, aux, 1, emb, 4, 0, why, sizeof why) == ARB_OK);
+    TAP_CHECK(memcmp(arb_draft_cpu_out(blk), out_blk, 3 * 64 * 2) == 0);
+    TAP_CHECK(memcmp(arb_draft_cpu_out(blk) + 3 * 64, out_blk + 3 * 64, 64 * 2) != 0);
+    TAP_CHECK(arb_draft_cpu_step(blk, aux, 1, emb, 4, 6, why, sizeof why) == ARB_ERR_INVALID); /* past the cache */
+    arb_draft_cpu_destroy(blk), arb_draft_cpu_destroy(one);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    unlink(path), unlink(cfgpath), rmdir(dir);
+    draft_free(&w);
+}
+
 int main(int argc, char **argv)
 {
     static const tap_test_t tests[] = {
         {"config", test_config},
         {"shard", test_shard},
         {"checkpoint", test_checkpoint},
+        {"forward", test_forward},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
