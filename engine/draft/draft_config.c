@@ -114,8 +114,9 @@ static arb_status_t from_root(json_t *root, const char *origin, const arb_model_
     ARB_TRY(uint_field(root, "intermediate_size", -1, origin, &d->intermediate_size, why, len));
     ARB_TRY(uint_field(root, "num_attention_heads", -1, origin, &d->num_attention_heads, why, len));
     ARB_TRY(uint_field(root, "num_key_value_heads", d->num_attention_heads, origin, &d->num_key_value_heads, why, len));
-    if (d->hidden_size % d->num_attention_heads)
-        ARB_RAISE(ARB_ERR_INVALID, why, len, "%s: draft hidden_size %u is not a multiple of num_attention_heads %u",
+    if (!json_object_get(root, "head_dim") && d->hidden_size % d->num_attention_heads)
+        ARB_RAISE(ARB_ERR_INVALID, why, len,
+                  "%s: draft config has no head_dim and hidden_size %u is not a multiple of num_attention_heads %u",
                   origin, d->hidden_size, d->num_attention_heads);
     ARB_TRY(uint_field(root, "head_dim", d->hidden_size / d->num_attention_heads, origin, &d->head_dim, why, len));
     ARB_TRY(uint_field(root, "vocab_size", -1, origin, &d->vocab_size, why, len));

@@ -49,6 +49,24 @@ static void test_config(void)
                                "k2", &k2, &d, why, sizeof why) == ARB_OK);
     TAP_CHECK(d.aux_layers[0] == 1 && d.aux_layers[1] == 29 && d.aux_layers[2] == 57 && !d.aux_from_file);
     TAP_CHECK(d.head_dim == 112);
+    /* SpecForge's published configs/deepseek-v3-671b-eagle3.json, field for field */
+    arb_model_config_t v3;
+    TAP_REQUIRE(arb_config_load("deepseek-v3", &v3, why, sizeof why) == ARB_OK);
+    TAP_REQUIRE(arb_draft_config_parse(
+                    "{\"architectures\": [\"LlamaForCausalLMEagle3\"], \"eagle_config\": "
+                    "{\"eagle_aux_hidden_state_layer_ids\": [1, 29, 57], \"use_aux_hidden_state\": true}, "
+                    "\"bos_token_id\": 151643, \"eos_token_id\": 151645, \"hidden_act\": \"silu\", "
+                    "\"hidden_size\": 7168, \"initializer_range\": 0.02, \"intermediate_size\": 40960, "
+                    "\"max_position_embeddings\": 163840, \"model_type\": \"llama\", \"num_attention_heads\": 56, "
+                    "\"num_key_value_heads\": 8, \"num_hidden_layers\": 1, \"pad_token_id\": 0, "
+                    "\"rms_norm_eps\": 1e-05, \"tie_word_embeddings\": false, \"torch_dtype\": \"float16\", "
+                    "\"transformers_version\": \"4.51.0\", \"use_cache\": true, \"vocab_size\": 129280, "
+                    "\"draft_vocab_size\": 32000}",
+                    "v3", &v3, &d, why, sizeof why) == ARB_OK);
+    TAP_CHECK(d.head_dim == 128 && d.aux_layers[1] == 29 && d.draft_vocab_size == 32000 && d.aux_from_file);
+    arb_draft_shard_t s8;
+    TAP_CHECK(arb_draft_shard_make(&d, 8, 7, 1, &s8, why, sizeof why) == ARB_OK && s8.heads == 7 && s8.kv0 == 7 &&
+              s8.kv_heads == 1 && s8.inter == 5120 && s8.vocab == 4000);
     static const struct {
         const char *json, *needle;
     } bad[] = {
