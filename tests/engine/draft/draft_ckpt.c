@@ -90,9 +90,33 @@ int draft_write(const char *dir, const draft_dims_t *d, const draft_tensors_t *w
         {"lm_head.weight", "BF16", 2, {d->Vd, H}, w->lm_head, (size_t)d->Vd * H * 2}, /* last: "missing" drops it */
     };
     char path[4200];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
     size_t n = sizeof t / sizeof t[0] - (strcmp(spoil, "missing") == 0);
-    int rc = st_write(path, t, n);
+    int rc;
+    if (strcmp(spoil, "split") == 0) { /* two shard files, tensors alternating, and the index */
+        st_w_tensor_t part[2][16];
+        size_t np[2] = {0, 0}, used = 0;
+        char index[8192];
+        used += (size_t)snprintf(index, sizeof index, "{\"metadata\": {}, \"weight_map\": {");
+        for (size_t i = 0; i < n; i++) {
+            part[i % 2][np[i % 2]++] = t[i];
+            used +=
+                (size_t)snprintf(index + used, sizeof index - used, "%s\"%s\": \"model-0000%zu-of-00002.safetensors\"",
+                                 i ? ", " : "", t[i].name, i % 2 + 1);
+        }
+        snprintf(index + used, sizeof index - used, "}}\n");
+        rc = 0;
+        for (int f = 0; f < 2 && rc == 0; f++) {
+            snprintf(path, sizeof path, "%s/model-0000%d-of-00002.safetensors", dir, f + 1);
+            rc = st_write(path, part[f], np[f]);
+        }
+        snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+        if (rc == 0)
+            rc = st_write_text(path, index);
+        free(t2d), free(d2t), free(wide);
+        return rc;
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    rc = st_write(path, t, n);
     if (rc == 0 && strcmp(spoil, "truncated") == 0)
         rc = truncate(path, 4096); /* inside the data: the header's offsets pass the end */
     free(t2d), free(d2t), free(wide);

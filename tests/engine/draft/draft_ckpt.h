@@ -31,7 +31,9 @@ void draft_free(draft_tensors_t *w);
 /* Spoils: "none", "missing" (no lm_head.weight), "shape" (q_proj one column wider), "dtype"
  * (fc stored F16), "d2t" (a draft id mapped past the vocabulary), "hidden" (config.json
  * hidden_size 32), "arch" (architectures LlamaForCausalLM), "truncated" (the safetensors
- * file cut inside its data). Writes into the existing folder dir; 0 on success. */
+ * file cut inside its data); "split" is no spoil: the tensors alternate between two shard
+ * files named by model.safetensors.index.json. Writes into the existing folder dir; 0 on
+ * success. */
 int draft_write(const char *dir, const draft_dims_t *d, const draft_tensors_t *w, const char *spoil);
 
 #endif

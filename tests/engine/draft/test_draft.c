@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cpu/cpu_ref_math.h"
@@ -134,22 +135,25 @@ static void test_checkpoint(void)
             all[a][i] = (uint16_t)(i * 7 + a);
     for (unsigned j = 0; j < dd.Vd; j++)
         w.d2t[j] = 3 * j;
-    TAP_REQUIRE(draft_write(dir, &dd, &w, "none") == 0);
-    char cfgpath[4200];
+    char cfgpath[4200], sub[4200];
     snprintf(cfgpath, sizeof cfgpath, "%s/config.json", dir);
+    snprintf(sub, sizeof sub, "%s/split", dir);
+    TAP_REQUIRE(mkdir(sub, 0755) == 0 && draft_write(sub, &dd, &w, "split") == 0);
+    TAP_REQUIRE(draft_write(dir, &dd, &w, "none") == 0);
     arb_draft_config_t d;
     TAP_REQUIRE(arb_draft_config_load(cfgpath, &t, &d, why, sizeof why) == ARB_OK);
-    for (unsigned r = 0; r < 2; r++) {
+    for (unsigned r = 0; r < 4; r++) { /* shards 0, 1 of one file, then of the two files and their index */
+        const char *from = r < 2 ? dir : sub;
         arb_draft_shard_t s;
         arb_draft_weights_t got;
-        TAP_REQUIRE(arb_draft_shard_make(&d, 2, r, 1, &s, why, sizeof why) == ARB_OK);
-        TAP_REQUIRE(arb_draft_weights_load(dir, &d, &s, &got, why, sizeof why) == ARB_OK);
-        int q_ok = memcmp(got.q, w.q + (size_t)r * 64 * 128, 64 * 128 * 2) == 0, o_ok = 1, d_ok = 1;
+        TAP_REQUIRE(arb_draft_shard_make(&d, 2, r % 2, 1, &s, why, sizeof why) == ARB_OK);
+        TAP_REQUIRE(arb_draft_weights_load(from, &d, &s, &got, why, sizeof why) == ARB_OK);
+        int q_ok = memcmp(got.q, w.q + (size_t)(r % 2) * 64 * 128, 64 * 128 * 2) == 0, o_ok = 1, d_ok = 1;
         for (unsigned row = 0; row < 64; row++) /* o_proj: columns of head r; down_proj: columns r * 32 .. */
-            o_ok &= memcmp(got.o + row * 64, w.o + row * 128 + r * 64, 64 * 2) == 0,
-                d_ok &= memcmp(got.down + row * 32, w.down + row * 64 + r * 32, 32 * 2) == 0;
+            o_ok &= memcmp(got.o + row * 64, w.o + row * 128 + (r % 2) * 64, 64 * 2) == 0,
+                d_ok &= memcmp(got.down + row * 32, w.down + row * 64 + (r % 2) * 32, 32 * 2) == 0;
         TAP_CHECK(q_ok && o_ok && d_ok);
-        TAP_CHECK(memcmp(got.lm_head, w.lm_head + (size_t)r * 24 * 64, 24 * 64 * 2) == 0);
+        TAP_CHECK(memcmp(got.lm_head, w.lm_head + (size_t)(r % 2) * 24 * 64, 24 * 64 * 2) == 0);
         TAP_CHECK(got.d2t[47] == 141 && memcmp(got.k, w.k, 64 * 128 * 2) == 0); /* replicated: the one kv head */
         arb_draft_weights_free(&got);
     }
@@ -177,9 +181,16 @@ static void test_checkpoint(void)
         TAP_HAS_STR(why, bad[i].n1);
         TAP_HAS_STR(why, bad[i].n2);
     }
-    char path[4200];
+    char path[8500];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    unlink(path), unlink(cfgpath), rmdir(dir);
+    unlink(path), unlink(cfgpath);
+    static const char *split_files[] = {"config.json", "model.safetensors.index.json",
+                                        "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"};
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", sub, split_files[i]);
+        unlink(path);
+    }
+    rmdir(sub), rmdir(dir);
     draft_free(&w);
 }
 
