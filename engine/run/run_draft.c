@@ -167,6 +167,7 @@ static arb_status_t propose_head(arb_run_draft_t *d, uint32_t first, unsigned k,
             ARB_TRY(head_step(d, d->hidden, 0, &drafts[j - 2], 1, pos + j - 2, &tok, &total, why, len));
             last = 0;
         }
+        d->own[j - 1] = tok;
         drafts[j - 1] = arb_spec_plant_apply(plant, j, tok);
         d->hist[pos + j] = drafts[j - 1];
     }
@@ -192,11 +193,28 @@ static arb_status_t propose_stand_in(arb_run_draft_t *d, uint32_t first, unsigne
         ARB_TRY(arb_step_once(&d->step, &in, 1, pos + j - 1, ARB_STEP_GREEDY, &out, why, len));
         total += out.us;
         d->hist[pos + j - 1] = in;
+        d->own[j - 1] = out.greedy[0];
         drafts[j - 1] = arb_spec_plant_apply(plant, j, out.greedy[0]);
     }
     d->len = pos + k;
     *us = total;
     return ARB_OK;
+}
+
+/* A debug hook for the tests: ARBENCH_DRAFT_TRACE=FILE, rank 0 appends each cycle's
+ * position and the draft's own proposals (before any draw) of the implementation's
+ * configuration to FILE. */
+static void trace(const arb_engine_run_t *r, unsigned pos, const uint32_t *own, unsigned k)
+{
+    const char *path = getenv("ARBENCH_DRAFT_TRACE");
+    FILE *f = path && *path && r->m->rank == 0 ? fopen(path, "a") : NULL;
+    if (!f)
+        return;
+    fprintf(f, "%u", pos);
+    for (unsigned j = 0; j < k; j++)
+        fprintf(f, " %u", own[j]);
+    fputc('\n', f);
+    fclose(f);
 }
 
 arb_status_t arb_run_draft_propose(arb_run_draft_t *d, uint32_t first, unsigned k, unsigned pos,
@@ -205,9 +223,13 @@ arb_status_t arb_run_draft_propose(arb_run_draft_t *d, uint32_t first, unsigned 
     arb_engine_run_t *r = d->target->r;
     if (pos + k >= d->cap)
         ARB_RAISE(ARB_ERR_INVALID, why, len, "draft: position %u past the cache capacity %u", pos + k, d->cap);
-    if (!r->o->draft_dir[0])
-        return propose_stand_in(d, first, k, pos, plant, drafts, us, why, len);
-    return propose_head(d, first, k, pos, plant, drafts, us, why, len);
+    if (k > ARB_SPEC_MAX_K)
+        ARB_RAISE(ARB_ERR_INVALID, why, len, "draft: %u proposals asked for; at most %d", k, ARB_SPEC_MAX_K);
+    arb_status_t st = r->o->draft_dir[0] ? propose_head(d, first, k, pos, plant, drafts, us, why, len)
+                                         : propose_stand_in(d, first, k, pos, plant, drafts, us, why, len);
+    if (st == ARB_OK && d->target->c->role == ARB_CFG_IMPL)
+        trace(r, pos, d->own, k);
+    return st;
 }
 
 void arb_run_draft_accept(arb_run_draft_t *d, const uint32_t *tokens, unsigned n, unsigned pos)

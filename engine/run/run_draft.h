@@ -37,6 +37,7 @@ typedef struct arb_run_draft {
     arb_draft_cpu_t *head;          /* the EAGLE-3 head (--draft-dir), or NULL */
     uint16_t *aux, *embed, *hidden; /* the head's inputs: [max_T x 3H], [max_T x H], [H] */
     uint32_t *hist;                 /* [positions]: the token at each position */
+    uint32_t own[ARB_SPEC_MAX_K];   /* the last cycle's proposals before the draw */
     unsigned len;                   /* positions (from 0) the draft's cache holds */
     unsigned cap;
 } arb_run_draft_t;

@@ -74,6 +74,17 @@ else
     sed 's/^/# /' "$tmp/random.csv.log"
     tap FAIL "np 2, random head: the run failed"
 fi
+# the random head's own proposals (before the target decides) at TP=2 and TP=1: the sharded
+# fc, q/k/v, o_proj, MLP and lm_head with the all-reduce give the same argmax as one rank
+rm -f "$tmp/trace1" "$tmp/trace2"
+ARBENCH_DRAFT_TRACE="$tmp/trace2" run 2 "$tmp/rt2.csv" --draft-dir "$tmp/random" --no-noop-replay
+ARBENCH_DRAFT_TRACE="$tmp/trace1" run 1 "$tmp/rt1.csv" --draft-dir "$tmp/random" --no-noop-replay
+if [ -s "$tmp/trace2" ] && cmp -s "$tmp/trace1" "$tmp/trace2"; then
+    tap OK "random head: the same proposals at TP=1 and TP=2 ($(wc -l <"$tmp/trace2") cycles: $(head -2 "$tmp/trace2" | tr '\n' ';'))"
+else
+    diff "$tmp/trace1" "$tmp/trace2" | sed 's/^/# /' | head -20
+    tap FAIL "random head: the same proposals at TP=1 and TP=2"
+fi
 for spoil in missing shape dtype d2t truncated hidden arch; do
     rm -rf "$tmp/bad" && mkdir -p "$tmp/bad"
     "$write" "$tmp/bad" random 7 $spoil >/dev/null 2>&1

@@ -25,8 +25,9 @@
  * (refused otherwise). Prints the accepted drafts per cycle that greedy speculation must
  * measure with k drafts over S tokens: "expected_accepted_per_cycle X cycles C".
  *
- * random: every weight a seeded uniform draw scaled by 1/sqrt(inputs), norms near 1, d2t
- * seeded target ids: a head that proposes something arbitrary.
+ * random: 4 query heads on 2 kv heads of 16, every weight a seeded uniform draw scaled by
+ * 1/sqrt(inputs), norms near 1, d2t seeded target ids: a head that proposes something
+ * arbitrary.
  */
 #include <math.h>
 #include <stdio.h>
@@ -143,7 +144,8 @@ int main(int argc, char **argv)
     draft_tensors_t w;
     const char *spoil = "none";
     int rc = 0;
-    if (strcmp(argv[2], "random") == 0) {
+    if (strcmp(argv[2], "random") == 0) { /* 4 heads on 2 kv heads: GQA split over TP=2 */
+        d.nh = 4, d.nkv = 2, d.hd = 16;
         if (argc > 4)
             spoil = argv[4];
         rc = draft_alloc(&d, &w) || random_head(&d, &w, seed);
