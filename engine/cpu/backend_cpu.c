@@ -6,7 +6,7 @@
 
 #include "arbench/status.h"
 #include "model/backend.h"
-#include "cpu/cpu_ref.h"
+#include "cpu/cpu_ref_model.h" /* the model's config and options: embed and aux_hidden */
 #include "model/memplan.h"
 
 static double cpu_available(const arb_engine_setup_t *s, char *what, size_t len)
@@ -23,7 +23,7 @@ static arb_status_t cpu_create(const arb_engine_setup_t *s, arb_inst_t *const *s
                               .tp_shape = s->tp_shape, .shard_first = s->shard_first,
                               .shard_count = s->shard_count, .max_tokens = s->max_tokens,
                               .context = s->positions, .sites = sites, .sites_t1 = sites_t1,
-                              .fusion = ARB_FUSION_AUTO};
+                              .fusion = ARB_FUSION_AUTO, .naux = s->naux, .aux_layers = s->aux_layers};
     return arb_cpu_model_create(&o, (arb_cpu_model_t **)model, why, len);
 }
 
@@ -71,6 +71,31 @@ static arb_fusion_t cpu_site_path(void *model, unsigned site)
     return arb_cpu_model_site_path(model, site);
 }
 
+static arb_status_t cpu_embed(void *model, const uint32_t *tokens, unsigned T, uint16_t *out, char *why, size_t len)
+{
+    const arb_cpu_model_t *m = model;
+    const unsigned H = m->c->hidden_size;
+    for (unsigned t = 0; t < T; t++) {
+        if (tokens[t] >= m->c->vocab_size)
+            ARB_RAISE(ARB_ERR_INVALID, why, len, "embedding of token %u >= vocab_size %u", tokens[t], m->c->vocab_size);
+        arb_cpu_model_embed(m, tokens[t], out + (size_t)t * H);
+    }
+    return ARB_OK;
+}
+
+static arb_status_t cpu_aux_hidden(void *model, unsigned pos0, unsigned T, uint16_t *out, char *why, size_t len)
+{
+    const arb_cpu_model_t *m = model;
+    const size_t row = (size_t)m->o.naux * m->c->hidden_size;
+    for (unsigned t = 0; t < T; t++) {
+        const uint16_t *a = arb_cpu_model_aux(m, pos0 + t);
+        if (!a)
+            ARB_RAISE(ARB_ERR_INVALID, why, len, "target hidden states at position %u: none kept (no draft layers, or past the cache)", pos0 + t);
+        memcpy(out + t * row, a, row * sizeof *out);
+    }
+    return ARB_OK;
+}
+
 static void cpu_destroy(void *model)
 {
     arb_cpu_model_destroy(model);
@@ -89,5 +114,7 @@ const arb_backend_ops_t arb_engine_backend_cpu = {
     .read_bandwidth = NULL,
     .moe_bench = NULL,
     .kernel_times = NULL,
+    .embed = cpu_embed,
+    .aux_hidden = cpu_aux_hidden,
     .destroy = cpu_destroy,
 };

@@ -111,6 +111,11 @@ arb_status_t arb_cpu_model_create(const arb_cpu_model_opts_t *opts, arb_cpu_mode
     m->experts = calloc((size_t)c->num_hidden_layers * opts->max_tokens * c->num_experts_per_tok, sizeof(int32_t));
     if (!m->res || !m->h || !m->logits || !m->experts)
         ARB_RAISE_GOTO(st, ARB_ERR_SYSTEM, err, why, len, "cpu reference: out of host memory for the step state");
+    for (unsigned i = 0; i < opts->naux; i++)
+        if (opts->aux_layers[i] >= c->num_hidden_layers)
+            ARB_RAISE_GOTO(st, ARB_ERR_INVALID, err, why, len, "cpu reference: hidden state of layer %u asked for, of %u layers", opts->aux_layers[i], c->num_hidden_layers);
+    if (opts->naux && !(m->aux = calloc((size_t)opts->context * opts->naux * c->hidden_size, sizeof *m->aux)))
+        ARB_RAISE_GOTO(st, ARB_ERR_SYSTEM, err, why, len, "cpu reference: out of host memory for the draft's hidden states");
     ARB_TRY_GOTO(st, alloc_scratch(m, why, len), err);
     ARB_TRY_GOTO(st, alloc_parts(m, why, len), err);
     ARB_TRY_GOTO(st, arb_cpu_weights_generate(m, why, len), err);
@@ -145,6 +150,31 @@ static arb_status_t site(struct arb_cpu_model *m, unsigned s, const uint16_t *no
     return st;
 }
 
+/* The draft's hook: res after layer l, per position, where l is one of opts.aux_layers. */
+static void keep_aux(struct arb_cpu_model *m, unsigned l, unsigned T, unsigned pos0)
+{
+    const unsigned H = m->c->hidden_size, n = m->o.naux;
+    for (unsigned i = 0; i < n; i++)
+        if (m->o.aux_layers[i] == l)
+            for (unsigned t = 0; t < T; t++)
+                memcpy(m->aux + ((size_t)(pos0 + t) * n + i) * H, m->res + (size_t)t * H, H * sizeof *m->aux);
+}
+
+void arb_cpu_model_embed(const arb_cpu_model_t *m, uint32_t token, uint16_t *out)
+{
+    const unsigned H = m->c->hidden_size;
+    const float ce = (float)sqrt(3.0);
+    for (unsigned j = 0; j < H; j++)
+        out[j] = arb_f32_to_bf16(ce * arb_wgen_uniform(m->o.seed, ARB_W_EMBED, 0, (uint64_t)token * H + j));
+}
+
+const uint16_t *arb_cpu_model_aux(const arb_cpu_model_t *m, unsigned pos)
+{
+    if (!m->aux || pos >= m->o.context)
+        return NULL;
+    return m->aux + (size_t)pos * m->o.naux * m->c->hidden_size;
+}
+
 arb_status_t arb_cpu_model_step(arb_cpu_model_t *m, const uint32_t *tokens, unsigned T, unsigned pos0, char *why,
                                 size_t len)
 {
@@ -153,13 +183,10 @@ arb_status_t arb_cpu_model_step(arb_cpu_model_t *m, const uint32_t *tokens, unsi
     if (T == 0 || T > m->o.max_tokens || pos0 + T > m->o.context)
         ARB_RAISE(ARB_ERR_INVALID, why, len, "cpu step: T %u at position %u: need 1 <= T <= %u and P0 + T <= %u", T,
                   pos0, m->o.max_tokens, m->o.context);
-    const float ce = (float)sqrt(3.0);
     for (unsigned t = 0; t < T; t++) {                 /* x = embed_tokens[token] */
         if (tokens[t] >= c->vocab_size)
             ARB_RAISE(ARB_ERR_INVALID, why, len, "cpu step: token %u >= vocab_size %u", tokens[t], c->vocab_size);
-        for (unsigned j = 0; j < H; j++)
-            m->res[(size_t)t * H + j] =
-                arb_f32_to_bf16(ce * arb_wgen_uniform(m->o.seed, ARB_W_EMBED, 0, (uint64_t)tokens[t] * H + j));
+        arb_cpu_model_embed(m, tokens[t], m->res + (size_t)t * H);
         arb_rmsnorm_bf(m->res + (size_t)t * H, m->layers[0].attn_norm, H, c->rms_norm_eps, m->h + (size_t)t * H);
     }
     m->T = T;
@@ -168,6 +195,7 @@ arb_status_t arb_cpu_model_step(arb_cpu_model_t *m, const uint32_t *tokens, unsi
         ARB_TRY(site(m, 2 * l, m->layers[l].ffn_norm, T, why, len));
         arb_cpu_mlp(m, l, m->h, T, m->site_part[site_index(m, 2 * l + 1, T)]);
         ARB_TRY(site(m, 2 * l + 1, l + 1 < Lz ? m->layers[l + 1].attn_norm : m->final_norm, T, why, len));
+        keep_aux(m, l, T, pos0);
     }
     for (unsigned t = 0; t < T; t++)                   /* logits_r = h @ lm_head_r^T, fp32 */
         for (unsigned v = 0; v < m->sh.vocab; v++)
@@ -231,6 +259,6 @@ void arb_cpu_model_destroy(arb_cpu_model_t *m)
     arb_cpu_weights_free(m);
     free_scratch(&m->scratch);
     free(m->site_part), free(m->owners), free(m->owned_part), free(m->site_path), free(m->local_part);
-    free(m->res), free(m->h), free(m->logits), free(m->experts);
+    free(m->res), free(m->h), free(m->logits), free(m->experts), free(m->aux);
     free(m);
 }

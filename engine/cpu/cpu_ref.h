@@ -37,6 +37,10 @@ typedef struct arb_cpu_model_opts {
     arb_inst_t *const *sites;
     arb_inst_t *const *sites_t1; /* [2 * layers] or NULL: one-token steps' instances (gpu_model.h) */
     arb_fusion_t fusion;
+    /* the EAGLE-3 draft's hook: after each step, the residual stream after these layers
+     * (ascending; naux 0: none) is kept per position, [context x naux x H] bf16 */
+    unsigned naux;
+    const unsigned *aux_layers;
 } arb_cpu_model_opts_t;
 
 typedef struct arb_cpu_model arb_cpu_model_t;
@@ -61,6 +65,11 @@ const int32_t *arb_cpu_model_experts(const arb_cpu_model_t *m);
 size_t arb_cpu_model_experts_len(const arb_cpu_model_t *m, unsigned T);
 /* The path each site's last call took (ARB_FUSION_PLUGIN / _COMPOSED; _AUTO = local). */
 arb_fusion_t arb_cpu_model_site_path(const arb_cpu_model_t *m, unsigned site);
+/* The residual stream after opts.aux_layers at position pos, [naux x H] bf16 (NULL
+ * without aux layers or past the cache); valid for the positions a step has written. */
+const uint16_t *arb_cpu_model_aux(const arb_cpu_model_t *m, unsigned pos);
+/* The target's input embedding of token (< vocab_size), bf16 bits [H]. */
+void arb_cpu_model_embed(const arb_cpu_model_t *m, uint32_t token, uint16_t *out);
 /* Final normed hidden state of the last step, bf16 bits [T x H]. */
 const uint16_t *arb_cpu_model_hidden(const arb_cpu_model_t *m);
 

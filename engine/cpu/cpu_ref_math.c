@@ -2,7 +2,7 @@
 /* The CPU reference's loops: float64 accumulation, one bf16 rounding per stored value. */
 #include <math.h>
 
-#include "cpu/cpu_ref_model.h"
+#include "cpu/cpu_ref_math.h"
 #include "rmsnorm/rmsnorm.h" /* arb_bf16_to_f32, arb_f64_to_bf16 */
 
 double arb_bf(uint16_t b)

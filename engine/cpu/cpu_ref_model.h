@@ -6,6 +6,7 @@
 #define ARB_ENGINE_CPU_REF_MODEL_H
 
 #include "cpu/cpu_ref.h"
+#include "cpu/cpu_ref_math.h"
 
 typedef struct arb_cpu_layer {
     uint16_t *attn_norm;            /* [H] input_layernorm */
@@ -58,6 +59,7 @@ struct arb_cpu_model {
     uint16_t **owned_part;
     unsigned nowners;
     uint16_t *local_part;     /* malloc'd part for sites without an instance */
+    uint16_t *aux;            /* [context x naux x H]: opts.aux_layers' outputs per position */
     arb_cpu_scratch_t scratch;
 };
 
@@ -70,16 +72,5 @@ void arb_cpu_mlp(struct arb_cpu_model *m, unsigned l, const uint16_t *h, unsigne
 /* cpu_ref_attn.c: part[T x H] of layer l's attention; writes the cache rows pos0 .. pos0+T-1. */
 void arb_cpu_attention(struct arb_cpu_model *m, unsigned l, const uint16_t *h, unsigned T, unsigned pos0,
                        uint16_t *part);
-
-/* cpu_ref_math.c: the shared loops. */
-double arb_bf(uint16_t b);                                   /* bf16 bits -> value */
-uint16_t arb_tobf(double v);                                 /* value -> bf16 bits, RNE */
-double arb_dot_bf(const uint16_t *w, const uint16_t *x, unsigned n); /* sum w[i] x[i], float64 */
-/* out[r] = bf16(sum_i w[r*n + i] * x[i]) for r < rows. */
-void arb_matvec_bf(const uint16_t *w, const uint16_t *x, unsigned rows, unsigned n, uint16_t *out);
-/* out = bf16(x / sqrt(mean(x^2) + eps) * w), n elements. */
-void arb_rmsnorm_bf(const uint16_t *x, const uint16_t *w, unsigned n, double eps, uint16_t *out);
-/* Rotates dr values (interleaved pairs) at position pos in place, rounding to bf16. */
-void arb_rope_bf(const arb_rope_t *rope, uint16_t *x, unsigned pos);
 
 #endif

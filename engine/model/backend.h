@@ -29,6 +29,9 @@ typedef struct arb_engine_setup {
     unsigned max_tokens;     /* largest T: max(spec_k + 1, prefill chunk) */
     unsigned positions;      /* cache capacity */
     int cuda_device;         /* -1 on the CPU backend */
+    /* --draft-dir: the target layers whose outputs the EAGLE-3 draft fuses (naux 0: none) */
+    unsigned naux;
+    unsigned aux_layers[4];
 } arb_engine_setup_t;
 
 /* Where one step's time goes by kind of launch (the backend's names: "qkv_a", "attend", ...). */
@@ -76,6 +79,12 @@ typedef struct arb_backend_ops {
      * collective run) and are not measured in graph replay. Every rank makes the same call. */
     arb_status_t (*kernel_times)(void *model, const uint32_t *tokens, unsigned T, unsigned pos0, int graph,
                                  int keep_sites, arb_kernel_times_t *out, char *why, size_t why_len);
+    /* The EAGLE-3 draft's inputs (NULL: no draft head on this backend): the target's input
+     * embeddings of tokens[0..T), bf16 [T x H]; the residual stream after the setup's
+     * aux_layers at positions pos0 .. pos0 + T - 1 as the last steps left it, bf16
+     * [T x naux x H]. */
+    arb_status_t (*embed)(void *model, const uint32_t *tokens, unsigned T, uint16_t *out, char *why, size_t why_len);
+    arb_status_t (*aux_hidden)(void *model, unsigned pos0, unsigned T, uint16_t *out, char *why, size_t why_len);
     void (*destroy)(void *model);
 } arb_backend_ops_t;
 

@@ -50,6 +50,8 @@ void arb_engine_opts_usage(FILE *f)
             "  --accept-rate P[,P...]  also run speculative cycles: k drafts per verify step, each the right token with\n"
             "                      probability p (draws seeded, wgen ARB_W_ACCEPT), the longest matching prefix accepted;\n"
             "                      a list (at most 16) runs the cycles once per p on the same model, one spec row each\n"
+            "  --draft-dir DIR     speculative cycles with the EAGLE-3 draft head in DIR (config.json, safetensors;\n"
+            "                      cpu backend): its own proposals, greedy acceptance measured, one spec row per mode\n"
             "  --dump-tokens FILE  write every step's greedy tokens (rank 0), for tests\n"
             "  --dump-logits FILE  write the last step's logits of rank 0's shard, for tests\n"
             "  --force             replace existing --dump-tokens / --dump-logits files\n"
@@ -61,7 +63,7 @@ void arb_engine_opts_usage(FILE *f)
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
        O_CHUNK, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
-       O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE };
+       O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE, O_DRAFT };
 
 /* --accept-rate P[,P...]: probabilities in 0..1, at most ARB_ENGINE_MAX_RATES, none twice. */
 static int parse_rates(const char *v, arb_engine_opts_t *o, char *err, size_t len)
@@ -180,6 +182,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"profile", required_argument, 0, O_PROFILE}, {"tune", no_argument, 0, O_TUNE},
         {"baseline", required_argument, 0, O_BASELINE}, {"append", no_argument, 0, O_APPEND},
         {"force", no_argument, 0, O_FORCE},
+        {"draft-dir", required_argument, 0, O_DRAFT},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0},
     };
     arb_engine_opts_defaults(o);
@@ -241,6 +244,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         case O_APPEND: o->append = 1; break;
         case O_FORCE: o->force = 1; break;
         case O_ACCEPT: bad = parse_rates(optarg, o, err, len); break;
+        case O_DRAFT: bad = parse_path("--draft-dir", optarg, o->draft_dir, sizeof o->draft_dir, err, len); break;
         case O_HELP: return 1;
         case O_PROFILE: bad = parse_path("--profile", optarg, o->profile, sizeof o->profile, err, len); break;
         case O_TUNE: o->tune = 1; break;
@@ -258,6 +262,10 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
     }
     if ((o->profile[0] || o->tune) && o->impl_given) {
         snprintf(err, len, "--impl with --%s: the profile chooses the implementation at each call site (give one or the other)", o->tune ? "tune" : "profile");
+        return -1;
+    }
+    if (o->draft_dir[0] && o->naccept) {
+        snprintf(err, len, "--accept-rate with --draft-dir: the draft head's acceptance is measured, --accept-rate plants one (give one or the other)");
         return -1;
     }
     if (o->profile[0] && o->tune) {

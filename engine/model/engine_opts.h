@@ -64,6 +64,7 @@ typedef struct arb_engine_opts {
     unsigned naccept;
     int append; /* --append: add rows to an existing --out */
     int force;  /* --force: replace existing --dump-tokens / --dump-logits files */
+    char draft_dir[4096]; /* --draft-dir DIR: an EAGLE-3 draft head (engine/draft); measured acceptance */
 } arb_engine_opts_t;
 
 void arb_engine_opts_defaults(arb_engine_opts_t *o);

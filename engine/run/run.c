@@ -18,6 +18,7 @@
 #include "model/memplan.h"
 #include "run/run.h"
 #include "run/run_ab.h"
+#include "run/run_draft.h"
 #include "run/run_phases.h"
 #include "run/run_profile.h"
 #include "run/run_rows.h"
@@ -240,6 +241,8 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
     r->progress = m->rank == 0 && !o->quiet && arb_progress_wanted(); /* the launcher's terminal counts (sweep/report.h) */
     r->be = o->backend == ARB_ENGINE_CPU ? &arb_engine_backend_cpu : arb_engine_backend_gpu();
     if (failed_everywhere(r, setup_model(r, msg, sizeof msg) != 0, msg, sizeof msg))
+        goto out;
+    if (failed_everywhere(r, arb_run_draft_setup(r, msg, sizeof msg) != ARB_OK, msg, sizeof msg)) /* --draft-dir */
         goto out;
     if (o->backend == ARB_ENGINE_GPU && !o->dry_run) {
         char gwhy[512] = "";

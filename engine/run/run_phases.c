@@ -208,8 +208,9 @@ static arb_status_t run_mode(arb_stepper_t *s, uint32_t g0, char *why, size_t le
     if (impl)
         moe_bench(r, s->model, v);
     emit(r, c, mode, ARB_PHASE_VERIFY, 0, v);
-    for (unsigned i = 0; i < r->o->naccept; i++) {
-        ARB_TRY(arb_run_spec_phase(s, d->tokens, r->o->accept_rates[i], d->st.median, &c->specs[mode][i], why, len));
+    for (unsigned i = 0; i < arb_run_nspec(r); i++) {
+        double p = r->o->draft_dir[0] ? -1 : r->o->accept_rates[i];
+        ARB_TRY(arb_run_spec_phase(s, d->tokens, p, d->st.median, &c->specs[mode][i], why, len));
         emit(r, c, mode, ARB_PHASE_SPEC, i, &c->specs[mode][i]);
     }
     return ARB_OK;

@@ -265,7 +265,7 @@ static void print_spec_table(const arb_engine_run_t *r, const arb_runcfg_t *c)
     const unsigned k = r->o->spec_k;
     int head = 0;
     for (int mode = 0; mode < ARB_MODE_COUNT; mode++)
-        for (unsigned i = 0; i < r->o->naccept; i++) {
+        for (unsigned i = 0; i < arb_run_nspec(r); i++) {
             const arb_phase_result_t *p = &c->specs[mode][i];
             const arb_spec_summary_t *sm = &p->spec;
             if (!p->ran)
@@ -280,6 +280,8 @@ static void print_spec_table(const arb_engine_run_t *r, const arb_runcfg_t *c)
                    p->accept_rate, p->nsteps, sm->mean_accepted, en, sm->draft_us, sm->verify_us, sm->spec_tok_s,
                    sm->ratio, (1 + en) / (sm->draft_us + sm->verify_us) * 1e6 / sm->plain_tok_s, bes);
         }
+    if (head && r->o->draft_dir[0])
+        printf("# draft head %s: acceptance measured; p is the rate whose E[n] equals acc/cyc\n", r->o->draft_dir);
 }
 
 void arb_run_print_table(const arb_engine_run_t *r)

@@ -16,11 +16,11 @@ typedef struct spec_ctx {
     char what[64];
 } spec_ctx_t;
 
-static arb_status_t spec_draft(void *ctx, const arb_spec_state_t *st, const uint32_t *in, unsigned k, double *us,
-                               char *why, size_t len)
+static arb_status_t spec_propose(void *ctx, const arb_spec_state_t *st, uint32_t first, unsigned k,
+                                 const arb_spec_plant_t *plant, uint32_t *drafts, double *us, char *why, size_t len)
 {
     spec_ctx_t *x = ctx;
-    return arb_run_draft_cycle(&x->draft, in, k, (unsigned)st->cache_len, us, why, len);
+    return arb_run_draft_propose(&x->draft, first, k, (unsigned)st->cache_len, plant, drafts, us, why, len);
 }
 
 static arb_status_t spec_verify(void *ctx, const arb_spec_state_t *st, const uint32_t *tokens, unsigned n,
@@ -73,14 +73,20 @@ arb_status_t arb_run_spec_phase(arb_stepper_t *target, const uint32_t *g, double
     arb_engine_run_t *r = target->r;
     const unsigned S = r->o->steps, k = r->o->spec_k;
     spec_ctx_t x = {.target = target};
-    snprintf(x.what, sizeof x.what, "%s %s: spec p=%.2f", arb_cfg_role_names[target->c->role],
-             arb_mode_names[target->mode], p);
+    const int measured = r->o->draft_dir[0] != 0;
+    if (measured)
+        snprintf(x.what, sizeof x.what, "%s %s: spec (draft head)", arb_cfg_role_names[target->c->role],
+                 arb_mode_names[target->mode]);
+    else
+        snprintf(x.what, sizeof x.what, "%s %s: spec p=%.2f", arb_cfg_role_names[target->c->role],
+                 arb_mode_names[target->mode], p);
     pr->accept_rate = p;
-    arb_status_t st = arb_run_draft_open(r, target->c, target->mode, &x.draft, why, len);
+    arb_status_t st = arb_run_draft_open(target, &x.draft, why, len);
     arb_spec_trace_t t = {0};
     if (st == ARB_OK) {
-        arb_spec_model_t m = {.draft = spec_draft, .verify = spec_verify, .rollback = spec_rollback, .ctx = &x};
+        arb_spec_model_t m = {.propose = spec_propose, .verify = spec_verify, .rollback = spec_rollback, .ctx = &x};
         arb_spec_opts_t o = {.k = k,
+                             .measured = measured,
                              .accept_rate = p,
                              .seed = r->o->seed,
                              .vocab = r->cfg.vocab_size,
@@ -96,6 +102,8 @@ arb_status_t arb_run_spec_phase(arb_stepper_t *target, const uint32_t *g, double
         pr->bytes = x.bsum / t.cycles, pr->experts = x.esum / t.cycles;
         st = result(&t, k + 1, plain_us, pr, why, len);
     }
+    if (st == ARB_OK && measured) /* the p whose E[n] is the measured mean (sum_{i=0..k} p^i = 1 + n) */
+        st = arb_spec_implied_acceptance(k, (1 + pr->spec.mean_accepted) * 1e6, 1, &pr->accept_rate, why, len);
     arb_spec_trace_free(&t);
     arb_run_draft_close(&x.draft);
     return st;

@@ -14,6 +14,7 @@
 
 #include "base/meta.h"
 #include "base/stats.h"
+#include "draft/draft_weights.h"
 #include "model/backend.h"
 #include "results/results.h"
 #include "runtime/hostops.h"
@@ -111,7 +112,15 @@ typedef struct arb_engine_run {
     arb_results_writer_t *rows;  /* the sink's CSV */
     int progress;            /* rank 0 writes progress lines to a terminal */
     char out[4096];
+    arb_draft_config_t dcfg; /* --draft-dir: the EAGLE-3 head's config and this rank's shard of it */
+    arb_draft_shard_t dshard;
 } arb_engine_run_t;
+
+/* Speculative phases per mode: one measured with --draft-dir, else one per --accept-rate. */
+static inline unsigned arb_run_nspec(const arb_engine_run_t *r)
+{
+    return r->o->draft_dir[0] ? 1u : r->o->naccept;
+}
 
 /* The configuration of that role, or NULL. */
 arb_runcfg_t *arb_run_find(arb_engine_run_t *r, arb_cfg_role_t role);

@@ -30,6 +30,16 @@ uint32_t arb_spec_plant(uint64_t seed, uint64_t cycle, unsigned j, double p, uin
     return arb_spec_accept_draw(seed, cycle, j) < p ? right : (right + 1) % vocab;
 }
 
+uint32_t arb_spec_plant_apply(const arb_spec_plant_t *pl, unsigned j, uint32_t proposal)
+{
+    if (!pl)
+        return proposal;
+    const uint32_t right = pl->right[j];
+    if (arb_spec_accept_draw(pl->seed, pl->cycle, j) < pl->p)
+        return right;
+    return proposal != right ? proposal : (right + 1) % pl->vocab;
+}
+
 arb_status_t arb_spec_commit(arb_spec_state_t *st, unsigned k, unsigned accepted, const uint32_t *draft,
                              const uint32_t *target_argmax, uint32_t *emitted, arb_spec_commit_t *out,
                              char *why, size_t why_len)
@@ -66,7 +76,7 @@ static arb_status_t check_opts(const arb_spec_opts_t *o, char *why, size_t why_l
 {
     if (o->k == 0 || o->k > ARB_SPEC_MAX_K)
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "--spec-k %u: expected 1 to %d draft tokens", o->k, ARB_SPEC_MAX_K);
-    if (!(o->accept_rate >= 0 && o->accept_rate <= 1))
+    if (!o->measured && !(o->accept_rate >= 0 && o->accept_rate <= 1))
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "--accept-rate %g: expected a probability from 0 to 1", o->accept_rate);
     if (o->cycles == 0 || o->tokens == 0)
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "speculative run: %zu cycles, %zu tokens; expected at least 1 of each", o->cycles, o->tokens);
@@ -97,10 +107,11 @@ arb_status_t arb_spec_run(const arb_spec_model_t *m, const arb_spec_opts_t *o, a
         const uint32_t *right = o->chain + i;      /* i + k < chain_len: i < tokens */
         uint32_t in[ARB_SPEC_MAX_K + 1], argmax[ARB_SPEC_MAX_K + 1];
         double dus = NAN, vus = NAN;
-        in[0] = right[0];
-        for (unsigned j = 1; j <= k; j++)
-            in[j] = arb_spec_plant(o->seed, st->cycle, j, o->accept_rate, right[j], o->vocab);
-        ARB_TRY_GOTO(s, m->draft(m->ctx, st, in, k, &dus, why, why_len), fail);
+        const arb_spec_plant_t plant = {.seed = o->seed, .cycle = st->cycle, .p = o->accept_rate, .right = right,
+                                        .vocab = o->vocab};
+        in[0] = o->measured && t->ntokens ? t->tokens[t->ntokens - 1] : right[0];
+        ARB_TRY_GOTO(s, m->propose(m->ctx, st, in[0], k, o->measured ? NULL : &plant, in + 1, &dus, why, why_len),
+                     fail);
         ARB_TRY_GOTO(s, m->verify(m->ctx, st, in, k + 1, argmax, &vus, why, why_len), fail);
         unsigned n = arb_spec_accept_greedy(in + 1, argmax, k);
         uint32_t *emitted = t->tokens + t->ntokens;

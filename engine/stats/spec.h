@@ -6,20 +6,25 @@
  * decode phase): c_{i+1} is the target's output after c_i. State between cycles:
  * `cache_len` positions are in the target's KV cache; i = cache_len - start tokens were
  * produced. One cycle:
- *   1. plant: the inputs are [c_i, d_1 .. d_k], draft d_j being the chain's c_{i+j} when
- *      draw j of the cycle is below the acceptance rate p, else a wrong token
- *      (c_{i+j} + 1 mod vocab); draw j of cycle c is uniform in [0, 1) from
- *      arb_wgen(seed, ARB_W_ACCEPT, 0, c * 64 + j): reproducible, rank-independent (random
- *      weights accept nothing, so acceptance is a parameter until real weights measure it);
- *   2. draft: the draft model's k steps at T = 1 on [c_i, d_1 .. d_{k-1}] (their time);
+ *   1-2. propose: the draft proposes d_1 .. d_k autoregressively after the cycle's first
+ *      input a (its steps' time): measured (opts.measured), a is the last cycle's bonus
+ *      token (c_0 first) and the d_j are the draft's own; planted (--accept-rate p), a is
+ *      the chain's c_i and the draw decides which proposals are kept: d_j is the chain's
+ *      c_{i+j} when draw j of the cycle is below p, else the draft's proposal, or
+ *      (c_{i+j} + 1) mod vocab when the proposal happens to be right (arb_spec_plant_apply;
+ *      each kept token is what the draft's next step reads). Draw j of cycle c is uniform in
+ *      [0, 1) from arb_wgen(seed, ARB_W_ACCEPT, 0, c * 64 + j): reproducible,
+ *      rank-independent (random weights accept nothing, so acceptance is a parameter until
+ *      a real draft head measures it);
  *   3. verify: the target runs the inputs at positions cache_len .. cache_len + k in one
  *      pass (T = k + 1) and yields its argmax g_0 .. g_k (g_j follows input j);
  *   4. accept (greedy): n = the number of leading d_j with d_j == g_{j-1};
  *   5. emit d_1 .. d_n and the bonus token g_n (n + 1 tokens);
  *   6. rollback: the verify wrote k + 1 positions, the first n + 1 stay (c_i and the
  *      accepted drafts): cache_len += n + 1, k - n positions are discarded.
- * The next cycle starts from the chain's token at its position, so a verify output that
- * differs from the chain counts once (agree) and does not cascade. Greedy speculation on
+ * Planted, the next cycle starts from the chain's token at its position, so a verify
+ * output that differs from the chain counts once (agree) and does not cascade; measured,
+ * it starts from the bonus token, as speculative decoding does. Greedy speculation on
  * a target that reproduces its chain emits the chain; the accepted length is then the
  * number of leading draws below p.
  *
@@ -52,6 +57,15 @@ typedef struct arb_spec_state {
 double arb_spec_accept_draw(uint64_t seed, uint64_t cycle, unsigned j);
 /* Draft j of a cycle at rate p: `right` when its draw is < p, else (right + 1) mod vocab. */
 uint32_t arb_spec_plant(uint64_t seed, uint64_t cycle, unsigned j, double p, uint32_t right, uint32_t vocab);
+/* What the draw does to one proposal (planted cycles): right[j] (1 .. k) the chain's token. */
+typedef struct arb_spec_plant {
+    uint64_t seed, cycle;
+    double p;
+    const uint32_t *right; /* right[j], j = 1 .. k */
+    uint32_t vocab;
+} arb_spec_plant_t;
+/* Draft j of a planted cycle from the draft's proposal (pl NULL: the proposal itself). */
+uint32_t arb_spec_plant_apply(const arb_spec_plant_t *pl, unsigned j, uint32_t proposal);
 /* Greedy acceptance: leading draft[i] equal to target[i] (the argmax after the prefix
  * that ends in input i: c_i for i = 0, draft[i-1] otherwise). 0..k. */
 unsigned arb_spec_accept_greedy(const uint32_t *draft, const uint32_t *target_argmax, unsigned k);
@@ -73,9 +87,11 @@ arb_status_t arb_spec_commit(arb_spec_state_t *st, unsigned k, unsigned accepted
 
 /* What the engine provides: the draft's steps, one verify pass, the cache cut. Times in us. */
 typedef struct arb_spec_model {
-    /* the draft's k steps on in[0..k) at positions st->cache_len ..; *us their time */
-    arb_status_t (*draft)(void *ctx, const arb_spec_state_t *st, const uint32_t *in, unsigned k, double *us,
-                          char *why, size_t why_len);
+    /* the draft's k proposals after `first` (the input at position st->cache_len):
+     * drafts[j - 1] = arb_spec_plant_apply(plant, j, its proposal j), each fed to its next
+     * step; *us the steps' time */
+    arb_status_t (*propose)(void *ctx, const arb_spec_state_t *st, uint32_t first, unsigned k,
+                            const arb_spec_plant_t *plant, uint32_t *drafts, double *us, char *why, size_t why_len);
     /* tokens[0..n) at positions st->cache_len .. + n - 1; argmax[0..n) */
     arb_status_t (*verify)(void *ctx, const arb_spec_state_t *st, const uint32_t *tokens, unsigned n,
                            uint32_t *argmax, double *us, char *why, size_t why_len);
@@ -87,7 +103,8 @@ typedef struct arb_spec_model {
 
 typedef struct arb_spec_opts {
     unsigned k;             /* 1 .. ARB_SPEC_MAX_K */
-    double accept_rate;     /* p in [0, 1] */
+    int measured;           /* 1: the draft's own proposals (accept_rate unused) */
+    double accept_rate;     /* p in [0, 1] (planted) */
     uint64_t seed;
     uint32_t vocab;         /* a wrong draft is (right + 1) mod vocab */
     const uint32_t *chain;  /* [chain_len] the target's greedy decode, chain[0] at position start */

@@ -18,8 +18,9 @@ static const struct {
     arb_st_dtype_t dt;
     size_t size;
 } dtypes[] = {
-    {"BF16", ARB_ST_BF16, 2}, {"F16", ARB_ST_F16, 2}, {"F32", ARB_ST_F32, 4}, {"I64", ARB_ST_I64, 8},
-    {"I32", ARB_ST_I32, 4},   {"U8", ARB_ST_U8, 1},   {"I8", ARB_ST_I8, 1},   {"F8_E4M3", ARB_ST_F8_E4M3, 1},
+    {"BF16", ARB_ST_BF16, 2}, {"F16", ARB_ST_F16, 2},         {"F32", ARB_ST_F32, 4},
+    {"I64", ARB_ST_I64, 8},   {"I32", ARB_ST_I32, 4},         {"U8", ARB_ST_U8, 1},
+    {"I8", ARB_ST_I8, 1},     {"F8_E4M3", ARB_ST_F8_E4M3, 1}, {"BOOL", ARB_ST_BOOL, 1},
 };
 #define N_DTYPES (sizeof dtypes / sizeof dtypes[0])
 
@@ -90,9 +91,10 @@ static arb_status_t parse_entry(const char *origin, json_t *e, uint64_t data_len
     if (!json_is_string(dt))
         ARB_RAISE(ARB_ERR_INVALID, why, len, "%s: tensor '%s': missing or non-string 'dtype'", origin, nm);
     if (arb_st_dtype_parse(json_string_value(dt), &t->dtype) != ARB_OK)
-        ARB_RAISE(ARB_ERR_INVALID, why, len,
-                  "%s: tensor '%s': dtype '%s' is not supported (accepted: BF16, F16, F32, I64, I32, U8, I8, F8_E4M3)",
-                  origin, nm, json_string_value(dt));
+        ARB_RAISE(
+            ARB_ERR_INVALID, why, len,
+            "%s: tensor '%s': dtype '%s' is not supported (accepted: BF16, F16, F32, I64, I32, U8, I8, F8_E4M3, BOOL)",
+            origin, nm, json_string_value(dt));
     if (!json_is_array(sh) || json_array_size(sh) > ARB_ST_MAX_DIMS)
         ARB_RAISE(ARB_ERR_INVALID, why, len, "%s: tensor '%s': 'shape' must be an array of at most %u integers", origin,
                   nm, ARB_ST_MAX_DIMS);

@@ -35,6 +35,7 @@ typedef enum arb_st_dtype {
     ARB_ST_U8,
     ARB_ST_I8,
     ARB_ST_F8_E4M3,
+    ARB_ST_BOOL, /* an EAGLE-3 head's t2d */
 } arb_st_dtype_t;
 
 typedef struct arb_st_tensor {

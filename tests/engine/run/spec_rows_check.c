@@ -10,7 +10,8 @@
  * produced tokens are the decode row's greedy chain, and agree says so (n/n). With a
  * list of rates: every mode that has spec rows has exactly one per listed rate, and the
  * accept path ran for real at the ends: p = 0 accepts no draft in any cycle
- * (accepted_per_cycle 0), p = 1 every draft (accepted_per_cycle K).
+ * (accepted_per_cycle 0), p = 1 every draft (accepted_per_cycle K). With accepted=X
+ * instead (a --draft-dir run): every spec row measured X accepted drafts per cycle.
  */
 #include <math.h>
 #include <stdio.h>
@@ -44,7 +45,7 @@ static const char *get(const arb_table_t *t, size_t r, const char *col)
 int main(int argc, char **argv)
 {
     if (argc != 3 && argc != 4) {
-        fprintf(stderr, "usage: spec_rows_check ENGINE.csv K [P,P...]\n");
+        fprintf(stderr, "usage: spec_rows_check ENGINE.csv K [P,P... | accepted=X]\n");
         return 2;
     }
     arb_table_t t;
@@ -101,7 +102,17 @@ int main(int argc, char **argv)
         ok(sscanf(ag, "%u/%u", &a, &bb) == 2 && a == bb && bb == produced, "agree counts every produced token", ag);
     }
     ok(nspec > 0, "spec rows present", NULL);
-    if (argc == 4) { /* one row per (mode with spec rows, listed rate); the ends accept 0 and K */
+    if (argc == 4 && strncmp(argv[3], "accepted=", 9) == 0) { /* measured by a draft head */
+        for (size_t r = 0; r < t.nrows; r++) {
+            if (strcmp(get(&t, r, "phase"), "spec"))
+                continue;
+            char detail[128];
+            snprintf(detail, sizeof detail, "%s: accepted_per_cycle %s, expected %s", get(&t, r, "mode"),
+                     get(&t, r, "accepted_per_cycle"), argv[3] + 9);
+            ok(fabs(atof(get(&t, r, "accepted_per_cycle")) - atof(argv[3] + 9)) < 5e-4,
+               "the draft head's measured acceptance", detail);
+        }
+    } else if (argc == 4) { /* one row per (mode with spec rows, listed rate); the ends accept 0 and K */
         const char *modes[] = {"graph", "eager"};
         for (int m = 0; m < 2; m++) {
             size_t inmode = 0;

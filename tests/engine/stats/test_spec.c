@@ -57,6 +57,7 @@ static void test_rollback_hand_cases(void)
 typedef struct toy {
     uint64_t seed;
     long flip;        /* >= 0: the position whose output differs from the chain */
+    int mostly_right; /* the draft proposes the chain's token except at chain indices divisible by 3 */
     size_t cache_len; /* as the rollback left it */
     size_t verify_pos_errors, rollback_errors, kept_errors, verifies, drafts;
     double draft_step_us, verify_us;
@@ -79,13 +80,18 @@ static uint32_t *toy_chain(const toy_t *t, uint32_t c0, size_t n)
     return c;
 }
 
-static arb_status_t toy_draft(void *ctx, const arb_spec_state_t *st, const uint32_t *in, unsigned k, double *us,
-                              char *why, size_t why_len)
+/* The toy's draft proposes the chain's token + 3 (always wrong); the draw decides what is kept. */
+static arb_status_t toy_propose(void *ctx, const arb_spec_state_t *st, uint32_t first, unsigned k,
+                                const arb_spec_plant_t *plant, uint32_t *drafts, double *us, char *why, size_t why_len)
 {
     (void)why, (void)why_len;
     toy_t *t = ctx;
     t->drafts++;
-    t->verify_pos_errors += in[0] != t->chain[st->cache_len - t->start]; /* a cycle starts on the chain */
+    const size_t i = st->cache_len - t->start;
+    t->verify_pos_errors += first != t->chain[i]; /* a cycle starts on the chain */
+    for (unsigned j = 1; j <= k; j++)
+        drafts[j - 1] = arb_spec_plant_apply(
+            plant, j, t->mostly_right && (i + j) % 3 ? t->chain[i + j] : (t->chain[i + j] + 3) % V);
     *us = k * t->draft_step_us;
     return ARB_OK;
 }
@@ -125,7 +131,7 @@ static arb_status_t toy_run(toy_t *t, unsigned k, double p, uint64_t seed, size_
     t->start = t->cache_len = 50;
     uint32_t *chain = toy_chain(t, 17, tokens + k + 1);
     t->chain = chain;
-    arb_spec_model_t m = {toy_draft, toy_verify, toy_rollback, t};
+    arb_spec_model_t m = {toy_propose, toy_verify, toy_rollback, t};
     arb_spec_opts_t o = {.k = k,
                          .accept_rate = p,
                          .seed = seed,
@@ -298,10 +304,47 @@ static void test_accept_rate_drives_the_cycle(void)
               strstr(why, "--spec-k"));
     /* a chain too short for the tokens asked for */
     uint32_t chain[4] = {1, 2, 3, 4};
-    arb_spec_model_t m = {toy_draft, toy_verify, toy_rollback, &t};
+    arb_spec_model_t m = {toy_propose, toy_verify, toy_rollback, &t};
     arb_spec_opts_t o = {
         .k = 2, .accept_rate = 0.5, .vocab = V, .chain = chain, .chain_len = 4, .tokens = 2, .cycles = 2};
     TAP_CHECK(arb_spec_run(&m, &o, &st, &tr, why, sizeof why) == ARB_ERR_INVALID && strstr(why, "chain"));
+}
+
+/* Measured cycles: the draft's own proposals decide, the first input is the last bonus;
+ * the tokens stay the chain's and each cycle accepts the leading right proposals. */
+static void test_measured(void)
+{
+    toy_t t = {.seed = 11, .flip = -1, .mostly_right = 1, .draft_step_us = 1, .verify_us = 10};
+    t.start = t.cache_len = 50;
+    const unsigned k = 3;
+    uint32_t *chain = toy_chain(&t, 17, 200 + k + 1);
+    t.chain = chain;
+    arb_spec_model_t m = {toy_propose, toy_verify, toy_rollback, &t};
+    arb_spec_opts_t o = {.k = k,
+                         .measured = 1,
+                         .accept_rate = -1,
+                         .vocab = V,
+                         .chain = chain,
+                         .chain_len = 200 + k + 1,
+                         .start = 50,
+                         .tokens = 200,
+                         .cycles = 200};
+    arb_spec_state_t st;
+    arb_spec_trace_t tr;
+    char why[256];
+    TAP_REQUIRE(arb_spec_run(&m, &o, &st, &tr, why, sizeof why) == ARB_OK);
+    size_t i = 0, wrong = 0;
+    for (size_t c = 0; c < tr.cycles; c++) { /* leading j with (i + j) % 3 != 0 */
+        unsigned n = 0;
+        while (n < k && (i + n + 1) % 3)
+            n++;
+        wrong += tr.accepted[c] != n;
+        i += n + 1;
+    }
+    TAP_CHECK(wrong == 0 && tr.agree == tr.ntokens && t.verify_pos_errors == 0 && t.kept_errors == 0);
+    TAP_CHECK(memcmp(tr.tokens, chain + 1, tr.ntokens * sizeof *chain) == 0);
+    arb_spec_trace_free(&tr);
+    free(chain);
 }
 
 static void test_break_even(void)
@@ -353,6 +396,7 @@ int main(int argc, char **argv)
         {"planted_difference", test_planted_difference},
         {"accept_rate_statistics", test_accept_rate_statistics},
         {"accept_rate_drives_the_cycle", test_accept_rate_drives_the_cycle},
+        {"measured", test_measured},
         {"break_even", test_break_even},
         {"seed_deployment", test_seed_deployment},
     };

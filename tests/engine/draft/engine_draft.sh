@@ -1,0 +1,103 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# `arbench engine --draft-dir` on the CPU reference under mpirun (mpi-host at every call
+# site of the target and of the EAGLE-3 head), tiny target, seed 1, context 16, 10 steps,
+# k = 2. Heads written by write_draft from the plain run's greedy chain: "right" proposes
+# the target's greedy token everywhere (accepts every draft: 2 per cycle), "wrong" never
+# (accepts none), "mixed" on half the draft ids (the acceptance greedy speculation must
+# measure, computed by write_draft); each run's produced tokens must equal plain greedy
+# decoding (spec_rows_check); "mixed" at TP=1, TP=2 and one rank standing in for two shards alike; a head of random weights
+# (fc and every projection in play) keeps the tokens too. Malformed heads, --draft-dir on
+# the gpu backend and with --accept-rate are refused (exit 2, the reason named). TAP.
+# usage: engine_draft.sh ARBENCH WRITE_DRAFT SPEC_ROWS_CHECK
+set -u
+arbench=$1 write=$2 check=$3
+. "$(dirname "$0")/../../common/tap.sh"
+run() { # NP OUT EXTRA...: the engine on the tiny target
+    np=$1 out=$2
+    shift 2
+    timeout 240 mpirun $mpirun_args -np "$np" "$arbench" engine --config tiny --backend cpu --context 16 --steps 10 \
+        --spec-k 2 --out "$out" --quiet "$@" >"$out.log" 2>&1
+}
+checked() { # CSV K ARG WHAT: spec_rows_check's lines folded into one TAP line (ARG "": no acceptance check)
+    if [ -n "$3" ]; then "$check" "$1" "$2" "$3"; else "$check" "$1" "$2"; fi >"$1.tap" 2>&1
+    if grep -q '^not ok' "$1.tap" || ! grep -q '^ok' "$1.tap"; then
+        sed 's/^/# /' "$1.tap"
+        tap FAIL "$4"
+    else
+        tap OK "$4 ($(grep -c '^ok' "$1.tap") checks$(grep 'measured acceptance' "$1.tap" | head -1 | sed 's/.*: /: /'))"
+    fi
+}
+if ! run 2 "$tmp/plain.csv" --dump-tokens "$tmp/chain"; then
+    sed 's/^/# /' "$tmp/plain.csv.log"
+    echo "Bail out! the plain run failed"
+    exit 1
+fi
+tap OK "plain run: greedy chain $(cat "$tmp/chain")"
+for kind in right wrong mixed; do
+    mkdir -p "$tmp/$kind"
+    if ! "$write" "$tmp/$kind" lookup 1 "$tmp/chain" $kind 2 10 >"$tmp/$kind.exp" 2>&1; then
+        sed 's/^/# /' "$tmp/$kind.exp"
+        tap FAIL "write_draft $kind"
+        continue
+    fi
+    x=$(awk '{ print $2 }' "$tmp/$kind.exp")
+    case $kind in
+    right) [ "$x" = 2.000 ] && tap OK "the right head must accept every draft (2 per cycle)" || tap FAIL "right head: expected 2.000, got $x" ;;
+    wrong) [ "$x" = 0.000 ] && tap OK "the wrong head must accept none" || tap FAIL "wrong head: expected 0.000, got $x" ;;
+    mixed) awk -v x="$x" 'BEGIN { exit !(x > 0 && x < 2) }' && tap OK "the mixed head must accept some: $x" || tap FAIL "mixed head: $x" ;;
+    esac
+    if run 2 "$tmp/$kind.csv" --draft-dir "$tmp/$kind"; then
+        checked "$tmp/$kind.csv" 2 "accepted=$x" "np 2, $kind head: measured $x per cycle, tokens = plain greedy"
+    else
+        sed 's/^/# /' "$tmp/$kind.csv.log"
+        tap FAIL "np 2, $kind head: the run failed"
+    fi
+done
+if run 1 "$tmp/mixed1.csv" --draft-dir "$tmp/mixed"; then
+    checked "$tmp/mixed1.csv" 2 "accepted=$(awk '{ print $2 }' "$tmp/mixed.exp")" "np 1 (TP=1), mixed head: the same acceptance"
+else
+    sed 's/^/# /' "$tmp/mixed1.csv.log"
+    tap FAIL "np 1, mixed head: the run failed"
+fi
+if run 1 "$tmp/mixed1s.csv" --draft-dir "$tmp/mixed" --tp-shape 2; then
+    checked "$tmp/mixed1s.csv" 2 "accepted=$(awk '{ print $2 }' "$tmp/mixed.exp")" "np 1 standing in for --tp-shape 2, mixed head: the same acceptance"
+else
+    sed 's/^/# /' "$tmp/mixed1s.csv.log"
+    tap FAIL "np 1 --tp-shape 2, mixed head: the run failed"
+fi
+mkdir -p "$tmp/random"
+"$write" "$tmp/random" random 7 >/dev/null 2>&1
+if run 2 "$tmp/random.csv" --draft-dir "$tmp/random"; then
+    checked "$tmp/random.csv" 2 "" "np 2, random head: tokens = plain greedy"
+else
+    sed 's/^/# /' "$tmp/random.csv.log"
+    tap FAIL "np 2, random head: the run failed"
+fi
+# the random head's own proposals (before the target decides) at TP=2 and TP=1: the sharded
+# fc, q/k/v, o_proj, MLP and lm_head with the all-reduce give the same argmax as one rank
+rm -f "$tmp/trace1" "$tmp/trace2"
+ARBENCH_DRAFT_TRACE="$tmp/trace2" run 2 "$tmp/rt2.csv" --draft-dir "$tmp/random" --no-noop-replay
+ARBENCH_DRAFT_TRACE="$tmp/trace1" run 1 "$tmp/rt1.csv" --draft-dir "$tmp/random" --no-noop-replay
+if [ -s "$tmp/trace2" ] && cmp -s "$tmp/trace1" "$tmp/trace2"; then
+    tap OK "random head: the same proposals at TP=1 and TP=2 ($(wc -l <"$tmp/trace2") cycles: $(head -2 "$tmp/trace2" | tr '\n' ';'))"
+else
+    diff "$tmp/trace1" "$tmp/trace2" | sed 's/^/# /' | head -20
+    tap FAIL "random head: the same proposals at TP=1 and TP=2"
+fi
+for spoil in missing shape dtype d2t truncated hidden arch; do
+    rm -rf "$tmp/bad" && mkdir -p "$tmp/bad"
+    "$write" "$tmp/bad" random 7 $spoil >/dev/null 2>&1
+    run 2 "$tmp/bad.csv" --draft-dir "$tmp/bad"
+    rc=$?
+    msg=$(grep -m1 'arbench engine:' "$tmp/bad.csv.log")
+    if [ $rc -eq 2 ] && [ -n "$msg" ]; then tap OK "$spoil head refused: $msg"; else sed 's/^/# /' "$tmp/bad.csv.log"; tap FAIL "$spoil head refused (exit $rc)"; fi
+done
+timeout 60 mpirun $mpirun_args -np 1 "$arbench" engine --config tiny --draft-dir "$tmp/right" --quiet >"$tmp/gpu.log" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -q 'gpu backend does not support it' "$tmp/gpu.log"; then tap OK "the gpu backend refuses --draft-dir: $(grep -m1 draft-dir "$tmp/gpu.log")"; else sed 's/^/# /' "$tmp/gpu.log"; tap FAIL "the gpu backend refuses --draft-dir (exit $rc)"; fi
+timeout 60 mpirun $mpirun_args -np 1 "$arbench" engine --config tiny --backend cpu --draft-dir "$tmp/right" --accept-rate 0.5 --quiet >"$tmp/both.log" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -q -- '--accept-rate with --draft-dir' "$tmp/both.log"; then tap OK "--draft-dir with --accept-rate refused"; else sed 's/^/# /' "$tmp/both.log"; tap FAIL "--draft-dir with --accept-rate refused (exit $rc)"; fi
+echo "1..$n"
+exit $bad
