@@ -113,7 +113,7 @@ arb_status_t arb_cpu_model_create(const arb_cpu_model_opts_t *opts, arb_cpu_mode
         ARB_RAISE_GOTO(st, ARB_ERR_SYSTEM, err, why, len, "cpu reference: out of host memory for the step state");
     ARB_TRY_GOTO(st, alloc_scratch(m, why, len), err);
     ARB_TRY_GOTO(st, alloc_parts(m, why, len), err);
-    ARB_TRY_GOTO(st, arb_cpu_weights_generate(m, why, len), err);
+    ARB_TRY_GOTO(st, opts->wload ? arb_cpu_weights_load(m, why, len) : arb_cpu_weights_generate(m, why, len), err);
     *out = m;
     return ARB_OK;
 err:
@@ -157,9 +157,12 @@ arb_status_t arb_cpu_model_step(arb_cpu_model_t *m, const uint32_t *tokens, unsi
     for (unsigned t = 0; t < T; t++) {                 /* x = embed_tokens[token] */
         if (tokens[t] >= c->vocab_size)
             ARB_RAISE(ARB_ERR_INVALID, why, len, "cpu step: token %u >= vocab_size %u", tokens[t], c->vocab_size);
-        for (unsigned j = 0; j < H; j++)
-            m->res[(size_t)t * H + j] =
-                arb_f32_to_bf16(ce * arb_wgen_uniform(m->o.seed, ARB_W_EMBED, 0, (uint64_t)tokens[t] * H + j));
+        if (m->embed)
+            memcpy(m->res + (size_t)t * H, m->embed + (size_t)tokens[t] * H, (size_t)H * 2);
+        else
+            for (unsigned j = 0; j < H; j++)
+                m->res[(size_t)t * H + j] =
+                    arb_f32_to_bf16(ce * arb_wgen_uniform(m->o.seed, ARB_W_EMBED, 0, (uint64_t)tokens[t] * H + j));
         arb_rmsnorm_bf(m->res + (size_t)t * H, m->layers[0].attn_norm, H, c->rms_norm_eps, m->h + (size_t)t * H);
     }
     m->T = T;
