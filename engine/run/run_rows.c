@@ -107,7 +107,7 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
     snprintf(t->b[EC_note], 96, "%s", c->note); /* a fallback serving these sites, if any */
     if (r->wload) { /* --weights-dir: the checkpoint and the last load of it (engine/run/run_weights.h) */
         f[EC_weights_source] = r->wload->dir;
-        snprintf(t->b[EC_load_s], 96, "%.3f", r->load_stats.seconds);
+        snprintf(t->b[EC_load_s], 96, "%.6f", r->load_stats.seconds);
         snprintf(t->b[EC_load_gbs], 96, "%.3f", arb_run_load_gbs(r));
     } else {
         snprintf(t->b[EC_weights_source], 96, "seed");

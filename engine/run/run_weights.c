@@ -107,6 +107,14 @@ int arb_run_weights_open(arb_engine_run_t *r, char *msg, size_t len)
             return -1;
         }
         o->weights = r->wload->format;
+        /* rows and tables name the model after the checkpoint's folder, not "config" */
+        const char *d = r->wload->dir, *end = d + strlen(d);
+        while (end > d + 1 && end[-1] == '/')
+            end--;
+        const char *base = end;
+        while (base > d && base[-1] != '/')
+            base--;
+        snprintf(r->cfg.name, sizeof r->cfg.name, "%.*s", (int)(end - base < 63 ? end - base : 63), base);
         r->s.wload = r->wload;
         r->s.load_progress = r->progress;
         r->s.load_stats = &r->load_stats;
