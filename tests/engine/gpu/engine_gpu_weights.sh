@@ -1,0 +1,56 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# `arbench engine --weights-dir` on the GPU backend (exit 77 without a GPU): the tiny model
+# written by arb-weights-write (bf16 and INT4, two shard files) loaded on the GPU
+#   - gives the same greedy tokens as the CPU reference fed the same tensors, logits within
+#     the tolerance (--check-steps: both models read the checkpoint);
+#   - gives bit-identical tokens and logits to the GPU's own generated weights of that seed
+#     (graph and eager), at TP=1 and as shard 0 of --tp-shape 2 (this rank's slices only).
+# usage: engine_gpu_weights.sh ARBENCH ARB_WEIGHTS_WRITE CHECK_CSV
+set -u
+arbench=$1 write=$2 check=$3
+tmp=$(mktemp -d /tmp/arbench-gpu-weights-XXXXXX) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+common="--backend gpu --impl noop --no-noop-replay --context 24 --prefill-chunk 5 --steps 12 --quiet"
+
+"$arbench" engine --config tiny $common --steps 1 --context 4 --out "$tmp/probe.csv" >"$tmp/probe.out" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -q -- "--backend gpu: " "$tmp/probe.out"; then
+    echo "SKIP: $(grep -m1 -- "--backend gpu: " "$tmp/probe.out")"
+    exit 77
+fi
+[ $rc -eq 0 ] || { cat "$tmp/probe.out"; fail "the probe run exited $rc"; }
+
+engine() { # TAG ARGS...
+    tag=$1; shift
+    "$arbench" engine $common --out "$tmp/$tag.csv" --dump-tokens "$tmp/$tag.tok" --dump-logits "$tmp/$tag.lg" "$@" \
+        >"$tmp/$tag.out" 2>&1 || { cat "$tmp/$tag.out"; fail "engine $tag ($*) exited $?"; }
+}
+identical() {
+    cmp -s "$tmp/$1.tok" "$tmp/$2.tok" || { cat "$tmp/$1.tok" "$tmp/$2.tok"; fail "$1 and $2: greedy tokens differ"; }
+    cmp -s "$tmp/$1.lg" "$tmp/$2.lg" || fail "$1 and $2: logits are not bit-identical"
+    echo "ok: $1 == $2 bit for bit: tokens $(cat "$tmp/$1.tok")"
+}
+
+for w in bf16 int4; do
+    "$write" "$tmp/ck-$w" --config tiny --weights $w --seed 1 >/dev/null || fail "arb-weights-write $w"
+    engine load-$w --weights-dir "$tmp/ck-$w" --seed 1 --check-steps 8
+    # every checked token agrees with the CPU reference, logits within logit_tol
+    "$check" "$tmp/load-$w.csv" --where phase=decode --all check_agree=9/9 --all weights=$w \
+        --all "weights_source=$tmp/ck-$w" --positive load_gbs ||
+        { cat "$tmp/load-$w.out"; fail "$w: GPU from the checkpoint vs the CPU reference from it"; }
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "check_logit_diff") d = i; if ($i == "logit_tol") t = i } }
+             NR > 1 && !($d + 0 <= $t + 0) { bad = 1 } END { exit bad }' "$tmp/load-$w.csv" ||
+        fail "$w: logits differ from the CPU reference's beyond the tolerance"
+    echo "ok: $w: GPU == CPU reference fed the same tensors: $(grep -m1 'check' "$tmp/load-$w.out")"
+    grep -q "model loaded from $tmp/ck-$w on the gpu backend: .* GB/s per rank" "$tmp/load-$w.out" ||
+        { cat "$tmp/load-$w.out"; fail "$w: no load line with GB/s"; }
+    engine gen-$w --config tiny --weights $w --seed 1
+    engine load2-$w --weights-dir "$tmp/ck-$w" --seed 1
+    identical gen-$w load2-$w
+    engine gens2-$w --config tiny --weights $w --seed 1 --tp-shape 2
+    engine loads2-$w --weights-dir "$tmp/ck-$w" --seed 1 --tp-shape 2
+    identical gens2-$w loads2-$w
+done
+echo "ok: all"
