@@ -9,12 +9,17 @@
  * N shard files (default 2) model-0000i-of-0000N.safetensors, tensors in plan order split by
  * bytes. bf16 tensors, the router bias F32, INT4 experts as weight_packed (I32, nibble
  * q + 8), weight_scale (BF16), weight_shape (I64). `arbench engine --weights-dir DIR` then
- * computes what `--config ... --seed S` computes, bit for bit.
+ * computes what `--config ... --seed S` computes, bit for bit. --fp8 (bf16 only) stores the
+ * linear weights as DeepSeek-V3's FP8 checkpoint does (F8_E4M3 with an F32 weight_scale_inv
+ * per 128x128 block, scale = amax / 448; embed_tokens, lm_head and the router stay bf16) and
+ * says so in quantization_config; --fp8-dequantized stores the same rounded values as bf16
+ * (bf16(float(code) * scale)), what the loader must turn an --fp8 checkpoint into.
  * Exit 0: written; 1: failed (the reason on stderr); 2: bad usage. An existing
  * DIR/config.json is refused unless --force.
  */
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +30,11 @@
 #include "cpu/cpu_ref.h"
 #include "model/config.h"
 #include "model/shard.h"
+#include "model/wgen.h"
+#include "rmsnorm/rmsnorm.h"
+#include "weights/fp8.h"
 #include "weights/int4_ct.h"
+#include "weights/quant.h"
 #include "weights/names.h"
 #include "weights/st_writer.h"
 
@@ -35,13 +44,14 @@ typedef struct wopts {
     uint64_t seed;
     unsigned shards;
     int force;
+    int fp8; /* 1: FP8 blocks (weight_scale_inv), 2: the same values dequantized, stored bf16 */
     arb_config_overrides_t ov;
 } wopts_t;
 
 static int usage(void)
 {
     fprintf(stderr, "usage: arb-weights-write DIR [--config NAME|PATH] [--weights bf16|int4] [--seed S] [--layers L] "
-                    "[--experts E] [--topk K] [--vocab V] [--shards N] [--force]\n");
+                    "[--experts E] [--topk K] [--vocab V] [--shards N] [--fp8|--fp8-dequantized] [--force]\n");
     return 2;
 }
 
@@ -64,8 +74,11 @@ static int parse_args(int argc, char **argv, wopts_t *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         unsigned long long x = 0;
-        if (strcmp(a, "--force") == 0) {
-            o->force = 1;
+        if (strcmp(a, "--force") == 0 || strcmp(a, "--fp8") == 0 || strcmp(a, "--fp8-dequantized") == 0) {
+            if (a[2] == 'f' && a[3] == 'o')
+                o->force = 1;
+            else
+                o->fp8 = a[5] ? 2 : 1;
             continue;
         }
         if (a[0] != '-') {
@@ -103,6 +116,10 @@ static int parse_args(int argc, char **argv, wopts_t *o)
         } else {
             return usage();
         }
+    }
+    if (o->fp8 && o->wf == ARB_WEIGHTS_INT4) {
+        fprintf(stderr, "arb-weights-write: --fp8 with --weights int4: an FP8 checkpoint's experts are FP8 too (give one)\n");
+        return 2;
     }
     return o->dir ? 0 : usage();
 }
@@ -149,6 +166,11 @@ static int write_config(const wopts_t *o, const arb_model_config_t *c, char *why
     json_object_set_new(tc, "first_k_dense_replace", json_integer(c->first_k_dense_replace));
     json_object_del(root, "quantization_config");
     json_object_del(tc, "quantization_config");
+    if (o->fp8 == 1)
+        json_object_set_new(tc, "quantization_config",
+                            json_pack("{s:s, s:s, s:s, s:[i, i]}", "quant_method", "fp8", "fmt", "e4m3",
+                                      "activation_scheme", "dynamic", "weight_block_size", (int)ARB_FP8_BLOCK,
+                                      (int)ARB_FP8_BLOCK));
     if (o->wf == ARB_WEIGHTS_INT4) {
         json_t *q = json_pack("{s:s, s:s, s:{s:{s:[s], s:{s:i, s:s, s:b, s:s, s:i}}}}", "quant_method",
                               "compressed-tensors", "format", "pack-quantized", "config_groups", "group_0", "targets",
@@ -196,27 +218,96 @@ static int tensor_of(arb_cpu_model_t *m, const arb_wspec_t *s, arb_st_out_tensor
     return 0;
 }
 
+/* The linear weights DeepSeek-V3's FP8 checkpoint stores as FP8: every 2-D P.weight but
+ * embed_tokens, lm_head and the router. */
+static int fp8_quantized(const arb_wspec_t *s)
+{
+    return s->part == ARB_WPART_WEIGHT && s->ndim == 2 && s->tensor != ARB_W_EMBED && s->tensor != ARB_W_LM_HEAD &&
+           s->tensor != ARB_W_ROUTER;
+}
+
+/* t (a bf16 [rows x cols] weight) quantized per 128x128 block: scale = amax / 448, code =
+ * nearest e4m3 of w / scale; fp8 1: t becomes the codes and *scale_t their F32
+ * weight_scale_inv, fp8 2: t becomes bf16(float(code) * scale), the loader's dequantization. */
+static int fp8_block_quantize(arb_st_out_tensor_t *t, void **owned, int fp8, arb_st_out_tensor_t *scale_t,
+                              void **scale_owned)
+{
+    const uint64_t rows = t->shape[0], cols = t->shape[1], br = (rows + ARB_FP8_BLOCK - 1) / ARB_FP8_BLOCK,
+                   bc = (cols + ARB_FP8_BLOCK - 1) / ARB_FP8_BLOCK;
+    const uint16_t *w = t->data;
+    float *scale = calloc(br * bc, sizeof *scale);
+    uint8_t *q = malloc(rows * cols);
+    uint16_t *deq = fp8 == 2 ? malloc(rows * cols * 2) : NULL;
+    if (!scale || !q || (fp8 == 2 && !deq)) {
+        free(scale), free(q), free(deq);
+        return -1;
+    }
+    for (uint64_t r = 0; r < rows; r++)
+        for (uint64_t c = 0; c < cols; c++) {
+            float *sc = &scale[(r / ARB_FP8_BLOCK) * bc + c / ARB_FP8_BLOCK];
+            float a = fabsf(arb_bf16_to_f32(w[r * cols + c]));
+            *sc = a > *sc ? a : *sc;
+        }
+    for (uint64_t i = 0; i < br * bc; i++)
+        scale[i] = scale[i] > 0 ? scale[i] / ARB_FP8_E4M3_MAX : 1.0f;
+    for (uint64_t r = 0; r < rows; r++)
+        for (uint64_t c = 0; c < cols; c++) {
+            float sc = scale[(r / ARB_FP8_BLOCK) * bc + c / ARB_FP8_BLOCK];
+            q[r * cols + c] = arb_fp8_e4m3_from_f32(arb_bf16_to_f32(w[r * cols + c]) / sc);
+            if (deq)
+                deq[r * cols + c] = arb_f32_to_bf16(arb_fp8_e4m3_to_f32(q[r * cols + c]) * sc);
+        }
+    free(*owned);
+    if (deq) {
+        free(q), free(scale);
+        t->data = *owned = deq;
+        return 0;
+    }
+    t->data = *owned = q, t->bytes = rows * cols, t->dtype = "F8_E4M3";
+    char *name = malloc(strlen(t->name) + 12);
+    if (!name) {
+        free(scale);
+        return -1;
+    }
+    sprintf(name, "%s_scale_inv", t->name);
+    *scale_t = (arb_st_out_tensor_t){.name = name, .dtype = "F32", .ndim = 2, .shape = {br, bc}, .data = scale,
+                                     .bytes = br * bc * 4};
+    *scale_owned = scale;
+    return 0;
+}
+
 static int write_shards(const wopts_t *o, arb_cpu_model_t *m, const arb_wplan_t *plan, char *why, size_t len)
 {
-    arb_st_out_tensor_t *t = calloc(plan->n, sizeof *t);
-    void **owned = calloc(plan->n, sizeof *owned);
-    unsigned *file = calloc(plan->n, sizeof *file);
+    const size_t cap = 2 * plan->n; /* with FP8 a weight_scale_inv after each weight */
+    arb_st_out_tensor_t *t = calloc(cap, sizeof *t);
+    void **owned = calloc(2 * cap, sizeof *owned); /* data, then the scale tensors' names */
+    size_t nt = 0;
     int rc = -1;
     uint64_t total = 0, cum = 0;
-    if (!t || !owned || !file) {
+    if (!t || !owned) {
         snprintf(why, len, "out of host memory");
         goto out;
     }
     for (size_t i = 0; i < plan->n; i++) {
-        if (tensor_of(m, &plan->specs[i], &t[i], &owned[i], why, len))
+        if (tensor_of(m, &plan->specs[i], &t[nt], &owned[nt], why, len))
             goto out;
-        total += t[i].bytes;
+        if (o->fp8 && fp8_quantized(&plan->specs[i])) {
+            if (fp8_block_quantize(&t[nt], &owned[nt], o->fp8, &t[nt + 1], &owned[nt + 1])) {
+                snprintf(why, len, "out of host memory for the FP8 blocks of '%s'", t[nt].name);
+                goto out;
+            }
+            if (o->fp8 == 1) {
+                owned[cap + nt + 1] = (void *)t[nt + 1].name;
+                total += t[nt++].bytes;
+            }
+        }
+        total += t[nt++].bytes;
     }
     json_t *map = json_object();
     size_t first = 0;
     for (unsigned f = 0; f < o->shards; f++) {
         size_t last = first;
-        while (last < plan->n && (f + 1 == o->shards || cum + t[last].bytes / 2 < total * (f + 1) / o->shards))
+        while (last < nt && (f + 1 == o->shards || cum + t[last].bytes / 2 < total * (f + 1) / o->shards))
             cum += t[last++].bytes;
         char name[64], path[1200];
         snprintf(name, sizeof name, "model-%05u-of-%05u.safetensors", f + 1, o->shards);
@@ -232,14 +323,17 @@ static int write_shards(const wopts_t *o, arb_cpu_model_t *m, const arb_wplan_t 
     json_t *index = json_pack("{s:{s:I}, s:o}", "metadata", "total_size", (json_int_t)total, "weight_map", map);
     if (write_json(o->dir, "model.safetensors.index.json", index, why, len))
         goto out;
-    printf("%s: %zu tensors, %.3f GB in %u shard file(s), routed experts %s, seed %llu\n", o->dir, plan->n,
+    printf("%s: %zu tensors, %.3f GB in %u shard file(s), routed experts %s%s, seed %llu\n", o->dir, nt,
            (double)total / 1e9, o->shards, o->wf == ARB_WEIGHTS_INT4 ? "int4 (compressed-tensors)" : "bf16",
+           o->fp8 == 1   ? "; linear weights FP8 in 128x128 blocks"
+           : o->fp8 == 2 ? "; linear weights FP8-rounded, stored bf16"
+                         : "",
            (unsigned long long)o->seed);
     rc = 0;
 out:
-    for (size_t i = 0; owned && i < plan->n; i++)
+    for (size_t i = 0; owned && i < 2 * cap; i++)
         free(owned[i]);
-    free(owned), free(t), free(file);
+    free(owned), free(t);
     return rc;
 }
 

@@ -2,12 +2,12 @@
 /* A plan checked against a checkpoint, and one rank's block read (engine/weights/slice.h). */
 #include "weights/slice.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "arbench/status.h"
 #include "rmsnorm/rmsnorm.h"
+#include "weights/fp8.h"
 #include "weights/int4_ct.h"
 #include "weights/quant.h"
 
@@ -176,19 +176,6 @@ arb_status_t arb_wspec_read(const arb_ckpt_t *ckpt, const arb_wspec_t *s, void *
     return ARB_OK;
 }
 
-float arb_fp8_e4m3_to_f32(uint8_t v)
-{
-    int sign = v >> 7, e = (v >> 3) & 0xf, m = v & 7;
-    float x;
-    if (e == 15 && m == 7)
-        x = NAN;
-    else if (e == 0)
-        x = ldexpf((float)m / 8.0f, -6); /* subnormal */
-    else
-        x = ldexpf(1.0f + (float)m / 8.0f, e - 7);
-    return sign ? -x : x;
-}
-
 arb_status_t arb_wspec_read_fp8(const arb_ckpt_t *ckpt, const arb_wspec_t *s, uint16_t *dst, size_t dst_len,
                                 char *why, size_t len)
 {
@@ -209,12 +196,23 @@ arb_status_t arb_wspec_read_fp8(const arb_ckpt_t *ckpt, const arb_wspec_t *s, ui
         r0 = s->first, nr = s->count;
     else if (s->split == ARB_WSPLIT_COLS)
         c0 = s->first, nc = s->count;
-    for (uint64_t r = 0; r < nr; r++)
-        for (uint64_t c = 0; c < nc; c++) {
-            uint64_t gr = r0 + r, gc = c0 + c;
+    float lut[256];
+    for (int v = 0; v < 256; v++)
+        lut[v] = arb_fp8_e4m3_to_f32((uint8_t)v);
+    for (uint64_t r = 0; r < nr; r++) {
+        const uint64_t gr = r0 + r;
+        const uint8_t *row = w + gr * cols;
+        const uint8_t *srow = sc + 4 * (gr / ARB_FP8_BLOCK) * scols;
+        uint16_t *out = dst + r * nc;
+        for (uint64_t c = 0; c < nc;) {
+            const uint64_t gc = c0 + c, blk = gc / ARB_FP8_BLOCK;
+            const uint64_t run = (blk + 1) * ARB_FP8_BLOCK - gc < nc - c ? (blk + 1) * ARB_FP8_BLOCK - gc : nc - c;
             float scale;
-            memcpy(&scale, sc + 4 * ((gr / ARB_FP8_BLOCK) * scols + gc / ARB_FP8_BLOCK), 4);
-            dst[r * nc + c] = arb_f32_to_bf16(arb_fp8_e4m3_to_f32(w[gr * cols + gc]) * scale);
+            memcpy(&scale, srow + 4 * blk, 4);
+            for (uint64_t j = 0; j < run; j++)
+                out[c + j] = arb_f32_to_bf16(lut[row[gc + j]] * scale);
+            c += run;
         }
+    }
     return ARB_OK;
 }

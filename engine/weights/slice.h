@@ -37,9 +37,6 @@ arb_status_t arb_wplan_check(const arb_wplan_t *plan, const arb_ckpt_t *ckpt, ui
 arb_status_t arb_wspec_read(const arb_ckpt_t *ckpt, const arb_wspec_t *s, void *dst, size_t dst_len, char *why,
                             size_t why_len);
 
-/* An F8_E4M3 value (OCP e4m3fn: bias 7, no infinities, S.1111.111 NaN) as a float. */
-float arb_fp8_e4m3_to_f32(uint8_t v);
-
 /* 1 when s is stored as FP8 in ckpt (and so read with arb_wspec_read_fp8). */
 int arb_wspec_is_fp8(const arb_ckpt_t *ckpt, const arb_wspec_t *s);
 

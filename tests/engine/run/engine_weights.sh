@@ -108,5 +108,24 @@ prompt_ids)
     expect_error 2 "--out-ids" --config tiny --backend cpu --prompt-ids "$tmp/p.ids" --out-ids "$tmp/p.ids"
     expect_error 2 "--out-ids" --config tiny --backend cpu --prompt-ids "$tmp/p.ids" --out-ids "$tmp/a.ids"
     ;;
+fp8)
+    # FP8 blocks (DeepSeek-V3's form) dequantized at load: bit-identical to the same rounded
+    # values stored as bf16, at TP=1, TP=2 and shards of --tp-shape 4 (blocks cut by the slices).
+    ckpt f8 --config tiny --fp8
+    ckpt f8d --config tiny --fp8-dequantized
+    grep -q '"quant_method": "fp8"' "$tmp/f8/config.json" || fail "no fp8 quantization_config"
+    engine 1 f8x1 --weights-dir "$tmp/f8"
+    engine 1 f8dx1 --weights-dir "$tmp/f8d"
+    identical f8x1 f8dx1
+    engine 2 f8x2 --weights-dir "$tmp/f8" --tp-shape 4
+    engine 2 f8dx2 --weights-dir "$tmp/f8d" --tp-shape 4
+    identical f8x2 f8dx2
+    grep -q "FP8 128x128-block tensors dequantized to bf16 at load" "$tmp/f8x1.out" &&
+        grep -q "FP8 tensors dequantized to bf16" "$tmp/f8x1.out" || { cat "$tmp/f8x1.out"; fail "the run must say FP8 was dequantized"; }
+    grep -v '"model.layers.1.self_attn.o_proj.weight_scale_inv"' "$tmp/f8/model.safetensors.index.json" >"$tmp/i.json" &&
+        mv "$tmp/i.json" "$tmp/f8/model.safetensors.index.json"
+    expect_error 1 "tensor 'model.layers.1.self_attn.o_proj.weight' is F8_E4M3 but 'model.layers.1.self_attn.o_proj.weight_scale_inv' is missing (expected F32 \[1, 1\]" \
+        --weights-dir "$tmp/f8" --backend cpu
+    ;;
 *) fail "unknown test $name" ;;
 esac
