@@ -36,7 +36,7 @@ rm -rf "$ck"
 t0=$(date +%s.%N)
 timeout 150 "$write" "$ck" $shape --seed 1 >"$out/write-kimi.log" 2>&1 || { note "write: FAILED"; cat "$out/write-kimi.log"; exit 1; }
 note "written in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s: $(cat "$out/write-kimi.log")"
-run="--backend gpu --tp-shape 8 --context 512 --steps 32 --impl noop --no-noop-replay --modes graph --seed 1"
+run="--backend gpu --tp-shape 8 --context 256 --steps 16 --impl noop --no-noop-replay --modes graph --seed 1"
 timeout 150 $arb engine $shape $run --out "$out/kimi-l4-synthetic.csv" --dump-tokens "$out/kimi-l4-synthetic.tok" \
     >"$out/kimi-l4-synthetic.log" 2>&1 || { note "synthetic run: FAILED"; tail -5 "$out/kimi-l4-synthetic.log"; status=1; }
 timeout 150 $arb engine --weights-dir "$ck" $run --out "$out/kimi-l4-loaded.csv" --dump-tokens "$out/kimi-l4-loaded.tok" \

@@ -14,6 +14,8 @@
  * per 128x128 block, scale = amax / 448; embed_tokens, lm_head and the router stay bf16) and
  * says so in quantization_config; --fp8-dequantized stores the same rounded values as bf16
  * (bf16(float(code) * scale)), what the loader must turn an --fp8 checkpoint into.
+ * --kimi-k25: Kimi-K2.5's layout, every name under language_model. and config.json's model
+ * under text_config.
  * Exit 0: written; 1: failed (the reason on stderr); 2: bad usage. An existing
  * DIR/config.json is refused unless --force.
  */
@@ -40,6 +42,7 @@
 
 typedef struct wopts {
     const char *dir, *config;
+    const char *prefix; /* "" or "language_model." (--kimi-k25: Kimi-K2.5's layout) */
     arb_weight_format_t wf;
     uint64_t seed;
     unsigned shards;
@@ -51,7 +54,7 @@ typedef struct wopts {
 static int usage(void)
 {
     fprintf(stderr, "usage: arb-weights-write DIR [--config NAME|PATH] [--weights bf16|int4] [--seed S] [--layers L] "
-                    "[--experts E] [--topk K] [--vocab V] [--shards N] [--fp8|--fp8-dequantized] [--force]\n");
+                    "[--experts E] [--topk K] [--vocab V] [--shards N] [--fp8|--fp8-dequantized] [--kimi-k25] [--force]\n");
     return 2;
 }
 
@@ -70,10 +73,14 @@ static int parse_u(const char *opt, const char *v, unsigned long long max, unsig
 static int parse_args(int argc, char **argv, wopts_t *o)
 {
     memset(o, 0, sizeof *o);
-    o->config = "tiny", o->seed = 1, o->shards = 2;
+    o->config = "tiny", o->seed = 1, o->shards = 2, o->prefix = "";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         unsigned long long x = 0;
+        if (strcmp(a, "--kimi-k25") == 0) {
+            o->prefix = "language_model.";
+            continue;
+        }
         if (strcmp(a, "--force") == 0 || strcmp(a, "--fp8") == 0 || strcmp(a, "--fp8-dequantized") == 0) {
             if (a[2] == 'f' && a[3] == 'o')
                 o->force = 1;
@@ -179,6 +186,8 @@ static int write_config(const wopts_t *o, const arb_model_config_t *c, char *why
         json_object_set_new(tc, "quantization_config", q);
     }
     json_object_set_new(root, "arbench_synthetic_seed", json_integer((json_int_t)o->seed));
+    if (o->prefix[0] && !json_is_object(text)) /* Kimi-K2.5: the text model's config under text_config */
+        root = json_pack("{s:s, s:o}", "model_type", "kimi_k25", "text_config", root);
     return write_json(o->dir, "config.json", root, why, len);
 }
 
@@ -360,7 +369,7 @@ int main(int argc, char **argv)
     if (arb_config_load(o.config, &cfg, why, sizeof why) != ARB_OK ||
         arb_config_override(&cfg, &o.ov, why, sizeof why) != ARB_OK ||
         arb_shard_make(&cfg, 1, 0, o.wf, &sh, why, sizeof why) != ARB_OK ||
-        arb_wplan_make(&cfg, o.wf, &sh, "", &plan, why, sizeof why) != ARB_OK) {
+        arb_wplan_make(&cfg, o.wf, &sh, o.prefix, &plan, why, sizeof why) != ARB_OK) {
         fprintf(stderr, "arb-weights-write: %s\n", why);
         return 1;
     }

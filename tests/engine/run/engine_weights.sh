@@ -52,6 +52,11 @@ roundtrip|roundtrip_int4)
     "$check" "$tmp/load2.csv" --rows 2 --all "weights_source=$tmp/ck" --all weights=$w --positive load_s \
         --positive load_gbs || fail "rows: weights_source, load_s, load_gbs"
     "$check" "$tmp/gen2.csv" --rows 2 --all weights_source=seed || fail "rows of a seeded run: weights_source=seed"
+    # Kimi-K2.5's layout: names under language_model., the config under text_config
+    ckpt k25 --config tiny --weights $w --seed 1 --kimi-k25
+    engine 2 k25 --weights-dir "$tmp/k25" --seed 1
+    identical gen2 k25
+    grep -q "names under language_model\." "$tmp/k25.out" || fail "the language_model. prefix was not reported"
     ;;
 other_seed)
     # A checkpoint of other weights: the loaded model must differ from the seed's (the load is not ignored).
