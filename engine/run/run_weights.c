@@ -95,6 +95,12 @@ int arb_run_weights_open(arb_engine_run_t *r, char *msg, size_t len)
             snprintf(msg, len, "out of host memory");
             return -1;
         }
+        if (o->overrides.experts || o->overrides.vocab) {
+            snprintf(msg, len, "--%s with --weights-dir: the checkpoint's tensors have its config.json's %s "
+                     "(--layers may keep the first layers of a checkpoint; --experts and --vocab cannot cut one)",
+                     o->overrides.experts ? "experts" : "vocab", o->overrides.experts ? "n_routed_experts" : "vocab_size");
+            return -1;
+        }
         if (arb_wload_open(o->weights_dir, r->wload, msg, len) != ARB_OK) {
             free(r->wload);
             r->wload = NULL;

@@ -107,29 +107,33 @@ arb_status_t arb_wload_fill(const arb_wload_t *w, const arb_wplan_t *plan, arb_w
                            ck->dir, s->name);
         const uint64_t n = arb_wspec_rank_numel(s);
         const size_t fsize = arb_st_dtype_size(e->t->dtype), esize = arb_st_dtype_size(s->dtype);
-        void *out = grow_to(&raw, (size_t)n * (fsize > esize ? fsize : esize) + 1);
-        if (!out)
+        const void *data;
+        arb_wspec_view(ck, s, &data); /* contiguous in the mapping and in the engine's form: no copy */
+        void *out = data ? NULL : grow_to(&raw, (size_t)n * (fsize > esize ? fsize : esize) + 1);
+        if (!data && !out)
             ARB_RAISE_GOTO(rs, ARB_ERR_SYSTEM, done, why, len, "%s: out of host memory for tensor '%s' (%llu bytes)",
                            ck->dir, s->name, (unsigned long long)(n * fsize));
-        if (plan->fp8 && arb_wspec_is_fp8(ck, s)) {
+        if (!data && plan->fp8 && arb_wspec_is_fp8(ck, s)) {
             ARB_TRY_GOTO(rs, arb_wspec_read_fp8(ck, s, out, raw.cap, why, len), done);
             st.dequantized++;
-        } else {
+            data = out;
+        } else if (!data) {
             ARB_TRY_GOTO(rs, arb_wspec_read(ck, s, out, raw.cap, why, len), done);
+            data = out;
             if (e->t->dtype == ARB_ST_BF16 && s->dtype == ARB_ST_F32) { /* a bf16 router bias, widened */
                 float *f = grow_to(&wide, (size_t)n * 4 + 1);
                 if (!f)
                     ARB_RAISE_GOTO(rs, ARB_ERR_SYSTEM, done, why, len, "%s: out of host memory", ck->dir);
                 for (uint64_t k = 0; k < n; k++)
                     f[k] = arb_bf16_to_f32(((const uint16_t *)out)[k]);
-                out = f;
+                data = f;
             } else if (e->t->dtype != s->dtype) {
                 ARB_RAISE_GOTO(rs, ARB_ERR_INVALID, done, why, len, "%s: tensor '%s' is %s; the engine holds it as %s",
                                arb_ckpt_file(ck, e)->path, s->name, arb_st_dtype_name(e->t->dtype),
                                arb_st_dtype_name(s->dtype));
             }
         }
-        ARB_TRY_GOTO(rs, sink(ctx, s, out, (size_t)n * esize, why, len), done);
+        ARB_TRY_GOTO(rs, sink(ctx, s, data, (size_t)n * esize, why, len), done);
         st.bytes += n * fsize;
         st.tensors++;
         if (progress && now_s() - shown > 0.5) {

@@ -69,6 +69,19 @@ static arb_status_t check_fp8_scale(const arb_wplan_t *plan, const arb_ckpt_t *c
     return ARB_OK;
 }
 
+void arb_wspec_view(const arb_ckpt_t *ckpt, const arb_wspec_t *s, const void **p)
+{
+    *p = NULL;
+    const arb_ckpt_entry_t *e = arb_ckpt_find(ckpt, s->name);
+    if (!e || s->part == ARB_WPART_PACKED || s->part == ARB_WPART_SHAPE || e->t->dtype != s->dtype ||
+        (s->ndim == 2 && s->split == ARB_WSPLIT_COLS) || s->ndim != e->t->ndim || e->t->shape[0] != s->shape[0] ||
+        (s->ndim == 2 && e->t->shape[1] != s->shape[1]))
+        return;
+    const uint8_t *src = (const uint8_t *)arb_st_data(arb_ckpt_file(ckpt, e), e->t);
+    uint64_t row = s->ndim == 2 ? s->shape[1] * arb_st_dtype_size(s->dtype) : 0;
+    *p = s->ndim == 2 && s->split == ARB_WSPLIT_ROWS ? src + s->first * row : src;
+}
+
 int arb_wspec_is_fp8(const arb_ckpt_t *ckpt, const arb_wspec_t *s)
 {
     const arb_ckpt_entry_t *e = arb_ckpt_find(ckpt, s->name);

@@ -37,6 +37,11 @@ arb_status_t arb_wplan_check(const arb_wplan_t *plan, const arb_ckpt_t *ckpt, ui
 arb_status_t arb_wspec_read(const arb_ckpt_t *ckpt, const arb_wspec_t *s, void *dst, size_t dst_len, char *why,
                             size_t why_len);
 
+/* This rank's block of s as it lies in the mapping, when it is contiguous there and needs no
+ * conversion (a whole tensor or a block of rows, not INT4 words): *p points at it; else
+ * *p = NULL and arb_wspec_read copies. */
+void arb_wspec_view(const arb_ckpt_t *ckpt, const arb_wspec_t *s, const void **p);
+
 /* 1 when s is stored as FP8 in ckpt (and so read with arb_wspec_read_fp8). */
 int arb_wspec_is_fp8(const arb_ckpt_t *ckpt, const arb_wspec_t *s);
 

@@ -82,6 +82,8 @@ malformed)
     expect_error 1 "--weights bf16: $tmp/ck holds INT4 (compressed-tensors) routed experts" --weights-dir "$tmp/ck" \
         --backend cpu --weights bf16
     expect_error 1 "--config with --weights-dir" --weights-dir "$tmp/ck" --config tiny --backend cpu
+    expect_error 1 "--experts with --weights-dir: the checkpoint's tensors have its config.json's n_routed_experts" \
+        --weights-dir "$tmp/ck" --backend cpu --experts 8
     expect_error 1 "$tmp/nosuch/config.json" --weights-dir "$tmp/nosuch" --backend cpu
     sed 's/"quant_method": "compressed-tensors"/"quant_method": "awq"/' "$tmp/ck/config.json" >"$tmp/c.json" &&
         mv "$tmp/c.json" "$tmp/ck/config.json"
