@@ -16,6 +16,7 @@ mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 CI=${CI:-true}
 bd=${ARB_BUILD:-build-gpu}
 arb=$bd/harness/arbench write=$bd/engine/tools/arb-weights-write
+mpi="mpirun --allow-run-as-root --oversubscribe -np 1 -x NCCL_NVLS_ENABLE -x CI"
 status=0
 note() { echo "== $1"; }
 { date -u; nvidia-smi -L; } >"$out/machine.txt" 2>&1
@@ -37,10 +38,10 @@ t0=$(date +%s.%N)
 timeout 150 "$write" "$ck" $shape --seed 1 >"$out/write-kimi.log" 2>&1 || { note "write: FAILED"; cat "$out/write-kimi.log"; exit 1; }
 note "written in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s: $(cat "$out/write-kimi.log")"
 run="--backend gpu --tp-shape 8 --context 256 --steps 16 --impl noop --no-noop-replay --modes graph --seed 1"
-timeout 150 $arb engine $shape $run --out "$out/kimi-l4-synthetic.csv" --dump-tokens "$out/kimi-l4-synthetic.tok" \
-    >"$out/kimi-l4-synthetic.log" 2>&1 || { note "synthetic run: FAILED"; tail -5 "$out/kimi-l4-synthetic.log"; status=1; }
-timeout 150 $arb engine --weights-dir "$ck" $run --out "$out/kimi-l4-loaded.csv" --dump-tokens "$out/kimi-l4-loaded.tok" \
-    >"$out/kimi-l4-loaded.log" 2>&1 || { note "loaded run: FAILED"; tail -5 "$out/kimi-l4-loaded.log"; status=1; }
+timeout 150 $mpi $arb engine $shape $run --out "$out/kimi-l4-synthetic.csv" --dump-tokens "$out/kimi-l4-synthetic.tok" \
+    >"$out/kimi-l4-synthetic.log" 2>&1 || { note "synthetic run: FAILED"; grep -m3 "arbench engine" "$out/kimi-l4-synthetic.log"; status=1; }
+timeout 150 $mpi $arb engine --weights-dir "$ck" $run --out "$out/kimi-l4-loaded.csv" --dump-tokens "$out/kimi-l4-loaded.tok" \
+    >"$out/kimi-l4-loaded.log" 2>&1 || { note "loaded run: FAILED"; grep -m3 "arbench engine" "$out/kimi-l4-loaded.log"; status=1; }
 grep -E "^# weights:|model loaded from" "$out/kimi-l4-loaded.log"
 times() { # CSV: "decode MEDIAN us, verify MEDIAN us"
     awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "phase") p = i; if ($i == "median_us") m = i } }

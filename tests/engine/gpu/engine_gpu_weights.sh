@@ -10,12 +10,12 @@
 # usage: engine_gpu_weights.sh ARBENCH ARB_WEIGHTS_WRITE CHECK_CSV
 set -u
 arbench=$1 write=$2 check=$3
-tmp=$(mktemp -d /tmp/arbench-gpu-weights-XXXXXX) || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/../../common/tap.sh"
+one() { timeout 240 mpirun $mpirun_args -np 1 "$arbench" engine "$@"; }
 fail() { echo "FAIL: $*"; exit 1; }
 common="--backend gpu --impl noop --no-noop-replay --context 16 --prefill-chunk 5 --steps 8 --quiet"
 
-"$arbench" engine --config tiny $common --steps 1 --context 4 --out "$tmp/probe.csv" >"$tmp/probe.out" 2>&1
+one --config tiny $common --steps 1 --context 4 --out "$tmp/probe.csv" >"$tmp/probe.out" 2>&1
 rc=$?
 if [ $rc -eq 2 ] && grep -q -- "--backend gpu: " "$tmp/probe.out"; then
     echo "SKIP: $(grep -m1 -- "--backend gpu: " "$tmp/probe.out")"
@@ -25,7 +25,7 @@ fi
 
 engine() { # TAG ARGS...
     tag=$1; shift
-    "$arbench" engine $common --out "$tmp/$tag.csv" --dump-tokens "$tmp/$tag.tok" --dump-logits "$tmp/$tag.lg" "$@" \
+    one $common --out "$tmp/$tag.csv" --dump-tokens "$tmp/$tag.tok" --dump-logits "$tmp/$tag.lg" "$@" \
         >"$tmp/$tag.out" 2>&1 || { cat "$tmp/$tag.out"; fail "engine $tag ($*) exited $?"; }
 }
 identical() {
