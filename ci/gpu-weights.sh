@@ -5,7 +5,7 @@
 #   1. the GPU tests of the checkpoint load: the tiny model written by arb-weights-write
 #      (bf16 and INT4, two shards) on the GPU against the CPU reference fed the same tensors,
 #      and bit-identical to the generated weights ('engine gpu weights', 'engine gpu load layout');
-#   2. kimi-k2 shapes (one TP=8 rank, INT4 experts, --layers 4; --experts 16 and --vocab 32768
+#   2. kimi-k2 shapes (one TP=8 rank, INT4 experts, nccl on one rank at the sites, --layers 4; --experts 16 and --vocab 32768
 #      keep the written checkpoint near 4 GB): the step times from a written checkpoint
 #      against the synthetic path of the same seed (the same kernels on the same shapes: the
 #      same speed expected), their tokens compared, and the load's GB/s.
@@ -37,7 +37,7 @@ rm -rf "$ck"
 t0=$(date +%s.%N)
 timeout 150 "$write" "$ck" $shape --seed 1 >"$out/write-kimi.log" 2>&1 || { note "write: FAILED"; cat "$out/write-kimi.log"; exit 1; }
 note "written in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s: $(cat "$out/write-kimi.log")"
-run="--backend gpu --tp-shape 8 --context 256 --steps 16 --impl noop --no-noop-replay --modes graph --seed 1"
+run="--backend gpu --tp-shape 8 --context 256 --steps 16 --impl nccl --no-noop-replay --modes graph --seed 1"
 timeout 150 $mpi $arb engine $shape $run --out "$out/kimi-l4-synthetic.csv" --dump-tokens "$out/kimi-l4-synthetic.tok" \
     >"$out/kimi-l4-synthetic.log" 2>&1 || { note "synthetic run: FAILED"; grep -m3 "arbench engine" "$out/kimi-l4-synthetic.log"; status=1; }
 timeout 150 $mpi $arb engine --weights-dir "$ck" $run --out "$out/kimi-l4-loaded.csv" --dump-tokens "$out/kimi-l4-loaded.tok" \

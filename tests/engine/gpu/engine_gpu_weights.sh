@@ -7,13 +7,15 @@
 #   - gives bit-identical tokens and logits to the GPU's own generated weights of that seed
 #     (graph and eager), at TP=1 and (INT4) as shard 0 of --tp-shape 2 (this rank's slices only);
 #   - from FP8 blocks, bit-identical to the same values stored as bf16.
+# One rank with nccl at the sites (a one-rank all-reduce: the full model's arithmetic, as the
+# CPU reference's local residual; noop would leave the partial sums out).
 # usage: engine_gpu_weights.sh ARBENCH ARB_WEIGHTS_WRITE CHECK_CSV
 set -u
 arbench=$1 write=$2 check=$3
 . "$(dirname "$0")/../../common/tap.sh"
 one() { timeout 240 mpirun $mpirun_args -np 1 "$arbench" engine "$@"; }
 fail() { echo "FAIL: $*"; exit 1; }
-common="--backend gpu --impl noop --no-noop-replay --context 16 --prefill-chunk 5 --steps 8 --quiet"
+common="--backend gpu --impl nccl --no-noop-replay --context 16 --prefill-chunk 5 --steps 8 --quiet"
 
 one --config tiny $common --steps 1 --context 4 --out "$tmp/probe.csv" >"$tmp/probe.out" 2>&1
 rc=$?
