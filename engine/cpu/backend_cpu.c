@@ -23,7 +23,8 @@ static arb_status_t cpu_create(const arb_engine_setup_t *s, arb_inst_t *const *s
                               .tp_shape = s->tp_shape, .shard_first = s->shard_first,
                               .shard_count = s->shard_count, .max_tokens = s->max_tokens,
                               .context = s->positions, .sites = sites, .sites_t1 = sites_t1,
-                              .fusion = ARB_FUSION_AUTO, .naux = s->naux, .aux_layers = s->aux_layers};
+                              .fusion = ARB_FUSION_AUTO, .naux = s->naux, .aux_layers = s->aux_layers,
+                              .wload = s->wload, .load_progress = s->load_progress, .load_stats = s->load_stats};
     return arb_cpu_model_create(&o, (arb_cpu_model_t **)model, why, len);
 }
 

@@ -118,7 +118,7 @@ arb_status_t arb_cpu_model_create(const arb_cpu_model_opts_t *opts, arb_cpu_mode
         ARB_RAISE_GOTO(st, ARB_ERR_SYSTEM, err, why, len, "cpu reference: out of host memory for the draft's hidden states");
     ARB_TRY_GOTO(st, alloc_scratch(m, why, len), err);
     ARB_TRY_GOTO(st, alloc_parts(m, why, len), err);
-    ARB_TRY_GOTO(st, arb_cpu_weights_generate(m, why, len), err);
+    ARB_TRY_GOTO(st, opts->wload ? arb_cpu_weights_load(m, why, len) : arb_cpu_weights_generate(m, why, len), err);
     *out = m;
     return ARB_OK;
 err:
@@ -163,6 +163,10 @@ static void keep_aux(struct arb_cpu_model *m, unsigned l, unsigned T, unsigned p
 void arb_cpu_model_embed(const arb_cpu_model_t *m, uint32_t token, uint16_t *out)
 {
     const unsigned H = m->c->hidden_size;
+    if (m->embed) { /* loaded (--weights-dir) or held as a table */
+        memcpy(out, m->embed + (size_t)token * H, (size_t)H * 2);
+        return;
+    }
     const float ce = (float)sqrt(3.0);
     for (unsigned j = 0; j < H; j++)
         out[j] = arb_f32_to_bf16(ce * arb_wgen_uniform(m->o.seed, ARB_W_EMBED, 0, (uint64_t)token * H + j));

@@ -17,6 +17,7 @@
 #include "runtime/instance.h"
 #include "model/rope.h"
 #include "model/shard.h"
+#include "weights/load.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,6 +42,14 @@ typedef struct arb_cpu_model_opts {
      * (ascending; naux 0: none) is kept per position, [context x naux x H] bf16 */
     unsigned naux;
     const unsigned *aux_layers;
+    /* NULL: weights generated from seed. Else read from this checkpoint (engine/weights/load.h;
+     * its plan for the held range was checked by the caller or is checked here); format must
+     * be the checkpoint's. load_progress: a progress line on stderr; load_stats (may be NULL):
+     * what the load read and how long it took. */
+    const arb_wload_t *wload;
+    int load_progress;
+    arb_wload_stats_t *load_stats;
+    int hold_embed; /* 1: keep embed_tokens as a [V x H] table (generated), as a loaded model does */
 } arb_cpu_model_opts_t;
 
 typedef struct arb_cpu_model arb_cpu_model_t;
@@ -82,6 +91,11 @@ const uint16_t *arb_cpu_model_hidden(const arb_cpu_model_t *m);
 #define ARB_CPU_REF_MARGIN_MIN 4e9
 #define ARB_CPU_REF_BUDGET_UNKNOWN 8e9
 double arb_cpu_ref_host_budget(double mem_available, unsigned local_ranks, double *margin);
+
+/* Where the model holds the block of spec s (a plan of its held range, engine/weights/names.h),
+ * in the engine's form of engine/weights/load.h; *bytes its size. NULL when it holds no such
+ * tensor (embed_tokens of a model without hold_embed). Loading writes there; a writer reads. */
+void *arb_cpu_model_weight(arb_cpu_model_t *m, const arb_wspec_t *s, size_t *bytes);
 
 void arb_cpu_model_destroy(arb_cpu_model_t *m);
 

@@ -46,6 +46,7 @@ struct arb_cpu_model {
     arb_shard_t sh; /* the held range (sh.rank = shard_first) */
     arb_rope_t rope;
     arb_cpu_layer_t *layers;
+    uint16_t *embed;      /* [V x H] embed_tokens when held (loaded, or opts.hold_embed); NULL: generated per token */
     uint16_t *final_norm; /* [H] */
     uint16_t *lm_head;    /* [V_r x H] */
     /* step state, T <= max_tokens rows each */
@@ -65,6 +66,10 @@ struct arb_cpu_model {
 
 /* cpu_ref_weights.c */
 arb_status_t arb_cpu_weights_generate(struct arb_cpu_model *m, char *why, size_t why_len);
+/* The same arrays, allocated and left zero (filled from a checkpoint: cpu_ref_load.c). */
+arb_status_t arb_cpu_weights_alloc(struct arb_cpu_model *m, char *why, size_t why_len);
+/* cpu_ref_load.c: every weight of the held range from opts.wload. */
+arb_status_t arb_cpu_weights_load(struct arb_cpu_model *m, char *why, size_t why_len);
 void arb_cpu_weights_free(struct arb_cpu_model *m);
 
 /* cpu_ref_mlp.c: part[T x H] of layer l's MLP (dense or MoE) for h[T x H]. */

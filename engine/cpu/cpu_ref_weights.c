@@ -68,7 +68,8 @@ static void gen_int4(int32_t *q, uint16_t *s, uint64_t seed, uint32_t t, uint32_
     }
 }
 
-arb_status_t arb_cpu_weights_generate(struct arb_cpu_model *m, char *why, size_t len)
+/* Allocates every weight of the held shard range and, with fill, generates it. */
+static arb_status_t build(struct arb_cpu_model *m, int fill, char *why, size_t len)
 {
     const arb_model_config_t *c = m->c;
     const arb_shard_t *sh = &m->sh;
@@ -97,16 +98,18 @@ arb_status_t arb_cpu_weights_generate(struct arb_cpu_model *m, char *why, size_t
         L->cache_kpe = alloc_bf((size_t)ctx * dr, &fail);
         if (fail)
             break;
-        gen_norm(L->attn_norm, H, seed, ARB_W_ATTN_NORM, l);
-        gen_block(L->q_a, seed, ARB_W_Q_A, l, 0, 0, rq, 0, H, H, (float)c64_of(H, 0, Lz));
-        gen_norm(L->q_a_norm, rq, seed, ARB_W_Q_A_NORM, l);
-        gen_block(L->q_b, seed, ARB_W_Q_B, l, 0, sh->q_b_row0, sh->q_b_rows, 0, rq, rq, (float)c64_of(rq, 0, Lz));
-        gen_block(L->kv_a, seed, ARB_W_KV_A, l, 0, 0, rkv + dr, 0, H, H, (float)c64_of(H, 0, Lz));
-        gen_norm(L->kv_a_norm, rkv, seed, ARB_W_KV_A_NORM, l);
-        gen_block(L->kv_b, seed, ARB_W_KV_B, l, 0, sh->kv_b_row0, sh->kv_b_rows, 0, rkv, rkv,
-                  (float)c64_of(rkv, 0, Lz));
-        gen_block(L->o, seed, ARB_W_O, l, 0, 0, H, sh->o_col0, sh->o_cols, nh * dv, (float)c64_of(nh * dv, 1, Lz));
-        gen_norm(L->ffn_norm, H, seed, ARB_W_FFN_NORM, l);
+        if (fill) {
+            gen_norm(L->attn_norm, H, seed, ARB_W_ATTN_NORM, l);
+            gen_block(L->q_a, seed, ARB_W_Q_A, l, 0, 0, rq, 0, H, H, (float)c64_of(H, 0, Lz));
+            gen_norm(L->q_a_norm, rq, seed, ARB_W_Q_A_NORM, l);
+            gen_block(L->q_b, seed, ARB_W_Q_B, l, 0, sh->q_b_row0, sh->q_b_rows, 0, rq, rq, (float)c64_of(rq, 0, Lz));
+            gen_block(L->kv_a, seed, ARB_W_KV_A, l, 0, 0, rkv + dr, 0, H, H, (float)c64_of(H, 0, Lz));
+            gen_norm(L->kv_a_norm, rkv, seed, ARB_W_KV_A_NORM, l);
+            gen_block(L->kv_b, seed, ARB_W_KV_B, l, 0, sh->kv_b_row0, sh->kv_b_rows, 0, rkv, rkv,
+                      (float)c64_of(rkv, 0, Lz));
+            gen_block(L->o, seed, ARB_W_O, l, 0, 0, H, sh->o_col0, sh->o_cols, nh * dv, (float)c64_of(nh * dv, 1, Lz));
+            gen_norm(L->ffn_norm, H, seed, ARB_W_FFN_NORM, l);
+        }
         (void)dn;
         if (L->dense) {
             L->gate = alloc_bf((size_t)sh->dense_inter * H, &fail);
@@ -114,6 +117,8 @@ arb_status_t arb_cpu_weights_generate(struct arb_cpu_model *m, char *why, size_t
             L->down = alloc_bf((size_t)H * sh->dense_inter, &fail);
             if (fail)
                 break;
+            if (!fill)
+                continue;
             gen_block(L->gate, seed, ARB_W_DENSE_GATE, l, 0, sh->dense_inter0, sh->dense_inter, 0, H, H,
                       (float)c64_of(H, 0, Lz));
             gen_block(L->up, seed, ARB_W_DENSE_UP, l, 0, sh->dense_inter0, sh->dense_inter, 0, H, H,
@@ -145,6 +150,8 @@ arb_status_t arb_cpu_weights_generate(struct arb_cpu_model *m, char *why, size_t
         }
         if (fail)
             break;
+        if (!fill)
+            continue;
         gen_block(L->router, seed, ARB_W_ROUTER, l, 0, 0, E, 0, H, H, (float)c64_of(H, 0, Lz));
         for (unsigned e = 0; e < E; e++)
             L->bias[e] = 0.01f * arb_wgen_uniform(seed, ARB_W_ROUTER_BIAS, l, e);
@@ -174,14 +181,30 @@ arb_status_t arb_cpu_weights_generate(struct arb_cpu_model *m, char *why, size_t
         }
     }
     if (!fail) {
+        if (m->o.hold_embed || m->o.wload)
+            m->embed = alloc_bf((size_t)c->vocab_size * H, &fail);
         m->final_norm = alloc_bf(H, &fail);
         m->lm_head = alloc_bf((size_t)sh->vocab * H, &fail);
     }
     if (fail)
         ARB_RAISE(ARB_ERR_SYSTEM, why, len, "cpu reference: out of host memory for the weights");
+    if (!fill)
+        return ARB_OK;
+    if (m->embed)
+        gen_block(m->embed, seed, ARB_W_EMBED, 0, 0, 0, c->vocab_size, 0, H, H, (float)sqrt(3.0));
     gen_norm(m->final_norm, H, seed, ARB_W_FINAL_NORM, 0);
     gen_block(m->lm_head, seed, ARB_W_LM_HEAD, 0, 0, sh->vocab0, sh->vocab, 0, H, H, (float)c64_of(H, 0, Lz));
     return ARB_OK;
+}
+
+arb_status_t arb_cpu_weights_generate(struct arb_cpu_model *m, char *why, size_t len)
+{
+    return build(m, 1, why, len);
+}
+
+arb_status_t arb_cpu_weights_alloc(struct arb_cpu_model *m, char *why, size_t len)
+{
+    return build(m, 0, why, len);
 }
 
 void arb_cpu_weights_free(struct arb_cpu_model *m)
@@ -198,8 +221,9 @@ void arb_cpu_weights_free(struct arb_cpu_model *m)
         }
         free(m->layers);
     }
+    free(m->embed);
     free(m->final_norm);
     free(m->lm_head);
     m->layers = NULL;
-    m->final_norm = m->lm_head = NULL;
+    m->embed = m->final_norm = m->lm_head = NULL;
 }

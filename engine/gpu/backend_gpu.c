@@ -99,7 +99,16 @@ static arb_status_t gpu_create(const arb_engine_setup_t *s, arb_inst_t *const *s
     ARB_TRY_GOTO(st, model_opts(s, sites, sites_t1, &o, why, len), err);
     g->layers = c->num_hidden_layers, g->topk = c->num_experts_per_tok;
     ARB_TRY_GOTO(st, arb_gpu_model_create(&o, &g->m, why, len), err);
-    ARB_TRY_GOTO(st, arb_gpu_model_generate(g->m, why, len), err);
+    if (s->wload) { /* --weights-dir: this rank's slices, checked before anything was allocated */
+        arb_wplan_t plan;
+        ARB_TRY_GOTO(st, arb_wload_plan(s->wload, c, &s->shard, &plan, NULL, why, len), err);
+        st = arb_gpu_model_load(g->m, s->wload, &plan, s->load_progress, s->load_stats, why, len);
+        arb_wplan_free(&plan);
+        if (st != ARB_OK)
+            goto err;
+    } else {
+        ARB_TRY_GOTO(st, arb_gpu_model_generate(g->m, why, len), err);
+    }
     *model = g;
     return ARB_OK;
 err:

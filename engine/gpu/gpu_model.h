@@ -8,6 +8,7 @@
  *   arb_gpu_model_plan      bytes by kind, before anything is allocated (memory plan)
  *   arb_gpu_model_create    allocate (collective when call sites have instances)
  *   arb_gpu_model_generate  fill the weights from the seed (seconds for a 70 GB shard)
+ *   arb_gpu_model_load      or from a checkpoint (engine/weights/load.h)
  *   arb_gpu_model_set_input token ids and P0 into device memory (outside any capture)
  *   arb_gpu_model_step      enqueue one step on a stream; capturable: it reads the tokens
  *                           and P0 from device memory, so one CUDA graph per T replays
@@ -30,6 +31,7 @@
 
 #include "arbench/plugin.h"
 #include "runtime/instance.h"
+#include "weights/load.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -125,6 +127,21 @@ arb_status_t arb_gpu_model_create(const arb_gpu_model_opts_t *opts, arb_gpu_mode
 
 /* Fill every weight from opts.seed on the device and zero the cache; synchronizes. */
 arb_status_t arb_gpu_model_generate(arb_gpu_model_t *m, char *why, size_t why_len);
+
+/* Fill every weight from a checkpoint instead of the seed (gpu_model_load.cu): plan is this
+ * rank's (arb_wload_plan of shard `shard` of tp_shape, already checked), each block placed
+ * where the layout put its tensor, staged through two pinned host chunks of 64 MB (one
+ * fills while the other's copies run); routed INT4 experts reshuffled on the host into the
+ * fragment layout (kernels/moe_int4_layout.h). Zeroes the cache; synchronizes. stats (may
+ * be NULL): bytes read and the seconds until the last copy finished. */
+arb_status_t arb_gpu_model_load(arb_gpu_model_t *m, const arb_wload_t *w, const arb_wplan_t *plan, int progress,
+                                arb_wload_stats_t *stats, char *why, size_t why_len);
+
+/* The host side of that reshuffle, one expert's [rows x cols] matrix (rows a multiple of
+ * 16, cols of 32): packed words in the engine's nibbles, row-major [rows x cols/8], to the
+ * fragment layout's words; its scales [rows x cols/32] to the fragment layout's. */
+void arb_gpu_int4_to_frag(const int32_t *src, uint32_t *dst, unsigned rows, unsigned cols);
+void arb_gpu_scales_to_frag(const uint16_t *src, uint16_t *dst, unsigned rows, unsigned cols);
 
 /* Copy T token ids and the position P0 of the first into the model's device inputs,
  * enqueued on stream (not inside a capture). Fails when T > max_tokens or

@@ -32,6 +32,12 @@ typedef struct arb_engine_setup {
     /* --draft-dir: the target layers whose outputs the EAGLE-3 draft fuses (naux 0: none) */
     unsigned naux;
     unsigned aux_layers[4];
+    /* --weights-dir: the checkpoint every model of the run is read from (engine/weights/load.h),
+     * NULL: weights generated from --seed. load_progress: a progress line (rank 0's terminal);
+     * load_stats: the last load's bytes and time, written by create. */
+    const struct arb_wload *wload;
+    int load_progress;
+    struct arb_wload_stats *load_stats;
 } arb_engine_setup_t;
 
 /* Where one step's time goes by kind of launch (the backend's names: "qkv_a", "attend", ...). */

@@ -9,7 +9,7 @@
 
 int arb_engine_agree(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **argv, char *msg, size_t len)
 {
-    static const char *const file_opts[] = {"--config", "--profile", NULL};
+    static const char *const file_opts[] = {"--config", "--profile", "--prompt-ids", NULL};
     arb_agree_t *a = malloc(sizeof *a);
     if (arb_agree_failure(m, !a, msg, len) >= 0) {
         free(a);
@@ -22,6 +22,8 @@ int arb_engine_agree(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **
     arb_agree_file(a, "--config", arb_config_path(o->config, path, sizeof path) >= 0 ? path : o->config);
     if (o->profile[0])
         arb_agree_file(a, "--profile", o->profile);
+    if (o->prompt_ids[0])
+        arb_agree_file(a, "--prompt-ids", o->prompt_ids);
     int rc = arb_agree_check(a, m, msg, len);
     free(a);
     return rc;

@@ -54,7 +54,13 @@ void arb_engine_opts_usage(FILE *f)
             "                      cpu backend): its own proposals, greedy acceptance measured, one spec row per mode\n"
             "  --dump-tokens FILE  write every step's greedy tokens (rank 0), for tests\n"
             "  --dump-logits FILE  write the last step's logits of rank 0's shard, for tests\n"
-            "  --force             replace existing --dump-tokens / --dump-logits files\n"
+            "  --weights-dir DIR   load a Hugging Face checkpoint (DIR/config.json, model.safetensors[.index.json]):\n"
+            "                      bf16, FP8 128x128 blocks (dequantized to bf16) or compressed-tensors INT4 experts;\n"
+            "                      each rank reads its own slices (--config and --weights come from DIR)\n"
+            "  --prompt-ids FILE   the prompt as token ids: decimal integers separated by whitespace; it fills\n"
+            "                      the cache (--context defaults to its length)\n"
+            "  --out-ids FILE      write the greedy continuation's token ids (rank 0), the same format\n"
+            "  --force             replace existing --dump-tokens / --dump-logits / --out-ids files\n"
             "  --quiet             no progress lines\n"
             "  --profile FILE      per-site choice from a profile of arbench profile (CSV or JSON); no match: nccl\n"
             "  --tune              first sweep exactly the call-site shapes, write that profile next to --out, use it\n"
@@ -63,7 +69,8 @@ void arb_engine_opts_usage(FILE *f)
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
        O_CHUNK, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
-       O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE, O_DRAFT };
+       O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE, O_DRAFT,
+       O_WDIR, O_PROMPT, O_OUTIDS };
 
 /* --accept-rate P[,P...]: probabilities in 0..1, at most ARB_ENGINE_MAX_RATES, none twice. */
 static int parse_rates(const char *v, arb_engine_opts_t *o, char *err, size_t len)
@@ -183,6 +190,8 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"baseline", required_argument, 0, O_BASELINE}, {"append", no_argument, 0, O_APPEND},
         {"force", no_argument, 0, O_FORCE},
         {"draft-dir", required_argument, 0, O_DRAFT},
+        {"weights-dir", required_argument, 0, O_WDIR}, {"prompt-ids", required_argument, 0, O_PROMPT},
+        {"out-ids", required_argument, 0, O_OUTIDS},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0},
     };
     arb_engine_opts_defaults(o);
@@ -192,8 +201,15 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         int bad = 0;
         switch (c) {
-        case O_CONFIG: bad = parse_path("--config", optarg, o->config, sizeof o->config, err, len); break;
+        case O_CONFIG:
+            bad = parse_path("--config", optarg, o->config, sizeof o->config, err, len);
+            o->config_given = 1;
+            break;
+        case O_WDIR: bad = parse_path("--weights-dir", optarg, o->weights_dir, sizeof o->weights_dir - 16, err, len); break;
+        case O_PROMPT: bad = parse_path("--prompt-ids", optarg, o->prompt_ids, sizeof o->prompt_ids, err, len); break;
+        case O_OUTIDS: bad = parse_path("--out-ids", optarg, o->out_ids, sizeof o->out_ids, err, len); break;
         case O_WEIGHTS:
+            o->weights_given = 1;
             if (strcmp(optarg, "bf16") == 0)
                 o->weights = ARB_WEIGHTS_BF16;
             else if (strcmp(optarg, "int4") == 0)
@@ -208,7 +224,10 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         case O_EXPERTS: bad = parse_uint("--experts", optarg, 1, 1024, &o->overrides.experts, err, len); break;
         case O_TOPK: bad = parse_uint("--topk", optarg, 1, 64, &o->overrides.topk, err, len); break;
         case O_VOCAB: bad = parse_uint("--vocab", optarg, 1, 1u << 24, &o->overrides.vocab, err, len); break;
-        case O_CONTEXT: bad = parse_uint("--context", optarg, 0, 1u << 20, &o->context, err, len); break;
+        case O_CONTEXT:
+            bad = parse_uint("--context", optarg, 0, 1u << 20, &o->context, err, len);
+            o->context_given = 1;
+            break;
         case O_STEPS: bad = parse_uint("--steps", optarg, 1, 100000, &o->steps, err, len); break;
         case O_SPECK: bad = parse_uint("--spec-k", optarg, 1, 63, &o->spec_k, err, len); break;
         case O_CHUNK: bad = parse_uint("--prefill-chunk", optarg, 1, 4096, &o->prefill_chunk, err, len); break;
@@ -268,6 +287,12 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         snprintf(err, len, "--accept-rate with --draft-dir: the draft head's acceptance is measured, --accept-rate plants one (give one or the other)");
         return -1;
     }
+    if (o->weights_dir[0] && o->config_given) {
+        snprintf(err, len, "--config with --weights-dir: the model is the checkpoint's DIR/config.json (give one or the other)");
+        return -1;
+    }
+    if (o->weights_dir[0])
+        snprintf(o->config, sizeof o->config, "%.1000s/config.json", o->weights_dir);
     if (o->profile[0] && o->tune) {
         snprintf(err, len, "--profile with --tune: --tune measures its own profile (give one or the other)");
         return -1;

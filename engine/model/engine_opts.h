@@ -63,7 +63,12 @@ typedef struct arb_engine_opts {
     double accept_rates[ARB_ENGINE_MAX_RATES];
     unsigned naccept;
     int append; /* --append: add rows to an existing --out */
-    int force;  /* --force: replace existing --dump-tokens / --dump-logits files */
+    int force;  /* --force: replace existing --dump-tokens / --dump-logits / --out-ids files */
+    /* real weights and tokens (engine/run/run_weights.h) */
+    char weights_dir[1024];  /* --weights-dir DIR: a Hugging Face checkpoint; config = DIR/config.json */
+    char prompt_ids[4096];   /* --prompt-ids FILE: the prompt as token ids (decimal, whitespace-separated) */
+    char out_ids[4096];      /* --out-ids FILE: the greedy continuation's ids, the same format */
+    int config_given, weights_given, context_given; /* the option was on the command line */
     char draft_dir[4096]; /* --draft-dir DIR: an EAGLE-3 draft head (engine/draft); measured acceptance */
 } arb_engine_opts_t;
 

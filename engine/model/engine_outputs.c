@@ -12,10 +12,11 @@ static int check(const arb_engine_opts_t *o, const char *const *header, unsigned
     char config[1024];
     if (arb_config_path(o->config, config, sizeof config) < 0)
         config[0] = '\0';
-    const arb_io_file_t files[] = {{"--out", o->out}, {"--dump-tokens", o->dump_tokens},
-                                   {"--dump-logits", o->dump_logits}, {"--config", config},
-                                   {"--profile", o->profile}};
-    const size_t nout = 3, nfiles = sizeof files / sizeof files[0];
+    const arb_io_file_t files[] = {{"--out", o->out},           {"--dump-tokens", o->dump_tokens},
+                                   {"--dump-logits", o->dump_logits}, {"--out-ids", o->out_ids},
+                                   {"--config", config},          {"--profile", o->profile},
+                                   {"--prompt-ids", o->prompt_ids}};
+    const size_t nout = 4, nfiles = sizeof files / sizeof files[0];
     arb_io_file_t others[sizeof files / sizeof files[0]];
     for (size_t i = 0; i < nout; i++) {
         if (!files[i].path[0])

@@ -23,6 +23,7 @@
 #include "run/run_profile.h"
 #include "run/run_rows.h"
 #include "run/run_state.h"
+#include "run/run_weights.h"
 #include "sweep/report.h"
 #include "sweep/runner.h"
 #include "topo/topo.h"
@@ -59,7 +60,7 @@ static int setup_model(arb_engine_run_t *r, char *msg, size_t len)
     const arb_engine_opts_t *o = r->o;
     arb_engine_setup_t *s = &r->s;
     if (arb_config_load(o->config, &r->cfg, msg, len) != ARB_OK ||
-        arb_config_override(&r->cfg, &o->overrides, msg, len) != ARB_OK)
+        arb_config_override(&r->cfg, &o->overrides, msg, len) != ARB_OK || arb_run_weights_open(r, msg, len) != 0)
         return -1;
     const unsigned N = (unsigned)r->m->nranks, K = o->tp_shape ? o->tp_shape : N;
     if (N > K) {
@@ -86,7 +87,7 @@ static int setup_model(arb_engine_run_t *r, char *msg, size_t len)
     if (dbg && *dbg)
         s->shard_first = (unsigned)atoi(dbg) % K, s->shard_count = 1;
     if (arb_shard_make_range(&r->cfg, K, s->shard_first, s->shard_count, o->weights, &s->shard, msg, len) != ARB_OK ||
-        arb_rope_make(&r->cfg, &s->rope, msg, len) != ARB_OK)
+        arb_rope_make(&r->cfg, &s->rope, msg, len) != ARB_OK || arb_run_weights_check(r, msg, len) != 0)
         return -1;
     s->max_tokens = o->spec_k + 1 > o->prefill_chunk ? o->spec_k + 1 : o->prefill_chunk;
     s->positions = o->context + o->steps + o->spec_k + 1;
@@ -236,7 +237,8 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
     int rc = 2;
     if (!r)
         return 2;
-    r->o = o, r->m = m, r->argc = argc, r->argv = argv;
+    r->opts = *o; /* --weights-dir and --prompt-ids may set --weights and --context */
+    r->o = o = &r->opts, r->m = m, r->argc = argc, r->argv = argv;
     r->bandwidth = -1, r->check_max_logit_diff = -1;
     r->progress = m->rank == 0 && !o->quiet && arb_progress_wanted(); /* the launcher's terminal counts (sweep/report.h) */
     r->be = o->backend == ARB_ENGINE_CPU ? &arb_engine_backend_cpu : arb_engine_backend_gpu();
@@ -324,6 +326,7 @@ out_close:
     arb_run_close_profile(r);
     arb_run_close_baseline(r);
 out:
+    arb_run_weights_close(r);
     free(r);
     return rc;
 }

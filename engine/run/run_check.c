@@ -56,6 +56,7 @@ arb_status_t arb_run_check(arb_stepper_t *gpu, uint32_t gpu_g0, char *why, size_
     arb_stepper_t g = *gpu;
     g.mode = ARB_MODE_EAGER;
     arb_engine_setup_t cs = r->s;
+    cs.load_stats = NULL; /* the rows keep the checked model's load, not the reference's */
     cs.cuda_device = -1;
     if (!sites)
         ARB_RAISE(ARB_ERR_SYSTEM, why, len, "out of host memory");

@@ -10,6 +10,7 @@
 #include "base/outfile.h"
 #include "run/run_check.h"
 #include "run/run_spec.h"
+#include "run/run_weights.h"
 #include "run/step.h"
 
 static int lowest_mode(unsigned modes)
@@ -116,6 +117,8 @@ static arb_status_t decode_phase(arb_stepper_t *s, uint32_t g0, arb_phase_result
         if (!tf || arb_outfile_commit(&dtf, owhy, sizeof owhy))
             fprintf(stderr, "# --dump-tokens %s: cannot write the file (%s)\n", r->o->dump_tokens, owhy);
     }
+    if (st == ARB_OK && dump)
+        arb_run_write_out_ids(r, pr->tokens, S + k + 1); /* --out-ids (engine/run/run_weights.h) */
     if (st == ARB_OK) {
         pr->bytes = bsum / S, pr->experts = esum / S;
         st = finish_times(pr, why, len);
@@ -220,6 +223,8 @@ arb_status_t arb_run_config(arb_engine_run_t *r, arb_runcfg_t *c, char *why, siz
 {
     void *model = NULL;
     arb_status_t st = arb_run_agree(r, r->be->create(&r->s, c->sites, c->sites_t1, &model, why, len), why, len);
+    if (st == ARB_OK)
+        arb_run_report_load(r, arb_cfg_role_names[c->role]); /* --weights-dir: time and GB/s */
     arb_stepper_t s = {0};
     if (st == ARB_OK)
         st = arb_stepper_init(&s, r, r->be, c, model, ARB_MODE_EAGER, ARB_STEP_BYTES, why, len);

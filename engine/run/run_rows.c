@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "results/results.h"
+#include "run/run_weights.h"
 
 /* The sweep's metadata columns (docs/results.md), then the engine's. */
 #define ARB_ENGINE_COLUMNS(X)                                                                    \
@@ -21,7 +22,8 @@
     X(moe_cublas_gbs) X(moe_speedup) X(accept_rate) X(accepted_per_cycle) X(agree) X(check_agree) X(check_logit_diff) X(logit_tol)    \
     X(greedy) X(note) X(samples_us)                                                              \
     X(draft_us) X(verify_us) X(spec_ratio) X(break_even)                                         \
-    X(ab_role) X(ab_baseline) X(ab_speedup) X(ab_ci_lo) X(ab_ci_hi) X(ab_agree)
+    X(ab_role) X(ab_baseline) X(ab_speedup) X(ab_ci_lo) X(ab_ci_hi) X(ab_agree)                  \
+    X(weights_source) X(load_s) X(load_gbs)
 
 enum {
 #define ARB_EC(name) EC_##name,
@@ -103,6 +105,13 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
              c->spec.params[0] ? ":" : "", c->spec.params);
     f[EC_fusion] = c->fusion;
     snprintf(t->b[EC_note], 96, "%s", c->note); /* a fallback serving these sites, if any */
+    if (r->wload) { /* --weights-dir: the checkpoint and the last load of it (engine/run/run_weights.h) */
+        f[EC_weights_source] = r->wload->dir;
+        snprintf(t->b[EC_load_s], 96, "%.6f", r->load_stats.seconds);
+        snprintf(t->b[EC_load_gbs], 96, "%.3f", arb_run_load_gbs(r));
+    } else {
+        snprintf(t->b[EC_weights_source], 96, "seed");
+    }
 }
 
 /* The row of result p (phase `phase`); q: the compute-only configuration's result of the

@@ -21,6 +21,7 @@
 #include "runtime/loader.h"
 #include "stats/ab.h"
 #include "stats/spec.h"
+#include "weights/load.h"
 
 #define ARB_ENGINE_MAX_CFGS 4
 #define ARB_ENGINE_MAX_INSTS 8 /* distinct instances of one configuration */
@@ -94,7 +95,8 @@ struct arb_engine_run;
 typedef void (*arb_row_sink_fn)(struct arb_engine_run *r, const arb_run_row_t *row);
 
 typedef struct arb_engine_run {
-    const arb_engine_opts_t *o;
+    const arb_engine_opts_t *o; /* &opts */
+    arb_engine_opts_t opts;     /* the command line's, with what the checkpoint and the prompt decide (run_weights.h) */
     arb_mpi_t *m;
     int argc;
     char **argv;
@@ -114,6 +116,11 @@ typedef struct arb_engine_run {
     char out[4096];
     arb_draft_config_t dcfg; /* --draft-dir: the EAGLE-3 head's config and this rank's shard of it */
     arb_draft_shard_t dshard;
+    /* real weights and tokens (engine/run/run_weights.h) */
+    arb_wload_t *wload;          /* --weights-dir, NULL: weights from --seed */
+    arb_wload_stats_t load_stats; /* the last model's load */
+    uint32_t *prompt;            /* --prompt-ids [nprompt], NULL: the seeded prompt */
+    unsigned nprompt;
 } arb_engine_run_t;
 
 /* Speculative phases per mode: one measured with --draft-dir, else one per --accept-rate. */

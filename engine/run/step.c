@@ -13,6 +13,8 @@
 
 uint32_t arb_prompt_token(const arb_engine_run_t *r, unsigned pos)
 {
+    if (r->prompt) /* --prompt-ids: context = nprompt, so pos < nprompt */
+        return r->prompt[pos < r->nprompt ? pos : r->nprompt - 1];
     return arb_wgen_below(r->o->seed, ARB_W_PROMPT, 0, pos, r->cfg.vocab_size);
 }
 

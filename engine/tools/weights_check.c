@@ -36,15 +36,17 @@ static int parse_uint(const char *s, unsigned *out)
     return 0;
 }
 
-static int check_rank(const arb_model_config_t *cfg, arb_weight_format_t wf, const arb_ckpt_t *ck, const char *prefix,
-                      unsigned k, unsigned r, char *why, size_t len)
+static int check_rank(const arb_model_config_t *cfg, const arb_ckpt_quant_t *q, const arb_ckpt_t *ck,
+                      const char *prefix, unsigned k, unsigned r, char *why, size_t len)
 {
+    const arb_weight_format_t wf = q->experts;
     arb_shard_t sh;
     arb_wplan_t plan;
     uint64_t bytes = 0;
     if (arb_shard_make(cfg, k, r, wf, &sh, why, len) != ARB_OK ||
         arb_wplan_make(cfg, wf, &sh, prefix, &plan, why, len) != ARB_OK)
         return -1;
+    plan.fp8 = q->fp8;
     arb_status_t st = arb_wplan_check(&plan, ck, &bytes, why, len);
     if (st == ARB_OK)
         printf("rank %u of %u: %zu tensors, %llu bytes (%.3f GB) to read\n", r, k, plan.n, (unsigned long long)bytes,
@@ -84,10 +86,10 @@ int main(int argc, char **argv)
     if (!config)
         config = cfg_path;
     arb_model_config_t cfg;
-    arb_weight_format_t wf;
+    arb_ckpt_quant_t q;
     if (arb_config_load(config, &cfg, why, sizeof why) != ARB_OK ||
         arb_config_override(&cfg, &ov, why, sizeof why) != ARB_OK ||
-        arb_weights_format_load(config, &wf, why, sizeof why) != ARB_OK) {
+        arb_weights_quant_load(config, &q, why, sizeof why) != ARB_OK) {
         fprintf(stderr, "arb-weights-check: %s\n", why);
         return 1;
     }
@@ -105,12 +107,13 @@ int main(int argc, char **argv)
         arb_ckpt_close(&ck);
         return 1;
     }
-    printf("%s: %zu tensors in %zu shard file(s); %s, %u layers, routed experts %s%s%s%s\n", dir, ck.n, ck.nshards,
-           cfg.model_type_str, cfg.num_hidden_layers, wf == ARB_WEIGHTS_INT4 ? "INT4 (compressed-tensors)" : "bf16",
-           cfg.nested_text_config ? " (config under text_config)" : "", prefix[0] ? "; names under " : "", prefix);
+    printf("%s: %zu tensors in %zu shard file(s); %s, %u layers, routed experts %s%s%s%s%s\n", dir, ck.n, ck.nshards,
+           cfg.model_type_str, cfg.num_hidden_layers, q.experts == ARB_WEIGHTS_INT4 ? "INT4 (compressed-tensors)" : "bf16",
+           cfg.nested_text_config ? " (config under text_config)" : "", prefix[0] ? "; names under " : "", prefix,
+           q.fp8 ? "; FP8 128x128 blocks (dequantized to bf16 at load)" : "");
     int rc = 0;
     for (unsigned r = 0; r < k && rc == 0; r++)
-        if (check_rank(&cfg, wf, &ck, prefix, k, r, why, sizeof why) != 0) {
+        if (check_rank(&cfg, &q, &ck, prefix, k, r, why, sizeof why) != 0) {
             fprintf(stderr, "arb-weights-check: %s\n", why);
             rc = 1;
         }

@@ -73,6 +73,7 @@ typedef struct arb_wplan {
     arb_weight_format_t format;
     char prefix[32];   /* before every name: "" or "language_model." */
     char config[1024]; /* the config.json the shapes come from */
+    int fp8;           /* 1: linear weights may be F8_E4M3 with a weight_scale_inv (engine/weights/quant.h) */
     size_t n;
     arb_wspec_t *specs; /* model order: embed, layers, norm, lm_head */
 } arb_wplan_t;

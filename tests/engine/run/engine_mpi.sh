@@ -5,13 +5,8 @@
 # usage: engine_mpi.sh ARBENCH ENGINE_COMPARE CHECK_CSV TEST_NAME
 set -u
 arbench=$1 compare=$2 check=$3 name=$4
-tmp=$(mktemp -d /tmp/arbench-engine-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-mpirun_args="--oversubscribe"
-[ "$(id -u)" = 0 ] && mpirun_args="$mpirun_args --allow-run-as-root"
-export OMPI_MCA_btl="^openib" OMPI_MCA_btl_vader_single_copy_mechanism=none
-run() { timeout 240 mpirun $mpirun_args "$@"; }
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/../../common/tap.sh"
+. "$(dirname "$0")/engine_checks.sh"
 # tiny, 24 prompt tokens in chunks of 5 (a partial last chunk), 12 decode + 12 verify steps
 common="--config tiny --backend cpu --context 24 --prefill-chunk 5 --steps 12 --quiet"
 
@@ -20,23 +15,6 @@ engine() {
     np=$1 tag=$2; shift 2
     run -np "$np" "$arbench" engine $common --out "$tmp/$tag.csv" --dump-tokens "$tmp/$tag.tok" \
         --dump-logits "$tmp/$tag.lg" "$@" >"$tmp/$tag.out" 2>&1 || { cat "$tmp/$tag.out"; fail "engine $tag ($*) exited $?"; }
-}
-
-# same_tokens A B: identical greedy tokens and logits within the tolerance of engine/run/run_state.h
-same() {
-    cmp -s "$tmp/$1.tok" "$tmp/$2.tok" || { cat "$tmp/$1.tok" "$tmp/$2.tok"; fail "$1 and $2: greedy tokens differ"; }
-    "$compare" "$tmp/$1.lg" "$tmp/$2.lg" || fail "$1 and $2: logits differ beyond the tolerance"
-    echo "ok: $1 == $2: tokens $(cat "$tmp/$1.tok")"
-}
-
-# expect_error NP PATTERN ARGS...: exit status 2 and PATTERN in the output, no hang.
-expect_error() {
-    np=$1 pattern=$2; shift 2
-    run -np "$np" "$arbench" engine --quiet "$@" >"$tmp/out" 2>&1
-    rc=$?
-    [ $rc -eq 2 ] || { cat "$tmp/out"; fail "arbench engine $* exited $rc, expected 2"; }
-    grep -q -- "$pattern" "$tmp/out" || { cat "$tmp/out"; fail "arbench engine $*: no '$pattern' in the message"; }
-    echo "ok: '$*' -> exit 2: $(grep -m1 -- "$pattern" "$tmp/out")"
 }
 
 case $name in

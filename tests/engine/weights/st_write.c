@@ -22,34 +22,7 @@ int st_write_raw(const char *path, const char *header, const void *data, size_t 
 
 int st_write(const char *path, const st_w_tensor_t *t, size_t n)
 {
-    size_t cap = 256 + n * 256, used = 0, data_len = 0;
-    char *h = malloc(cap);
-    if (!h)
-        return -1;
-    used += (size_t)snprintf(h + used, cap - used, "{\"__metadata__\":{\"format\":\"pt\"}");
-    for (size_t i = 0; i < n; i++) {
-        used += (size_t)snprintf(h + used, cap - used, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t[i].name, t[i].dtype);
-        for (unsigned d = 0; d < t[i].ndim; d++)
-            used += (size_t)snprintf(h + used, cap - used, d ? ",%llu" : "%llu", (unsigned long long)t[i].shape[d]);
-        used +=
-            (size_t)snprintf(h + used, cap - used, "],\"data_offsets\":[%zu,%zu]}", data_len, data_len + t[i].bytes);
-        data_len += t[i].bytes;
-    }
-    snprintf(h + used, cap - used, "}");
-    uint8_t *data = malloc(data_len ? data_len : 1);
-    if (!data) {
-        free(h);
-        return -1;
-    }
-    size_t off = 0;
-    for (size_t i = 0; i < n; i++) {
-        memcpy(data + off, t[i].data, t[i].bytes);
-        off += t[i].bytes;
-    }
-    int rc = st_write_raw(path, h, data, data_len);
-    free(data);
-    free(h);
-    return rc;
+    return arb_st_write(path, t, n, NULL, 0) == ARB_OK ? 0 : -1;
 }
 
 int st_write_text(const char *path, const char *text)

@@ -1,19 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* For the tests: writes safetensors files (well-formed, or a raw header of the test's choosing). */
+/* For the tests: writes safetensors files (well-formed through engine/weights/st_writer.h, or a raw
+ * header of the test's choosing). */
 #ifndef ARB_TESTS_ST_WRITE_H
 #define ARB_TESTS_ST_WRITE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct st_w_tensor {
-    const char *name;
-    const char *dtype; /* as the header spells it */
-    unsigned ndim;
-    uint64_t shape[2];
-    const void *data;
-    size_t bytes;
-} st_w_tensor_t;
+#include "weights/st_writer.h"
+
+/* The library's writer (engine/weights/st_writer.h) for well-formed files. */
+typedef arb_st_out_tensor_t st_w_tensor_t;
 
 /* The tensors back to back in the given order; 0 on success. */
 int st_write(const char *path, const st_w_tensor_t *t, size_t n);

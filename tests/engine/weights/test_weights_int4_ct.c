@@ -73,8 +73,22 @@ static void t_schemes(void)
                                         "\"strategy\":\"group\",\"group_size\":32}}}}}}",
                                         "k25.json", &wf, why, sizeof why),
                ARB_OK);
+    TAP_EQ_INT(fmt_of("awq", "pack-quantized", 4, "true", "group", 32, &wf), ARB_ERR_INVALID);
+    TAP_HAS_STR(why, "ckpt/config.json: quantization_config.quant_method 'awq' is not supported");
+    /* FP8 blocks: DeepSeek-V3's own form accepted (dequantized at load), another block size refused */
+    arb_ckpt_quant_t q = {0};
+    TAP_EQ_INT(arb_weights_quant_parse("{\"quantization_config\":{\"activation_scheme\":\"dynamic\",\"fmt\":\"e4m3\","
+                                       "\"quant_method\":\"fp8\",\"weight_block_size\":[128,128]}}",
+                                       "ds.json", &q, why, sizeof why),
+               ARB_OK);
+    TAP_EQ_INT(q.fp8, 1);
+    TAP_EQ_INT(q.experts, ARB_WEIGHTS_BF16);
     TAP_EQ_INT(fmt_of("fp8", "pack-quantized", 4, "true", "group", 32, &wf), ARB_ERR_INVALID);
-    TAP_HAS_STR(why, "ckpt/config.json: quantization_config.quant_method 'fp8' is not supported");
+    TAP_HAS_STR(why, "ckpt/config.json: quantization_config.weight_block_size must be [128, 128]");
+    TAP_EQ_INT(arb_weights_quant_parse("{\"quantization_config\":{\"fmt\":\"e5m2\",\"quant_method\":\"fp8\","
+                                       "\"weight_block_size\":[128,128]}}", "ds.json", &q, why, sizeof why),
+               ARB_ERR_INVALID);
+    TAP_HAS_STR(why, "fmt 'e5m2' is not supported");
     TAP_EQ_INT(fmt_of("compressed-tensors", "int-quantized", 4, "true", "group", 32, &wf), ARB_ERR_INVALID);
     TAP_HAS_STR(why, "format 'int-quantized'");
     TAP_EQ_INT(fmt_of("compressed-tensors", "pack-quantized", 8, "true", "group", 32, &wf), ARB_ERR_INVALID);
