@@ -100,7 +100,7 @@ __device__ __forceinline__ void gate_up_bf16(const bf16 *__restrict__ wg, const 
     }
 }
 
-template <bool INT4, int ROWT, int UNR, int MINB>
+template <bool INT4, int ROWT, int UNR, int UNRQ, int MINB>
 __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
     moe_gate_up_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ h, bf16 *__restrict__ act,
                        bf16 *__restrict__ act_sh, int T)
@@ -127,12 +127,14 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
         gate_up_bf16<ROWT, UNR>(w.sh_gate + (size_t)row0 * H, w.sh_up + (size_t)row0 * H, H, h, T, g0, g1, ag, au);
     } else {
         const int slot = (blockIdx.x - sh_items) / items, it = (blockIdx.x - sh_items) % items;
-        if (slot >= *rt.n_uniq)
+        // slot < max_slots <= kMaxSlots, so uniq[slot] is in the buffer: both loads in one round trip
+        const int n_uniq = *rt.n_uniq, e = rt.uniq[slot];
+        if (slot >= n_uniq)
             return; // the whole CTA
-        const size_t r = (size_t)rt.uniq[slot] * I + (size_t)it * rows; // first row of the [E x I x H] tensors
+        const size_t r = (size_t)e * I + (size_t)it * rows; // first row of the [E x I x H] tensors
         row0 = it * rows, dst = act + (size_t)slot * kMaxT * I, ld = I;
         if (INT4)
-            gate_up_int4<ROWT, UNR>(reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.gate) + r * (H / 8)),
+            gate_up_int4<ROWT, UNRQ>(reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.gate) + r * (H / 8)),
                                     reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.up) + r * (H / 8)),
                                     reinterpret_cast<const uint32_t *>(w.gate_s + r * G),
                                     reinterpret_cast<const uint32_t *>(w.up_s + r * G), G, h, H, T, g0, g1, ag, au);
@@ -166,15 +168,37 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
                     bf16 *__restrict__ part, int T)
 {
     __shared__ float red[kMoeWarps][ROWT][4][kWarp];
+    __shared__ int s_uniq[kMaxSlots], s_n;
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, gi = lane / 4, ti = lane % 4;
     const int H = w.H, I = w.I, Is = w.Is, Gi = I / 32, Gs = Is / 32;
     const int r0 = blockIdx.x * 16 * ROWT;
     pdl_launch_dependents();
-    for (int r = warp; r < 16 * ROWT; r += kMoeWarps) // the shared expert's rows, before the wait
-        warp_prefetch_l2(w.sh_down + (size_t)(r0 + r) * Is, (size_t)Is * 2);
+    // The shared expert does not depend on the predecessor: the warp's first group (g = warp)
+    // into registers before the wait, the rest of its rows (Gs > 8 only) toward L2.
+    uint4 sa0[ROWT], sa1[ROWT];
+    if (warp < Gs)
+#pragma unroll
+        for (int k = 0; k < ROWT; k++)
+            ld_a_bf16(w.sh_down + (size_t)(r0 + 16 * k) * Is, Is, warp, sa0[k], sa1[k]);
+    if (Gs > kMoeWarps)
+        for (int r = warp; r < 16 * ROWT; r += kMoeWarps)
+            warp_prefetch_l2(w.sh_down + (size_t)(r0 + r) * Is, (size_t)Is * 2);
     pdl_wait();
+    // The selection once per CTA: n_uniq and all kMaxSlots slots of the buffer in the same
+    // round trip (slots past n_uniq are never used), and the first group's tokens, before
+    // the barrier that publishes them.
+    for (int i = threadIdx.x; i < kMaxSlots; i += blockDim.x)
+        s_uniq[i] = rt.uniq[i];
+    if (threadIdx.x == 0)
+        s_n = *rt.n_uniq;
+    const uint4 xs = warp < Gs ? ld_b(act_sh, Is, warp, T) : make_uint4(0, 0, 0, 0);
+    __syncthreads();
     float acc[ROWT][4] = {};
-    for (int g = warp; g < Gs; g += kMoeWarps) { // the shared expert (weight 1)
+    if (warp < Gs) // the shared expert (weight 1): groups warp, warp + 8, .. in that order
+#pragma unroll
+        for (int k = 0; k < ROWT; k++)
+            mma_bf16_group(acc[k], sa0[k], sa1[k], xs);
+    for (int g = warp + kMoeWarps; g < Gs; g += kMoeWarps) {
         const uint4 xb = ld_b(act_sh, Is, g, T);
 #pragma unroll
         for (int k = 0; k < ROWT; k++) {
@@ -183,7 +207,7 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
             mma_bf16_group(acc[k], a0, a1, xb);
         }
     }
-    const int npairs = *rt.n_uniq * Gi;
+    const int npairs = s_n * Gi;
     for (int q0 = warp; q0 < npairs; q0 += kMoeWarps * UNR) {
         uint2 qa[UNR][ROWT];
         uint32_t sa[UNR][ROWT];
@@ -195,7 +219,7 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
             if (q >= npairs)
                 break;
             const int u = q / Gi, grp = q % Gi;
-            const size_t r = (size_t)rt.uniq[u] * H + r0; // first row of the [E x H x I] tensor
+            const size_t r = (size_t)s_uniq[u] * H + r0; // first row of the [E x H x I] tensor
             xb[j] = ld_b(act + (size_t)u * kMaxT * I, I, grp, T);
             cf[j] = *reinterpret_cast<const float2 *>(rt.coef + u * kMaxT + 2 * ti);
 #pragma unroll
@@ -250,14 +274,18 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
     }
 }
 
-// Rows per CTA (ROWT tiles), groups in flight per lane (UNR) and CTAs per SM (MINB):
-//   gate/up T <= 3: 1 tile, 4 groups, two CTAs per SM (one computes while the other waits;
-//                   8 groups would take ~200 registers, one CTA per SM, and at T = 1 the
-//                   144 CTAs of Kimi-K2 would need two waves of 132 SMs);
+// Rows per CTA (ROWT tiles), groups in flight per lane (UNR for the shared expert's bf16
+// tiles, UNRQ for the routed INT4 tiles) and CTAs per SM (MINB):
+//   gate/up T <= 3: 1 tile, bf16 4 groups, INT4 7 (Kimi-K2's 28 groups per warp in 4 round
+//                   trips, not 7: ~10 registers a group), two CTAs per SM (at T = 1 the
+//                   144 CTAs of Kimi-K2 must fit one wave of 132 SMs);
 //           T >= 4: 2 tiles (each token vector loaded once for both: at T = 8 the tokens'
-//                   bytes would otherwise rival the weights'), 2 groups, two CTAs per SM;
+//                   bytes would otherwise rival the weights'), bf16 2 groups, INT4 4, two
+//                   CTAs per SM;
 //   down    T <= 3: 1 tile, T >= 4: 2; 8 INT4 or 4 bf16 (expert, group) pairs per tile.
-template <bool INT4, int ROWT, int UNR, int MINB>
+// The unroll only sets how many loads are in flight: each warp's groups are still added in
+// ascending order, so the sums do not depend on it.
+template <bool INT4, int ROWT, int UNR, int UNRQ, int MINB>
 cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                          bf16 *act_sh, bf16 *part, int T, int max_slots, int which)
 {
@@ -266,8 +294,8 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
     const int rows = 16 * ROWT;
     cudaError_t e = cudaSuccess;
     if (which & 1)
-        e = launch(c, moe_gate_up_kernel<INT4, ROWT, UNR, MINB>, dim3(w.Is / rows + max_slots * (w.I / rows)), block,
-                   0, w, rt, h, act, act_sh, T);
+        e = launch(c, moe_gate_up_kernel<INT4, ROWT, UNR, UNRQ, MINB>,
+                   dim3(w.Is / rows + max_slots * (w.I / rows)), block, 0, w, rt, h, act, act_sh, T);
     if (e == cudaSuccess && (which & 2))
         e = launch(c, moe_down_kernel<INT4, ROWT, kUnrDown>, dim3(w.H / rows), block, 0, w, rt, (const bf16 *)act,
                    (const bf16 *)act_sh, part, T);
@@ -278,8 +306,8 @@ template <bool INT4>
 cudaError_t moe_by_t(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                      bf16 *act_sh, bf16 *part, int T, int max_slots, int which)
 {
-    return T <= 3 ? moe_dispatch<INT4, 1, 4, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
-                  : moe_dispatch<INT4, 2, 2, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which);
+    return T <= 3 ? moe_dispatch<INT4, 1, 4, 7, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
+                  : moe_dispatch<INT4, 2, 2, 4, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which);
 }
 
 } // namespace
