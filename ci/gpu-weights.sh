@@ -43,9 +43,9 @@ timeout 150 $mpi $arb engine $shape $run --out "$out/kimi-l4-synthetic.csv" --du
 timeout 150 $mpi $arb engine --weights-dir "$ck" $run --out "$out/kimi-l4-loaded.csv" --dump-tokens "$out/kimi-l4-loaded.tok" \
     >"$out/kimi-l4-loaded.log" 2>&1 || { note "loaded run: FAILED"; grep -m3 "arbench engine" "$out/kimi-l4-loaded.log"; status=1; }
 grep -E "^# weights:|model loaded from" "$out/kimi-l4-loaded.log"
-times() { # CSV: "decode MEDIAN us, verify MEDIAN us"
-    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "phase") p = i; if ($i == "median_us") m = i } }
-             NR > 1 { printf "%s %s us  ", $p, $m }' "$1"
+times() { # CSV: "decode MEDIAN us, verify MEDIAN us" (a CSV reader: argv and note fields hold commas)
+    python3 -c 'import csv, sys
+print("  ".join("%s %s us" % (r["phase"], r["median_us"]) for r in csv.DictReader(open(sys.argv[1], newline=""))))' "$1"
 }
 note "step times, synthetic: $(times "$out/kimi-l4-synthetic.csv")"
 note "step times, loaded:    $(times "$out/kimi-l4-loaded.csv")"

@@ -50,6 +50,14 @@ e2e=results/model-e2e-pcie-switch-pairs-8
     --kernels results/engine-h200/ea8a519/engine-new-a-kernels.csv \
     --gpu model/gpus/rtx-pro-6000-server.spec --gpu-ref model/gpus/h200-sxm.spec \
     results/e2e-h200-ea8a519/e2e-pcie-nccl-k2.csv results/e2e-h200-ea8a519/e2e-pcie-p2p-k2.csv > "$e2e/e2e-kernels.txt"
+# The same on 250c3c9's compute (the tensor-core attention, router top-k in parallel): the three
+# engine runs of ci/predict-engine.sh on one H200 (2026-12-01) and the compute-only per-kernel
+# table of the same call (results/engine-h200/31fa1cc/, tree main = 250c3c9).
+p250=$e2e/250c3c9
+"$arb" model e2e --pred results/model-pcie-switch-pairs-8.csv --out "$p250/e2e.csv" --force --accept-rate 0.7 \
+    --kernels "$(ls results/engine-h200/31fa1cc/engine-main-1-kernels-*.csv)" \
+    --gpu model/gpus/rtx-pro-6000-server.spec --gpu-ref model/gpus/h200-sxm.spec \
+    "$p250/engine-nccl.csv" "$p250/engine-custom.csv" "$p250/engine-hoststaged.csv" > "$p250/e2e.txt"
 # The earlier one-ratio rule on the engine runs of ci/predict-engine.sh at 97b861 (kept for comparison).
 "$arb" model e2e --pred results/model-pcie-switch-pairs-8.csv --out "$e2e/e2e.csv" --force \
     "$e2e/engine-nccl.csv" "$e2e/engine-custom.csv" "$e2e/engine-hoststaged.csv" > "$e2e/e2e.txt"
