@@ -108,7 +108,8 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("%s: %zu tensors in %zu shard file(s); %s, %u layers, routed experts %s%s%s%s%s\n", dir, ck.n, ck.nshards,
-           cfg.model_type_str, cfg.num_hidden_layers, q.experts == ARB_WEIGHTS_INT4 ? "INT4 (compressed-tensors)" : "bf16",
+           cfg.model_type_str, cfg.num_hidden_layers,
+           q.experts == ARB_WEIGHTS_INT4 ? "INT4 (compressed-tensors)" : "bf16",
            cfg.nested_text_config ? " (config under text_config)" : "", prefix[0] ? "; names under " : "", prefix,
            q.fp8 ? "; FP8 128x128 blocks (dequantized to bf16 at load)" : "");
     int rc = 0;

@@ -96,8 +96,7 @@ static arb_status_t from_root(json_t *root, const char *origin, arb_ckpt_quant_t
     return ARB_OK;
 }
 
-arb_status_t arb_weights_quant_parse(const char *text, const char *origin, arb_ckpt_quant_t *q, char *why,
-                                     size_t len)
+arb_status_t arb_weights_quant_parse(const char *text, const char *origin, arb_ckpt_quant_t *q, char *why, size_t len)
 {
     json_error_t jerr;
     json_t *root = json_loads(text, 0, &jerr);

@@ -85,8 +85,7 @@ void arb_wspec_view(const arb_ckpt_t *ckpt, const arb_wspec_t *s, const void **p
 int arb_wspec_is_fp8(const arb_ckpt_t *ckpt, const arb_wspec_t *s)
 {
     const arb_ckpt_entry_t *e = arb_ckpt_find(ckpt, s->name);
-    return e && e->t->dtype == ARB_ST_F8_E4M3 && s->part == ARB_WPART_WEIGHT && s->ndim == 2 &&
-           s->dtype == ARB_ST_BF16;
+    return e && e->t->dtype == ARB_ST_F8_E4M3 && s->part == ARB_WPART_WEIGHT && s->ndim == 2 && s->dtype == ARB_ST_BF16;
 }
 
 static arb_status_t check_one(const arb_wplan_t *plan, const arb_ckpt_t *ckpt, const arb_wspec_t *s, char *why,
@@ -189,8 +188,8 @@ arb_status_t arb_wspec_read(const arb_ckpt_t *ckpt, const arb_wspec_t *s, void *
     return ARB_OK;
 }
 
-arb_status_t arb_wspec_read_fp8(const arb_ckpt_t *ckpt, const arb_wspec_t *s, uint16_t *dst, size_t dst_len,
-                                char *why, size_t len)
+arb_status_t arb_wspec_read_fp8(const arb_ckpt_t *ckpt, const arb_wspec_t *s, uint16_t *dst, size_t dst_len, char *why,
+                                size_t len)
 {
     char sname[160];
     const arb_ckpt_entry_t *e = arb_ckpt_find(ckpt, s->name), *se = NULL;

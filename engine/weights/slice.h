@@ -48,8 +48,8 @@ int arb_wspec_is_fp8(const arb_ckpt_t *ckpt, const arb_wspec_t *s);
 /* This rank's block of an FP8 spec dequantized: bf16(float(fp8) * scale_inv[r / 128][c / 128])
  * (a float product, then round to nearest even, as PyTorch's weight.float() * scale then
  * .to(bfloat16)), arb_wspec_rank_numel bf16 values into dst of dst_len bytes. */
-arb_status_t arb_wspec_read_fp8(const arb_ckpt_t *ckpt, const arb_wspec_t *s, uint16_t *dst, size_t dst_len,
-                                char *why, size_t why_len);
+arb_status_t arb_wspec_read_fp8(const arb_ckpt_t *ckpt, const arb_wspec_t *s, uint16_t *dst, size_t dst_len, char *why,
+                                size_t why_len);
 
 #ifdef __cplusplus
 }

@@ -55,7 +55,9 @@ arb_status_t arb_mpi_bootstrap_allgather(arb_mpi_t *m, int rank, int nranks, arb
     memset(m, 0, sizeof *m);
     m->world = m->local = MPI_COMM_NULL;
     if (!allgather || nranks < 1 || rank < 0 || rank >= nranks)
-        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "bootstrap: rank %d of %d with %s allgather: expected 0 <= rank < size and an allgather function", rank, nranks, allgather ? "an" : "no");
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len,
+                  "bootstrap: rank %d of %d with %s allgather: expected 0 <= rank < size and an allgather function",
+                  rank, nranks, allgather ? "an" : "no");
     m->rank = rank, m->nranks = nranks, m->allgather = allgather, m->allgather_ctx = ctx;
     char mine[HOSTNAME_LEN] = {0};
     if (gethostname(mine, sizeof mine - 1) != 0)

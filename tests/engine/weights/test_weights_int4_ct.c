@@ -86,7 +86,8 @@ static void t_schemes(void)
     TAP_EQ_INT(fmt_of("fp8", "pack-quantized", 4, "true", "group", 32, &wf), ARB_ERR_INVALID);
     TAP_HAS_STR(why, "ckpt/config.json: quantization_config.weight_block_size must be [128, 128]");
     TAP_EQ_INT(arb_weights_quant_parse("{\"quantization_config\":{\"fmt\":\"e5m2\",\"quant_method\":\"fp8\","
-                                       "\"weight_block_size\":[128,128]}}", "ds.json", &q, why, sizeof why),
+                                       "\"weight_block_size\":[128,128]}}",
+                                       "ds.json", &q, why, sizeof why),
                ARB_ERR_INVALID);
     TAP_HAS_STR(why, "fmt 'e5m2' is not supported");
     TAP_EQ_INT(fmt_of("compressed-tensors", "int-quantized", 4, "true", "group", 32, &wf), ARB_ERR_INVALID);
