@@ -140,8 +140,9 @@ static void test_nccl(const char *path, int gpu)
         return;
     const arb_plugin_t *p = lp.plugin;
     tap_ok(strcmp(p->name, "nccl") == 0 && p->abi_version == ARB_PLUGIN_ABI_VERSION, "name 'nccl', ABI %u", p->abi_version);
-    uint32_t want = ARB_CAP_DEVICE_MEMORY | ARB_CAP_GRAPH_SAFE | ARB_CAP_BF16 | ARB_CAP_FP32 | ARB_CAP_BASELINE;
-    tap_ok(p->caps == want, "caps 0x%x == DEVICE_MEMORY|GRAPH_SAFE|BF16|FP32|BASELINE (0x%x)", p->caps, want);
+    uint32_t want =
+        ARB_CAP_DEVICE_MEMORY | ARB_CAP_GRAPH_SAFE | ARB_CAP_BF16 | ARB_CAP_FP32 | ARB_CAP_BASELINE | ARB_CAP_IN_PLACE;
+    tap_ok(p->caps == want, "caps 0x%x == DEVICE_MEMORY|GRAPH_SAFE|BF16|FP32|BASELINE|IN_PLACE (0x%x)", p->caps, want);
     static const char *const variants[] = {
         "", "algo=Ring,proto=LL", "algo=Ring,proto=LL128", "algo=Ring,proto=Simple",
         "algo=Tree,proto=LL", "algo=Tree,proto=LL128", "algo=Tree,proto=Simple", NULL,
