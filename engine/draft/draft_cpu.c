@@ -22,14 +22,16 @@ struct arb_draft_cpu {
     uint16_t *act;                   /* [inter] */
     double *scores;                  /* [positions] */
     float *logits;                   /* [T x vocab] */
-    arb_draft_parts_t parts; /* [T x H] of each site slot */
+    arb_draft_parts_t parts;         /* [T x H] of each site slot */
     uint16_t *local_part;
     unsigned T;
 };
 
 arb_inst_t *arb_draft_site_inst(const arb_draft_cpu_opts_t *o, unsigned slot)
 {
-    return slot >= 2 && !o->sites_t1[slot - 2] ? o->sites[slot - 2] : slot >= 2 ? o->sites_t1[slot - 2] : o->sites[slot];
+    return slot >= 2 && !o->sites_t1[slot - 2] ? o->sites[slot - 2]
+           : slot >= 2                         ? o->sites_t1[slot - 2]
+                                               : o->sites[slot];
 }
 
 arb_status_t arb_draft_parts_alloc(const arb_draft_cpu_opts_t *o, size_t bytes, void *local, arb_draft_parts_t *p,

@@ -33,7 +33,4 @@ uint32_t arb_draft_gpu_target_id(const arb_draft_gpu_t *m, uint32_t draft_id)
     return draft_id;
 }
 
-void arb_draft_gpu_destroy(arb_draft_gpu_t *m)
-{
-    (void)m;
-}
+void arb_draft_gpu_destroy(arb_draft_gpu_t *m) { (void)m; }

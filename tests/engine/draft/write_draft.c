@@ -139,8 +139,9 @@ int main(int argc, char **argv)
     char why[1024];
     arb_model_config_t c;
     if (argc < 4 || arb_config_load("tiny", &c, why, sizeof why) != ARB_OK) {
-        fprintf(stderr,
-                "usage: write_draft DIR lookup SEED TOKENS right|wrong|mixed K S [SPOIL] | DIR random SEED [SPOIL] | DIR wide SEED H V L\n");
+        fprintf(
+            stderr,
+            "usage: write_draft DIR lookup SEED TOKENS right|wrong|mixed K S [SPOIL] | DIR random SEED [SPOIL] | DIR wide SEED H V L\n");
         return 2;
     }
     const char *dir = argv[1];
@@ -151,8 +152,8 @@ int main(int argc, char **argv)
     const char *spoil = "none";
     int rc = 0;
     if (strcmp(argv[2], "wide") == 0 && argc >= 7) {
-        d = (draft_dims_t){.H = (unsigned)atoi(argv[4]), .I = 18432, .nh = 64, .nkv = 8, .hd = 128,
-                           .V = (unsigned)atoi(argv[5])};
+        d = (draft_dims_t){
+            .H = (unsigned)atoi(argv[4]), .I = 18432, .nh = 64, .nkv = 8, .hd = 128, .V = (unsigned)atoi(argv[5])};
         unsigned L = (unsigned)atoi(argv[6]);
         d.Vd = d.V > 32000 ? 32000 : d.V;
         d.aux[0] = 1, d.aux[1] = L / 2, d.aux[2] = L - 1;
