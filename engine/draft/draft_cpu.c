@@ -22,40 +22,45 @@ struct arb_draft_cpu {
     uint16_t *act;                   /* [inter] */
     double *scores;                  /* [positions] */
     float *logits;                   /* [T x vocab] */
-    arb_inst_t *owner[NSITES];
-    uint16_t *owned[NSITES], *part[NSITES], *local_part; /* part[T x H] of each site slot */
+    arb_draft_parts_t parts;         /* [T x H] of each site slot */
+    uint16_t *local_part;
     unsigned T;
 };
 
-static arb_inst_t *site_inst(const arb_draft_cpu_t *m, unsigned slot)
+arb_inst_t *arb_draft_site_inst(const arb_draft_cpu_opts_t *o, unsigned slot)
 {
-    return slot >= 2 && !m->o.sites_t1[slot - 2] ? m->o.sites[slot - 2]
-           : slot >= 2                           ? m->o.sites_t1[slot - 2]
-                                                 : m->o.sites[slot];
+    return slot >= 2 && !o->sites_t1[slot - 2] ? o->sites[slot - 2]
+           : slot >= 2                         ? o->sites_t1[slot - 2]
+                                               : o->sites[slot];
 }
 
-/* One part buffer per distinct instance (collective, in slot order), one local buffer. */
-static arb_status_t alloc_parts(arb_draft_cpu_t *m, size_t bytes, char *why, size_t len)
+arb_status_t arb_draft_parts_alloc(const arb_draft_cpu_opts_t *o, size_t bytes, void *local, arb_draft_parts_t *p,
+                                   char *why, size_t len)
 {
-    if (!(m->local_part = calloc(1, bytes)))
-        ARB_RAISE(ARB_ERR_SYSTEM, why, len, "draft head: out of host memory");
     for (unsigned s = 0; s < NSITES; s++) {
-        arb_inst_t *in = site_inst(m, s);
-        m->part[s] = m->local_part;
+        arb_inst_t *in = arb_draft_site_inst(o, s);
+        p->part[s] = local;
         for (unsigned j = 0; in && j < NSITES; j++) {
-            if (m->owner[j] == in) {
-                m->part[s] = m->owned[j];
+            if (p->owner[j] == in) {
+                p->part[s] = p->owned[j];
                 break;
             }
-            if (!m->owner[j]) {
-                void *p = NULL;
-                ARB_TRY(arb_inst_alloc(in, bytes, &p, why, len));
-                m->owner[j] = in, m->owned[j] = p, m->part[s] = p;
+            if (!p->owner[j]) {
+                void *b = NULL;
+                ARB_TRY(arb_inst_alloc(in, bytes, &b, why, len));
+                p->owner[j] = in, p->owned[j] = b, p->part[s] = b;
                 break;
             }
         }
     }
     return ARB_OK;
+}
+
+void arb_draft_parts_free(arb_draft_parts_t *p)
+{
+    for (unsigned j = 0; j < NSITES && p->owner[j]; j++)
+        arb_inst_free(p->owner[j], p->owned[j]);
+    memset(p, 0, sizeof *p);
 }
 
 arb_status_t arb_draft_cpu_create(const arb_draft_cpu_opts_t *o, arb_draft_weights_t *w, arb_draft_cpu_t **out,
@@ -87,7 +92,9 @@ arb_status_t arb_draft_cpu_create(const arb_draft_cpu_opts_t *o, arb_draft_weigh
                        "draft head: out of host memory for its cache and step state");
     for (size_t i = 0; i < hd / 2; i++) /* HF's LlamaRotaryEmbedding without rope_scaling */
         m->inv_freq[i] = pow(c->rope_theta, -2.0 * (double)i / (double)hd);
-    ARB_TRY_GOTO(st, alloc_parts(m, T * H * 2, why, len), err);
+    if (!(m->local_part = calloc(T * H, 2)))
+        ARB_RAISE_GOTO(st, ARB_ERR_SYSTEM, err, why, len, "draft head: out of host memory");
+    ARB_TRY_GOTO(st, arb_draft_parts_alloc(&m->o, T * H * 2, m->local_part, &m->parts, why, len), err);
     *out = m;
     return ARB_OK;
 err:
@@ -111,8 +118,8 @@ static void rope_half(const arb_draft_cpu_t *m, uint16_t *x, unsigned pos)
 static arb_status_t site(arb_draft_cpu_t *m, unsigned s, const uint16_t *norm, char *why, size_t len)
 {
     const unsigned slot = m->T == 1 ? s + 2 : s, H = m->c->hidden_size;
-    arb_inst_t *in = site_inst(m, slot);
-    uint16_t *part = m->part[slot];
+    arb_inst_t *in = arb_draft_site_inst(&m->o, slot);
+    uint16_t *part = m->parts.part[slot];
     if (!in) {
         for (size_t i = 0; i < (size_t)m->T * H; i++)
             m->res[i] = arb_tobf(arb_bf(m->res[i]) + arb_bf(part[i]));
@@ -209,7 +216,7 @@ arb_status_t arb_draft_cpu_step(arb_draft_cpu_t *m, const uint16_t *hidden_in, i
         arb_rmsnorm_bf(embed + (size_t)t * H, m->w.in_norm, H, c->rms_norm_eps, xt); /* input_layernorm(embed) */
         arb_rmsnorm_bf(rt, m->w.hidden_norm, H, c->rms_norm_eps, xt + H);            /* hidden_norm(res) */
     }
-    uint16_t *pa = m->part[T == 1 ? 2 : 0], *pb = m->part[T == 1 ? 3 : 1];
+    uint16_t *pa = m->parts.part[T == 1 ? 2 : 0], *pb = m->parts.part[T == 1 ? 3 : 1];
     attention(m, pos0, pa);
     ARB_TRY(site(m, 0, m->w.post_norm, why, len));
     mlp(m, pb);
@@ -244,8 +251,7 @@ void arb_draft_cpu_destroy(arb_draft_cpu_t *m)
 {
     if (!m)
         return;
-    for (unsigned j = 0; j < NSITES && m->owner[j]; j++)
-        arb_inst_free(m->owner[j], m->owned[j]);
+    arb_draft_parts_free(&m->parts);
     arb_draft_weights_free(&m->w);
     void *ps[] = {m->inv_freq, m->kcache, m->vcache, m->res,    m->h,      m->x,
                   m->q,        m->att,    m->act,    m->scores, m->logits, m->local_part};

@@ -38,6 +38,20 @@ typedef struct arb_draft_cpu_opts {
 
 typedef struct arb_draft_cpu arb_draft_cpu_t;
 
+/* The input buffer of each site slot (0: site A, 1: site B, 2 and 3: their one-row
+ * instances): one per distinct instance (arb_inst_alloc of `bytes`, collective, in slot
+ * order), `local` for a slot without an instance. Shared by the CPU and GPU heads. */
+typedef struct arb_draft_parts {
+    arb_inst_t *owner[4];
+    void *owned[4], *part[4];
+} arb_draft_parts_t;
+
+/* The instance of a slot (NULL: none). */
+arb_inst_t *arb_draft_site_inst(const arb_draft_cpu_opts_t *o, unsigned slot);
+arb_status_t arb_draft_parts_alloc(const arb_draft_cpu_opts_t *o, size_t bytes, void *local, arb_draft_parts_t *p,
+                                   char *why, size_t why_len);
+void arb_draft_parts_free(arb_draft_parts_t *p);
+
 /* Takes the weights (freed with the head, also on failure); collective over the sites'
  * instances (arb_inst_alloc). */
 arb_status_t arb_draft_cpu_create(const arb_draft_cpu_opts_t *o, arb_draft_weights_t *w, arb_draft_cpu_t **out,

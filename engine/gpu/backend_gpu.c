@@ -64,6 +64,15 @@ static arb_status_t model_opts(const arb_engine_setup_t *s, arb_inst_t *const *s
     o->sites_t1 = sites_t1;
     o->fusion = ARB_FUSION_AUTO;
     o->pdl = 0;
+    if (s->naux > 4)
+        ARB_RAISE(ARB_ERR_INVALID, why, len, "gpu backend: %u draft layers to keep; at most 4", s->naux);
+    o->naux = s->naux;
+    for (unsigned i = 0; i < s->naux; i++) {
+        if (s->aux_layers[i] >= s->cfg->num_hidden_layers)
+            ARB_RAISE(ARB_ERR_INVALID, why, len, "gpu backend: hidden state of layer %u asked for, of %u layers",
+                      s->aux_layers[i], s->cfg->num_hidden_layers);
+        o->aux_layers[i] = s->aux_layers[i];
+    }
     return ARB_OK;
 }
 
@@ -183,6 +192,26 @@ static arb_status_t gpu_moe_bench(void *model, unsigned T, double *ours_us, doub
     return ARB_OK;
 }
 
+static arb_status_t gpu_embed(void *model, const uint32_t *tokens, unsigned T, uint16_t *out, char *why, size_t len)
+{
+    return arb_gpu_model_read_embed(((gpu_backend_model_t *)model)->m, tokens, T, out, why, len);
+}
+
+static arb_status_t gpu_aux_hidden(void *model, unsigned pos0, unsigned T, uint16_t *out, char *why, size_t len)
+{
+    return arb_gpu_model_read_aux(((gpu_backend_model_t *)model)->m, pos0, T, out, why, len);
+}
+
+static arb_status_t gpu_device_inputs(void *model, const void **aux, const void **embed, void **stream, char *why,
+                                      size_t len)
+{
+    gpu_backend_model_t *g = model;
+    *aux = arb_gpu_model_aux_device(g->m), *embed = arb_gpu_model_embed_device(g->m), *stream = g->stream;
+    if (!*aux)
+        ARB_RAISE(ARB_ERR_INVALID, why, len, "gpu backend: no target hidden states kept for a draft head");
+    return ARB_OK;
+}
+
 #define GPU_PROFILE_REPS 15
 
 static arb_status_t gpu_kernel_times(void *model, const uint32_t *tokens, unsigned T, unsigned pos0, int graph,
@@ -224,6 +253,9 @@ static const arb_backend_ops_t gpu_backend = {
     .read_bandwidth = gpu_bandwidth,
     .moe_bench = gpu_moe_bench,
     .kernel_times = gpu_kernel_times,
+    .embed = gpu_embed,
+    .aux_hidden = gpu_aux_hidden,
+    .device_inputs = gpu_device_inputs,
     .destroy = gpu_destroy,
 };
 

@@ -67,6 +67,7 @@ struct arb_gpu_model {
     float *logits, *best_logit;   /* [Tm x Vr], [Tm] */
     int32_t *best_index;          /* [Tm] */
     arbk::bf16 *local_part;       /* [Tm x H] for sites without an instance */
+    arbk::bf16 *aux;              /* [context x naux x H]: opts.aux_layers' outputs per position (cache allocation) */
     arb_gpu_site *sites;          /* [4 Lz]: steps of T > 1 at [0, 2 Lz), of T = 1 at [2 Lz, 4 Lz) (arb_gpu_site_at) */
     /* profiling (arb_gpu_model_profile): an event after every launch of one step */
     int prof_n, prof_cap;

@@ -144,6 +144,9 @@ void layout(arb_gpu_model_t *m, bump &w, bump &c, bump &a)
         }
         L.moe.H = (int)s.H, L.moe.I = (int)s.I, L.moe.Is = (int)s.Is;
     }
+    m->aux = nullptr;
+    if (m->o.naux)
+        take(c, m->aux, (size_t)ctx * m->o.naux * s.H, &mem.kv_cache);
     take(w, m->final_norm, s.H, &mem.norms_router);
     take(w, m->lm_head, (size_t)s.Vr * s.H, &mem.lm_head);
 
@@ -368,6 +371,34 @@ extern "C" arb_status_t arb_gpu_model_read_hidden(arb_gpu_model_t *m, unsigned T
 {
     return read_back(m, T, hidden, m->h, sizeof(uint16_t) * T * m->s.H, why, why_len);
 }
+
+extern "C" arb_status_t arb_gpu_model_read_aux(arb_gpu_model_t *m, unsigned pos0, unsigned T, uint16_t *out,
+                                               char *why, size_t why_len)
+{
+    if (!m->aux || (size_t)pos0 + T > m->o.context)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len,
+                  "target hidden states at positions %u .. %u: none kept (no draft layers, or past the cache of %u)", pos0,
+                  pos0 + T - 1, m->o.context);
+    const size_t row = (size_t)m->o.naux * m->s.H;
+    ARB_CUDA_TRY(cudaMemcpy(out, m->aux + pos0 * row, sizeof(uint16_t) * T * row, cudaMemcpyDeviceToHost), why, why_len);
+    return ARB_OK;
+}
+
+extern "C" arb_status_t arb_gpu_model_read_embed(arb_gpu_model_t *m, const uint32_t *tokens, unsigned T, uint16_t *out,
+                                                 char *why, size_t why_len)
+{
+    for (unsigned t = 0; t < T; t++) {
+        if (tokens[t] >= m->o.dims.vocab)
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "embedding of token %u >= vocab_size %u", tokens[t], m->o.dims.vocab);
+        ARB_CUDA_TRY(cudaMemcpy(out + (size_t)t * m->s.H, m->embed + (size_t)tokens[t] * m->s.H, sizeof(uint16_t) * m->s.H,
+                                cudaMemcpyDeviceToHost),
+                     why, why_len);
+    }
+    return ARB_OK;
+}
+
+extern "C" const void *arb_gpu_model_aux_device(const arb_gpu_model_t *m) { return m->aux; }
+extern "C" const void *arb_gpu_model_embed_device(const arb_gpu_model_t *m) { return m->embed; }
 
 extern "C" arb_status_t arb_gpu_model_read_experts(arb_gpu_model_t *m, unsigned T, int32_t *experts, char *why,
                                                    size_t why_len)

@@ -13,7 +13,8 @@
  *   arb_gpu_model_step      enqueue one step on a stream; capturable: it reads the tokens
  *                           and P0 from device memory, so one CUDA graph per T replays
  *   arb_gpu_model_read_*    this rank's (max logit, global index) per token, its logits,
- *                           the final hidden state, the experts each layer selected
+ *                           the final hidden state, the experts each layer selected, the
+ *                           states kept for the EAGLE-3 draft (opts.naux), embedding rows
  *   arb_gpu_model_step_bytes what a step must read (the HBM floor's numerator)
  *   arb_gpu_read_bandwidth  streaming-read bandwidth of the device (the floor's denominator)
  *   arb_gpu_moe_bench       one layer's MoE block against a per-expert cuBLAS loop
@@ -113,6 +114,11 @@ typedef struct arb_gpu_model_opts {
     arb_inst_t *const *sites_t1;
     arb_fusion_t fusion;   /* passed to every arb_inst_allreduce_rmsnorm */
     int pdl;               /* 1: kernels launched with programmatic dependent launch */
+    /* The EAGLE-3 draft's inputs: the residual stream after layers aux_layers[0 .. naux)
+     * (ascending) is kept per position, [context x naux x H] bf16 (counted in kv_cache);
+     * naux 0: none. */
+    unsigned naux;
+    unsigned aux_layers[4];
 } arb_gpu_model_opts_t;
 
 typedef struct arb_gpu_model arb_gpu_model_t;
@@ -168,6 +174,17 @@ arb_status_t arb_gpu_model_read_hidden(arb_gpu_model_t *m, unsigned T, uint16_t 
  * in the router's order (descending choice score). */
 arb_status_t arb_gpu_model_read_experts(arb_gpu_model_t *m, unsigned T, int32_t *experts, char *why,
                                         size_t why_len);
+
+/* The kept states (opts.naux) at positions pos0 .. pos0 + T - 1, bf16 [T x naux x H];
+ * the embedding rows of tokens[0..T), bf16 [T x H]. Synchronous copies. */
+arb_status_t arb_gpu_model_read_aux(arb_gpu_model_t *m, unsigned pos0, unsigned T, uint16_t *out, char *why,
+                                    size_t why_len);
+arb_status_t arb_gpu_model_read_embed(arb_gpu_model_t *m, const uint32_t *tokens, unsigned T, uint16_t *out,
+                                      char *why, size_t why_len);
+/* The device addresses of the same: the kept states [context x naux x H] (NULL: naux 0)
+ * and the embedding table [vocab x H], bf16. */
+const void *arb_gpu_model_aux_device(const arb_gpu_model_t *m);
+const void *arb_gpu_model_embed_device(const arb_gpu_model_t *m);
 
 /* Per-rank row counts and offsets the driver needs for the distributed argmax. */
 unsigned arb_gpu_model_vocab_rank(const arb_gpu_model_t *m);

@@ -118,6 +118,15 @@ arb_status_t moe(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_ctx &l
     return ARB_OK;
 }
 
+// The draft's input: res (the residual stream after a layer) into row P0 + t, slot i of aux.
+__global__ void keep_aux(const bf16 *res, const int32_t *pos0, bf16 *aux, unsigned H, unsigned naux, unsigned i)
+{
+    const unsigned t = blockIdx.x;
+    bf16 *dst = aux + ((size_t)(*pos0 + t) * naux + i) * H;
+    for (unsigned j = threadIdx.x; j < H; j += blockDim.x)
+        dst[j] = res[(size_t)t * H + j];
+}
+
 } // namespace
 
 extern "C" arb_status_t arb_gpu_model_step(arb_gpu_model_t *m, unsigned T, void *stream, char *why, size_t why_len)
@@ -141,6 +150,11 @@ extern "C" arb_status_t arb_gpu_model_step(arb_gpu_model_t *m, unsigned T, void 
         ARB_TRY(L.dense ? dense_mlp(m, l, T, lc, why, why_len) : moe(m, l, T, lc, why, why_len));
         // SITE B: res += allreduce(part); h = next input_layernorm (model.norm after the last)
         ARB_TRY(call_site(m, 2 * l + 1, l + 1 < s.Lz ? m->layers[l + 1].attn_norm : m->final_norm, T, st, why, why_len));
+        for (unsigned i = 0; i < m->o.naux; i++) // the EAGLE-3 draft's states: res after layer l
+            if (m->o.aux_layers[i] == l) {
+                keep_aux<<<T, 256, 0, st>>>(m->res, m->pos0, m->aux, s.H, m->o.naux, i);
+                ARB_CUDA_TRY(cudaGetLastError(), why, why_len);
+            }
         mark(m, st, ARB_GPU_PROF_SITE_B);
     }
     // logits_r = h @ lm_head_r^T (fp32); this rank's (max, index)   [T x V_r]

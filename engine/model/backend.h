@@ -91,6 +91,11 @@ typedef struct arb_backend_ops {
      * [T x naux x H]. */
     arb_status_t (*embed)(void *model, const uint32_t *tokens, unsigned T, uint16_t *out, char *why, size_t why_len);
     arb_status_t (*aux_hidden)(void *model, unsigned pos0, unsigned T, uint16_t *out, char *why, size_t why_len);
+    /* The same on the device, for a draft head that runs there (NULL: host only): the kept
+     * states [positions x naux x H], the embedding table [vocab x H] (bf16, device
+     * addresses) and the stream the steps run on (finished when step returns). */
+    arb_status_t (*device_inputs)(void *model, const void **aux, const void **embed, void **stream, char *why,
+                                  size_t why_len);
     void (*destroy)(void *model);
 } arb_backend_ops_t;
 

@@ -23,10 +23,6 @@ arb_status_t arb_run_draft_setup(arb_engine_run_t *r, char *why, size_t len)
     const arb_engine_opts_t *o = r->o;
     if (!o->draft_dir[0])
         return ARB_OK;
-    if (o->backend != ARB_ENGINE_CPU)
-        ARB_RAISE(
-            ARB_ERR_INVALID, why, len,
-            "--draft-dir: the EAGLE-3 draft head runs on the cpu backend only; the gpu backend does not support it yet (use --backend cpu, or --accept-rate for planted acceptance)");
     if (o->context == 0)
         ARB_RAISE(
             ARB_ERR_INVALID, why, len,
@@ -69,18 +65,32 @@ static double now_us(void)
 }
 
 /* Collective: one head step of T rows at pos0 and its greedy target token after the last
- * row; *us += the step's time, max over ranks. fused: hidden from the target's states. */
-static arb_status_t head_step(arb_run_draft_t *d, const uint16_t *hidden, int fused, const uint32_t *next, unsigned T,
+ * row; *us += the step's time (wall clock, the GPU head's stream synchronized), max over
+ * ranks. fused: from the target's states; else one row from the last step's output row
+ * `last`. The head on the GPU where the backend keeps the target's states there. */
+static arb_status_t head_step(arb_run_draft_t *d, int fused, unsigned last, const uint32_t *next, unsigned T,
                               unsigned pos0, uint32_t *token, double *us, char *why, size_t len)
 {
     arb_engine_run_t *r = d->target->r;
     const arb_backend_ops_t *be = r->be;
+    const unsigned H = r->cfg.hidden_size;
     double t0 = now_us();
-    arb_status_t st = be->embed(d->target->model, next, T, d->embed, why, len);
-    if (st == ARB_OK && fused)
-        st = be->aux_hidden(d->target->model, pos0, T, d->aux, why, len);
-    if (st == ARB_OK)
-        st = arb_draft_cpu_step(d->head, fused ? d->aux : hidden, fused, d->embed, T, pos0, why, len);
+    arb_status_t st = ARB_OK;
+    if (d->ghead) {
+        const void *aux = NULL, *embed = NULL;
+        void *stream = NULL;
+        st = be->device_inputs(d->target->model, &aux, &embed, &stream, why, len);
+        if (st == ARB_OK)
+            st = arb_draft_gpu_step(d->ghead, fused ? aux : NULL, last, embed, next, T, pos0, stream, why, len);
+    } else {
+        st = be->embed(d->target->model, next, T, d->embed, why, len);
+        if (st == ARB_OK && fused)
+            st = be->aux_hidden(d->target->model, pos0, T, d->aux, why, len);
+        if (st == ARB_OK && !fused) /* row pos0: the previous row's pre-norm output */
+            memcpy(d->hidden, arb_draft_cpu_out(d->head) + (size_t)last * H, H * sizeof *d->hidden);
+        if (st == ARB_OK)
+            st = arb_draft_cpu_step(d->head, fused ? d->aux : d->hidden, fused, d->embed, T, pos0, why, len);
+    }
     double mine = now_us() - t0, mx = 0;
     ARB_TRY(arb_run_agree(r, st, why, len));
     struct {
@@ -88,11 +98,15 @@ static arb_status_t head_step(arb_run_draft_t *d, const uint16_t *hidden, int fu
         int i;
     } in, best;
     uint32_t id;
-    arb_draft_cpu_argmax(d->head, T - 1, &in.v, &id);
+    if (d->ghead)
+        arb_draft_gpu_argmax(d->ghead, T - 1, &in.v, &id);
+    else
+        arb_draft_cpu_argmax(d->head, T - 1, &in.v, &id);
     in.i = (int)id;
     MPI_Allreduce(&mine, &mx, 1, MPI_DOUBLE, MPI_MAX, r->m->world);
     MPI_Allreduce(&in, &best, 1, MPI_FLOAT_INT, MPI_MAXLOC, r->m->world);
-    *token = arb_draft_cpu_target_id(d->head, (uint32_t)best.i);
+    *token = d->ghead ? arb_draft_gpu_target_id(d->ghead, (uint32_t)best.i)
+                      : arb_draft_cpu_target_id(d->head, (uint32_t)best.i);
     *us += mx;
     return ARB_OK;
 }
@@ -118,13 +132,17 @@ static arb_status_t open_head(arb_stepper_t *target, arb_run_draft_t *d, char *w
     if (st == ARB_OK)
         st = arb_draft_weights_load(r->o->draft_dir, &r->dcfg, &r->dshard, &w, why, len);
     ARB_TRY(arb_run_agree(r, st, why, len));
-    ARB_TRY(arb_run_agree(r, arb_draft_cpu_create(&o, &w, &d->head, why, len), why, len));
+    if (r->be->device_inputs) /* the target's states stay on its device: the head runs there */
+        st = arb_draft_gpu_create(&o, &w, &d->ghead, why, len);
+    else
+        st = arb_draft_cpu_create(&o, &w, &d->head, why, len);
+    ARB_TRY(arb_run_agree(r, st, why, len));
     /* rows 0 .. ctx - 2: the prompt's states and next tokens (row ctx - 1 is the first cycle's) */
     double us = 0;
     uint32_t tok;
     for (unsigned p = 0; p + 1 < ctx; p += T) {
         unsigned n = ctx - 1 - p < T ? ctx - 1 - p : T;
-        ARB_TRY(head_step(d, NULL, 1, d->hist + p + 1, n, p, &tok, &us, why, len));
+        ARB_TRY(head_step(d, 1, 0, d->hist + p + 1, n, p, &tok, &us, why, len));
     }
     d->len = ctx - 1;
     return ARB_OK;
@@ -147,7 +165,7 @@ arb_status_t arb_run_draft_open(arb_stepper_t *target, arb_run_draft_t *d, char 
 static arb_status_t propose_head(arb_run_draft_t *d, uint32_t first, unsigned k, unsigned pos,
                                  const arb_spec_plant_t *plant, uint32_t *drafts, double *us, char *why, size_t len)
 {
-    const unsigned T = d->target->r->s.max_tokens, H = d->target->r->cfg.hidden_size;
+    const unsigned T = d->target->r->s.max_tokens;
     double total = 0;
     uint32_t tok = 0;
     unsigned last = 0; /* the row of the head's last step that the next one continues */
@@ -158,13 +176,12 @@ static arb_status_t propose_head(arb_run_draft_t *d, uint32_t first, unsigned k,
     d->hist[pos] = first;
     for (unsigned p = d->len; p < pos; p += T) { /* catch up on what the target verified; the last row proposes d_1 */
         unsigned n = pos - p < T ? pos - p : T;
-        ARB_TRY(head_step(d, NULL, 1, d->hist + p + 1, n, p, &tok, &total, why, len));
+        ARB_TRY(head_step(d, 1, 0, d->hist + p + 1, n, p, &tok, &total, why, len));
         last = n - 1;
     }
     for (unsigned j = 1; j <= k; j++) {
         if (j > 1) { /* row pos + j - 2: its own pre-norm output and the last kept draft */
-            memcpy(d->hidden, arb_draft_cpu_out(d->head) + (size_t)last * H, H * sizeof *d->hidden);
-            ARB_TRY(head_step(d, d->hidden, 0, &drafts[j - 2], 1, pos + j - 2, &tok, &total, why, len));
+            ARB_TRY(head_step(d, 0, last, &drafts[j - 2], 1, pos + j - 2, &tok, &total, why, len));
             last = 0;
         }
         d->own[j - 1] = tok;
@@ -236,7 +253,7 @@ void arb_run_draft_accept(arb_run_draft_t *d, const uint32_t *tokens, unsigned n
 {
     for (unsigned j = 0; j < n && pos + j < d->cap; j++)
         d->hist[pos + j] = tokens[j];
-    unsigned valid = d->head ? pos : pos + n; /* the head's rows past pos read its own states */
+    unsigned valid = d->head || d->ghead ? pos : pos + n; /* the head's rows past pos read its own states */
     if (d->len > valid)
         d->len = valid;
 }
@@ -247,6 +264,7 @@ void arb_run_draft_close(arb_run_draft_t *d)
         d->step.be->destroy(d->step.model);
     arb_stepper_free(&d->step);
     arb_draft_cpu_destroy(d->head);
+    arb_draft_gpu_destroy(d->ghead);
     free(d->aux), free(d->embed), free(d->hidden), free(d->hist);
     memset(d, 0, sizeof *d);
 }

@@ -3,9 +3,11 @@
  * The draft of the speculative cycles (docs/engine-e2e.md): one propose path, two drafts.
  *
  * With --draft-dir DIR, the EAGLE-3 head of DIR (engine/draft: config.json and weights
- * read per rank through engine/weights, sharded like the target, its CPU forward on the
- * call sites of the target's layer 0, 2 all-reduces per draft step). It reads the target's
- * hidden states after three layers (the backend's aux_hidden) and the target's embedding:
+ * read per rank through engine/weights, sharded like the target, its forward on the
+ * target's backend (draft_cpu.h, or draft_gpu.h on the GPU, where it reads the target's
+ * states and embedding on the device) on the call sites of the target's layer 0, 2
+ * all-reduces per draft step). It reads the target's
+ * hidden states after three layers (the backend's aux_hidden or device_inputs) and the target's embedding:
  * its cache row at position p fuses the target's states at p with the embedding of the
  * token at p + 1 and predicts the token at p + 2. A cycle at cache length C first catches
  * up on the rows the target has verified since (positions len .. C - 1, one step), whose
@@ -29,12 +31,14 @@
 #include <stdint.h>
 
 #include "draft/draft_cpu.h"
+#include "draft/draft_gpu.h"
 #include "run/step.h"
 
 typedef struct arb_run_draft {
     arb_stepper_t *target;
     arb_stepper_t step;             /* the stand-in on the target's backend and sites */
-    arb_draft_cpu_t *head;          /* the EAGLE-3 head (--draft-dir), or NULL */
+    arb_draft_cpu_t *head;          /* the EAGLE-3 head (--draft-dir) on the CPU backend, or NULL */
+    arb_draft_gpu_t *ghead;         /* the same on the GPU backend, or NULL */
     uint16_t *aux, *embed, *hidden; /* the head's inputs: [max_T x 3H], [max_T x H], [H] */
     uint32_t *hist;                 /* [positions]: the token at each position */
     uint32_t own[ARB_SPEC_MAX_K];   /* the last cycle's proposals before the draw */
@@ -46,8 +50,8 @@ typedef struct arb_run_draft {
 void arb_draft_config(const arb_model_config_t *target, arb_model_config_t *draft);
 
 /* Collective: --draft-dir's config.json and this rank's tensors checked against the target
- * (nothing read yet), the target told which hidden states to keep; refused on the GPU
- * backend and with --context 0. Nothing to do without --draft-dir. */
+ * (nothing read yet), the target told which hidden states to keep; refused with
+ * --context 0. Nothing to do without --draft-dir. */
 arb_status_t arb_run_draft_setup(arb_engine_run_t *r, char *why, size_t len);
 
 /* Collective: builds the draft (the head's weights read) and brings its cache to the

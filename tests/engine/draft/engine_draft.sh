@@ -7,26 +7,19 @@
 # (accepts none), "mixed" on half the draft ids (the acceptance greedy speculation must
 # measure, computed by write_draft); each run's produced tokens must equal plain greedy
 # decoding (spec_rows_check); "mixed" at TP=1, TP=2 and one rank standing in for two shards alike; a head of random weights
-# (fc and every projection in play) keeps the tokens too. Malformed heads, --draft-dir on
-# the gpu backend and with --accept-rate are refused (exit 2, the reason named). TAP.
+# (fc and every projection in play) keeps the tokens too. Malformed heads and --draft-dir
+# with --accept-rate are refused (exit 2, the reason named); on the gpu backend it runs where
+# a GPU is (engine_draft_gpu.sh), else the backend's own refusal. TAP.
 # usage: engine_draft.sh ARBENCH WRITE_DRAFT SPEC_ROWS_CHECK
 set -u
 arbench=$1 write=$2 check=$3
 . "$(dirname "$0")/../../common/tap.sh"
+. "$(dirname "$0")/draft_runs.sh"
 run() { # NP OUT EXTRA...: the engine on the tiny target
     np=$1 out=$2
     shift 2
     timeout 240 mpirun $mpirun_args -np "$np" "$arbench" engine --config tiny --backend cpu --context 16 --steps 10 \
         --spec-k 2 --out "$out" --quiet "$@" >"$out.log" 2>&1
-}
-checked() { # CSV K ARG WHAT: spec_rows_check's lines folded into one TAP line (ARG "": no acceptance check)
-    if [ -n "$3" ]; then "$check" "$1" "$2" "$3"; else "$check" "$1" "$2"; fi >"$1.tap" 2>&1
-    if grep -q '^not ok' "$1.tap" || ! grep -q '^ok' "$1.tap"; then
-        sed 's/^/# /' "$1.tap"
-        tap FAIL "$4"
-    else
-        tap OK "$4 ($(grep -c '^ok' "$1.tap") checks$(grep 'measured acceptance' "$1.tap" | head -1 | sed 's/.*: /: /'))"
-    fi
 }
 if ! run 2 "$tmp/plain.csv" --dump-tokens "$tmp/chain"; then
     sed 's/^/# /' "$tmp/plain.csv.log"
@@ -35,13 +28,7 @@ if ! run 2 "$tmp/plain.csv" --dump-tokens "$tmp/chain"; then
 fi
 tap OK "plain run: greedy chain $(cat "$tmp/chain")"
 for kind in right wrong mixed; do
-    mkdir -p "$tmp/$kind"
-    if ! "$write" "$tmp/$kind" lookup 1 "$tmp/chain" $kind 2 10 >"$tmp/$kind.exp" 2>&1; then
-        sed 's/^/# /' "$tmp/$kind.exp"
-        tap FAIL "write_draft $kind"
-        continue
-    fi
-    x=$(awk '{ print $2 }' "$tmp/$kind.exp")
+    lookup_head $kind || continue
     case $kind in
     right) [ "$x" = 2.000 ] && tap OK "the right head must accept every draft (2 per cycle)" || tap FAIL "right head: expected 2.000, got $x" ;;
     wrong) [ "$x" = 0.000 ] && tap OK "the wrong head must accept none" || tap FAIL "wrong head: expected 0.000, got $x" ;;
@@ -93,9 +80,11 @@ for spoil in missing shape dtype d2t truncated hidden arch; do
     msg=$(grep -m1 'arbench engine:' "$tmp/bad.csv.log")
     if [ $rc -eq 2 ] && [ -n "$msg" ]; then tap OK "$spoil head refused: $msg"; else sed 's/^/# /' "$tmp/bad.csv.log"; tap FAIL "$spoil head refused (exit $rc)"; fi
 done
-timeout 60 mpirun $mpirun_args -np 1 "$arbench" engine --config tiny --draft-dir "$tmp/right" --quiet >"$tmp/gpu.log" 2>&1
+timeout 60 mpirun $mpirun_args -np 1 "$arbench" engine --config tiny --draft-dir "$tmp/right" --context 16 --steps 2 --spec-k 2 --quiet >"$tmp/gpu.log" 2>&1
 rc=$?
-if [ $rc -eq 2 ] && grep -q 'gpu backend does not support it' "$tmp/gpu.log"; then tap OK "the gpu backend refuses --draft-dir: $(grep -m1 draft-dir "$tmp/gpu.log")"; else sed 's/^/# /' "$tmp/gpu.log"; tap FAIL "the gpu backend refuses --draft-dir (exit $rc)"; fi
+if [ $rc -eq 0 ]; then tap OK "the gpu backend runs --draft-dir (a GPU here: engine_draft_gpu.sh checks it)";
+elif [ $rc -eq 2 ] && grep -q -- '--backend gpu: ' "$tmp/gpu.log"; then tap OK "no GPU engine or device here: --draft-dir on the gpu backend refused with the backend's reason: $(grep -m1 -- '--backend gpu' "$tmp/gpu.log")";
+else sed 's/^/# /' "$tmp/gpu.log"; tap FAIL "--draft-dir on the gpu backend: exit $rc"; fi
 timeout 60 mpirun $mpirun_args -np 1 "$arbench" engine --config tiny --backend cpu --draft-dir "$tmp/right" --accept-rate 0.5 --quiet >"$tmp/both.log" 2>&1
 rc=$?
 if [ $rc -eq 2 ] && grep -q -- '--accept-rate with --draft-dir' "$tmp/both.log"; then tap OK "--draft-dir with --accept-rate refused"; else sed 's/^/# /' "$tmp/both.log"; tap FAIL "--draft-dir with --accept-rate refused (exit $rc)"; fi

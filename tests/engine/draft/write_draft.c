@@ -2,6 +2,7 @@
 /*
  * write_draft DIR lookup SEED TOKENS right|wrong|mixed K S [SPOIL]
  * write_draft DIR random SEED [SPOIL]
+ * write_draft DIR wide SEED H V L
  *
  * Writes an EAGLE-3 draft head for the tiny target (engine/configs/tiny.json, --seed SEED)
  * into the existing folder DIR (tests/engine/draft/draft_ckpt.h; SPOIL as there).
@@ -28,6 +29,11 @@
  * random: 4 query heads on 2 kv heads of 16, every weight a seeded uniform draw scaled by
  * 1/sqrt(inputs), norms near 1, d2t seeded target ids: a head that proposes something
  * arbitrary.
+ *
+ * wide: a random head at a real target's width, for timing (not for the tiny target): hidden
+ * H, target vocabulary V, fused layers 1, L/2, L - 1 of a target of L layers; Llama-style
+ * shapes chosen here (64 query heads on 8 kv heads of 128, intermediate 18432, a draft
+ * vocabulary of 32000 when V allows, else V), not a published head's.
  */
 #include <math.h>
 #include <stdio.h>
@@ -133,8 +139,9 @@ int main(int argc, char **argv)
     char why[1024];
     arb_model_config_t c;
     if (argc < 4 || arb_config_load("tiny", &c, why, sizeof why) != ARB_OK) {
-        fprintf(stderr,
-                "usage: write_draft DIR lookup SEED TOKENS right|wrong|mixed K S [SPOIL] | DIR random SEED [SPOIL]\n");
+        fprintf(
+            stderr,
+            "usage: write_draft DIR lookup SEED TOKENS right|wrong|mixed K S [SPOIL] | DIR random SEED [SPOIL] | DIR wide SEED H V L\n");
         return 2;
     }
     const char *dir = argv[1];
@@ -144,7 +151,18 @@ int main(int argc, char **argv)
     draft_tensors_t w;
     const char *spoil = "none";
     int rc = 0;
-    if (strcmp(argv[2], "random") == 0) { /* 4 heads on 2 kv heads: GQA split over TP=2 */
+    if (strcmp(argv[2], "wide") == 0 && argc >= 7) {
+        d = (draft_dims_t){
+            .H = (unsigned)atoi(argv[4]), .I = 18432, .nh = 64, .nkv = 8, .hd = 128, .V = (unsigned)atoi(argv[5])};
+        unsigned L = (unsigned)atoi(argv[6]);
+        d.Vd = d.V > 32000 ? 32000 : d.V;
+        d.aux[0] = 1, d.aux[1] = L / 2, d.aux[2] = L - 1;
+        if (d.H == 0 || d.H % 8 || L < 4) {
+            fprintf(stderr, "write_draft wide: H a multiple of 8 and L >= 4 expected (got %u, %u)\n", d.H, L);
+            return 2;
+        }
+        rc = draft_alloc(&d, &w) || random_head(&d, &w, seed);
+    } else if (strcmp(argv[2], "random") == 0) { /* 4 heads on 2 kv heads: GQA split over TP=2 */
         d.nh = 4, d.nkv = 2, d.hd = 16;
         if (argc > 4)
             spoil = argv[4];
