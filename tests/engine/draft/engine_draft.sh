@@ -10,9 +10,11 @@
 # (fc and every projection in play) keeps the tokens too. Malformed heads and --draft-dir
 # with --accept-rate are refused (exit 2, the reason named); on the gpu backend it runs where
 # a GPU is (engine_draft_gpu.sh), else the backend's own refusal. TAP.
-# usage: engine_draft.sh ARBENCH WRITE_DRAFT SPEC_ROWS_CHECK
+# With WEIGHTS_WRITE (arb-weights-write): the target read from a checkpoint of the same seed
+# (--weights-dir, two shards) with the right head (--draft-dir) still accepts every draft.
+# usage: engine_draft.sh ARBENCH WRITE_DRAFT SPEC_ROWS_CHECK [WEIGHTS_WRITE]
 set -u
-arbench=$1 write=$2 check=$3
+arbench=$1 write=$2 check=$3 wwrite=${4:-}
 . "$(dirname "$0")/../../common/tap.sh"
 . "$(dirname "$0")/draft_runs.sh"
 run() { # NP OUT EXTRA...: the engine on the tiny target
@@ -52,6 +54,17 @@ if run 1 "$tmp/mixed1s.csv" --draft-dir "$tmp/mixed" --tp-shape 2; then
 else
     sed 's/^/# /' "$tmp/mixed1s.csv.log"
     tap FAIL "np 1 --tp-shape 2, mixed head: the run failed"
+fi
+if [ -n "$wwrite" ] && [ -d "$tmp/right" ]; then
+    # the user's flow: the target from a checkpoint (the same seed: the same greedy chain) and the head
+    if "$wwrite" "$tmp/ck" --config tiny --seed 1 >"$tmp/ck.log" 2>&1 &&
+        timeout 240 mpirun $mpirun_args -np 2 "$arbench" engine --weights-dir "$tmp/ck" --backend cpu --context 16 --steps 10 \
+            --spec-k 2 --draft-dir "$tmp/right" --out "$tmp/ckright.csv" --quiet >"$tmp/ckright.csv.log" 2>&1; then
+        checked "$tmp/ckright.csv" 2 "accepted=2.000" "np 2, --weights-dir checkpoint + right head: every draft accepted, tokens = plain greedy"
+    else
+        sed 's/^/# /' "$tmp/ck.log" "$tmp/ckright.csv.log" | tail -20
+        tap FAIL "np 2, --weights-dir checkpoint + right head: the run failed"
+    fi
 fi
 mkdir -p "$tmp/random"
 "$write" "$tmp/random" random 7 >/dev/null 2>&1

@@ -11,9 +11,11 @@
 # compared entry by entry; the GPU head accumulates in fp32 where the CPU head uses float64,
 # and the two targets' states differ by their own rounding, so a near tie of draft logits may
 # break the other way: at least 90% of the entries must agree (the count is printed). TAP.
-# usage: engine_draft_gpu.sh ARBENCH WRITE_DRAFT SPEC_ROWS_CHECK
+# With WEIGHTS_WRITE (arb-weights-write): the target read from a checkpoint of the same seed
+# (--weights-dir) with the right head still accepts every draft, tokens = plain greedy.
+# usage: engine_draft_gpu.sh ARBENCH WRITE_DRAFT SPEC_ROWS_CHECK [WEIGHTS_WRITE]
 set -u
-arbench=$1 write=$2 check=$3
+arbench=$1 write=$2 check=$3 wwrite=${4:-}
 . "$(dirname "$0")/../../common/tap.sh"
 . "$(dirname "$0")/draft_runs.sh"
 run() { # BACKEND OUT EXTRA... (IMPL: the sites' implementation, nccl unless set)
@@ -47,6 +49,17 @@ for kind in right wrong mixed; do
         fi
     done
 done
+if [ -n "$wwrite" ] && [ -d "$tmp/right" ]; then
+    if "$wwrite" "$tmp/ck" --config tiny --seed 1 >"$tmp/ck.log" 2>&1 &&
+        timeout 240 mpirun $mpirun_args -np 1 "$arbench" engine --weights-dir "$tmp/ck" --backend gpu --impl nccl --no-noop-replay \
+            --context 16 --steps 10 --spec-k 2 --draft-dir "$tmp/right" --modes graph --out "$tmp/ckright.csv" --quiet \
+            >"$tmp/ckright.csv.log" 2>&1; then
+        checked "$tmp/ckright.csv" 2 "accepted=2.000" "gpu graph, --weights-dir checkpoint + right head: every draft accepted, tokens = plain greedy"
+    else
+        sed 's/^/# /' "$tmp/ck.log" "$tmp/ckright.csv.log" | tail -20
+        tap FAIL "gpu, --weights-dir checkpoint + right head: the run failed"
+    fi
+fi
 mkdir -p "$tmp/random"
 "$write" "$tmp/random" random 7 >/dev/null 2>&1
 rm -f "$tmp/trace-gpu" "$tmp/trace-cpu"
