@@ -25,11 +25,6 @@ double arb_spec_accept_draw(uint64_t seed, uint64_t cycle, unsigned j)
     return (arb_wgen_uniform(seed, ARB_W_ACCEPT, 0, cycle * 64u + j) + 1.0) * 0.5;
 }
 
-uint32_t arb_spec_plant(uint64_t seed, uint64_t cycle, unsigned j, double p, uint32_t right, uint32_t vocab)
-{
-    return arb_spec_accept_draw(seed, cycle, j) < p ? right : (right + 1) % vocab;
-}
-
 uint32_t arb_spec_plant_apply(const arb_spec_plant_t *pl, unsigned j, uint32_t proposal)
 {
     if (!pl)

@@ -55,8 +55,6 @@ typedef struct arb_spec_state {
 
 /* Draw j (1 .. k) of a cycle, uniform in [0, 1). */
 double arb_spec_accept_draw(uint64_t seed, uint64_t cycle, unsigned j);
-/* Draft j of a cycle at rate p: `right` when its draw is < p, else (right + 1) mod vocab. */
-uint32_t arb_spec_plant(uint64_t seed, uint64_t cycle, unsigned j, double p, uint32_t right, uint32_t vocab);
 /* What the draw does to one proposal (planted cycles): right[j] (1 .. k) the chain's token. */
 typedef struct arb_spec_plant {
     uint64_t seed, cycle;

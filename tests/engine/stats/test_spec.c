@@ -262,15 +262,20 @@ static void test_accept_rate_statistics(void)
         TAP_CHECK(all && tr.cycles == 100 && tr.agree == tr.ntokens);
         arb_spec_trace_free(&tr);
     }
-    /* seeded: the same seed and cycle give the same draws, another seed others; a wrong
-     * draft is the next token */
+    /* seeded: the same seed and cycle give the same draws, another seed others; a draw below
+     * p keeps the chain's token, else the draft's own proposal, or the next token when that
+     * proposal would be right */
+    const uint32_t right[3] = {0, 0, 999};
     size_t same = 0, diff = 0;
     for (uint64_t c = 0; c < 200; c++) {
         same += arb_spec_accept_draw(5, c, 1) == arb_spec_accept_draw(5, c, 1);
         diff += arb_spec_accept_draw(5, c, 1) != arb_spec_accept_draw(6, c, 1);
         double u = arb_spec_accept_draw(5, c, 2);
         TAP_CHECK(u >= 0 && u < 1);
-        TAP_CHECK(arb_spec_plant(5, c, 2, u + 1e-9, 999, 1000) == 999 && arb_spec_plant(5, c, 2, u, 999, 1000) == 0);
+        const arb_spec_plant_t keep = {.seed = 5, .cycle = c, .p = u + 1e-9, .right = right, .vocab = 1000};
+        const arb_spec_plant_t drop = {.seed = 5, .cycle = c, .p = u, .right = right, .vocab = 1000};
+        TAP_CHECK(arb_spec_plant_apply(&keep, 2, 7) == 999 && arb_spec_plant_apply(&drop, 2, 7) == 7 &&
+                  arb_spec_plant_apply(&drop, 2, 999) == 0 && arb_spec_plant_apply(NULL, 2, 7) == 7);
     }
     TAP_CHECK(same == 200 && diff >= 190);
 }
