@@ -2,11 +2,9 @@
 /* The per-kernel floor table (engine/run/run_floors.h). */
 #include "run/run_floors.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/outfile.h"
 #include "model/memplan.h"
@@ -222,13 +220,10 @@ static int write_row(FILE *f, const arb_floor_csv_info_t *in, const arb_floor_ta
 int arb_floor_write_csv(const char *path, const arb_floor_csv_info_t *info, const arb_floor_table_t *t, unsigned n,
                         char *err, size_t err_len)
 {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, err_len, "%s: cannot create (%s)", tmp, strerror(errno));
+    arb_outfile_t of;
+    FILE *f = arb_outfile_open(&of, "the per-kernel table", path, err, err_len);
+    if (!f)
         return -1;
-    }
     int bad = 0;
     for (int i = 0; i < FLOOR_NCOLS; i++)
         bad |= put(f, floor_cols[i], i == FLOOR_NCOLS - 1);
@@ -238,13 +233,12 @@ int arb_floor_write_csv(const char *path, const arb_floor_csv_info_t *info, cons
                 bad |= write_row(f, info, &t[k], arb_floor_family_names[i], &t[k].row[i]);
         bad |= write_row(f, info, &t[k], "step", &t[k].step);
     }
-    bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
-    bad |= fclose(f) != 0;
-    if (!bad && rename(tmp, path) == 0)
-        return 0;
-    snprintf(err, err_len, "%s: cannot write (%s)", path, strerror(errno));
-    unlink(tmp);
-    return -1;
+    if (bad || ferror(f)) {
+        arb_outfile_discard(&of);
+        snprintf(err, err_len, "%s: cannot write", path);
+        return -1;
+    }
+    return arb_outfile_commit(&of, err, err_len);
 }
 
 /* ---- the driver's call ---- */
