@@ -3,7 +3,9 @@
 # The engine's compute A/B of several trees in one call on a one-GPU machine:
 #   ci/engine-ab.sh OUT ROUNDS BASE=TREE NAME=TREE [NAME=TREE ...]
 # Each TREE is a source tree (e.g. this branch and main's commit before it, unpacked by
-# `git archive`). All are built for sm_90 (GENCODE overrides), in parallel: BASE with only
+# `git archive`); several names may share one tree, each with its own engine options in
+# ENGINE_ARGS_<NAME> (e.g. ENGINE_ARGS_pers="--step-form persistent"). Each distinct tree is
+# built once, for sm_90 (GENCODE overrides), in parallel: BASE's tree with only
 # what the engine run needs (arbench, the noop and modeled plugins, engine_gpu_bench), the
 # others with the engine's GPU tests too. Then, under OUT:
 #   build-NAME.log, tests-NAME.log   the builds; each non-base tree's engine GPU tests
@@ -23,32 +25,52 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 { date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version,memory.total --format=csv; } >"$out/machine.txt" 2>&1
 names=(); trees=()
 for a in "$@"; do names+=("${a%%=*}"); trees+=("${a#*=}"); done
+# the first name of each distinct tree builds it (and, past BASE's tree, runs its tests)
+first=()
+for i in "${!trees[@]}"; do
+    f=$i
+    for j in "${!trees[@]}"; do [ "$j" -lt "$i" ] && [ "${trees[$j]}" = "${trees[$i]}" ] && { f=$j; break; }; done
+    first+=("$f")
+done
 [ -n "${DEBS:-}" ] && bash "${trees[1]}/ci/deps.sh" --debs "$DEBS" >"$out/deps.log" 2>&1
 gen=${GENCODE:-"['arch=compute_90,code=sm_90']"}
 engine_targets="harness/arbench collectives/noop/arb-noop.so collectives/modeled/arb-modeled.so tests/engine/gpu/engine_gpu_bench"
 tests=("engine gpu kernels" "engine gpu moe" "engine gpu vs cpu" "engine gpu profile")
+test_bins="test_engine_gpu_kernels test_engine_gpu_moe test_engine_gpu_vs_cpu test_engine_gpu_profile"
+if [ -f "${trees[$#-1]}/tests/engine/gpu/test_engine_gpu_persist.c" ]; then # a tree with the persistent form
+    tests+=("engine gpu persist"); test_bins="$test_bins test_engine_gpu_persist"
+fi
 test_targets=""
-for t in test_engine_gpu_kernels test_engine_gpu_moe test_engine_gpu_vs_cpu test_engine_gpu_profile; do
+for t in $test_bins; do
     test_targets="$test_targets tests/engine/gpu/$t"
 done
-jobs=$(( $(nproc) / ${#trees[@]} )); [ "$jobs" -ge 2 ] || jobs=2
+ndistinct=0
+for i in "${!trees[@]}"; do [ "${first[$i]}" -eq "$i" ] && ndistinct=$((ndistinct + 1)); done
+jobs=$(( $(nproc) / ndistinct )); [ "$jobs" -ge 2 ] || jobs=2
 t0=$(date +%s)
 pids=()
 for i in "${!trees[@]}"; do
-    tg="$engine_targets"; [ "$i" -gt 0 ] && tg="$tg $test_targets"
+    pids+=(0)
+    [ "${first[$i]}" -eq "$i" ] || continue
+    tg="$engine_targets"; [ "${trees[$i]}" != "${trees[0]}" ] && tg="$tg $test_targets"
     (cd "${trees[$i]}" && meson setup build-gpu -Dnccl_home=/usr "-Dgencode=$gen" && ninja -C build-gpu -j"$jobs" $tg) \
         >"$out/build-${names[$i]}.log" 2>&1 &
-    pids+=($!)
+    pids[$i]=$!
 done
 ok=()
 for i in "${!trees[@]}"; do
-    wait "${pids[$i]}"; rc=$?; ok+=($rc)
-    echo "build ${names[$i]}: rc=$rc ($(($(date +%s) - t0)) s)"
-    [ $rc -eq 0 ] || tail -20 "$out/build-${names[$i]}.log"
+    if [ "${first[$i]}" -eq "$i" ]; then
+        wait "${pids[$i]}"; rc=$?
+        echo "build ${names[$i]}: rc=$rc ($(($(date +%s) - t0)) s)"
+        [ $rc -eq 0 ] || tail -20 "$out/build-${names[$i]}.log"
+    else
+        rc=${ok[${first[$i]}]}
+    fi
+    ok+=($rc)
 done
 
 for i in "${!trees[@]}"; do
-    [ "$i" -gt 0 ] && [ "${ok[$i]}" -eq 0 ] || continue
+    [ "${trees[$i]}" != "${trees[0]}" ] && [ "${first[$i]}" -eq "$i" ] && [ "${ok[$i]}" -eq 0 ] || continue
     (cd "${trees[$i]}" && timeout 150 meson test -C build-gpu --no-rebuild "${tests[@]}" --print-errorlogs) \
         >"$out/tests-${names[$i]}.log" 2>&1
     echo "gpu tests ${names[$i]}: rc=$? ($(($(date +%s) - t0)) s)"
@@ -77,9 +99,11 @@ for r in $(seq 1 "$rounds"); do
     for i in "${!trees[@]}"; do
         [ "${ok[$i]}" -eq 0 ] || continue
         nm=${names[$i]}
+        xa="ENGINE_ARGS_$nm"
+        # shellcheck disable=SC2086 # the extra options split into words
         (cd "${trees[$i]}" && timeout 150 mpirun --allow-run-as-root -np 1 build-gpu/harness/arbench engine \
             --config kimi-k2 --weights int4 --tp-shape 8 --context 4096 --steps 32 --impl noop --modes graph \
-            --no-noop-replay --out "$out/engine-$nm-$r.csv") >"$out/engine-$nm-$r.log" 2>&1
+            --no-noop-replay ${!xa:-} --out "$out/engine-$nm-$r.csv") >"$out/engine-$nm-$r.log" 2>&1
         echo "engine $nm $r: rc=$? ($(($(date +%s) - t0)) s)"
         grep -E "^# graph  (decode|verify)|^#   (router|attend|combine|moe_gate_up|moe_down|step) " "$out/engine-$nm-$r.log"
     done

@@ -37,6 +37,17 @@ struct arb_gpu_layer {
     arbk::bf16 *cache_kpe;        /* [context x dr] */
 };
 
+/* The persistent form's plan of steps of T tokens (gpu_persist.cu): the segments' shapes and
+ * tiles, grids, shared memory, and their instruction lists on the device (off, then ent). */
+struct arb_gpu_persist {
+    arbk::persist_attn_args attn;
+    arbk::persist_moe_args moe;
+    size_t smem_attn, smem_moe;
+    int nctas_attn, nctas_moe;       /* 0: that segment runs as launches */
+    uint32_t *dev_attn, *dev_moe;
+    unsigned load_attn, load_moe;    /* the most tiles a CTA runs */
+};
+
 /* A call site: its instance (NULL: one rank, local residual + RMSNorm) and the buffer
  * that feeds it (from arb_inst_alloc; shared by the sites of one instance). */
 struct arb_gpu_site {
@@ -75,6 +86,11 @@ struct arb_gpu_model {
     int *prof_kind;
     struct arb_gpu_prof_graph *prof_graph; /* arb_gpu_model_profile_graph's capture: nodes by kind */
     unsigned last_T;
+    /* the persistent form (opts.persistent): plans by T [max_tokens + 1], every segment's
+     * stage counters [2 Lz x ARB_PERSIST_MAX_STAGES] and the error word after them */
+    arb_gpu_persist *persist;
+    unsigned *pcnt;
+    int *perr;
 };
 
 /* While prof_graph is set (a capture of one step): files the nodes captured since the
@@ -87,6 +103,18 @@ static inline arb_gpu_site &arb_gpu_site_at(arb_gpu_model *m, unsigned i, unsign
 {
     return m->sites[(T == 1 ? 2 * m->s.Lz : 0) + i];
 }
+
+/* The persistent form (gpu_persist.cu): plans at create, free at destroy, the counters'
+ * reset at a step's start, a layer's attention or MoE block as one launch, and the
+ * deadline check (after the stream synchronized). */
+arb_status_t arb_gpu_persist_setup(arb_gpu_model *m, char *why, size_t len);
+void arb_gpu_persist_free(arb_gpu_model *m);
+arb_status_t arb_gpu_persist_begin(arb_gpu_model *m, cudaStream_t st, char *why, size_t len);
+arb_status_t arb_gpu_persist_attention(arb_gpu_model *m, unsigned l, unsigned T, const arbk::launch_ctx &lc,
+                                       char *why, size_t len);
+arb_status_t arb_gpu_persist_moe(arb_gpu_model *m, unsigned l, unsigned T, const arbk::launch_ctx &lc, char *why,
+                                 size_t len);
+arb_status_t arb_gpu_persist_check(const arb_gpu_model *m, char *why, size_t len);
 
 /* Bytes of one routed expert's shard (gate, up, down; INT4 with scales). */
 double arb_gpu_expert_bytes(const arb_gpu_model_t *m);

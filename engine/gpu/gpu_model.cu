@@ -287,6 +287,8 @@ extern "C" arb_status_t arb_gpu_model_create(const arb_gpu_model_opts_t *opts, a
         ARB_CUDA_GOTO(st, e, err_free_dev, why, why_len);
     }
     ARB_CUDA_GOTO(st, arbk::mla_setup((int)m->s.rkv, (int)m->s.dr, (int)m->s.nh_r, 0, 0), err_free_dev, why, why_len);
+    if (m->o.persistent)
+        ARB_TRY_GOTO(st, arb_gpu_persist_setup(m, why, why_len), err_free_persist);
     // one input buffer per distinct instance, in site order: the T > 1 sites, then the T = 1 ones
     for (unsigned i = 0; i < 4 * m->s.Lz; i++) {
         arb_gpu_site &site = m->sites[i];
@@ -312,6 +314,8 @@ extern "C" arb_status_t arb_gpu_model_create(const arb_gpu_model_opts_t *opts, a
 err_free_sites:
     arb_gpu_model_destroy(m);
     return st;
+err_free_persist:
+    arb_gpu_persist_free(m);
 err_free_dev:
     cudaFree(m->weights), cudaFree(m->cache), cudaFree(m->act);
 err_free_host:
@@ -357,7 +361,9 @@ extern "C" arb_status_t arb_gpu_model_read_argmax(arb_gpu_model_t *m, unsigned T
                                                   uint32_t *best_index, char *why, size_t why_len)
 {
     ARB_TRY(read_back(m, T, best_logit, m->best_logit, sizeof(float) * T, why, why_len));
-    return read_back(m, T, best_index, m->best_index, sizeof(uint32_t) * T, why, why_len);
+    ARB_TRY(read_back(m, T, best_index, m->best_index, sizeof(uint32_t) * T, why, why_len));
+    return arb_gpu_persist_check(m, why, why_len); // a persistent step's wait that gave up
+
 }
 
 extern "C" arb_status_t arb_gpu_model_read_logits(arb_gpu_model_t *m, unsigned T, float *logits, char *why,
@@ -466,6 +472,7 @@ extern "C" void arb_gpu_model_destroy(arb_gpu_model_t *m)
         if (first)
             arb_inst_free(site.inst, site.part);
     }
+    arb_gpu_persist_free(m);
     cudaFree(m->weights), cudaFree(m->cache), cudaFree(m->act);
     model_free_host(m);
 }

@@ -114,6 +114,9 @@ typedef struct arb_gpu_model_opts {
     arb_inst_t *const *sites_t1;
     arb_fusion_t fusion;   /* passed to every arb_inst_allreduce_rmsnorm */
     int pdl;               /* 1: kernels launched with programmatic dependent launch */
+    /* bits: 1 each layer's attention (between the call sites before and after it), 2 each
+     * MoE block, as one persistent launch (engine/gpu/gpu_persist.cu); 0: a launch per kernel */
+    int persistent;
     /* The EAGLE-3 draft's inputs: the residual stream after layers aux_layers[0 .. naux)
      * (ascending) is kept per position, [context x naux x H] bf16 (counted in kv_cache);
      * naux 0: none. */
@@ -259,6 +262,12 @@ arb_status_t arb_gpu_model_profile_graph(arb_gpu_model_t *m, unsigned T, int rep
                                          double us[ARB_GPU_PROF_KINDS], double *step_us, char *why, size_t why_len);
 
 void arb_gpu_model_destroy(arb_gpu_model_t *m);
+
+/* For tests: the persistent form's wait (gpu_persist.cu) on a counter holding `value`
+ * until it reaches `target` or timeout_ns pass; *err the error word after it (code when
+ * the deadline passed, 0 when not), *seconds how long the wait took. */
+arb_status_t arb_gpu_persist_probe(unsigned value, unsigned target, unsigned long long timeout_ns, int code, int *err,
+                                   double *seconds, char *why, size_t why_len);
 
 #ifdef __cplusplus
 }

@@ -146,6 +146,9 @@ extern "C" arb_status_t arb_gpu_model_profile_graph(arb_gpu_model_t *m, unsigned
     *step_us = NAN;
     if (reps < 1)
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu graph profile: reps %d, need at least 1", reps);
+    if (m->persist)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len,
+                  "gpu graph profile: the per-kernel times are of the launches form (a persistent launch runs several kinds)");
     arb_gpu_prof_graph pg;
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t ex = nullptr;

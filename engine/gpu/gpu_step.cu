@@ -136,6 +136,8 @@ extern "C" arb_status_t arb_gpu_model_step(arb_gpu_model_t *m, unsigned T, void 
     const arb_gpu_shapes &s = m->s;
     cudaStream_t st = static_cast<cudaStream_t>(stream);
     const launch_ctx lc = {st, m->o.pdl};
+    if (m->persist)
+        ARB_TRY(arb_gpu_persist_begin(m, st, why, why_len));
     // res = embed_tokens[token]; h = input_layernorm[0](res)        [T x H]
     ARB_CUDA_TRY(embed_rmsnorm(lc, m->embed, m->tokens, m->layers[0].attn_norm, m->res, m->h, s.H, m->o.dims.rms_eps,
                                (int)T),
@@ -143,11 +145,21 @@ extern "C" arb_status_t arb_gpu_model_step(arb_gpu_model_t *m, unsigned T, void 
     mark(m, st, ARB_GPU_PROF_EMBED);
     for (unsigned l = 0; l < s.Lz; l++) {
         const arb_gpu_layer &L = m->layers[l];
-        ARB_TRY(attention(m, l, T, lc, why, why_len));
+        if (m->persist) {
+            ARB_TRY(arb_gpu_persist_attention(m, l, T, lc, why, why_len));
+            mark(m, st, ARB_GPU_PROF_ATTEND);
+        } else {
+            ARB_TRY(attention(m, l, T, lc, why, why_len));
+        }
         // SITE A: res += allreduce(part); h = post_attention_layernorm(res)
         ARB_TRY(call_site(m, 2 * l, L.ffn_norm, T, st, why, why_len));
         mark(m, st, ARB_GPU_PROF_SITE_A);
-        ARB_TRY(L.dense ? dense_mlp(m, l, T, lc, why, why_len) : moe(m, l, T, lc, why, why_len));
+        if (!L.dense && m->persist && m->persist[T].nctas_moe) {
+            ARB_TRY(arb_gpu_persist_moe(m, l, T, lc, why, why_len));
+            mark(m, st, ARB_GPU_PROF_MOE_GATE_UP);
+        } else {
+            ARB_TRY(L.dense ? dense_mlp(m, l, T, lc, why, why_len) : moe(m, l, T, lc, why, why_len));
+        }
         // SITE B: res += allreduce(part); h = next input_layernorm (model.norm after the last)
         ARB_TRY(call_site(m, 2 * l + 1, l + 1 < s.Lz ? m->layers[l + 1].attn_norm : m->final_norm, T, st, why, why_len));
         for (unsigned i = 0; i < m->o.naux; i++) // the EAGLE-3 draft's states: res after layer l
@@ -178,6 +190,9 @@ extern "C" arb_status_t arb_gpu_model_profile(arb_gpu_model_t *m, unsigned T, vo
                                               double us[ARB_GPU_PROF_KINDS], char *why, size_t why_len)
 {
     cudaStream_t st = static_cast<cudaStream_t>(stream);
+    if (m->persist)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len,
+                  "gpu profile: the per-kernel times are of the launches form (a persistent launch runs several kinds)");
     const int cap = 32 * (int)m->s.Lz + 16; // launches of one step, with room
     for (int k = 0; k < ARB_GPU_PROF_KINDS; k++)
         us[k] = 0;

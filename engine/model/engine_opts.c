@@ -19,6 +19,8 @@ void arb_engine_opts_defaults(arb_engine_opts_t *o)
     o->seed = ARB_ENGINE_DEFAULT_SEED;
     o->backend = ARB_ENGINE_GPU;
     o->accept_rate = -1;
+    o->pdl = 1;
+    o->step_form = ARB_STEP_LAUNCHES;
 }
 
 void arb_engine_opts_usage(FILE *f)
@@ -61,6 +63,10 @@ void arb_engine_opts_usage(FILE *f)
             "                      the cache (--context defaults to its length)\n"
             "  --out-ids FILE      write the greedy continuation's token ids (rank 0), the same format\n"
             "  --force             replace existing --dump-tokens / --dump-logits / --out-ids files\n"
+            "  --pdl on|off        gpu: programmatic dependent launch between the step's kernels (default on)\n"
+            "  --step-form F       gpu: launches (a launch per kernel; the default), persistent (each layer's\n"
+            "                      attention and MoE block one persistent launch each, between the call sites)\n"
+            "                      or persistent-attn (the attention only)\n"
             "  --quiet             no progress lines\n"
             "  --profile FILE      per-site choice from a profile of arbench profile (CSV or JSON); no match: nccl\n"
             "  --tune              first sweep exactly the call-site shapes, write that profile next to --out, use it\n"
@@ -68,7 +74,7 @@ void arb_engine_opts_usage(FILE *f)
 }
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
-       O_CHUNK, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
+       O_CHUNK, O_PDL, O_FORM, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
        O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE, O_DRAFT,
        O_WDIR, O_PROMPT, O_OUTIDS };
 
@@ -192,6 +198,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"draft-dir", required_argument, 0, O_DRAFT},
         {"weights-dir", required_argument, 0, O_WDIR}, {"prompt-ids", required_argument, 0, O_PROMPT},
         {"out-ids", required_argument, 0, O_OUTIDS},
+        {"pdl", required_argument, 0, O_PDL},         {"step-form", required_argument, 0, O_FORM},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0},
     };
     arb_engine_opts_defaults(o);
@@ -260,6 +267,22 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         case O_DTOK: bad = parse_path("--dump-tokens", optarg, o->dump_tokens, sizeof o->dump_tokens, err, len); break;
         case O_DLOG: bad = parse_path("--dump-logits", optarg, o->dump_logits, sizeof o->dump_logits, err, len); break;
         case O_QUIET: o->quiet = 1; break;
+        case O_PDL:
+            if (strcmp(optarg, "on") == 0 || strcmp(optarg, "off") == 0)
+                o->pdl = strcmp(optarg, "on") == 0;
+            else
+                bad = (snprintf(err, len, "--pdl '%s': expected on or off", optarg), 1);
+            break;
+        case O_FORM:
+            if (strcmp(optarg, "launches") == 0)
+                o->step_form = ARB_STEP_LAUNCHES;
+            else if (strcmp(optarg, "persistent") == 0)
+                o->step_form = ARB_STEP_PERSISTENT;
+            else if (strcmp(optarg, "persistent-attn") == 0)
+                o->step_form = ARB_STEP_PERSISTENT_ATTN;
+            else
+                bad = (snprintf(err, len, "--step-form '%s': expected launches, persistent or persistent-attn", optarg), 1);
+            break;
         case O_APPEND: o->append = 1; break;
         case O_FORCE: o->force = 1; break;
         case O_ACCEPT: bad = parse_rates(optarg, o, err, len); break;
@@ -293,6 +316,10 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
     }
     if (o->weights_dir[0])
         snprintf(o->config, sizeof o->config, "%.1000s/config.json", o->weights_dir);
+    if (o->backend == ARB_ENGINE_CPU && o->step_form != ARB_STEP_LAUNCHES) {
+        snprintf(err, len, "--step-form persistent with --backend cpu: the persistent form is the GPU step's (give --backend gpu)");
+        return -1;
+    }
     if (o->profile[0] && o->tune) {
         snprintf(err, len, "--profile with --tune: --tune measures its own profile (give one or the other)");
         return -1;

@@ -23,6 +23,13 @@ typedef enum arb_engine_backend {
     ARB_ENGINE_CPU = 1, /* the float64 reference (engine/cpu_ref*), host memory, host plugins */
 } arb_engine_backend_t;
 
+/* How the GPU backend launches a step's kernels (engine/gpu/persist.h). */
+typedef enum arb_step_form {
+    ARB_STEP_LAUNCHES = 0,   /* one launch per kernel, about 14 a layer */
+    ARB_STEP_PERSISTENT = 1, /* one persistent launch per layer segment between call sites */
+    ARB_STEP_PERSISTENT_ATTN = 2, /* the attention persistent, the MoE block as launches */
+} arb_step_form_t;
+
 #define ARB_ENGINE_DEFAULT_CONFIG "kimi-k2"
 #define ARB_ENGINE_DEFAULT_CONTEXT 4096u
 #define ARB_ENGINE_DEFAULT_STEPS 32u
@@ -70,6 +77,9 @@ typedef struct arb_engine_opts {
     char out_ids[4096];      /* --out-ids FILE: the greedy continuation's ids, the same format */
     int config_given, weights_given, context_given; /* the option was on the command line */
     char draft_dir[4096]; /* --draft-dir DIR: an EAGLE-3 draft head (engine/draft); measured acceptance */
+    /* gpu: how a step is launched (engine/gpu/gpu_step.cu) */
+    int pdl;              /* --pdl on|off: programmatic dependent launch between the step's kernels (default on) */
+    arb_step_form_t step_form; /* --step-form launches|persistent|persistent-attn (default launches) */
 } arb_engine_opts_t;
 
 void arb_engine_opts_defaults(arb_engine_opts_t *o);

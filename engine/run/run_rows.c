@@ -23,7 +23,7 @@
     X(greedy) X(note) X(samples_us)                                                              \
     X(draft_us) X(verify_us) X(spec_ratio) X(break_even)                                         \
     X(ab_role) X(ab_baseline) X(ab_speedup) X(ab_ci_lo) X(ab_ci_hi) X(ab_agree)                  \
-    X(weights_source) X(load_s) X(load_gbs)
+    X(weights_source) X(load_s) X(load_gbs) X(step_form)
 
 enum {
 #define ARB_EC(name) EC_##name,
@@ -105,6 +105,12 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
              c->spec.params[0] ? ":" : "", c->spec.params);
     f[EC_fusion] = c->fusion;
     snprintf(t->b[EC_note], 96, "%s", c->note); /* a fallback serving these sites, if any */
+    if (o->backend == ARB_ENGINE_GPU) /* how the step's kernels were launched */
+        snprintf(t->b[EC_step_form], 96, "%s,pdl=%s",
+                 o->step_form == ARB_STEP_PERSISTENT        ? "persistent"
+                 : o->step_form == ARB_STEP_PERSISTENT_ATTN ? "persistent-attn"
+                                                            : "launches",
+                 o->pdl ? "on" : "off");
     if (r->wload) { /* --weights-dir: the checkpoint and the last load of it (engine/run/run_weights.h) */
         f[EC_weights_source] = r->wload->dir;
         snprintf(t->b[EC_load_s], 96, "%.6f", r->load_stats.seconds);

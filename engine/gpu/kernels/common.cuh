@@ -98,36 +98,39 @@ __device__ __forceinline__ float block_max(float v, float *scratch)
 // chunk 0 (chunks cstride floats apart, m at [rkv], l at [rkv + 1]); wch[c] = exp(m_c - M)
 // (0 for a wholly masked chunk); returns sum_c wch[c] l_c, the same in every thread, in a
 // fixed order. By the whole block; wch (shared) is published on return.
+template <bool COH = false>
 __device__ __forceinline__ float chunk_weights(const float *base, size_t cstride, int rkv, int nch, float *wch,
                                                float *scratch)
 {
     float m = -INFINITY;
     for (int ch = threadIdx.x; ch < nch; ch += blockDim.x)
-        m = fmaxf(m, base[ch * cstride + rkv]);
+        m = fmaxf(m, COH ? __ldcg(base + ch * cstride + rkv) : base[ch * cstride + rkv]);
     const float M = block_max(m, scratch);
     float lsum = 0.0f;
     for (int ch = threadIdx.x; ch < nch; ch += blockDim.x) {
-        const float mc = base[ch * cstride + rkv];
+        const float mc = COH ? __ldcg(base + ch * cstride + rkv) : base[ch * cstride + rkv];
         const float w = mc == -INFINITY ? 0.0f : expf(mc - M);
         wch[ch] = w;
-        lsum = fmaf(w, base[ch * cstride + rkv + 1], lsum);
+        lsum = fmaf(w, COH ? __ldcg(base + ch * cstride + rkv + 1) : base[ch * cstride + rkv + 1], lsum);
     }
     return block_sum(lsum, scratch); // its barriers also publish wch
 }
 
 // out = bf16(in / sqrt(mean(in^2) + eps) * w) over one row of n values, by the whole
 // block (forward.md's rmsnorm; the mean over the stored bf16 inputs).
+// COH: `in` was written within this launch (persist_sync): read through L2.
+template <bool COH = false>
 __device__ __forceinline__ void block_rmsnorm(const bf16 *in, const bf16 *w, bf16 *out, int n, float eps,
                                               float *scratch)
 {
     float ss = 0.0f;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        const float v = bf(in[i]);
+        const float v = bf(COH ? __ldcg(in + i) : in[i]);
         ss += v * v;
     }
     const float inv = 1.0f / sqrtf(block_sum(ss, scratch) / (float)n + eps);
     for (int i = threadIdx.x; i < n; i += blockDim.x)
-        out[i] = to_bf(bf(in[i]) * inv * bf(w[i]));
+        out[i] = to_bf(bf(COH ? __ldcg(in + i) : in[i]) * inv * bf(w[i]));
 }
 
 // Interleaved-pair RoPE of forward.md with a (cos * m, sin * m) table per position.
@@ -166,6 +169,35 @@ __device__ __forceinline__ void warp_prefetch_l2(const void *p, size_t bytes)
     const char *c = static_cast<const char *>(p);
     for (size_t off = (size_t)(threadIdx.x % kWarp) * 128; off < bytes; off += kWarp * 128)
         asm volatile("prefetch.global.L2 [%0];" ::"l"(c + off));
+}
+
+// How an op (a kernel body run for one block index: the *_ops.cuh headers) waits for its
+// inputs and loads what an earlier op of the step wrote:
+//   pdl_sync     the op is its own kernel: wait = the PDL wait on the previous kernel;
+//                activations through the read-only path (written by earlier kernels)
+//   persist_sync the op is a stage of a persistent launch (persist.cu): wait = the PDL wait
+//                (the stage before is waited for by the launch, once per CTA and stage,
+//                before the op runs); activations through L2 (another CTA of this launch
+//                may have written them: the read-only path is not coherent within a launch)
+struct pdl_sync {
+    static constexpr bool coherent = false;
+    __device__ __forceinline__ void wait() const { pdl_wait(); }
+    __device__ __forceinline__ void launch_dependents() const { pdl_launch_dependents(); }
+};
+
+struct persist_sync {
+    static constexpr bool coherent = true;
+    __device__ __forceinline__ void wait() const { pdl_wait(); }
+    __device__ __forceinline__ void launch_dependents() const {}
+};
+
+// An activation vector (16 bytes): read-only path for a kernel, L2 within a persistent launch.
+template <bool COH>
+__device__ __forceinline__ uint4 ld_act(const uint4 *p)
+{
+    if (COH)
+        return __ldcg(p);
+    return __ldg(p);
 }
 
 // Every engine kernel is launched here, so PDL is one switch.

@@ -8,85 +8,17 @@
 // (T <= 6, one matrix), each input vector loaded once for both.
 #include "gpu/kernels/kernels.h"
 
-#include "gpu/kernels/rowdot.cuh"
+#include "gpu/kernels/gemv_ops.cuh"
 
 namespace arbk {
 namespace {
 
-constexpr int kGemvWarps = 8;
-
-// Split S: each row's K inputs in S contiguous parts, one warp each (S = 1: a warp per
-// row); the parts' sums added in a fixed order by the first warp.
-// More warps stream a long row at once, each with its loads in flight together.
-// PAIR (bf16 and fp32 epilogues): each warp takes two rows, row and row + 8 / S, with both
-// rows' loads in flight together and each input vector loaded once for both (warp_rowdot's
-// second row, as gate and up); each row's operations are those of a row alone.
 template <int T, int EPI, int S, bool PAIR>
 __global__ void __launch_bounds__(kGemvWarps *kWarp)
     gemv_kernel(const bf16 *__restrict__ W, const bf16 *__restrict__ W2, const bf16 *__restrict__ x, int ldx,
                 int N, int K, void *__restrict__ y, int ldy)
 {
-    constexpr bool silu = EPI == GEMV_SILU_MUL, two = silu || PAIR;
-    static_assert(!(silu && PAIR), "gate/up already reads two rows per warp");
-    constexpr int rows = kGemvWarps / S;
-    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-    const int row = blockIdx.x * rows * (PAIR ? 2 : 1) + warp / S, part = warp % S, Ks = K / S, k0 = part * Ks;
-    const int row2 = row + rows; // PAIR: the warp's second row (past N: the first row again, not stored)
-    const bf16 *w1 = W + (size_t)row * K + k0;
-    const bf16 *w2 = silu ? W2 + (size_t)row * K + k0 : PAIR ? W + (size_t)(row2 < N ? row2 : row) * K + k0 : nullptr;
-    // Weights do not depend on the predecessor: the part past the first round of loads
-    // toward L2, the first round into registers (warp_rowdot's WAIT), then the wait.
-    constexpr int first = kRowdotUnroll * kWarp * 8; // inputs of the first round
-    pdl_launch_dependents();
-    if (row < N && Ks > first) {
-        warp_prefetch_l2(w1 + first, (size_t)(Ks - first) * 2);
-        if (two)
-            warp_prefetch_l2(w2 + first, (size_t)(Ks - first) * 2);
-    }
-    float acc[T], acc2[T];
-#pragma unroll
-    for (int t = 0; t < T; t++)
-        acc[t] = 0.0f, acc2[t] = 0.0f;
-    if (row < N)
-        warp_rowdot<T, two, true>(w1, w2, x + k0, ldx, Ks, acc, acc2);
-    else
-        pdl_wait();
-    if (S == 1 && row >= N)
-        return;
-    if (S > 1) {
-        __shared__ float red[kGemvWarps][2][T];
-        if (lane == 0)
-#pragma unroll
-            for (int t = 0; t < T; t++)
-                red[warp][0][t] = acc[t], red[warp][1][t] = acc2[t];
-        __syncthreads();
-        if (part != 0 || row >= N)
-            return;
-#pragma unroll
-        for (int t = 0; t < T; t++) {
-            float a = red[warp][0][t], b = red[warp][1][t];
-#pragma unroll
-            for (int q = 1; q < S; q++)
-                a += red[warp + q][0][t], b += red[warp + q][1][t];
-            acc[t] = a, acc2[t] = b;
-        }
-    }
-#pragma unroll
-    for (int t = 0; t < T; t++) {
-        if (lane != t)
-            continue;
-        if (EPI == GEMV_F32) {
-            static_cast<float *>(y)[(size_t)t * ldy + row] = acc[t];
-            if (PAIR && row2 < N)
-                static_cast<float *>(y)[(size_t)t * ldy + row2] = acc2[t];
-        } else if (EPI == GEMV_BF16) {
-            static_cast<bf16 *>(y)[(size_t)t * ldy + row] = to_bf(acc[t]);
-            if (PAIR && row2 < N)
-                static_cast<bf16 *>(y)[(size_t)t * ldy + row2] = to_bf(acc2[t]);
-        } else {
-            static_cast<bf16 *>(y)[(size_t)t * ldy + row] = to_bf(acc[t] / (1.0f + expf(-acc[t])) * acc2[t]);
-        }
-    }
+    gemv_tile<T, EPI, S, PAIR>(pdl_sync(), W, W2, x, ldx, N, K, y, ldy, (int)blockIdx.x);
 }
 
 // PAIR where rows are split in four (K >= 4096: Kimi-K2's qkv_a and lm_head), the epilogue
@@ -97,8 +29,8 @@ template <int T, int EPI, int S>
 cudaError_t gemv_t(const launch_ctx &c, const bf16 *W, const bf16 *W2, const bf16 *x, int ldx, int N, int K,
                    void *y, int ldy)
 {
-    constexpr bool pair = S == 4 && EPI != GEMV_SILU_MUL && T <= 6;
-    constexpr int rows = kGemvWarps / S * (pair ? 2 : 1);
+    constexpr bool pair = gemv_pair(S, EPI, T);
+    constexpr int rows = gemv_rows_per_block(S, pair);
     const dim3 grid((N + rows - 1) / rows), block(kGemvWarps * kWarp);
     return launch(c, gemv_kernel<T, EPI, S, pair>, grid, block, 0, W, W2, x, ldx, N, K, y, ldy);
 }
@@ -118,19 +50,6 @@ cudaError_t gemv_split(const launch_ctx &c, const bf16 *W, const bf16 *W2, const
     case 8: return gemv_t<8, EPI, S>(c, W, W2, x, ldx, N, K, y, ldy);
     default: return cudaErrorInvalidValue;
     }
-}
-
-// The split of a row: four parts of at least 128 vectors (four loads per lane), else two
-// of at least 96, K / 8 a multiple of the parts; else one (measured against one part
-// for every row: README).
-int gemv_parts(int K)
-{
-    const int nvec = K / 8;
-    if (nvec >= 4 * 128 && nvec % 4 == 0)
-        return 4;
-    if (nvec >= 2 * 96 && nvec % 2 == 0)
-        return 2;
-    return 1;
 }
 
 template <int EPI>

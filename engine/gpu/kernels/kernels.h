@@ -65,6 +65,9 @@ cudaError_t mla_absorb(const launch_ctx &c, const bf16 *q, const bf16 *kv_b, con
 // mla_attend_pos writes a chunk's partials; mla_merge leaves olat (bf16, [T nh_r x rkv],
 // the layout of qlat) and mla_uv projects it: o[t,h] = olat[t,h] @ W_uv[h]^T.
 size_t mla_attend_pos_smem(int rkv, int dr, int rows);
+// The attend grid mla_attend_pos launches for T tokens over `context` positions aiming at
+// fill CTAs (0: mla_setup's target): chunks x groups blocks of up to Rg rows.
+void mla_attend_grid(int T, int nh_r, int context, int fill, int *chunks, int *groups, int *Rg);
 cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qpe, const bf16 *cache_ckv,
                            const bf16 *cache_kpe, const int32_t *pos0, float *partial, int nh_r, int dr, int rkv,
                            float scale, int T, int context);
@@ -100,6 +103,56 @@ cudaError_t moe_down(const launch_ctx &c, const moe_weights &w, const moe_route 
                      const bf16 *act_sh, bf16 *part, int T);
 cudaError_t moe_block(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                       bf16 *act_sh, bf16 *part, int T, int max_slots);
+
+// ---- persist.cu: a layer's segment between call sites as one persistent launch ----
+// (engine/gpu/persist_plan.h: the stages, their tiles, the lists and the counters.) Each
+// stage is one of the kernels above, run tile by tile (a tile = one block index of its
+// kernel form, the same operations, so the results are bit-identical to the launches).
+struct persist_ctl {
+    const uint32_t *off, *ent;    // the plan's lists (device)
+    unsigned *cnt;                // [stages] counters, zero before the launch
+    int *err;                     // 0, or code_base + stage + 1 of the first wait past its deadline
+    int code_base;
+    unsigned long long timeout_ns; // a wait's deadline
+    int nctas;                    // the grid (every CTA resident)
+};
+enum { PA_QKV_A, PA_PREP, PA_Q_B, PA_ABSORB, PA_ATTEND, PA_MERGE, PA_UV, PA_O_PROJ, PA_STAGES };
+struct persist_attn_args { // attention of one layer, h -> part (gpu_step.cu's attention())
+    const bf16 *h, *qkv_a, *q_a_norm, *kv_a_norm, *q_b, *kv_b, *o_proj;
+    bf16 *cache_ckv, *cache_kpe, *qkva, *qa, *q, *qlat, *qpe, *olat, *o_heads, *part;
+    float *partial;
+    const float2 *rope_cs;
+    const int32_t *pos0;
+    int H, qkva_w, rq, rkv, dr, dn, dv, nh_r, context;
+    float eps, scale;
+    int chunks, groups, Rg; // the attend grid (persist_attn_plan)
+    unsigned tiles[PA_STAGES];
+};
+enum { PM_LOGITS, PM_TOPK, PM_GATE_UP, PM_DOWN, PM_STAGES };
+struct persist_moe_args { // the MoE block of one layer, h -> part (gpu_step.cu's moe()); E <= 512
+    const bf16 *h, *router;
+    const float *router_bias;
+    float *logits;
+    moe_route rt;
+    moe_weights w;
+    bf16 *act, *act_sh, *part;
+    int H, E, k, n_group, topk_group, max_slots;
+    float scaling;
+    unsigned tiles[PM_STAGES];
+};
+// Fill a's attend grid and tiles for T tokens; the dynamic shared memory the launch needs.
+void persist_attn_plan(persist_attn_args &a, int T, size_t *smem);
+void persist_moe_plan(persist_moe_args &a, int T, size_t *smem);
+// CTAs of the launch resident per SM at that shared memory (0: it cannot run); sets the
+// kernel's dynamic shared memory limit.
+cudaError_t persist_attn_occupancy(int T, size_t smem, int *per_sm);
+cudaError_t persist_moe_occupancy(int T, bool int4, size_t smem, int *per_sm);
+cudaError_t persist_attn(const launch_ctx &c, const persist_attn_args &a, const persist_ctl &ctl, size_t smem, int T);
+cudaError_t persist_moe(const launch_ctx &c, const persist_moe_args &a, const persist_ctl &ctl, size_t smem, int T);
+// A test of the launch's stage wait (cta_wait): one CTA waits on *cnt >= target; returns when
+// it is, or sets *err = code after timeout_ns.
+cudaError_t persist_wait_probe(cudaStream_t s, const unsigned *cnt, unsigned target, int *err, int code,
+                               unsigned long long timeout_ns);
 
 // ---- argmax.cu: best[t] over logits [T x Vr], global index = vocab_base + v ----
 cudaError_t argmax(const launch_ctx &c, const float *logits, int Vr, int vocab_base, float *best_logit,

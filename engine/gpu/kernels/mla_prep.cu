@@ -8,7 +8,7 @@
 // Grid (T, 2): blockIdx.y 0 normalizes the query latent, 1 writes the cache row.
 #include "gpu/kernels/kernels.h"
 
-#include "gpu/kernels/common.cuh"
+#include "gpu/kernels/mla_ops.cuh"
 
 namespace arbk {
 
@@ -20,20 +20,8 @@ __global__ void __launch_bounds__(256)
                     const int32_t *__restrict__ pos0, bf16 *__restrict__ qa, bf16 *__restrict__ cache_ckv,
                     bf16 *__restrict__ cache_kpe, int rq, int rkv, int dr, float eps)
 {
-    __shared__ float scratch[kWarp];
-    pdl_begin();
-    const int t = blockIdx.x, width = rq + rkv + dr;
-    const bf16 *row = qkva + (size_t)t * width;
-    if (blockIdx.y == 0) {
-        block_rmsnorm(row, q_a_norm, qa + (size_t)t * rq, rq, eps, scratch);
-        return;
-    }
-    const int pos = *pos0 + t;
-    block_rmsnorm(row + rq, kv_a_norm, cache_ckv + (size_t)pos * rkv, rkv, eps, scratch);
-    const bf16 *pe = row + rq + rkv;
-    for (int i = threadIdx.x; i < dr / 2; i += blockDim.x)
-        rope_pair(bf(pe[2 * i]), bf(pe[2 * i + 1]), rope_cs[(size_t)pos * (dr / 2) + i],
-                  cache_kpe + (size_t)pos * dr + 2 * i);
+    mla_prep_tile(pdl_sync(), qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps,
+                  (int)blockIdx.x, (int)blockIdx.y);
 }
 
 } // namespace

@@ -16,69 +16,11 @@
 // Every sum has a fixed order (no atomics), so replays are bit-identical.
 #include "gpu/kernels/kernels.h"
 
-#include <cmath>
-
-#include "gpu/kernels/moe_mma.cuh"
-#include "gpu/kernels/rowdot.cuh"
+#include "gpu/kernels/attend_ops.cuh"
 
 namespace arbk {
 namespace {
 
-constexpr int kPosWarps = 8;
-static_assert(kAttnChunk == kWarp, "a lane per position of a chunk in the softmax; two k16 steps in the sum");
-
-// Copy `rows` rows of `rv` 16-byte vectors global -> shared by the block, the shared rows
-// `stride` vectors apart (padded: rows one vector apart in the bank order, so the
-// fragment loads below are conflict-free), kStage loads in flight per thread.
-__device__ __forceinline__ void stage_rows(uint4 *dst, int stride, const uint4 *src, int rv, int rows)
-{
-    constexpr int kStage = 8;
-    const int nvec = rv * rows, step = blockDim.x * kStage;
-    for (int i0 = threadIdx.x; i0 < nvec; i0 += step) {
-        uint4 v[kStage];
-#pragma unroll
-        for (int j = 0; j < kStage; j++)
-            if (i0 + j * (int)blockDim.x < nvec)
-                v[j] = ld_stream(src + i0 + j * blockDim.x);
-#pragma unroll
-        for (int j = 0; j < kStage; j++) {
-            const int i = i0 + j * blockDim.x;
-            if (i < nvec)
-                dst[(i / rv) * stride + i % rv] = v[j];
-        }
-    }
-}
-
-// Four 8 x 8 bf16 tiles, transposed, from shared memory: lane l names row l % 8 of tile l / 8.
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const uint4 *p)
-{
-    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
-}
-
-// Two fp32 as bf16 pairs, hi = bf16(x) and lo = bf16(x - hi): hi + lo is x to ~2^-17.
-__device__ __forceinline__ void split_bf16(float x0, float x1, uint32_t &hi, uint32_t &lo)
-{
-    const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
-    const __nv_bfloat162 l = __floats2bfloat162_rn(x0 - __low2float(h), x1 - __high2float(h));
-    hi = *reinterpret_cast<const uint32_t *>(&h);
-    lo = *reinterpret_cast<const uint32_t *>(&l);
-}
-
-// A block holds one chunk of C = 32 positions against Rg of the step's R = T nh_r rows
-// (grid.y row groups of Rg: mla_attend_pos sizes them; rows are independent, so the groups
-// change no operation of a row). On tensor cores (mma.sync m16n8k16, bf16 in, fp32
-// accumulate), rows in m16 tiles (rows past Rl zero):
-//   scores  S = Q K^T: a warp per (m tile, 8 positions, half of the 32-column groups of
-//           the latent + rope row), the halves added in order (two halves at every row
-//           count, so a row's sum does not depend on its group); masked, scaled, then the
-//           softmax pieces by a warp per row, a lane per position;
-//   sum     O = E V over the chunk's latent rows: a warp per 8 columns (ldmatrix.trans of
-//           the rows), E as bf16 hi + lo (two mmas: E to ~2^-17 of fp32).
-// Dynamic shared memory (16-byte vectors, rows padded by one): ckv [C x (nv+1)], kpe
-// [C x (nvr+1)], qlat [Rg x (nv+1)], qpe [Rg x (nvr+1)]; then scores [2 x Rg x C] fp32.
 __global__ void __launch_bounds__(kPosWarps *kWarp)
     mla_attend_pos_kernel(const bf16 *__restrict__ qlat, const bf16 *__restrict__ qpe,
                           const bf16 *__restrict__ cache_ckv, const bf16 *__restrict__ cache_kpe,
@@ -86,171 +28,24 @@ __global__ void __launch_bounds__(kPosWarps *kWarp)
                           float scale, int T, int Rg)
 {
     extern __shared__ uint4 smem_v[];
-    pdl_launch_dependents();
-    // P0 is set before the step; cache rows below P0 are earlier steps' (mla_prep of this
-    // step writes rows P0 .. P0 + T - 1 only), so they are staged before the PDL wait and
-    // the chunk's fetch overlaps the kernels before this one.
-    const int P0 = *pos0, L = P0 + T, c0 = blockIdx.x * kAttnChunk;
-    if (c0 >= L)
-        return;
-    const int n = min(kAttnChunk, L - c0), R = T * nh_r, ps = rkv + 4, nv = rkv / 8, nvr = dr / 8;
-    const int sv = nv + 1, svr = nvr + 1; // padded row strides, vectors
-    const int r0 = blockIdx.y * Rg, Rl = min(Rg, R - r0); // this block's rows r0 .. r0 + Rl - 1
-    const int old = max(0, min(n, P0 - c0)); // rows staged before the wait
-    uint4 *ckv = smem_v;
-    uint4 *kpe = ckv + kAttnChunk * sv;
-    uint4 *ql = kpe + kAttnChunk * svr;
-    uint4 *qp = ql + (size_t)Rg * sv;
-    float *sc = reinterpret_cast<float *>(qp + (size_t)Rg * svr); // [2][Rg][C]
-    stage_rows(ckv, sv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)c0 * rkv), nv, old);
-    stage_rows(kpe, svr, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)c0 * dr), nvr, old);
-    pdl_wait();
-    stage_rows(ckv + old * sv, sv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)(c0 + old) * rkv), nv, n - old);
-    stage_rows(kpe + old * svr, svr, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)(c0 + old) * dr), nvr,
-               n - old);
-    stage_rows(ql, sv, reinterpret_cast<const uint4 *>(qlat) + (size_t)r0 * nv, nv, Rl);
-    stage_rows(qp, svr, reinterpret_cast<const uint4 *>(qpe) + (size_t)r0 * nvr, nvr, Rl);
-    for (int i = threadIdx.x; i < (kAttnChunk - n) * sv; i += blockDim.x) // rows past L: zero, not stale
-        ckv[n * sv + i] = make_uint4(0u, 0u, 0u, 0u);
-    for (int i = threadIdx.x; i < (kAttnChunk - n) * svr; i += blockDim.x)
-        kpe[n * svr + i] = make_uint4(0u, 0u, 0u, 0u);
-    __syncthreads();
-    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, gi = lane / 4, ti = lane % 4;
-    // the score columns in two halves, always (a row's sum is then the same whatever its group)
-    const int mt = (Rl + 15) / 16, pairs = mt * (kAttnChunk / 8), parts = 2;
-    const int glat = (nv + 3) / 4, ng = glat + (nvr + 3) / 4; // 32-column groups: latent, then rope
-    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-    for (int it = warp; it < pairs * parts; it += kPosWarps) { // scores
-        const int pair = it % pairs, part = it / pairs, m = pair / (kAttnChunk / 8), nt = pair % (kAttnChunk / 8);
-        const int ra = m * 16 + gi, rb = ra + 8, p = nt * 8 + gi;
-        float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        for (int grp = part * ng / parts; grp < (part + 1) * ng / parts; grp++) {
-            const bool lat = grp < glat;
-            const int v = (lat ? grp : grp - glat) * 4 + ti, lim = lat ? nv : nvr, st = lat ? sv : svr;
-            const uint4 *qb = lat ? ql : qp, *kb = lat ? ckv : kpe;
-            const bool ok = v < lim;
-            const uint4 a0 = ok && ra < Rl ? qb[ra * st + v] : zero;
-            const uint4 a1 = ok && rb < Rl ? qb[rb * st + v] : zero;
-            const uint4 x = ok ? kb[p * st + v] : zero;
-            mma_bf16_group(d, a0, a1, x);
-        }
-        float *dst = sc + (size_t)part * Rg * kAttnChunk;
-        if (ra < Rl)
-            dst[ra * kAttnChunk + nt * 8 + 2 * ti] = d[0], dst[ra * kAttnChunk + nt * 8 + 2 * ti + 1] = d[1];
-        if (rb < Rl)
-            dst[rb * kAttnChunk + nt * 8 + 2 * ti] = d[2], dst[rb * kAttnChunk + nt * 8 + 2 * ti + 1] = d[3];
-    }
-    __syncthreads();
-    for (int r = warp; r < Rl; r += kPosWarps) { // softmax pieces: a lane per position
-        const int t = (r0 + r) / nh_r;
-        float s = sc[r * kAttnChunk + lane] + sc[(size_t)Rg * kAttnChunk + r * kAttnChunk + lane];
-        s = c0 + lane <= P0 + t ? s * scale : -INFINITY; // past L or after token t: masked
-        const float m = warp_max(s);
-        const float e = m == -INFINITY ? 0.0f : expf(s - m);
-        const float l = warp_sum(e);
-        sc[r * kAttnChunk + lane] = e;
-        if (lane == 0) {
-            float *dst = partial + ((size_t)blockIdx.x * R + r0 + r) * ps;
-            dst[rkv] = m, dst[rkv + 1] = l;
-        }
-    }
-    __syncthreads();
-    for (int m = 0; m < mt; m++) { // O = E V, 8 latent columns per warp and n tile
-        const int ra = m * 16 + gi, rb = ra + 8;
-        uint32_t hi[2][4], lo[2][4]; // A fragments of both k16 steps (positions 16 s ..)
-#pragma unroll
-        for (int s2 = 0; s2 < 2; s2++) {
-#pragma unroll
-            for (int h = 0; h < 4; h++) { // a0a1 (ra, k), a2a3 (rb, k), a4a5 (ra, k + 8), a6a7 (rb, k + 8)
-                const int r = (h & 1) ? rb : ra, k = 16 * s2 + 2 * ti + ((h & 2) ? 8 : 0);
-                const float e0 = r < Rl ? sc[r * kAttnChunk + k] : 0.0f;
-                const float e1 = r < Rl ? sc[r * kAttnChunk + k + 1] : 0.0f;
-                split_bf16(e0, e1, hi[s2][h], lo[s2][h]);
-            }
-        }
-        for (int nt = warp; nt < nv; nt += kPosWarps) {
-            uint32_t b[4]; // rows 0-7, 8-15 (k16 step 0), 16-23, 24-31 (step 1) of column vector nt
-            ldsm_x4_trans(b, ckv + lane * sv + nt);
-            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            mma16816(d, hi[0][0], hi[0][1], hi[0][2], hi[0][3], b[0], b[1]);
-            mma16816(d, hi[1][0], hi[1][1], hi[1][2], hi[1][3], b[2], b[3]);
-            mma16816(d, lo[0][0], lo[0][1], lo[0][2], lo[0][3], b[0], b[1]);
-            mma16816(d, lo[1][0], lo[1][1], lo[1][2], lo[1][3], b[2], b[3]);
-            const int col = nt * 8 + 2 * ti;
-            if (ra < Rl)
-                *reinterpret_cast<float2 *>(partial + ((size_t)blockIdx.x * R + r0 + ra) * ps + col) =
-                    make_float2(d[0], d[1]);
-            if (rb < Rl)
-                *reinterpret_cast<float2 *>(partial + ((size_t)blockIdx.x * R + r0 + rb) * ps + col) =
-                    make_float2(d[2], d[3]);
-        }
-    }
+    mla_attend_tile(pdl_sync(), qlat, qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale, T, Rg,
+                    (int)blockIdx.x, (int)blockIdx.y, smem_v);
 }
-
-constexpr int kMergeCols = 64; // latent columns per merge block
-constexpr int kMergeQuads = kMergeCols / 4;
-constexpr int kMergeStrands = 16;
 
 __global__ void __launch_bounds__(kMergeQuads *kMergeStrands)
     mla_merge_kernel(const float *__restrict__ partial, const int32_t *__restrict__ pos0, bf16 *__restrict__ olat,
                      int R, int rkv, int T)
 {
-    __shared__ float wch[kMaxChunks]; // exp(m_c - M)
-    __shared__ float4 red[kMergeStrands][kMergeQuads];
-    __shared__ float scratch[kWarp];
-    pdl_begin();
-    const int r = blockIdx.x, ps = rkv + 4;
-    const int nch = (*pos0 + T + kAttnChunk - 1) / kAttnChunk;
-    const size_t cstride = (size_t)R * ps; // floats, a multiple of 4 (rkv % 8 == 0)
-    const float *base = partial + (size_t)r * ps;
-    const float lsum = chunk_weights(base, cstride, rkv, nch, wch, scratch);
-    const int q = threadIdx.x % kMergeQuads, strand = threadIdx.x / kMergeQuads;
-    const int c = blockIdx.y * kMergeCols + 4 * q;
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (c < rkv) {
-#pragma unroll 8
-        for (int ch = strand; ch < nch; ch += kMergeStrands) {
-            const float w = wch[ch];
-            const float4 v = *reinterpret_cast<const float4 *>(base + ch * cstride + c);
-            acc.x = fmaf(w, v.x, acc.x), acc.y = fmaf(w, v.y, acc.y);
-            acc.z = fmaf(w, v.z, acc.z), acc.w = fmaf(w, v.w, acc.w);
-        }
-    }
-    red[strand][q] = acc;
-    __syncthreads();
-    if (strand == 0 && c < rkv) {
-        float4 s = red[0][q];
-#pragma unroll
-        for (int j = 1; j < kMergeStrands; j++) { // fixed order
-            const float4 v = red[j][q];
-            s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
-        }
-        bf16 *dst = olat + (size_t)r * rkv + c; // olat is stored bf16 (forward.md)
-        dst[0] = to_bf(s.x / lsum), dst[1] = to_bf(s.y / lsum), dst[2] = to_bf(s.z / lsum), dst[3] = to_bf(s.w / lsum);
-    }
+    __shared__ merge_smem sm;
+    mla_merge_tile(pdl_sync(), partial, pos0, olat, R, rkv, T, (int)blockIdx.x, (int)blockIdx.y, sm);
 }
-
-constexpr int kUvWarps = 8; // W_uv rows per block
 
 template <int T>
 __global__ void __launch_bounds__(kUvWarps *kWarp)
     mla_uv_kernel(const bf16 *__restrict__ olat, const bf16 *__restrict__ kv_b, bf16 *__restrict__ o, int nh_r,
                   int dn, int dv, int rkv)
 {
-    const int h = blockIdx.x, j = blockIdx.y * kUvWarps + threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-    const bf16 *w = kv_b + ((size_t)h * (dn + dv) + dn + j) * rkv;
-    pdl_launch_dependents();
-    if (j < dv)
-        warp_prefetch_l2(w, (size_t)rkv * 2);
-    pdl_wait();
-    if (j >= dv)
-        return;
-    float acc[T], unused[T];
-    warp_rowdot<T, false>(w, nullptr, olat + (size_t)h * rkv, nh_r * rkv, rkv, acc, unused);
-#pragma unroll
-    for (int t = 0; t < T; t++)
-        if (lane == t)
-            o[((size_t)t * nh_r + h) * dv + j] = to_bf(acc[t]);
+    mla_uv_tile<T>(pdl_sync(), olat, kv_b, o, nh_r, dn, dv, rkv, (int)blockIdx.x, (int)blockIdx.y);
 }
 
 } // namespace
@@ -290,6 +85,14 @@ cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas)
                                 (int)mla_attend_pos_smem(rkv, dr, rows));
 }
 
+void mla_attend_grid(int T, int nh_r, int context, int fill, int *chunks, int *groups, int *Rg)
+{
+    const int R = T * nh_r, ch = (context + kAttnChunk - 1) / kAttnChunk;
+    const int g = max(1, min(R, (fill > 0 ? fill : g_attend_fill) / ch));
+    const int rg = min(g_attend_rows, (R + g - 1) / g);
+    *chunks = ch, *Rg = rg, *groups = (R + rg - 1) / rg;
+}
+
 cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qpe, const bf16 *cache_ckv,
                            const bf16 *cache_kpe, const int32_t *pos0, float *partial, int nh_r, int dr, int rkv,
                            float scale, int T, int context)
@@ -299,10 +102,9 @@ cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qp
     // Row groups: as many as keep the grid within the fill target (one chunk per SM leaves
     // each SM one CTA of eight warps, latency-bound on its serial score and sum loops),
     // at least as many as the shared memory needs.
-    const int R = T * nh_r, chunks = (context + kAttnChunk - 1) / kAttnChunk;
-    const int groups = max(1, min(R, g_attend_fill / chunks));
-    const int Rg = min(g_attend_rows, (R + groups - 1) / groups);
-    const dim3 grid(chunks, (R + Rg - 1) / Rg);
+    int chunks, groups, Rg;
+    mla_attend_grid(T, nh_r, context, 0, &chunks, &groups, &Rg);
+    const dim3 grid(chunks, groups);
     return launch(c, mla_attend_pos_kernel, grid, dim3(kPosWarps * kWarp), mla_attend_pos_smem(rkv, dr, Rg), qlat,
                   qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale, T, Rg);
 }

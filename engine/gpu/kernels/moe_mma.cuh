@@ -61,12 +61,14 @@ __device__ __forceinline__ void mma_int4_group(float (&p)[4], const uint2 w, con
 }
 
 // The lane's B vector of group grp: token gi's columns 32 grp + 8 ti .. (zero for gi >= T).
+// COH: x was written within this launch (persist_sync), read through L2.
+template <bool COH = false>
 __device__ __forceinline__ uint4 ld_b(const bf16 *x, int ld, int grp, int T)
 {
     const int lane = threadIdx.x % kWarp, gi = lane / 4, ti = lane % 4;
     if (gi >= T)
         return make_uint4(0, 0, 0, 0);
-    return __ldg(reinterpret_cast<const uint4 *>(x + (size_t)gi * ld + grp * 32 + ti * 8));
+    return ld_act<COH>(reinterpret_cast<const uint4 *>(x + (size_t)gi * ld + grp * 32 + ti * 8));
 }
 
 // The lane's vectors of group grp of a bf16 tile (rows of K columns from `tile`).

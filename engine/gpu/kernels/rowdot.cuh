@@ -14,10 +14,11 @@ constexpr int kRowdotUnroll = 8;
 // acc[t] = W[row] . x[t] (and acc2[t] = W2[row] . x[t] when TWO), K % 8 == 0, ldx % 8 == 0.
 // WAIT: the first round of weight loads is issued, then the kernel waits on its PDL
 // predecessor (x is its output; the weights are not), so the row streams meanwhile.
-template <int T, bool TWO, bool WAIT = false>
+// P: how to wait and how x is loaded (common.cuh's pdl_sync or persist_sync).
+template <int T, bool TWO, bool WAIT = false, class P = pdl_sync>
 __device__ __forceinline__ void warp_rowdot(const bf16 *__restrict__ wrow, const bf16 *__restrict__ wrow2,
-                                            const bf16 *__restrict__ x, int ldx, int K, float (&acc)[T],
-                                            float (&acc2)[T])
+                                            const bf16 *x, int ldx, int K, float (&acc)[T], float (&acc2)[T],
+                                            const P &p = P())
 {
     const int lane = threadIdx.x % kWarp, nvec = K / 8, ldxv = ldx / 8;
     const uint4 *w = reinterpret_cast<const uint4 *>(wrow);
@@ -38,7 +39,7 @@ __device__ __forceinline__ void warp_rowdot(const bf16 *__restrict__ wrow, const
             }
         }
         if (WAIT && v0 == lane)
-            pdl_wait();
+            p.wait();
 #pragma unroll
         for (int u = 0; u < kRowdotUnroll; u++) {
             const int v = v0 + u * kWarp;
@@ -50,7 +51,7 @@ __device__ __forceinline__ void warp_rowdot(const bf16 *__restrict__ wrow, const
 #pragma unroll
                 for (int t = 0; t < T; t++) {
                     float xf[8];
-                    unpack8(__ldg(xv + (size_t)t * ldxv + v), xf);
+                    unpack8(ld_act<P::coherent>(xv + (size_t)t * ldxv + v), xf);
 #pragma unroll
                     for (int j = 0; j < 8; j++) {
                         acc[t] = fmaf(wf[j], xf[j], acc[t]);
@@ -62,7 +63,7 @@ __device__ __forceinline__ void warp_rowdot(const bf16 *__restrict__ wrow, const
         }
     }
     if (WAIT) // lanes without a vector; a no-op for the others
-        pdl_wait();
+        p.wait();
 #pragma unroll
     for (int t = 0; t < T; t++) {
         acc[t] = warp_sum(acc[t]);

@@ -3,7 +3,7 @@
  * The GPU engine against the CPU reference (the oracle, engine/cpu_ref*) on the tiny
  * config: chunked prefill, decode steps and a verify block, bf16 and INT4 experts, and
  * shards of tp_shape 1, 2 and 4 (each rank's exact work on one GPU, no call-site
- * instance). After every step: logits within LOGIT_RTOL, the same local argmax (unless
+ * instance), in the launches form and (two cases) the persistent forms. After every step: logits within LOGIT_RTOL, the same local argmax (unless
  * the reference's top two are closer than the tolerance), the same experts per layer.
  * Then a captured step replays bit-identically to the eager one, and an eager step
  * repeats bit-identically (no float atomics anywhere). Exit 77 without a CUDA device.
@@ -37,6 +37,7 @@ static char why[1024];
 static arb_model_config_t cfg;
 static arb_rope_t rope;
 static cudaStream_t stream;
+static int g_persistent; /* the GPU model's step form (gpu_model.h opts.persistent) */
 
 typedef struct pair {
     arb_cpu_model_t *cpu;
@@ -59,7 +60,8 @@ static int make_pair(pair_t *p, unsigned K, unsigned r, int int4)
         return 0;
     }
     arb_gpu_model_opts_t go = {.format = int4 ? ARB_GPU_INT4 : ARB_GPU_BF16, .seed = 11, .max_tokens = MAX_T,
-                               .context = CONTEXT, .sites = NULL, .fusion = ARB_FUSION_AUTO, .pdl = 1};
+                               .context = CONTEXT, .sites = NULL, .fusion = ARB_FUSION_AUTO, .pdl = 1,
+                               .persistent = g_persistent};
     if (arb_gpu_dims_from_config(&cfg, &rope, K, r, &go.dims, why, sizeof why) != ARB_OK ||
         arb_gpu_model_create(&go, &p->gpu, why, sizeof why) != ARB_OK ||
         arb_gpu_model_generate(p->gpu, why, sizeof why) != ARB_OK) {
@@ -174,6 +176,9 @@ static void t_int4_tp1(void) { run_case(1, 0, 1); }
 static void t_bf16_tp2_shard1(void) { run_case(2, 1, 0); }
 static void t_int4_tp4_shard3(void) { run_case(4, 3, 1); }
 static void t_bf16_tp4_shard0(void) { run_case(4, 0, 0); }
+/* the persistent forms (attention and MoE; attention only) against the same reference */
+static void t_int4_tp1_persistent(void) { g_persistent = 3, run_case(1, 0, 1), g_persistent = 0; }
+static void t_bf16_tp4_shard0_persistent_attn(void) { g_persistent = 1, run_case(4, 0, 0), g_persistent = 0; }
 
 /* Eager step, captured replay of the same step (same inputs, same cache rows rewritten),
  * and a second eager step: logits bit-identical all three times. */
@@ -238,6 +243,8 @@ int main(int argc, char **argv)
         {"bf16_tp2_shard1", t_bf16_tp2_shard1},
         {"int4_tp4_shard3", t_int4_tp4_shard3},
         {"bf16_tp4_shard0", t_bf16_tp4_shard0},
+        {"int4_tp1_persistent", t_int4_tp1_persistent},
+        {"bf16_tp4_shard0_persistent_attn", t_bf16_tp4_shard0_persistent_attn},
         {"graph_and_determinism", t_graph_and_determinism},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);

@@ -79,6 +79,10 @@ bad_input)
     expect_error 2 "unexpected argument 'extra'" --config tiny extra
     expect_error 2 "--steps '0': expected an integer" --steps 0
     expect_error 2 "--accept-rate '1.5': expected probabilities in 0..1" --accept-rate 1.5
+    expect_error 2 "--pdl 'yes': expected on or off" --config tiny --pdl yes
+    expect_error 2 "--step-form 'megakernel': expected launches, persistent or persistent-attn" --step-form megakernel
+    expect_error 2 "--step-form persistent with --backend cpu" --config tiny --backend cpu --step-form persistent
+    expect_error 2 "--step-form persistent with --backend cpu" --config tiny --backend cpu --step-form persistent-attn
     expect_error 2 "2 ranks need at least 2 shards" --config tiny --backend cpu --tp-shape 1
     expect_error 2 "--impl nosuch" --config tiny --backend cpu --context 4 --steps 1 --impl nosuch --out "$tmp/x.csv"
     # --backend gpu where no GPU (or no GPU engine) is: a clear error; where one is, it runs

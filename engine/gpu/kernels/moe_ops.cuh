@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: MIT
+// One block index of the MoE block's two kernels (moe.cu: what they compute), for their own
+// launches and persist.cu's persistent launch alike (P: common.cuh's sync).
+#ifndef ARB_ENGINE_KERNELS_MOE_OPS_CUH
+#define ARB_ENGINE_KERNELS_MOE_OPS_CUH
+
+#include "gpu/kernels/moe_mma.cuh"
+
+namespace arbk {
+
+constexpr int kMoeWarps = 8;
+
+// ROWT tiles of gate and up over groups [g0, g1) of the lane's share: INT4 fragments
+// (gq, uq: the first tile's uint2 per (group, lane); tiles 32 G apart) and scale pairs
+// (gs, us: per (group, gi); tiles 8 G apart). UNR groups' loads in flight per lane.
+template <int ROWT, int UNR, bool COH>
+__device__ __forceinline__ void gate_up_int4(const uint2 *__restrict__ gq, const uint2 *__restrict__ uq,
+                                             const uint32_t *__restrict__ gs, const uint32_t *__restrict__ us, int G,
+                                             const bf16 *__restrict__ x, int ldx, int T, int g0, int g1,
+                                             float (&ag)[ROWT][4], float (&au)[ROWT][4])
+{
+    const int lane = threadIdx.x % kWarp, gi = lane / 4;
+    for (int g = g0; g < g1; g += UNR) {
+        uint2 qa[UNR][ROWT], qb[UNR][ROWT];
+        uint32_t sa[UNR][ROWT], sb[UNR][ROWT];
+        uint4 xb[UNR];
+#pragma unroll
+        for (int j = 0; j < UNR; j++) {
+            if (g + j >= g1)
+                break;
+            xb[j] = ld_b<COH>(x, ldx, g + j, T);
+#pragma unroll
+            for (int k = 0; k < ROWT; k++) {
+                const size_t o = ((size_t)k * G + g + j) * kWarp + lane, so = ((size_t)k * G + g + j) * 8 + gi;
+                qa[j][k] = ld_stream2(gq + o), qb[j][k] = ld_stream2(uq + o);
+                sa[j][k] = __ldg(gs + so), sb[j][k] = __ldg(us + so);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < UNR; j++) {
+            if (g + j >= g1)
+                break;
+#pragma unroll
+            for (int k = 0; k < ROWT; k++) {
+                float p[4];
+                mma_int4_group(p, qa[j][k], xb[j]);
+                add_scaled(ag[k], p, sa[j][k]);
+                mma_int4_group(p, qb[j][k], xb[j]);
+                add_scaled(au[k], p, sb[j][k]);
+            }
+        }
+    }
+}
+
+// The same for bf16 tiles of row-major [rows x K] matrices from their first rows (tiles 16 K apart).
+template <int ROWT, int UNR, bool COH>
+__device__ __forceinline__ void gate_up_bf16(const bf16 *__restrict__ wg, const bf16 *__restrict__ wu, int K,
+                                             const bf16 *__restrict__ x, int T, int g0, int g1, float (&ag)[ROWT][4],
+                                             float (&au)[ROWT][4])
+{
+    for (int g = g0; g < g1; g += UNR) {
+        uint4 ga[UNR][ROWT][2], ua[UNR][ROWT][2], xb[UNR];
+#pragma unroll
+        for (int j = 0; j < UNR; j++) {
+            if (g + j >= g1)
+                break;
+            xb[j] = ld_b<COH>(x, K, g + j, T);
+#pragma unroll
+            for (int k = 0; k < ROWT; k++) {
+                ld_a_bf16(wg + (size_t)k * 16 * K, K, g + j, ga[j][k][0], ga[j][k][1]);
+                ld_a_bf16(wu + (size_t)k * 16 * K, K, g + j, ua[j][k][0], ua[j][k][1]);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < UNR; j++) {
+            if (g + j >= g1)
+                break;
+#pragma unroll
+            for (int k = 0; k < ROWT; k++) {
+                mma_bf16_group(ag[k], ga[j][k][0], ga[j][k][1], xb[j]);
+                mma_bf16_group(au[k], ua[j][k][0], ua[j][k][1], xb[j]);
+            }
+        }
+    }
+}
+
+// Block bx: the shared expert's tiles first (sh_items of them), then (slot, tile) pairs.
+// pol_sh: the shared tiles' wait (they do not depend on the router), pol: the routed tiles'.
+template <bool INT4, int ROWT, int UNR, int UNRQ, class P>
+__device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, const moe_weights &w,
+                                                 const moe_route &rt, const bf16 *h, bf16 *act, bf16 *act_sh, int T,
+                                                 int bx)
+{
+    __shared__ float red[kMoeWarps][2 * ROWT][4][kWarp];
+    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, gi = lane / 4, ti = lane % 4;
+    const int H = w.H, I = w.I, G = H / 32, rows = 16 * ROWT;
+    const int sh_items = w.Is / rows, items = I / rows;
+    const int per = (G + kMoeWarps - 1) / kMoeWarps, g0 = min(G, warp * per), g1 = min(G, g0 + per);
+    const bool shared = bx < sh_items;
+    pol.launch_dependents();
+    if (shared) // the shared expert does not depend on the router: pull its rows toward L2 first
+        for (int r = 0; r < rows; r++) {
+            const size_t o = (size_t)(bx * rows + r) * H + (size_t)g0 * 32;
+            warp_prefetch_l2(w.sh_gate + o, (size_t)(g1 - g0) * 64);
+            warp_prefetch_l2(w.sh_up + o, (size_t)(g1 - g0) * 64);
+        }
+    if (shared)
+        pol_sh.wait();
+    else
+        pol.wait();
+    constexpr bool coh = P::coherent;
+    float ag[ROWT][4] = {}, au[ROWT][4] = {};
+    bf16 *dst;
+    int ld, row0;
+    if (shared) {
+        row0 = bx * rows, dst = act_sh, ld = w.Is;
+        gate_up_bf16<ROWT, UNR, coh>(w.sh_gate + (size_t)row0 * H, w.sh_up + (size_t)row0 * H, H, h, T, g0, g1, ag, au);
+    } else {
+        const int slot = (bx - sh_items) / items, it = (bx - sh_items) % items;
+        // slot < max_slots <= kMaxSlots, so uniq[slot] is in the buffer: both loads in one round trip
+        const int n_uniq = coh ? __ldcg(rt.n_uniq) : *rt.n_uniq, e = coh ? __ldcg(rt.uniq + slot) : rt.uniq[slot];
+        if (slot >= n_uniq)
+            return;                                         // the whole CTA
+        const size_t r = (size_t)e * I + (size_t)it * rows; // first row of the [E x I x H] tensors
+        row0 = it * rows, dst = act + (size_t)slot * kMaxT * I, ld = I;
+        if (INT4)
+            gate_up_int4<ROWT, UNRQ, coh>(
+                reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.gate) + r * (H / 8)),
+                reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.up) + r * (H / 8)),
+                reinterpret_cast<const uint32_t *>(w.gate_s + r * G),
+                reinterpret_cast<const uint32_t *>(w.up_s + r * G), G, h, H, T, g0, g1, ag, au);
+        else
+            gate_up_bf16<ROWT, UNR, coh>(static_cast<const bf16 *>(w.gate) + r * H,
+                                         static_cast<const bf16 *>(w.up) + r * H, H, h, T, g0, g1, ag, au);
+    }
+#pragma unroll
+    for (int k = 0; k < ROWT; k++)
+#pragma unroll
+        for (int c = 0; c < 4; c++)
+            red[warp][k][c][lane] = ag[k][c], red[warp][ROWT + k][c][lane] = au[k][c];
+    __syncthreads();
+    if (warp >= ROWT)
+        return;
+    const int k = warp; // warp k finishes tile k: c0, c1 row gi, tokens 2 ti, 2 ti + 1; c2, c3 row gi + 8
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+        float g = 0.0f, u = 0.0f;
+        for (int v = 0; v < kMoeWarps; v++)
+            g += red[v][k][c][lane], u += red[v][ROWT + k][c][lane];
+        const int n = 2 * ti + (c & 1), r = row0 + 16 * k + gi + 8 * (c >> 1);
+        if (n < T)
+            dst[(size_t)n * ld + r] = to_bf(g / (1.0f + expf(-g)) * u);
+    }
+}
+
+// Block bx: output rows 16 ROWT bx ..
+template <bool INT4, int ROWT, int UNR, class P>
+__device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w, const moe_route &rt, const bf16 *act,
+                                              const bf16 *act_sh, bf16 *__restrict__ part, int T, int bx)
+{
+    __shared__ float red[kMoeWarps][ROWT][4][kWarp];
+    __shared__ int s_uniq[kMaxSlots], s_n;
+    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, gi = lane / 4, ti = lane % 4;
+    const int H = w.H, I = w.I, Is = w.Is, Gi = I / 32, Gs = Is / 32;
+    const int r0 = bx * 16 * ROWT;
+    constexpr bool coh = P::coherent;
+    pol.launch_dependents();
+    // The shared expert does not depend on the predecessor: the warp's first group (g = warp)
+    // into registers before the wait, the rest of its rows (Gs > 8 only) toward L2.
+    uint4 sa0[ROWT], sa1[ROWT];
+    if (warp < Gs)
+#pragma unroll
+        for (int k = 0; k < ROWT; k++)
+            ld_a_bf16(w.sh_down + (size_t)(r0 + 16 * k) * Is, Is, warp, sa0[k], sa1[k]);
+    if (Gs > kMoeWarps)
+        for (int r = warp; r < 16 * ROWT; r += kMoeWarps)
+            warp_prefetch_l2(w.sh_down + (size_t)(r0 + r) * Is, (size_t)Is * 2);
+    pol.wait();
+    // The selection once per CTA: n_uniq and all kMaxSlots slots of the buffer in the same
+    // round trip (slots past n_uniq are never used), and the first group's tokens, before
+    // the barrier that publishes them.
+    for (int i = threadIdx.x; i < kMaxSlots; i += blockDim.x)
+        s_uniq[i] = coh ? __ldcg(rt.uniq + i) : rt.uniq[i];
+    if (threadIdx.x == 0)
+        s_n = coh ? __ldcg(rt.n_uniq) : *rt.n_uniq;
+    const uint4 xs = warp < Gs ? ld_b<coh>(act_sh, Is, warp, T) : make_uint4(0, 0, 0, 0);
+    __syncthreads();
+    float acc[ROWT][4] = {};
+    if (warp < Gs) // the shared expert (weight 1): groups warp, warp + 8, .. in that order
+#pragma unroll
+        for (int k = 0; k < ROWT; k++)
+            mma_bf16_group(acc[k], sa0[k], sa1[k], xs);
+    for (int g = warp + kMoeWarps; g < Gs; g += kMoeWarps) {
+        const uint4 xb = ld_b<coh>(act_sh, Is, g, T);
+#pragma unroll
+        for (int k = 0; k < ROWT; k++) {
+            uint4 a0, a1;
+            ld_a_bf16(w.sh_down + (size_t)(r0 + 16 * k) * Is, Is, g, a0, a1);
+            mma_bf16_group(acc[k], a0, a1, xb);
+        }
+    }
+    const int npairs = s_n * Gi;
+    for (int q0 = warp; q0 < npairs; q0 += kMoeWarps * UNR) {
+        uint2 qa[UNR][ROWT];
+        uint32_t sa[UNR][ROWT];
+        uint4 ba[UNR][ROWT][2], xb[UNR];
+        float2 cf[UNR];
+#pragma unroll
+        for (int j = 0; j < UNR; j++) {
+            const int q = q0 + j * kMoeWarps;
+            if (q >= npairs)
+                break;
+            const int u = q / Gi, grp = q % Gi;
+            const size_t r = (size_t)s_uniq[u] * H + r0; // first row of the [E x H x I] tensor
+            xb[j] = ld_b<coh>(act + (size_t)u * kMaxT * I, I, grp, T);
+            const float2 *cp = reinterpret_cast<const float2 *>(rt.coef + u * kMaxT + 2 * ti);
+            cf[j] = coh ? __ldcg(cp) : *cp;
+#pragma unroll
+            for (int k = 0; k < ROWT; k++) {
+                const size_t rk = r + 16 * k;
+                if (INT4) {
+                    qa[j][k] = ld_stream2(
+                        reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.down) + rk * (I / 8)) +
+                        grp * kWarp + lane);
+                    sa[j][k] = __ldg(reinterpret_cast<const uint32_t *>(w.down_s + rk * Gi) + grp * 8 + gi);
+                } else {
+                    ld_a_bf16(static_cast<const bf16 *>(w.down) + rk * I, I, grp, ba[j][k][0], ba[j][k][1]);
+                }
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < UNR; j++) {
+            if (q0 + j * kMoeWarps >= npairs)
+                break;
+#pragma unroll
+            for (int k = 0; k < ROWT; k++) {
+                float p[4];
+                float s0 = 1.0f, s1 = 1.0f;
+                if (INT4) {
+                    mma_int4_group(p, qa[j][k], xb[j]);
+                    s0 = bf16_lo(sa[j][k]), s1 = bf16_hi(sa[j][k]);
+                } else {
+                    p[0] = p[1] = p[2] = p[3] = 0.0f;
+                    mma_bf16_group(p, ba[j][k][0], ba[j][k][1], xb[j]);
+                }
+                acc[k][0] = fmaf(cf[j].x, s0 * p[0], acc[k][0]), acc[k][1] = fmaf(cf[j].y, s0 * p[1], acc[k][1]);
+                acc[k][2] = fmaf(cf[j].x, s1 * p[2], acc[k][2]), acc[k][3] = fmaf(cf[j].y, s1 * p[3], acc[k][3]);
+            }
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < ROWT; k++)
+#pragma unroll
+        for (int c = 0; c < 4; c++)
+            red[warp][k][c][lane] = acc[k][c];
+    __syncthreads();
+    if (warp >= ROWT)
+        return;
+    const int k = warp;
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+        float s = 0.0f;
+        for (int v = 0; v < kMoeWarps; v++)
+            s += red[v][k][c][lane];
+        const int n = 2 * ti + (c & 1), r = r0 + 16 * k + gi + 8 * (c >> 1);
+        if (n < T)
+            part[(size_t)n * H + r] = to_bf(s);
+    }
+}
+
+// moe.cu's tiling by T (see its dispatch): ROWT 16-row tiles per block.
+__host__ __device__ constexpr int moe_rowt(int T) { return T <= 3 ? 1 : 2; }
+
+} // namespace arbk
+
+#endif
