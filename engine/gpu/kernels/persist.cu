@@ -10,9 +10,7 @@
 // (after a block barrier and a fence: release), and before its first tile of a stage a CTA
 // waits until the previous stage's counter holds all its tiles (acquire): once per CTA and
 // stage, by one thread (cta_wait), after the weights of that tile that are known before
-// the wait were pulled toward L2; and while a tile runs, the weights of the CTA's next tile
-// of the same stage go toward L2 (a CTA runs its tiles one after another: 2 to 4 per GEMV
-// stage at T = 1 on an H200). The MoE's shared-expert gate/up tiles wait only on the
+// the wait were pulled toward L2. The MoE's shared-expert gate/up tiles wait only on the
 // launch's predecessor (the call site before: they do not read the router), so they
 // overlap the router. Activations are read through L2 (persist_sync::coherent); weights as
 // in the kernels.
@@ -109,15 +107,6 @@ struct walker {
         pdl_launch_dependents(); // every CTA is resident before a dependent can launch
         i = __ldg(c.off + blockIdx.x), e = __ldg(c.off + blockIdx.x + 1), cur = -1, done = 0, waited = true;
     }
-    // The entry after the current one, if any.
-    __device__ __forceinline__ bool peek(const persist_ctl &c, int &s, int &tile) const
-    {
-        if (i >= e)
-            return false;
-        const uint32_t en = __ldg(c.ent + i);
-        s = (int)(en >> 24), tile = (int)(en & 0xffffffu);
-        return true;
-    }
     __device__ __noinline__ bool next(const persist_ctl &c, int &s, int &tile)
     {
         if (i >= e) {
@@ -157,29 +146,6 @@ template <int T> __device__ __forceinline__ void gemv_any(const persist_sync &p,
         gemv_bf16<T, 1>(p, W, x, N, K, y, tile);
 }
 
-// The weights of attention tile (s, tile) that are known before its wait, toward L2 by the block.
-template <int T> __device__ __forceinline__ void attn_prefetch(const persist_attn_args &a, int s, int tile)
-{
-    const int qw = a.nh_r * (a.dn + a.dr), ow = a.nh_r * a.dv;
-    if (s == PA_QKV_A)
-        gemv_prefetch<T>(a.qkv_a, a.qkva_w, a.H, tile);
-    else if (s == PA_Q_B)
-        gemv_prefetch<T>(a.q_b, qw, a.rq, tile);
-    else if (s == PA_O_PROJ)
-        gemv_prefetch<T>(a.o_proj, a.H, ow, tile);
-    else if (s == PA_ABSORB && tile / a.nh_r != mla_absorb_gy(a.rkv) - 1 && (int)threadIdx.x < a.dn)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(
-            a.kv_b + ((size_t)(tile % a.nh_r) * (a.dn + a.dv) + threadIdx.x) * a.rkv + (tile / a.nh_r) * kAbsorbCols));
-    else if (s == PA_UV)
-        block_prefetch_l2(a.kv_b +
-                              ((size_t)(tile % a.nh_r) * (a.dn + a.dv) + a.dn + (tile / a.nh_r) * kUvWarps) * a.rkv,
-                          (size_t)min(kUvWarps, a.dv - (tile / a.nh_r) * kUvWarps) * a.rkv * sizeof(bf16));
-    else if (s == PA_ATTEND) // the chunk's rows below P0 (earlier steps'; P0 is set before the step)
-        block_prefetch_l2(a.cache_ckv + (size_t)(tile % a.chunks) * kAttnChunk * a.rkv,
-                          (size_t)max(0, min(kAttnChunk, __ldg(a.pos0) - (tile % a.chunks) * kAttnChunk)) * a.rkv *
-                              sizeof(bf16));
-}
-
 template <int T> __global__ void __launch_bounds__(kPersistThreads, 2)
     persist_attn_kernel(persist_attn_args a, persist_ctl c)
 {
@@ -191,13 +157,25 @@ template <int T> __global__ void __launch_bounds__(kPersistThreads, 2)
     int s, tile;
     while (wk.next(c, s, tile)) {
         if (!wk.waited) { // the stage's weights (those known before the wait) toward L2, then the wait
-            attn_prefetch<T>(a, s, tile);
+            if (s == PA_Q_B)
+                gemv_prefetch<T>(a.q_b, qw, a.rq, tile);
+            else if (s == PA_O_PROJ)
+                gemv_prefetch<T>(a.o_proj, a.H, ow, tile);
+            else if (s == PA_ABSORB && tile / a.nh_r != mla_absorb_gy(a.rkv) - 1 && (int)threadIdx.x < a.dn)
+                asm volatile("prefetch.global.L2 [%0];" ::"l"(
+                    a.kv_b + ((size_t)(tile % a.nh_r) * (a.dn + a.dv) + threadIdx.x) * a.rkv +
+                    (tile / a.nh_r) * kAbsorbCols));
+            else if (s == PA_UV)
+                block_prefetch_l2(
+                    a.kv_b + ((size_t)(tile % a.nh_r) * (a.dn + a.dv) + a.dn + (tile / a.nh_r) * kUvWarps) * a.rkv,
+                    (size_t)min(kUvWarps, a.dv - (tile / a.nh_r) * kUvWarps) * a.rkv * sizeof(bf16));
+            else if (s == PA_ATTEND) // the chunk's rows below P0 (earlier steps'; P0 is set before the step)
+                block_prefetch_l2(a.cache_ckv + (size_t)(tile % a.chunks) * kAttnChunk * a.rkv,
+                                  (size_t)max(0, min(kAttnChunk, __ldg(a.pos0) - (tile % a.chunks) * kAttnChunk)) *
+                                      a.rkv * sizeof(bf16));
             cta_wait(c, a.tiles, s);
             wk.waited = true;
         }
-        int ns, nt; // the CTA's next tile of this stage: its weights toward L2 while this one runs
-        if (wk.peek(c, ns, nt) && ns == s)
-            attn_prefetch<T>(a, ns, nt);
         const persist_sync p = op_sync(c);
         switch (s) {
         case PA_QKV_A: gemv_any<T>(p, p_qkv, a.qkv_a, a.h, a.qkva_w, a.H, a.qkva, tile); break;
@@ -243,20 +221,6 @@ template <bool INT4, int T> __device__ __forceinline__ void moe_stage(const pers
     }
 }
 
-// The weights of MoE tile (s, tile) known before the router's choice, toward L2 by the block:
-// a router row, the shared expert's gate and up rows, its down rows (routed rows depend on the router).
-template <int T> __device__ __forceinline__ void moe_prefetch(const persist_moe_args &a, int s, int tile, int sh_items)
-{
-    const int rows = 16 * moe_rowt(T);
-    if (s == PM_LOGITS)
-        block_prefetch_l2(a.router + (size_t)tile * a.H, (size_t)a.H * sizeof(bf16));
-    else if (s == PM_GATE_UP && tile < sh_items) {
-        block_prefetch_l2(a.w.sh_gate + (size_t)tile * rows * a.H, (size_t)rows * a.H * sizeof(bf16));
-        block_prefetch_l2(a.w.sh_up + (size_t)tile * rows * a.H, (size_t)rows * a.H * sizeof(bf16));
-    } else if (s == PM_DOWN)
-        block_prefetch_l2(a.w.sh_down + (size_t)tile * rows * a.w.Is, (size_t)rows * a.w.Is * sizeof(bf16));
-}
-
 // The top-k's choices per lane in the persistent form: E <= 512 (Kimi-K2 384, DeepSeek-V3 256;
 // persist_moe refuses more), one instantiation for all.
 constexpr int kPersistTopkNL = 16;
@@ -272,13 +236,12 @@ template <int T, bool INT4> __global__ void __launch_bounds__(kPersistThreads, 2
     const int sh_items = a.w.Is / (16 * moe_rowt(T)); // gate/up's shared-expert tiles: they do not read the router
     while (wk.next(c, s, tile)) {
         if (!wk.waited && !(s == PM_GATE_UP && tile < sh_items)) {
-            moe_prefetch<T>(a, s, tile, sh_items);
+            if (s == PM_DOWN) // the shared expert's rows of this tile (the routed ones depend on the router)
+                block_prefetch_l2(a.w.sh_down + (size_t)tile * 16 * moe_rowt(T) * a.w.Is,
+                                  (size_t)16 * moe_rowt(T) * a.w.Is * sizeof(bf16));
             cta_wait(c, a.tiles, s);
             wk.waited = true;
         }
-        int ns, nt; // the CTA's next tile of this stage: its known weights toward L2 while this one runs
-        if (wk.peek(c, ns, nt) && ns == s)
-            moe_prefetch<T>(a, ns, nt, sh_items);
         const persist_sync p = op_sync(c);
         if (s == PM_LOGITS) {
             router_logits_tile<T>(p, a.h, a.router, a.logits, a.H, a.E, tile);
