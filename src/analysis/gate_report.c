@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "analysis/gate.h"
+#include "base/outfile.h"
 
 enum { NCELLS = 13 };
 static const char *const heads[NCELLS] = {"verdict", "impl", "params", "op", "dtype", "mode", "bytes",
@@ -175,28 +176,10 @@ int arb_gate_report_md(const char *path, const arb_gate_result_t *r, const arb_g
                        const arb_pointset_t *base, const arb_pointset_t *cand, char *err,
                        size_t err_len)
 {
-    size_t tlen = strlen(path) + 32;
-    char *tmp = malloc(tlen);
-    if (!tmp) {
-        snprintf(err, err_len, "out of memory");
+    arb_outfile_t of;
+    FILE *f = arb_outfile_open(&of, "--report-md", path, err, err_len);
+    if (!f)
         return -1;
-    }
-    snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, err_len, "--report-md '%s': cannot create (%s)", path, strerror(errno));
-        free(tmp);
-        return -1;
-    }
     report(f, 1, r, o, base, cand);
-    int bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        snprintf(err, err_len, "--report-md '%s': cannot write (%s)", path, strerror(errno));
-        unlink(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
+    return arb_outfile_commit(&of, err, err_len);
 }

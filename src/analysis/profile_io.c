@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/outfile.h"
 #include "results/profile_row.h"
 #include "results/results.h"
 
@@ -39,37 +40,17 @@ static const char *const profile_required[] = {
     "schema", "fabric", "ranks", "nodes", "dtype", "op", "mode", "min_bytes", "max_bytes", "impl", "params", NULL,
 };
 
-/* ---- atomic files ---- */
+/* ---- atomic files (base/outfile.h) ---- */
 
-typedef struct atomic_file {
-    FILE *f;
-    char tmp[4096];
-    const char *path;
-} atomic_file_t;
-
-static int atomic_open(atomic_file_t *a, const char *path, char *err, size_t err_len)
+/* arb_outfile_commit, or discard when writing the content failed. */
+static int atomic_commit(arb_outfile_t *a, int failed, char *err, size_t err_len)
 {
-    a->path = path;
-    snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld", path, (long)getpid());
-    a->f = fopen(a->tmp, "w");
-    if (!a->f) {
-        snprintf(err, err_len, "%s: cannot create (%s)", a->tmp, strerror(errno));
+    if (failed) {
+        snprintf(err, err_len, "%s: cannot write (%s)", a->path, strerror(errno));
+        arb_outfile_discard(a);
         return -1;
     }
-    return 0;
-}
-
-/* Flushes, fsyncs and renames over path; on any failure removes the temporary file. */
-static int atomic_commit(atomic_file_t *a, int failed, char *err, size_t err_len)
-{
-    failed |= fflush(a->f) != 0 || fsync(fileno(a->f)) != 0;
-    int saved = errno;
-    failed |= fclose(a->f) != 0;
-    if (!failed && rename(a->tmp, a->path) == 0)
-        return 0;
-    snprintf(err, err_len, "%s: cannot write (%s)", a->path, strerror(saved ? saved : errno));
-    unlink(a->tmp);
-    return -1;
+    return arb_outfile_commit(a, err, err_len);
 }
 
 /* ---- CSV ---- */
@@ -94,8 +75,8 @@ static void fmt_double(char *buf, size_t len, const char *fmt, double v)
 
 int arb_profile_write_csv(const arb_profile_t *p, const char *path, char *err, size_t err_len)
 {
-    atomic_file_t a;
-    if (atomic_open(&a, path, err, err_len))
+    arb_outfile_t a;
+    if (!arb_outfile_open(&a, "profile", path, err, err_len))
         return -1;
     int bad = 0;
     for (int c = 0; c < PCOL_COUNT; c++)
@@ -169,8 +150,8 @@ int arb_profile_write_json(const arb_profile_t *p, const char *path, char *err, 
         snprintf(err, err_len, "%s: cannot build the JSON document (out of memory or invalid UTF-8 in a field)", path);
         return -1;
     }
-    atomic_file_t a;
-    if (atomic_open(&a, path, err, err_len)) {
+    arb_outfile_t a;
+    if (!arb_outfile_open(&a, "profile", path, err, err_len)) {
         json_decref(root);
         return -1;
     }

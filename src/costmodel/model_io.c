@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "analysis/points.h"
+#include "base/outfile.h"
 #include "results/results.h"
 
 void arb_model_params_key(const char *params, char *out, size_t len)
@@ -158,13 +159,10 @@ static const char *const fit_cols[] = {"kind", "impl", "params", "mode", "transp
 
 arb_status_t arb_fit_write(const arb_fit_t *fit, const char *path, char *err, size_t err_len)
 {
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        ARB_WHY(err, err_len, "%s: %s", tmp, strerror(errno));
+    arb_outfile_t of;
+    FILE *f = arb_outfile_open(&of, "fit", path, err, err_len);
+    if (!f)
         return ARB_ERR_SYSTEM;
-    }
     for (int i = 0; fit_cols[i]; i++)
         put_field(f, fit_cols[i], fit_cols[i + 1] == NULL);
     put_row(f, "meta", "fabric", fit->fabric_file, "", "", "", 0, 0, 0, 0, fit->ranks, "");
@@ -179,14 +177,7 @@ arb_status_t arb_fit_write(const arb_fit_t *fit, const char *path, char *err, si
         put_row(f, "variant", e->impl, e->params, e->mode, e->transport == ARB_TRANSPORT_SHM ? "shm" : "p2p",
                 arb_family_name(e->key.family), e->offset_us, e->hop_us, e->bw_gbs, e->rel_err, e->points, e->sources);
     }
-    int bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        ARB_WHY(err, err_len, "%s: %s", path, strerror(errno));
-        unlink(tmp);
-        return ARB_ERR_SYSTEM;
-    }
-    return ARB_OK;
+    return arb_outfile_commit(&of, err, err_len) == 0 ? ARB_OK : ARB_ERR_SYSTEM;
 }
 
 static int num_field(const char *s, double *out)

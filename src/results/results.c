@@ -77,28 +77,17 @@ arb_results_writer_t *arb_csv_open(const char *path, const char *const *header, 
     if (exists && st.st_size > 0 && arb_out_check_rows("--out", path, header, ncols, err, err_len) != 0)
         return NULL; /* another header, or a row cut off: appending would glue onto it */
     if (!exists || st.st_size == 0) {
-        size_t tlen = strlen(path) + 32;
-        char *tmp = malloc(tlen);
-        if (!tmp) {
-            snprintf(err, err_len, "out of memory");
+        arb_outfile_t of; /* the header, written whole, then renamed into place */
+        FILE *t = arb_outfile_open(&of, "--out", path, err, err_len);
+        if (!t)
             return NULL;
-        }
-        snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-        FILE *t = fopen(tmp, "w");
-        if (!t) {
-            snprintf(err, err_len, "--out '%s': cannot create (%s)", path, strerror(errno));
-            free(tmp);
-            return NULL;
-        }
-        int bad = write_fields(t, header, ncols) || flush_sync(t);
-        bad |= fclose(t) != 0;
-        if (bad || rename(tmp, path)) {
+        if (write_fields(t, header, ncols)) {
             snprintf(err, err_len, "--out '%s': cannot write (%s)", path, strerror(errno));
-            unlink(tmp);
-            free(tmp);
+            arb_outfile_discard(&of);
             return NULL;
         }
-        free(tmp);
+        if (arb_outfile_commit(&of, err, err_len) != 0)
+            return NULL;
     }
     arb_results_writer_t *w = calloc(1, sizeof *w);
     if (!w || !(w->path = strdup(path)) || !(w->f = fopen(path, "a"))) {

@@ -37,7 +37,7 @@ has p.csv '^1,pcie-gen5,2,1,bf16,allreduce,graph,0,64512,p2p,' "graph 0..64512 g
 has p.csv ',allreduce_rmsnorm,graph,0,18446744073709551615,p2p,variant=oneshot-push,.*,fused,' "rmsnorm: fused p2p wins every size"
 has p.json '"schema": 1' "JSON has schema 1"
 has p.json '"run_ids"' "JSON records run_ids"
-if ls ./*.tmp.* >/dev/null 2>&1; then tap FAIL "no temporary files left"; else tap OK "no temporary files left"; fi
+if find . -maxdepth 1 -name '*.tmp.*' | grep -q .; then tap FAIL "no temporary files left"; else tap OK "no temporary files left"; fi
 expect 0 "profile --min-speedup 2: p2p's 1.36-1.67x leads no longer count" "$cli" profile --quiet --min-speedup 2 --out p2.csv base.csv
 if grep -q ',p2p,' p2.csv; then tap FAIL "no p2p rows at --min-speedup 2"; else tap OK "no p2p rows at --min-speedup 2"; fi
 expect 0 "profile --exclude '': nothing excluded by name" "$cli" profile --quiet --exclude , --out p3.csv base.csv

@@ -30,7 +30,7 @@ ok $? "model fit --out onto its own input is refused, the input unchanged"
 ok $? "model fit writes a new file"
 refused "exists: give --force" "$tmp/fit.csv" model fit --fabric $spec --out "$tmp/fit.csv" "$tmp/r.csv"
 ok $? "model fit onto an existing file is refused without --force"
-"$arb" model fit --fabric $spec --out "$tmp/fit.csv" --force "$tmp/r.csv" >/dev/null && ! ls "$tmp"/*.tmp* 2>/dev/null
+"$arb" model fit --fabric $spec --out "$tmp/fit.csv" --force "$tmp/r.csv" >/dev/null && ! find "$tmp" -maxdepth 1 -name '*.tmp*' | grep -q .
 ok $? "model fit --force replaces it (no temporary file left)"
 p="model predict --fit $tmp/fit.csv --fabric $spec --ranks 2 --sizes 14336,1M"
 "$arb" $p --out "$tmp/pred.csv" >/dev/null

@@ -140,7 +140,7 @@ static void t_csv(void)
     /* a header, 15 families with layers (other unmeasured: left out) and one step row per table */
     TAP_CHECK(lines == 1 + 2 * (15 + 1));
     TAP_CHECK(qkv == 2 && steps == 2);
-    snprintf(line, sizeof line, "%s/k.csv.tmp.%ld", dir, (long)getpid());
+    snprintf(line, sizeof line, "%s/.k.csv.tmp.%ld", dir, (long)getpid()); /* base/outfile.h's temporary name */
     TAP_CHECK(access(line, F_OK) != 0);
     unlink(path);
     snprintf(path, sizeof path, "%s/missing/k.csv", dir);
