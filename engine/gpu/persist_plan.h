@@ -6,7 +6,8 @@
  * of stage s reading what stage s - 1 (and, through it, every earlier stage) wrote. Each of
  * nctas resident CTAs gets a list of (stage, tile) entries in ascending stage order; a CTA
  * finishing its tiles of a stage adds their number to the stage's counter (release), and a
- * tile of stage s waits until stage s - 1's counter equals tiles[s - 1] (acquire). With
+ * CTA waits, before its first tile of stage s, until stage s - 1's counter equals
+ * tiles[s - 1] (acquire). With
  * every CTA resident and lists in stage order no wait can close a cycle, so there is no
  * grid barrier and no deadlock. Plain C (the planner is tested without a GPU).
  */
