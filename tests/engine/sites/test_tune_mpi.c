@@ -2,7 +2,8 @@
 /*
  * --tune on the host backend under mpirun: the sweep measures exactly the call-site
  * shapes (1 and 3 tokens x 64), the profile built from it covers them, and a site of
- * each shape is served from it (not by the fallback); a rerun replaces the sweep file.
+ * each shape is served from it (not by the fallback) by the host backend that won there;
+ * a rerun replaces the sweep file.
  * usage: mpirun -np N test_tune_mpi DIR
  */
 #include <mpi.h>
@@ -87,7 +88,13 @@ static void t_tune_host(void)
         arb_choice_t c;
         TAP_REQUIRE(arb_site_choose(&p, profile, &s, "mpi-host", &c, why, sizeof why) == ARB_OK);
         TAP_CHECK(c.from_profile);
-        TAP_EQ_STR(c.impl, "mpi-host");
+        /* the faster host backend of the sweep wins: mpi-host or ops-host (their medians at 64
+         * x bf16 are within noise of each other), and the choice is the profile's entry */
+        const int host = strcmp(c.impl, "mpi-host") == 0 || strcmp(c.impl, "ops-host") == 0;
+        if (!host)
+            tap_diag("%s: chose '%s', expected a host backend (mpi-host or ops-host)", s.name, c.impl);
+        TAP_CHECK(host);
+        TAP_EQ_STR(c.impl, c.entry->impl);
         TAP_EQ_INT(c.fusion, ARB_FUSION_COMPOSED); /* an allreduce entry serving a fused site */
         TAP_EQ_U64(c.entry->min_bytes <= tokens[i] * 128u && tokens[i] * 128u <= c.entry->max_bytes, 1);
         TAP_EQ_STR(c.entry->mode, "eager");
