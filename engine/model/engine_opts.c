@@ -151,6 +151,21 @@ static int parse_impl(const char *opt, const char *v, arb_impl_spec_t *s, char *
     return 0;
 }
 
+/* v as one of names[0 .. n) (n >= 2): its index in *idx, or -1 with "OPT 'v': expected a, b or c". */
+static int parse_choice(const char *opt, const char *v, const char *const *names, int n, int *idx, char *err,
+                        size_t len)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(v, names[i]) == 0) {
+            *idx = i;
+            return 0;
+        }
+    int w = snprintf(err, len, "%s '%s': expected ", opt, v);
+    for (int i = 0; i < n && w >= 0 && (size_t)w < len; i++)
+        w += snprintf(err + w, len - (size_t)w, "%s%s", names[i], i + 2 < n ? ", " : i + 1 < n ? " or " : "");
+    return -1;
+}
+
 static int parse_modes(const char *v, unsigned *modes, char *err, size_t len)
 {
     char buf[256];
@@ -215,17 +230,14 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         case O_WDIR: bad = parse_path("--weights-dir", optarg, o->weights_dir, sizeof o->weights_dir - 16, err, len); break;
         case O_PROMPT: bad = parse_path("--prompt-ids", optarg, o->prompt_ids, sizeof o->prompt_ids, err, len); break;
         case O_OUTIDS: bad = parse_path("--out-ids", optarg, o->out_ids, sizeof o->out_ids, err, len); break;
-        case O_WEIGHTS:
+        case O_WEIGHTS: {
+            static const char *const names[] = {"bf16", "int4"}; /* ARB_WEIGHTS_BF16, ARB_WEIGHTS_INT4 */
+            int i = 0;
             o->weights_given = 1;
-            if (strcmp(optarg, "bf16") == 0)
-                o->weights = ARB_WEIGHTS_BF16;
-            else if (strcmp(optarg, "int4") == 0)
-                o->weights = ARB_WEIGHTS_INT4;
-            else {
-                snprintf(err, len, "--weights '%s': expected bf16 or int4", optarg);
-                bad = 1;
-            }
+            bad = parse_choice("--weights", optarg, names, 2, &i, err, len);
+            o->weights = i ? ARB_WEIGHTS_INT4 : ARB_WEIGHTS_BF16;
             break;
+        }
         case O_TPSHAPE: bad = parse_uint("--tp-shape", optarg, 1, 1024, &o->tp_shape, err, len); break;
         case O_LAYERS: bad = parse_uint("--layers", optarg, 1, 1024, &o->overrides.layers, err, len); break;
         case O_EXPERTS: bad = parse_uint("--experts", optarg, 1, 1024, &o->overrides.experts, err, len); break;
@@ -251,38 +263,33 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             break;
         }
         case O_OUT: bad = parse_path("--out", optarg, o->out, sizeof o->out, err, len); break;
-        case O_BACKEND:
-            if (strcmp(optarg, "gpu") == 0)
-                o->backend = ARB_ENGINE_GPU;
-            else if (strcmp(optarg, "cpu") == 0)
-                o->backend = ARB_ENGINE_CPU;
-            else {
-                snprintf(err, len, "--backend '%s': expected gpu or cpu", optarg);
-                bad = 1;
-            }
+        case O_BACKEND: {
+            static const char *const names[] = {"gpu", "cpu"}; /* ARB_ENGINE_GPU, ARB_ENGINE_CPU */
+            int i = 0;
+            bad = parse_choice("--backend", optarg, names, 2, &i, err, len);
+            o->backend = i ? ARB_ENGINE_CPU : ARB_ENGINE_GPU;
             break;
+        }
         case O_DRY: o->dry_run = 1; break;
         case O_CHECK: bad = parse_uint("--check-steps", optarg, 0, 100000, &o->check_steps, err, len); break;
         case O_NONOOP: o->no_compute_only = 1; break;
         case O_DTOK: bad = parse_path("--dump-tokens", optarg, o->dump_tokens, sizeof o->dump_tokens, err, len); break;
         case O_DLOG: bad = parse_path("--dump-logits", optarg, o->dump_logits, sizeof o->dump_logits, err, len); break;
         case O_QUIET: o->quiet = 1; break;
-        case O_PDL:
-            if (strcmp(optarg, "on") == 0 || strcmp(optarg, "off") == 0)
-                o->pdl = strcmp(optarg, "on") == 0;
-            else
-                bad = (snprintf(err, len, "--pdl '%s': expected on or off", optarg), 1);
+        case O_PDL: {
+            static const char *const names[] = {"on", "off"};
+            int i = 0;
+            bad = parse_choice("--pdl", optarg, names, 2, &i, err, len);
+            o->pdl = i == 0;
             break;
-        case O_FORM:
-            if (strcmp(optarg, "launches") == 0)
-                o->step_form = ARB_STEP_LAUNCHES;
-            else if (strcmp(optarg, "persistent") == 0)
-                o->step_form = ARB_STEP_PERSISTENT;
-            else if (strcmp(optarg, "persistent-attn") == 0)
-                o->step_form = ARB_STEP_PERSISTENT_ATTN;
-            else
-                bad = (snprintf(err, len, "--step-form '%s': expected launches, persistent or persistent-attn", optarg), 1);
+        }
+        case O_FORM: {
+            static const char *const names[] = {"launches", "persistent", "persistent-attn"}; /* arb_step_form_t order */
+            int i = 0;
+            bad = parse_choice("--step-form", optarg, names, 3, &i, err, len);
+            o->step_form = (arb_step_form_t)i;
             break;
+        }
         case O_APPEND: o->append = 1; break;
         case O_FORCE: o->force = 1; break;
         case O_ACCEPT: bad = parse_rates(optarg, o, err, len); break;
