@@ -45,7 +45,6 @@ struct arb_gpu_persist {
     size_t smem_attn, smem_moe;
     int nctas_attn, nctas_moe;       /* 0: that segment runs as launches */
     uint32_t *dev_attn, *dev_moe;
-    unsigned load_attn, load_moe;    /* the most tiles a CTA runs */
 };
 
 /* A call site: its instance (NULL: one rank, local residual + RMSNorm) and the buffer

@@ -50,9 +50,9 @@ persist_moe_args moe_shapes(const arb_gpu_model *m, unsigned T)
     return a;
 }
 
-// The plan of `nst` stages over the grid of `per_sm` CTAs a SM, uploaded into dev (off, then ent).
+// The plan of `nst` stages over nctas CTAs, checked and uploaded into dev (off, then ent).
 arb_status_t upload_plan(const unsigned *tiles, unsigned nst, unsigned nctas, const char *what, unsigned T,
-                         uint32_t **dev, unsigned *max_load, char *why, size_t len)
+                         uint32_t **dev, char *why, size_t len)
 {
     arb_persist_plan_t p;
     ARB_TRY(arb_persist_plan_build(tiles, nst, nctas, &p, why, len));
@@ -67,7 +67,6 @@ arb_status_t upload_plan(const unsigned *tiles, unsigned nst, unsigned nctas, co
         if (e != cudaSuccess)
             ARB_RAISE_GOTO(rs, ARB_CUDA_STATUS_(e), out, why, len, "persistent form: the %s plan of T = %u: %s", what,
                            T, cudaGetErrorString(e));
-        *max_load = arb_persist_plan_max_load(&p);
     }
 out:
     arb_persist_plan_free(&p);
@@ -98,11 +97,11 @@ arb_status_t arb_gpu_persist_setup(arb_gpu_model *m, char *why, size_t len)
     bool any_moe = false;
     for (unsigned l = 0; l < m->s.Lz; l++)
         any_moe |= !m->layers[l].dense;
-    if ((m->o.persistent & 2) && any_moe && m->s.E > 512)
+    if ((m->o.persistent & 2) && any_moe && m->s.E > (unsigned)kPersistMaxExperts)
         ARB_RAISE(ARB_ERR_INVALID, why, len,
-                  "persistent form: %u routed experts; its MoE segment's top-k holds at most 512 (use --step-form "
+                  "persistent form: %u routed experts; its MoE segment's top-k holds at most %d (use --step-form "
                   "persistent-attn)",
-                  m->s.E);
+                  m->s.E, kPersistMaxExperts);
     for (unsigned T = 1; T <= Tm; T++) {
         arb_gpu_persist &p = m->persist[T];
         p.attn = attn_shapes(m);
@@ -114,8 +113,7 @@ arb_status_t arb_gpu_persist_setup(arb_gpu_model *m, char *why, size_t len)
                       "persistent form: the attention launch of T = %u (%zu B of shared memory) fits no SM", T,
                       p.smem_attn);
         p.nctas_attn = per_sm * m->sms;
-        ARB_TRY(upload_plan(p.attn.tiles, PA_STAGES, (unsigned)p.nctas_attn, "attention", T, &p.dev_attn, &p.load_attn,
-                            why, len));
+        ARB_TRY(upload_plan(p.attn.tiles, PA_STAGES, (unsigned)p.nctas_attn, "attention", T, &p.dev_attn, why, len));
         if (!(m->o.persistent & 2) || !any_moe)
             continue;
         p.moe = moe_shapes(m, T);
@@ -125,8 +123,7 @@ arb_status_t arb_gpu_persist_setup(arb_gpu_model *m, char *why, size_t len)
             ARB_RAISE(ARB_ERR_INVALID, why, len,
                       "persistent form: the MoE launch of T = %u (%zu B of shared memory) fits no SM", T, p.smem_moe);
         p.nctas_moe = per_sm * m->sms;
-        ARB_TRY(
-            upload_plan(p.moe.tiles, PM_STAGES, (unsigned)p.nctas_moe, "MoE", T, &p.dev_moe, &p.load_moe, why, len));
+        ARB_TRY(upload_plan(p.moe.tiles, PM_STAGES, (unsigned)p.nctas_moe, "MoE", T, &p.dev_moe, why, len));
     }
     return ARB_OK;
 }

@@ -145,21 +145,17 @@ extern "C" arb_status_t arb_gpu_model_step(arb_gpu_model_t *m, unsigned T, void 
     mark(m, st, ARB_GPU_PROF_EMBED);
     for (unsigned l = 0; l < s.Lz; l++) {
         const arb_gpu_layer &L = m->layers[l];
-        if (m->persist) {
-            ARB_TRY(arb_gpu_persist_attention(m, l, T, lc, why, why_len));
-            mark(m, st, ARB_GPU_PROF_ATTEND);
-        } else {
-            ARB_TRY(attention(m, l, T, lc, why, why_len));
-        }
+        // (a persistent launch has no profile marks: the profiles refuse that form)
+        ARB_TRY(m->persist ? arb_gpu_persist_attention(m, l, T, lc, why, why_len) : attention(m, l, T, lc, why, why_len));
         // SITE A: res += allreduce(part); h = post_attention_layernorm(res)
         ARB_TRY(call_site(m, 2 * l, L.ffn_norm, T, st, why, why_len));
         mark(m, st, ARB_GPU_PROF_SITE_A);
-        if (!L.dense && m->persist && m->persist[T].nctas_moe) {
+        if (L.dense)
+            ARB_TRY(dense_mlp(m, l, T, lc, why, why_len));
+        else if (m->persist && m->persist[T].nctas_moe)
             ARB_TRY(arb_gpu_persist_moe(m, l, T, lc, why, why_len));
-            mark(m, st, ARB_GPU_PROF_MOE_GATE_UP);
-        } else {
-            ARB_TRY(L.dense ? dense_mlp(m, l, T, lc, why, why_len) : moe(m, l, T, lc, why, why_len));
-        }
+        else
+            ARB_TRY(moe(m, l, T, lc, why, why_len));
         // SITE B: res += allreduce(part); h = next input_layernorm (model.norm after the last)
         ARB_TRY(call_site(m, 2 * l + 1, l + 1 < s.Lz ? m->layers[l + 1].attn_norm : m->final_norm, T, st, why, why_len));
         for (unsigned i = 0; i < m->o.naux; i++) // the EAGLE-3 draft's states: res after layer l

@@ -99,15 +99,6 @@ out:
     return rs;
 }
 
-unsigned arb_persist_plan_max_load(const arb_persist_plan_t *p)
-{
-    unsigned m = 0;
-    for (unsigned c = 0; c < p->nctas; c++)
-        if (p->off[c + 1] - p->off[c] > m)
-            m = p->off[c + 1] - p->off[c];
-    return m;
-}
-
 void arb_persist_plan_free(arb_persist_plan_t *p)
 {
     free(p->off);

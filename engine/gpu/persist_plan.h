@@ -51,9 +51,6 @@ arb_status_t arb_persist_plan_build(const unsigned *tiles, unsigned nstages, uns
  * non-decreasing stage order, offsets ascending to the total. */
 arb_status_t arb_persist_plan_check(const arb_persist_plan_t *p, char *why, size_t why_len);
 
-/* The most tiles any CTA runs (the plan's critical path in tiles). */
-unsigned arb_persist_plan_max_load(const arb_persist_plan_t *p);
-
 void arb_persist_plan_free(arb_persist_plan_t *p);
 
 #ifdef __cplusplus

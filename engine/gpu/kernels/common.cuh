@@ -171,6 +171,15 @@ __device__ __forceinline__ void warp_prefetch_l2(const void *p, size_t bytes)
         asm volatile("prefetch.global.L2 [%0];" ::"l"(c + off));
 }
 
+// `bytes` from p toward L2 by the whole block, a 128-byte line per thread and step (the block
+// form of warp_prefetch_l2).
+__device__ __forceinline__ void block_prefetch_l2(const void *p, size_t bytes)
+{
+    const char *b = static_cast<const char *>(p);
+    for (size_t off = (size_t)threadIdx.x * 128; off < bytes; off += (size_t)blockDim.x * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(b + off));
+}
+
 // How an op (a kernel body run for one block index: the *_ops.cuh headers) waits for its
 // inputs and loads what an earlier op of the step wrote:
 //   pdl_sync     the op is its own kernel: wait = the PDL wait on the previous kernel;

@@ -129,7 +129,8 @@ struct persist_attn_args { // attention of one layer, h -> part (gpu_step.cu's a
     unsigned tiles[PA_STAGES];
 };
 enum { PM_LOGITS, PM_TOPK, PM_GATE_UP, PM_DOWN, PM_STAGES };
-struct persist_moe_args { // the MoE block of one layer, h -> part (gpu_step.cu's moe()); E <= 512
+constexpr int kPersistMaxExperts = 512; // the MoE launch's top-k: routed experts at most (Kimi-K2 384, DeepSeek-V3 256)
+struct persist_moe_args { // the MoE block of one layer, h -> part (gpu_step.cu's moe()); E <= kPersistMaxExperts
     const bf16 *h, *router;
     const float *router_bias;
     float *logits;

@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
 }
 
 // Rows per CTA (ROWT tiles), groups in flight per lane (UNR for the shared expert's bf16
-// tiles, UNRQ for the routed INT4 tiles) and CTAs per SM (MINB):
+// tiles, UNRQ for the routed INT4 tiles; moe_ops.cuh's moe_tiling) and CTAs per SM (MINB):
 //   gate/up T <= 3: 1 tile, bf16 4 groups, INT4 7 (Kimi-K2's 28 groups per warp in 4 round
 //                   trips, not 7: ~10 registers a group), two CTAs per SM (at T = 1 the
 //                   144 CTAs of Kimi-K2 must fit one wave of 132 SMs);
@@ -51,11 +51,11 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
 //   down    T <= 3: 1 tile, T >= 4: 2; 8 INT4 or 4 bf16 (expert, group) pairs per tile.
 // The unroll only sets how many loads are in flight: each warp's groups are still added in
 // ascending order, so the sums do not depend on it.
-template <bool INT4, int ROWT, int UNR, int UNRQ, int MINB>
+template <bool INT4, int ROWT, int MINB>
 cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                          bf16 *act_sh, bf16 *part, int T, int max_slots, int which)
 {
-    constexpr int kUnrDown = (INT4 ? 8 : 4) / ROWT;
+    constexpr int UNR = moe_tiling<ROWT>::unr, UNRQ = moe_tiling<ROWT>::unrq, kUnrDown = moe_unr_down(INT4, ROWT);
     const dim3 block(kMoeWarps * kWarp);
     const int rows = 16 * ROWT;
     cudaError_t e = cudaSuccess;
@@ -72,8 +72,8 @@ template <bool INT4>
 cudaError_t moe_by_t(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                      bf16 *act_sh, bf16 *part, int T, int max_slots, int which)
 {
-    return T <= 3 ? moe_dispatch<INT4, 1, 4, 7, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
-                  : moe_dispatch<INT4, 2, 2, 4, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which);
+    return moe_rowt(T) == 1 ? moe_dispatch<INT4, 1, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
+                            : moe_dispatch<INT4, 2, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which);
 }
 
 } // namespace

@@ -85,7 +85,8 @@ __device__ __forceinline__ void gate_up_bf16(const bf16 *__restrict__ wg, const 
 }
 
 // Block bx: the shared expert's tiles first (sh_items of them), then (slot, tile) pairs.
-// pol_sh: the shared tiles' wait (they do not depend on the router), pol: the routed tiles'.
+// pol_sh: the shared tiles' wait, pol: the routed tiles' (both forms pass the same policy
+// now; merging them moves the kernel form's wait out of its branch: not yet run on a GPU).
 template <bool INT4, int ROWT, int UNR, int UNRQ, class P>
 __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, const moe_weights &w,
                                                  const moe_route &rt, const bf16 *h, bf16 *act, bf16 *act_sh, int T,
@@ -268,8 +269,18 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
     }
 }
 
-// moe.cu's tiling by T (see its dispatch): ROWT 16-row tiles per block.
+// The tiling by T (moe.cu says why): ROWT 16-row tiles per block; groups in flight per lane,
+// UNR for the shared expert's bf16 tiles and UNRQ for the routed INT4 tiles of gate/up, and
+// the (expert, group) pairs of down. Only the loads in flight depend on them, not the sums.
 __host__ __device__ constexpr int moe_rowt(int T) { return T <= 3 ? 1 : 2; }
+template <int ROWT> struct moe_tiling;
+template <> struct moe_tiling<1> {
+    static constexpr int unr = 4, unrq = 7;
+};
+template <> struct moe_tiling<2> {
+    static constexpr int unr = 2, unrq = 4;
+};
+__host__ __device__ constexpr int moe_unr_down(bool int4, int rowt) { return (int4 ? 8 : 4) / rowt; }
 
 } // namespace arbk
 

@@ -29,10 +29,6 @@ namespace {
 
 constexpr int kPersistThreads = 256; // every op's block (8 warps)
 
-// An op's own wait inside a persistent launch: the PDL wait alone (the launch's predecessor);
-// the stage before is waited for once per CTA and stage by cta_wait, before the op runs.
-__device__ __forceinline__ persist_sync op_sync(const persist_ctl &) { return persist_sync(); }
-
 // Before a CTA's first tile of stage s > 0 (after its weights were pulled toward L2): thread 0
 // waits until stage s - 1's counter holds all its tiles (acquire), backing off 32 .. 256 ns
 // between polls (every CTA polls one word: a poll per thread or per warp saturated its L2
@@ -64,14 +60,6 @@ __device__ __forceinline__ void cta_wait(const persist_ctl &c, const unsigned *t
         }
     }
     __syncthreads();
-}
-
-// `bytes` from p toward L2 by the whole block, a 128-byte line per thread and step.
-__device__ __forceinline__ void block_prefetch_l2(const void *p, size_t bytes)
-{
-    const char *b = static_cast<const char *>(p);
-    for (size_t off = (size_t)threadIdx.x * 128; off < bytes; off += (size_t)blockDim.x * 128)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(b + off));
 }
 
 // The weight rows of GEMV block `tile` (gemv_tile's rows) toward L2.
@@ -176,7 +164,7 @@ template <int T> __global__ void __launch_bounds__(kPersistThreads, 2)
             cta_wait(c, a.tiles, s);
             wk.waited = true;
         }
-        const persist_sync p = op_sync(c);
+        const persist_sync p; // the op's own wait: the PDL wait alone (cta_wait waited for the stage before)
         switch (s) {
         case PA_QKV_A: gemv_any<T>(p, p_qkv, a.qkv_a, a.h, a.qkva_w, a.H, a.qkva, tile); break;
         case PA_PREP:
@@ -207,23 +195,20 @@ template <int T> __global__ void __launch_bounds__(kPersistThreads, 2)
     }
 }
 
-template <bool INT4, int T> __device__ __forceinline__ void moe_stage(const persist_moe_args &a, int s, int tile,
-                                                                      const persist_sync &p, const persist_sync &p0)
+template <bool INT4, int T>
+__device__ __forceinline__ void moe_stage(const persist_moe_args &a, int s, int tile, const persist_sync &p)
 {
     constexpr int rowt = moe_rowt(T);
-    if (s == PM_GATE_UP) {
-        if (rowt == 1)
-            moe_gate_up_tile<INT4, 1, 4, 7>(p0, p, a.w, a.rt, a.h, a.act, a.act_sh, T, tile);
-        else
-            moe_gate_up_tile<INT4, 2, 2, 4>(p0, p, a.w, a.rt, a.h, a.act, a.act_sh, T, tile);
-    } else {
-        moe_down_tile<INT4, rowt, (INT4 ? 8 : 4) / rowt>(p, a.w, a.rt, a.act, a.act_sh, a.part, T, tile);
-    }
+    if (s == PM_GATE_UP)
+        moe_gate_up_tile<INT4, rowt, moe_tiling<rowt>::unr, moe_tiling<rowt>::unrq>(p, p, a.w, a.rt, a.h, a.act,
+                                                                                    a.act_sh, T, tile);
+    else
+        moe_down_tile<INT4, rowt, moe_unr_down(INT4, rowt)>(p, a.w, a.rt, a.act, a.act_sh, a.part, T, tile);
 }
 
-// The top-k's choices per lane in the persistent form: E <= 512 (Kimi-K2 384, DeepSeek-V3 256;
-// persist_moe refuses more), one instantiation for all.
-constexpr int kPersistTopkNL = 16;
+// The top-k's choices per lane in the persistent form: E <= kPersistMaxExperts (persist_moe
+// refuses more), one instantiation for all.
+constexpr int kPersistTopkNL = kPersistMaxExperts / kWarp;
 
 template <int T, bool INT4> __global__ void __launch_bounds__(kPersistThreads, 2)
     persist_moe_kernel(persist_moe_args a, persist_ctl c)
@@ -242,14 +227,14 @@ template <int T, bool INT4> __global__ void __launch_bounds__(kPersistThreads, 2
             cta_wait(c, a.tiles, s);
             wk.waited = true;
         }
-        const persist_sync p = op_sync(c);
+        const persist_sync p; // the op's own wait: the PDL wait alone (cta_wait waited for the stage before)
         if (s == PM_LOGITS) {
             router_logits_tile<T>(p, a.h, a.router, a.logits, a.H, a.E, tile);
         } else if (s == PM_TOPK) {
             router_topk_tile<kPersistTopkNL>(p, a.logits, a.router_bias, a.rt, a.E, a.k, a.n_group, a.topk_group,
                                              a.scaling, T, fs);
         } else {
-            moe_stage<INT4, T>(a, s, tile, p, p); // the stage before waited for by cta_wait (not by shared tiles)
+            moe_stage<INT4, T>(a, s, tile, p); // shared-expert gate/up tiles skip cta_wait: they do not read the router
         }
     }
 }
@@ -347,7 +332,7 @@ cudaError_t persist_attn(const launch_ctx &c, const persist_attn_args &a, const 
 
 cudaError_t persist_moe(const launch_ctx &c, const persist_moe_args &a, const persist_ctl &ctl, size_t smem, int T)
 {
-    if (a.E > kPersistTopkNL * kWarp || a.k > kMaxTopk || a.n_group > kMaxGroups || a.n_group < 1 || a.E % a.n_group ||
+    if (a.E > kPersistMaxExperts || a.k > kMaxTopk || a.n_group > kMaxGroups || a.n_group < 1 || a.E % a.n_group ||
         a.H % 32 || a.w.I % 32 || a.w.Is % 32 || a.max_slots < 1 || a.max_slots > kMaxSlots || ctl.nctas < 1)
         return cudaErrorInvalidValue;
     return with_t(T, [&](auto t) {
