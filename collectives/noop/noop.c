@@ -3,6 +3,10 @@
  * arb-noop.so: the launch floor. allreduce enqueues one empty kernel (1 block,
  * 32 threads) and moves no data, so its time is what any kernel-based all-reduce
  * pays before doing work. REFERENCE: the harness does not check its results.
+ * Parameter pdl=1 (default 0): the kernel waits on its predecessor with the PDL wait and
+ * is launched with programmatic stream serialization, the floor of an all-reduce kernel
+ * that is PDL-capable on both sides (the engine's compute-only replay uses it, so that
+ * its call sites do not break the compute's launch chain: docs/engine.md).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,20 +20,32 @@
 
 typedef struct noop_state {
     arb_host_ops_t ops;
+    int pdl;
 } noop_state_t;
+
+static const arb_kv_key_t noop_keys[] = {{"pdl", NULL}};
+
+static arb_status_t noop_on_pair(void *ctx, int key, const char *value, char *why, size_t why_len)
+{
+    (void)key; /* the only key */
+    if (arb_kv_int(value, 0, 1, (int *)ctx) != 0) {
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "noop: parameter pdl=%s: expected 0 or 1", value);
+    }
+    return ARB_OK;
+}
 
 static arb_status_t noop_init(const arb_comm_info_t *info, const arb_host_ops_t *ops,
                               const char *params, void **state, char *why, size_t why_len)
 {
-    if (params && *params) {
-        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "noop params '%s': noop takes no parameters (expected an empty string)", params);
-    }
+    int pdl = 0;
+    ARB_TRY(arb_kv_parse("noop", params, noop_keys, 1, noop_on_pair, &pdl, ops, why, why_len));
     ARB_TRY(arb_plugin_device_check(info, "noop", why, why_len));
     noop_state_t *s = calloc(1, sizeof *s);
     if (!s) {
         ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "out of host memory");
     }
     s->ops = *ops;
+    s->pdl = pdl;
     *state = s;
     return ARB_OK;
 }
@@ -37,8 +53,8 @@ static arb_status_t noop_init(const arb_comm_info_t *info, const arb_host_ops_t 
 static arb_status_t noop_allreduce(void *state, const void *send, void *recv, size_t count,
                                    arb_dtype_t dtype, void *stream, char *why, size_t why_len)
 {
-    (void)send, (void)recv, (void)count, (void)dtype, (void)state;
-    int err = arb_noop_launch(stream);
+    (void)send, (void)recv, (void)count, (void)dtype;
+    int err = arb_noop_launch(stream, ((noop_state_t *)state)->pdl);
     if (err != 0) {
         ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "noop kernel launch: %s", arb_noop_error_string(err));
     }
@@ -53,7 +69,7 @@ static void noop_finalize(void *state)
 ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v2 = {
     .abi_version = ARB_PLUGIN_ABI_VERSION,
     .name = "noop",
-    .description = "launch floor: one empty kernel (1 block, 32 threads), no data moved",
+    .description = "launch floor: one empty kernel (1 block, 32 threads), no data moved; pdl=1: PDL-capable",
     .caps = ARB_CAP_DEVICE_MEMORY | ARB_CAP_GRAPH_SAFE | ARB_CAP_BF16 | ARB_CAP_FP32 | ARB_CAP_REFERENCE,
     .variants = NULL,
     .init = noop_init,

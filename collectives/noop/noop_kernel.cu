@@ -6,11 +6,34 @@
 
 __global__ void noop_kernel(void) {}
 
-extern "C" int arb_noop_launch(void *stream)
+/* The PDL-capable form: launched with programmatic stream serialization, it waits for its
+ * predecessor (so a successor that waits on it also waits on that one) and lets its own
+ * successor start launching at once. */
+__global__ void noop_pdl_kernel(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+extern "C" int arb_noop_launch(void *stream, int pdl)
 {
     /* 1 block of one warp: the smallest launch a real collective kernel would make. */
-    noop_kernel<<<1, 32, 0, (cudaStream_t)stream>>>();
-    return (int)cudaGetLastError();
+    if (!pdl) {
+        noop_kernel<<<1, 32, 0, (cudaStream_t)stream>>>();
+        return (int)cudaGetLastError();
+    }
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(1);
+    cfg.blockDim = dim3(32);
+    cfg.stream = (cudaStream_t)stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return (int)cudaLaunchKernelEx(&cfg, noop_pdl_kernel);
 }
 
 extern "C" const char *arb_noop_error_string(int err)

@@ -7,8 +7,9 @@
 extern "C" {
 #endif
 
-/* Enqueues the empty kernel on stream (a cudaStream_t); returns a cudaError_t. */
-int arb_noop_launch(void *stream);
+/* Enqueues the empty kernel on stream (a cudaStream_t); pdl != 0: its PDL-capable form,
+ * launched with programmatic stream serialization. Returns a cudaError_t. */
+int arb_noop_launch(void *stream, int pdl);
 const char *arb_noop_error_string(int err);
 
 #ifdef __cplusplus

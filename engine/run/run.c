@@ -276,16 +276,23 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
     /* the compute-only replay first, then the implementation (its rows as they finish) */
     const char *impl = o->impl_given ? o->impl.name : o->backend == ARB_ENGINE_CPU ? "mpi-host" : "nccl";
     arb_status_t st = ARB_OK;
-    /* with noop at the sites the run is the compute-only replay itself */
+    /* with noop at the sites the run is the compute-only replay itself; the replay's noop is
+     * the PDL-capable one (pdl=1), so its sites do not break the compute's launch chain and
+     * what a plugin's sites cost beyond that lands in allreduce_us (docs/engine.md) */
     if (!o->no_compute_only && strcmp(impl, "noop") != 0) {
-        st = open_config(r, &r->cfgs[r->ncfgs], ARB_CFG_COMPUTE_ONLY, o->backend == ARB_ENGINE_CPU ? "" : "noop", "", msg,
+        const int cpu = o->backend == ARB_ENGINE_CPU;
+        st = open_config(r, &r->cfgs[r->ncfgs], ARB_CFG_COMPUTE_ONLY, cpu ? "" : "noop", cpu ? "" : "pdl=1", msg,
                          sizeof msg);
         r->ncfgs++;
     }
     if (st == ARB_OK && (o->profile[0] || o->tune)) {
         st = arb_run_open_profile(r, msg, sizeof msg); /* per-site choice (engine/run/run_profile.h) */
     } else if (st == ARB_OK) {
-        st = open_config(r, &r->cfgs[r->ncfgs], ARB_CFG_IMPL, impl, o->impl_given ? o->impl.params : "", msg, sizeof msg);
+        /* a bare --impl noop on the GPU is the compute-only replay's noop (pdl=1); noop:pdl=0 the plain floor */
+        const char *params = o->impl_given ? o->impl.params : "";
+        if (strcmp(impl, "noop") == 0 && !o->impl.has_params && o->backend != ARB_ENGINE_CPU)
+            params = "pdl=1";
+        st = open_config(r, &r->cfgs[r->ncfgs], ARB_CFG_IMPL, impl, params, msg, sizeof msg);
         r->ncfgs++;
     }
     if (st == ARB_OK && o->baseline_given) /* A/B after the runs (engine/run/run_ab.h) */

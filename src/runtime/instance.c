@@ -333,7 +333,7 @@ arb_status_t arb_inst_allreduce(arb_inst_t *in, const void *send, void *recv, si
     return with_reason(in, st, "allreduce", why, why_len);
 }
 
-/* allreduce of x into the scratch, then our residual + RMSNorm on the sum. */
+/* allreduce of x into the scratch, then our residual + RMSNorm on the sum (PDL on the device). */
 static arb_status_t composed(arb_inst_t *in, const arb_rmsnorm_args_t *a, void *stream, char *why, size_t why_len)
 {
     size_t count = (size_t)a->tokens * a->hidden, bytes = count * 2;
@@ -354,8 +354,10 @@ static arb_status_t composed(arb_inst_t *in, const arb_rmsnorm_args_t *a, void *
         return arb_rmsnorm_residual_host(a->residual, sum, a->weight, a->out, a->tokens, a->hidden, a->eps, why,
                                          why_len);
 #if ARB_HAVE_CUDA
-    return arb_rmsnorm_residual_launch(a->residual, sum, a->weight, a->out, a->tokens, a->hidden, a->eps, stream, why,
-                                       why_len);
+    /* PDL-launched: the kernel waits on its predecessor (the plugin's last kernel) before
+     * it reads, and lets the caller's next kernel launch early (its successor side). */
+    return arb_rmsnorm_residual_launch_pdl(a->residual, sum, a->weight, a->out, a->tokens, a->hidden, a->eps, 1, stream,
+                                           why, why_len);
 #else
     ARB_RAISE(ARB_DECLINE, why, why_len, "device memory needs CUDA, and this arbench was built without it");
 #endif

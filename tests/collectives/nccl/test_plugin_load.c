@@ -193,11 +193,16 @@ static void test_noop(const char *path, int gpu)
     uint32_t want = ARB_CAP_DEVICE_MEMORY | ARB_CAP_GRAPH_SAFE | ARB_CAP_BF16 | ARB_CAP_FP32 | ARB_CAP_REFERENCE;
     tap_ok(p->caps == want, "caps 0x%x == DEVICE_MEMORY|GRAPH_SAFE|BF16|FP32|REFERENCE (0x%x)", p->caps, want);
     tap_ok(p->variants == NULL, "no variants: one run with \"\"");
-    expect_init(p, 2, "blocks=4", ARB_ERR_INVALID, (const char *const[]){"'blocks=4'", "no parameters", NULL});
-    if (!gpu)
+    expect_init(p, 2, "blocks=4", ARB_ERR_INVALID, (const char *const[]){"'blocks'", "pdl", NULL});
+    expect_init(p, 2, "pdl=2", ARB_ERR_INVALID, (const char *const[]){"pdl=2", "0 or 1", NULL});
+    expect_init(p, 2, "pdl=1,pdl=0", ARB_ERR_INVALID, (const char *const[]){"pdl given twice", NULL});
+    if (!gpu) {
         expect_init(p, 3, "", ARB_ERR_SYSTEM, (const char *const[]){"no CUDA device visible", NULL});
-    else
+        expect_init(p, 3, "pdl=1", ARB_ERR_SYSTEM, (const char *const[]){"no CUDA device visible", NULL});
+    } else {
         run_one_rank(p, "", 0);
+        run_one_rank(p, "pdl=1", 0);
+    }
     arb_plugin_unload(&lp);
 }
 
