@@ -175,6 +175,7 @@ void layout(arb_gpu_model_t *m, bump &w, bump &c, bump &a)
     take(a, m->best_logit, Tm, act);
     take(a, m->best_index, Tm, act);
     take(a, m->local_part, (size_t)Tm * s.H, act);
+    take(a, m->tickets, ARB_GPU_TICKETS, act);
     mem.total = mem.embed + mem.attention + mem.norms_router + mem.dense_mlp + mem.shared_expert +
                 mem.routed_experts + mem.lm_head + mem.kv_cache + mem.activations;
 }

@@ -48,14 +48,14 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     const arb_gpu_layer &L = m->layers[l];
     const int t = (int)T, H = s.H, qw = s.nh_r * (s.dn + s.dr), ow = s.nh_r * s.dv;
     // qkva = h @ [q_a ; kv_a]^T                                   [T x (rq + rkv + dr)]
-    ARB_CUDA_TRY(gemv(lc, GEMV_BF16, L.qkv_a, nullptr, m->h, H, s.qkva_w, H, m->qkva, s.qkva_w, t), why, len);
-    mark(m, lc.stream, ARB_GPU_PROF_QKV_A);
+    // then, by its last block (no launch of its own, so no mla_prep row in the profiles):
     // qa = q_a_layernorm(qkva[:, :rq])                             [T x rq]
     // cache_ckv[P] = kv_a_layernorm(qkva[:, rq:rq+rkv]); cache_kpe[P] = rope(qkva[:, rq+rkv:], P)
-    ARB_CUDA_TRY(mla_prep(lc, m->qkva, L.q_a_norm, L.kv_a_norm, m->rope_cs, m->pos0, m->qa, L.cache_ckv, L.cache_kpe,
-                          s.rq, s.rkv, s.dr, m->o.dims.rms_eps, t),
+    ARB_CUDA_TRY(qkva_prep(lc, L.qkv_a, m->h, H, m->qkva, L.q_a_norm, L.kv_a_norm, m->rope_cs, m->pos0, m->qa,
+                           L.cache_ckv, L.cache_kpe, s.rq, s.rkv, s.dr, m->o.dims.rms_eps,
+                           m->tickets + ARB_GPU_TICKET_QKVA, t),
                  why, len);
-    mark(m, lc.stream, ARB_GPU_PROF_MLA_PREP);
+    mark(m, lc.stream, ARB_GPU_PROF_QKV_A);
     // q = qa @ q_b_r^T                                             [T x nh_r x (dn + dr)]
     ARB_CUDA_TRY(gemv(lc, GEMV_BF16, L.q_b, nullptr, m->qa, s.rq, qw, s.rq, m->q, qw, t), why, len);
     mark(m, lc.stream, ARB_GPU_PROF_Q_B);
@@ -106,7 +106,8 @@ arb_status_t moe(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_ctx &l
     const unsigned slots = T * s.k < s.E ? T * s.k : s.E;
     // logits = h @ router^T (fp32); sigmoid, + bias, group-limited top-k, weights, dedupe
     ARB_CUDA_TRY(router(lc, m->h, L.router, L.router_bias, m->router_logits, rt, s.H, s.E, s.k,
-                        m->o.dims.n_group, m->o.dims.topk_group, m->o.dims.routed_scaling, (int)T),
+                        m->o.dims.n_group, m->o.dims.topk_group, m->o.dims.routed_scaling,
+                        m->tickets + ARB_GPU_TICKET_ROUTER, (int)T),
                  why, len);
     mark(m, lc.stream, ARB_GPU_PROF_ROUTER);
     // act_u = silu(gate_u h) * (up_u h) per distinct expert u and the shared expert

@@ -133,6 +133,85 @@ __device__ __forceinline__ void block_rmsnorm(const bf16 *in, const bf16 *w, bf1
         out[i] = to_bf(bf(COH ? __ldcg(in + i) : in[i]) * inv * bf(w[i]));
 }
 
+// out = bf16(in / sqrt(mean(in^2) + eps) * w) over one row of n values by one warp (the
+// block_rmsnorm formula): lane l sums the squares of the row's 16-byte vectors l, l + 32, ..
+// in order, then the lanes' sums in warp_sum's fixed order. in, w, out 16-byte aligned,
+// n a multiple of 8. A row of up to kWarpNormVecs vectors a lane stays in registers (one
+// round of loads); a longer one is read twice. COH: `in` was written within this launch.
+constexpr int kWarpNormVecs = 8; // 2048 values
+template <bool COH>
+__device__ __forceinline__ void warp_rmsnorm(const bf16 *in, const bf16 *__restrict__ w, bf16 *out, int n, float eps)
+{
+    const int lane = threadIdx.x % kWarp, nv = n / 8;
+    const uint4 *iv = reinterpret_cast<const uint4 *>(in);
+    const uint4 *wv = reinterpret_cast<const uint4 *>(w);
+    uint4 *ov = reinterpret_cast<uint4 *>(out);
+    uint4 keep[kWarpNormVecs], wkeep[kWarpNormVecs]; // the row and its weights, loaded together
+    float ss = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kWarpNormVecs; i++) {
+        const int v = lane + kWarp * i;
+        keep[i] = v < nv ? (COH ? __ldcg(iv + v) : iv[v]) : make_uint4(0u, 0u, 0u, 0u);
+        wkeep[i] = v < nv ? __ldg(wv + v) : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int i = 0; i < kWarpNormVecs; i++) {
+        float f[8];
+        unpack8(keep[i], f);
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            ss = fmaf(f[j], f[j], ss);
+    }
+    for (int v = lane + kWarp * kWarpNormVecs; v < nv; v += kWarp) {
+        float f[8];
+        unpack8(COH ? __ldcg(iv + v) : iv[v], f);
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            ss = fmaf(f[j], f[j], ss);
+    }
+    const float inv = 1.0f / sqrtf(warp_sum(ss) / (float)n + eps);
+    auto store = [&](int v, uint4 x, uint4 wx) {
+        float f[8], g[8];
+        unpack8(x, f);
+        unpack8(wx, g);
+        uint32_t o[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const __nv_bfloat162 pr = __floats2bfloat162_rn(f[2 * j] * inv * g[2 * j], f[2 * j + 1] * inv * g[2 * j + 1]);
+            o[j] = *reinterpret_cast<const uint32_t *>(&pr);
+        }
+        ov[v] = make_uint4(o[0], o[1], o[2], o[3]);
+    };
+#pragma unroll
+    for (int i = 0; i < kWarpNormVecs; i++)
+        if (lane + kWarp * i < nv)
+            store(lane + kWarp * i, keep[i], wkeep[i]);
+    for (int v = lane + kWarp * kWarpNormVecs; v < nv; v += kWarp)
+        store(v, COH ? __ldcg(iv + v) : iv[v], __ldg(wv + v));
+}
+
+// Whether this block is the last of its grid to arrive here (every block calls it once, all
+// its threads): the blocks' writes before the call are then visible to the last block's
+// reads through L2 (__ldcg; a fence on each side of the ticket). The last block resets the
+// ticket (a device word, zero before the first launch), so the next launch finds it zero:
+// the kernels that use one are launched one after another (the PDL wait orders them).
+__device__ __forceinline__ bool grid_last_block(unsigned *ticket)
+{
+    __shared__ int last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        const unsigned n = gridDim.x * gridDim.y * gridDim.z;
+        last = atomicAdd(ticket, 1u) == n - 1;
+        if (last) {
+            *ticket = 0;
+            __threadfence();
+        }
+    }
+    __syncthreads();
+    return last != 0;
+}
+
 // Interleaved-pair RoPE of forward.md with a (cos * m, sin * m) table per position.
 __device__ __forceinline__ void rope_pair(float x0, float x1, float2 cs, bf16 *out)
 {

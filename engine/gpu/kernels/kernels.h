@@ -47,9 +47,16 @@ cudaError_t gemv(const launch_ctx &c, gemv_epilogue epi, const bf16 *W, const bf
                  int N, int K, void *y, int ldy, int T);
 
 // ---- mla_prep.cu: qa = norm(qkva[:, :rq]); cache rows P0+t: norm(ckv), rope(kpe) ----
+// rq, rkv, dr multiples of 8.
 cudaError_t mla_prep(const launch_ctx &c, const bf16 *qkva, const bf16 *q_a_norm, const bf16 *kv_a_norm,
                      const float2 *rope_cs, const int32_t *pos0, bf16 *qa, bf16 *cache_ckv, bf16 *cache_kpe, int rq,
                      int rkv, int dr, float eps, int T);
+// qkva = x @ W^T (W [(rq + rkv + dr) x K], gemv's bf16 epilogue) and then mla_prep, in one
+// launch (the projection's last block runs the prep); results bit-identical to gemv + mla_prep.
+// ticket: one device word, zero before the first launch and left zero by each.
+cudaError_t qkva_prep(const launch_ctx &c, const bf16 *W, const bf16 *x, int K, bf16 *qkva, const bf16 *q_a_norm,
+                      const bf16 *kv_a_norm, const float2 *rope_cs, const int32_t *pos0, bf16 *qa, bf16 *cache_ckv,
+                      bf16 *cache_kpe, int rq, int rkv, int dr, float eps, unsigned *ticket, int T);
 
 // ---- mla.cu, mla_split.cu: absorbed attention over the latent cache ----
 // rope_cs [context x dr/2] (cos * m, sin * m); partial [chunks x T nh_r x (rkv + 4)] fp32.
@@ -83,9 +90,12 @@ struct moe_route {   // device buffers the router fills and the MoE kernels read
     int32_t *uniq;    // [kMaxSlots] distinct selected experts, ascending
     int32_t *n_uniq;  // [1]
 };
-// Two launches (the logits, then the top-k and dedupe); logits [T x E] fp32 scratch.
+// One launch: the logits, then the top-k and dedupe by the logits' last block (a ticket);
+// logits [T x E] fp32 scratch; ticket: one device word, zero before the first launch and
+// left zero by each.
 cudaError_t router(const launch_ctx &c, const bf16 *h, const bf16 *W, const float *bias, float *logits,
-                   const moe_route &rt, int H, int E, int k, int n_group, int topk_group, float scaling, int T);
+                   const moe_route &rt, int H, int E, int k, int n_group, int topk_group, float scaling,
+                   unsigned *ticket, int T);
 
 struct moe_weights {
     const void *gate, *up, *down;       // routed: bf16 [E x I x H], [E x H x I]; or INT4 (in / 8 words per row) and

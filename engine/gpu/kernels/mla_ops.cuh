@@ -9,30 +9,56 @@
 
 namespace arbk {
 
-// Block (t, y): y 0 normalizes the query latent of token t, y 1 writes its cache row.
+// Job (t, y) of mla_prep by one warp: y 0 normalizes the query latent of token t, y 1 writes
+// its cache row (the KV latent's norm, RoPE on the key part). The same operations whichever
+// warp, block or launch runs it (warp_rmsnorm), so every form's results are bit-identical.
+// rq, rkv multiples of 8 (mla_prep checks). COH: qkva was written within this launch.
+template <bool COH>
+__device__ __forceinline__ void mla_prep_job(const bf16 *qkva, const bf16 *__restrict__ q_a_norm,
+                                             const bf16 *__restrict__ kv_a_norm, const float2 *__restrict__ rope_cs,
+                                             const int32_t *__restrict__ pos0, bf16 *qa, bf16 *cache_ckv,
+                                             bf16 *cache_kpe, int rq, int rkv, int dr, float eps, int t, int y)
+{
+    const int width = rq + rkv + dr;
+    const bf16 *row = qkva + (size_t)t * width;
+    if (y == 0) {
+        warp_rmsnorm<COH>(row, q_a_norm, qa + (size_t)t * rq, rq, eps);
+        return;
+    }
+    const int pos = *pos0 + t;
+    warp_rmsnorm<COH>(row + rq, kv_a_norm, cache_ckv + (size_t)pos * rkv, rkv, eps);
+    const bf16 *pe = row + rq + rkv;
+    for (int i = threadIdx.x % kWarp; i < dr / 2; i += kWarp) {
+        const bf16 a = COH ? __ldcg(pe + 2 * i) : pe[2 * i];
+        const bf16 b = COH ? __ldcg(pe + 2 * i + 1) : pe[2 * i + 1];
+        rope_pair(bf(a), bf(b), rope_cs[(size_t)pos * (dr / 2) + i], cache_kpe + (size_t)pos * dr + 2 * i);
+    }
+}
+
+// Every job of a step of T tokens by the block's warps (warp w: jobs w, w + warps, ..).
+template <bool COH>
+__device__ __forceinline__ void mla_prep_all(const bf16 *qkva, const bf16 *__restrict__ q_a_norm,
+                                             const bf16 *__restrict__ kv_a_norm, const float2 *__restrict__ rope_cs,
+                                             const int32_t *__restrict__ pos0, bf16 *qa, bf16 *cache_ckv,
+                                             bf16 *cache_kpe, int rq, int rkv, int dr, float eps, int T)
+{
+    for (int j = threadIdx.x / kWarp; j < 2 * T; j += blockDim.x / kWarp)
+        mla_prep_job<COH>(qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, j / 2,
+                          j % 2);
+}
+
+// Tile (t, y) of the persistent launch's prep stage: job (t, y) by the CTA's first warp.
 template <class P>
 __device__ __forceinline__ void mla_prep_tile(const P &p, const bf16 *qkva, const bf16 *__restrict__ q_a_norm,
                                               const bf16 *__restrict__ kv_a_norm, const float2 *__restrict__ rope_cs,
                                               const int32_t *__restrict__ pos0, bf16 *qa, bf16 *cache_ckv,
                                               bf16 *cache_kpe, int rq, int rkv, int dr, float eps, int t, int y)
 {
-    __shared__ float scratch[kWarp];
     p.wait();
     p.launch_dependents();
-    const int width = rq + rkv + dr;
-    const bf16 *row = qkva + (size_t)t * width;
-    if (y == 0) {
-        block_rmsnorm<P::coherent>(row, q_a_norm, qa + (size_t)t * rq, rq, eps, scratch);
-        return;
-    }
-    const int pos = *pos0 + t;
-    block_rmsnorm<P::coherent>(row + rq, kv_a_norm, cache_ckv + (size_t)pos * rkv, rkv, eps, scratch);
-    const bf16 *pe = row + rq + rkv;
-    for (int i = threadIdx.x; i < dr / 2; i += blockDim.x) {
-        const bf16 a = P::coherent ? __ldcg(pe + 2 * i) : pe[2 * i];
-        const bf16 b = P::coherent ? __ldcg(pe + 2 * i + 1) : pe[2 * i + 1];
-        rope_pair(bf(a), bf(b), rope_cs[(size_t)pos * (dr / 2) + i], cache_kpe + (size_t)pos * dr + 2 * i);
-    }
+    if (threadIdx.x < kWarp)
+        mla_prep_job<P::coherent>(qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps,
+                                  t, y);
 }
 
 constexpr int kAbsorbCols = 64; // latent columns per absorb block: 2 per lane

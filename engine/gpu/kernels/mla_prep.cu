@@ -5,23 +5,82 @@
 //   qa[t]                = rmsnorm(qkva[t, :rq], q_a_layernorm)          -> qa   [T x rq]
 //   cache_ckv[P0 + t]    = rmsnorm(qkva[t, rq : rq + rkv], kv_a_layernorm)
 //   cache_kpe[P0 + t]    = rope(qkva[t, rq + rkv :], P0 + t)
-// Grid (T, 2): blockIdx.y 0 normalizes the query latent, 1 writes the cache row.
+// 2T jobs of one warp each (mla_ops.cuh's mla_prep_job), run two ways with the same results:
+//   mla_prep   its own launch, one block
+//   qkva_prep  the projection (gemv.cu's block) and the jobs in one launch: the last block
+//              of the projection to finish (a ticket) runs the jobs, so the step has no
+//              launch of its own for them (under PDL each launch costs ~3 us of a decode
+//              layer even when it reads nothing: the sixth session's per-kernel table)
 #include "gpu/kernels/kernels.h"
 
+#include "gpu/kernels/gemv_ops.cuh"
 #include "gpu/kernels/mla_ops.cuh"
 
 namespace arbk {
 
 namespace {
 
-__global__ void __launch_bounds__(256)
+constexpr int kPrepThreads = 256;
+
+__global__ void __launch_bounds__(kPrepThreads)
     mla_prep_kernel(const bf16 *__restrict__ qkva, const bf16 *__restrict__ q_a_norm,
                     const bf16 *__restrict__ kv_a_norm, const float2 *__restrict__ rope_cs,
                     const int32_t *__restrict__ pos0, bf16 *__restrict__ qa, bf16 *__restrict__ cache_ckv,
-                    bf16 *__restrict__ cache_kpe, int rq, int rkv, int dr, float eps)
+                    bf16 *__restrict__ cache_kpe, int rq, int rkv, int dr, float eps, int T)
 {
-    mla_prep_tile(pdl_sync(), qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps,
-                  (int)blockIdx.x, (int)blockIdx.y);
+    pdl_begin();
+    mla_prep_all<false>(qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, T);
+}
+
+template <int T, int S, bool PAIR>
+__global__ void __launch_bounds__(kGemvWarps *kWarp)
+    qkva_prep_kernel(const bf16 *__restrict__ W, const bf16 *__restrict__ x, int N, int K, bf16 *qkva,
+                     const bf16 *__restrict__ q_a_norm, const bf16 *__restrict__ kv_a_norm,
+                     const float2 *__restrict__ rope_cs, const int32_t *__restrict__ pos0, bf16 *__restrict__ qa,
+                     bf16 *__restrict__ cache_ckv, bf16 *__restrict__ cache_kpe, int rq, int rkv, int dr, float eps,
+                     unsigned *ticket)
+{
+    gemv_tile<T, GEMV_BF16, S, PAIR>(pdl_sync(), W, nullptr, x, K, N, K, qkva, N, (int)blockIdx.x);
+    if (!grid_last_block(ticket))
+        return;
+    mla_prep_all<true>(qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, T);
+}
+
+bool prep_shapes_ok(int rq, int rkv, int dr) { return rq > 0 && rkv > 0 && dr > 0 && rq % 8 == 0 && rkv % 8 == 0 && dr % 8 == 0; }
+
+template <int T, int S>
+cudaError_t qkva_prep_t(const launch_ctx &c, const bf16 *W, const bf16 *x, int K, bf16 *qkva, const bf16 *q_a_norm,
+                        const bf16 *kv_a_norm, const float2 *rope_cs, const int32_t *pos0, bf16 *qa, bf16 *cache_ckv,
+                        bf16 *cache_kpe, int rq, int rkv, int dr, float eps, unsigned *ticket)
+{
+    constexpr bool pair = gemv_pair(S, GEMV_BF16, T);
+    constexpr int rows = gemv_rows_per_block(S, pair);
+    const int N = rq + rkv + dr;
+    return launch(c, qkva_prep_kernel<T, S, pair>, dim3((N + rows - 1) / rows), dim3(kGemvWarps * kWarp), 0, W, x, N,
+                  K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket);
+}
+
+template <int S>
+cudaError_t qkva_prep_s(const launch_ctx &c, const bf16 *W, const bf16 *x, int K, bf16 *qkva, const bf16 *q_a_norm,
+                        const bf16 *kv_a_norm, const float2 *rope_cs, const int32_t *pos0, bf16 *qa, bf16 *cache_ckv,
+                        bf16 *cache_kpe, int rq, int rkv, int dr, float eps, unsigned *ticket, int T)
+{
+#define ARB_QKVA_T(t)                                                                                                 \
+    case t:                                                                                                           \
+        return qkva_prep_t<t, S>(c, W, x, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, \
+                                 rkv, dr, eps, ticket)
+    switch (T) {
+        ARB_QKVA_T(1);
+        ARB_QKVA_T(2);
+        ARB_QKVA_T(3);
+        ARB_QKVA_T(4);
+        ARB_QKVA_T(5);
+        ARB_QKVA_T(6);
+        ARB_QKVA_T(7);
+        ARB_QKVA_T(8);
+    default: return cudaErrorInvalidValue;
+    }
+#undef ARB_QKVA_T
 }
 
 } // namespace
@@ -30,8 +89,23 @@ cudaError_t mla_prep(const launch_ctx &c, const bf16 *qkva, const bf16 *q_a_norm
                      const float2 *rope_cs, const int32_t *pos0, bf16 *qa, bf16 *cache_ckv, bf16 *cache_kpe, int rq,
                      int rkv, int dr, float eps, int T)
 {
-    return launch(c, mla_prep_kernel, dim3(T, 2), dim3(256), 0, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa,
-                  cache_ckv, cache_kpe, rq, rkv, dr, eps);
+    if (!prep_shapes_ok(rq, rkv, dr) || T < 1 || T > kMaxT)
+        return cudaErrorInvalidValue;
+    return launch(c, mla_prep_kernel, dim3(1), dim3(kPrepThreads), 0, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa,
+                  cache_ckv, cache_kpe, rq, rkv, dr, eps, T);
+}
+
+cudaError_t qkva_prep(const launch_ctx &c, const bf16 *W, const bf16 *x, int K, bf16 *qkva, const bf16 *q_a_norm,
+                      const bf16 *kv_a_norm, const float2 *rope_cs, const int32_t *pos0, bf16 *qa, bf16 *cache_ckv,
+                      bf16 *cache_kpe, int rq, int rkv, int dr, float eps, unsigned *ticket, int T)
+{
+    if (!prep_shapes_ok(rq, rkv, dr) || K % 8 || K <= 0 || T < 1 || T > kMaxT || !ticket)
+        return cudaErrorInvalidValue;
+    switch (gemv_parts(K)) {
+    case 4: return qkva_prep_s<4>(c, W, x, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, T);
+    case 2: return qkva_prep_s<2>(c, W, x, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, T);
+    default: return qkva_prep_s<1>(c, W, x, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, T);
+    }
 }
 
 } // namespace arbk

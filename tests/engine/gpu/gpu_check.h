@@ -75,10 +75,13 @@ struct cmp {
 struct route_dev {
     arbk::moe_route rt;
     int32_t *experts;
+    unsigned *ticket; // the router's last-block ticket, zero
 };
 route_dev alloc_route(int T, int k)
 {
     route_dev r{};
+    cudaMalloc(&r.ticket, sizeof(unsigned));
+    cudaMemset(r.ticket, 0, sizeof(unsigned));
     cudaMalloc(&r.experts, sizeof(int32_t) * T * k);
     cudaMalloc(&r.rt.coef, sizeof(float) * arbk::kMaxSlots * arbk::kMaxT);
     cudaMalloc(&r.rt.uniq, sizeof(int32_t) * arbk::kMaxSlots);

@@ -9,7 +9,8 @@
 //               in 8 groups, 4 kept) against engine/model/router.h's arb_route on the same
 //               logits (T = 1, 3, 8 for Kimi)
 //   mla         prep, absorb, attend over 10 chunks (the last partial and wholly masked for
-//               the first token), the merge and W_uv, T = 1, 3, 8; twice: bit-identical
+//               the first token), the merge and W_uv, T = 1, 3, 8; twice: bit-identical;
+//               the one-launch projection + prep (qkva_prep) bit-identical to gemv + mla_prep
 // The MoE block is test_engine_gpu_moe.cu. Tolerances: fp32 outputs within 1e-5 of sum |terms| (accumulation order); bf16 outputs
 // additionally one rounding, 2^-8 relative; where a bf16 intermediate is rounded on both
 // sides (act, qlat, olat) a flip of one ulp is allowed through 4 x that.
@@ -123,8 +124,12 @@ void router_case(int E, int k, int ng, int kg, int T)
     float *db = to_dev(bias), *dl;
     cudaMalloc(&dl, sizeof(float) * T * E);
     route_dev r = alloc_route(T, k);
-    for (int rep = 0; rep < 2; rep++) // twice: a launch leaves nothing the next one depends on
-        TAP_REQUIRE(arbk::router(g_lc, dh, dW, db, dl, r.rt, H, E, k, ng, kg, 2.827f, T) == cudaSuccess);
+    for (int rep = 0; rep < 2; rep++) { // twice: a launch leaves nothing the next one depends on
+        if (rep) // the selection and the dedupe of the second launch are its own: poison the first's
+            cudaMemset(r.rt.uniq, 0xff, sizeof(int32_t) * arbk::kMaxSlots), cudaMemset(r.rt.n_uniq, 0, sizeof(int32_t));
+        TAP_REQUIRE(arbk::router(g_lc, dh, dW, db, dl, r.rt, H, E, k, ng, kg, 2.827f, r.ticket, T) == cudaSuccess);
+        TAP_EQ_U64(from_dev(r.ticket, 1)[0], 0); // the last block left the ticket zero
+    }
     auto lg = from_dev(dl, (size_t)T * E);
     auto ex = from_dev(r.experts, (size_t)T * k);
     auto coef = from_dev(r.rt.coef, (size_t)arbk::kMaxSlots * arbk::kMaxT);
@@ -176,6 +181,47 @@ void t_router()
     router_case(256, 8, 8, 4, 2);
 }
 
+// qkva_prep against gemv + mla_prep on the same inputs (Kimi-K2's K = 7168): qkva, qa and
+// the cache rows bit-identical, twice (the ticket left zero by each launch).
+void qkva_prep_case(int T, int rq, int rkv, int dr, float eps, int ctx, int P0, const float2 *d_cs,
+                    const int32_t *d_pos)
+{
+    const int K = 7168, N = rq + rkv + dr;
+    auto W = rand_bf((size_t)N * K, 0.02f), x = rand_bf((size_t)T * K, 1.0f);
+    auto qan = rand_bf(rq, 1.0f), kvn = rand_bf(rkv, 1.0f);
+    bf16 *dW = (bf16 *)to_dev(W), *dx = (bf16 *)to_dev(x), *dqan = (bf16 *)to_dev(qan), *dkvn = (bf16 *)to_dev(kvn);
+    bf16 *y[2], *qa[2], *ckv[2], *kpe[2];
+    unsigned *ticket;
+    cudaMalloc(&ticket, sizeof(unsigned));
+    cudaMemset(ticket, 0, sizeof(unsigned));
+    for (int f = 0; f < 2; f++) {
+        cudaMalloc(&y[f], (size_t)T * N * 2), cudaMalloc(&qa[f], (size_t)T * rq * 2);
+        cudaMalloc(&ckv[f], (size_t)ctx * rkv * 2), cudaMalloc(&kpe[f], (size_t)ctx * dr * 2);
+        cudaMemset(ckv[f], 0, (size_t)ctx * rkv * 2), cudaMemset(kpe[f], 0, (size_t)ctx * dr * 2);
+    }
+    TAP_REQUIRE(arbk::gemv(g_lc, arbk::GEMV_BF16, dW, nullptr, dx, K, N, K, y[0], N, T) == cudaSuccess);
+    TAP_REQUIRE(arbk::mla_prep(g_lc, y[0], dqan, dkvn, d_cs, d_pos, qa[0], ckv[0], kpe[0], rq, rkv, dr, eps, T) ==
+                cudaSuccess);
+    for (int rep = 0; rep < 2; rep++) {
+        cudaMemset(qa[1], 0xff, (size_t)T * rq * 2); // the second launch's prep is its own
+        TAP_REQUIRE(arbk::qkva_prep(g_lc, dW, dx, K, y[1], dqan, dkvn, d_cs, d_pos, qa[1], ckv[1], kpe[1], rq, rkv, dr,
+                                    eps, ticket, T) == cudaSuccess);
+        TAP_EQ_U64(from_dev(ticket, 1)[0], 0);
+        TAP_CHECK(from_dev((uint16_t *)y[1], (size_t)T * N) == from_dev((uint16_t *)y[0], (size_t)T * N));
+        TAP_CHECK(from_dev((uint16_t *)qa[1], (size_t)T * rq) == from_dev((uint16_t *)qa[0], (size_t)T * rq));
+        TAP_CHECK(from_dev((uint16_t *)ckv[1], (size_t)ctx * rkv) == from_dev((uint16_t *)ckv[0], (size_t)ctx * rkv));
+        TAP_CHECK(from_dev((uint16_t *)kpe[1], (size_t)ctx * dr) == from_dev((uint16_t *)kpe[0], (size_t)ctx * dr));
+    }
+    auto c0 = from_dev((uint16_t *)ckv[0], (size_t)ctx * rkv);
+    size_t written = 0; // the rows P0 .. P0 + T - 1 and no other
+    for (size_t i = 0; i < c0.size(); i++)
+        written += c0[i] != 0 && (i / rkv < (size_t)P0 || i / rkv >= (size_t)(P0 + T));
+    TAP_EQ_U64(written, 0);
+    cudaFree(dW), cudaFree(dx), cudaFree(dqan), cudaFree(dkvn), cudaFree(ticket);
+    for (int f = 0; f < 2; f++)
+        cudaFree(y[f]), cudaFree(qa[f]), cudaFree(ckv[f]), cudaFree(kpe[f]);
+}
+
 void mla_case(int T)
 {
     const int nh = 8, dn = 128, dr = 64, dv = 128, rkv = 512, rq = 1536, P0 = 287, ctx = 320;
@@ -204,6 +250,7 @@ void mla_case(int T)
     cudaMalloc(&d_part, (size_t)(ctx + arbk::kAttnChunk - 1) / arbk::kAttnChunk * T * nh * (rkv + 4) * 4);
     TAP_REQUIRE(arbk::mla_prep(g_lc, d_qkva, d_qan, d_kvn, d_cs, d_pos, d_qa, d_ckv, d_kpe, rq, rkv, dr, eps, T) ==
                 cudaSuccess);
+    qkva_prep_case(T, rq, rkv, dr, eps, ctx, P0, d_cs, d_pos);
     TAP_REQUIRE(arbk::mla_absorb(g_lc, d_q, d_kvb, d_cs, d_pos, d_qlat, d_qpe, nh, dn, dr, dv, rkv, T) == cudaSuccess);
     std::vector<uint16_t> o;
     // three times, the output bit-identical: all rows per block (a fill target of one CTA),
