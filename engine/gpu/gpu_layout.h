@@ -10,10 +10,8 @@
 #include "gpu/gpu_model.h"
 #include "gpu/kernels/kernels.h"
 
-/* The step's one-launch kernels' device words (kernels.h), zero at create and left so by
- * each launch: qkva_prep's and the router's tickets, then mla_merge_uv's words (an error
- * word and a barrier per head: mla_merge_uv_words(nh_r)). */
-enum { ARB_GPU_TICKET_QKVA, ARB_GPU_TICKET_ROUTER, ARB_GPU_WORDS_MERGE_UV };
+/* The step's one-launch kernels' tickets (kernels.h: qkva_prep, router), a word each. */
+enum { ARB_GPU_TICKET_QKVA, ARB_GPU_TICKET_ROUTER, ARB_GPU_TICKETS };
 
 /* Shapes of this rank (forward.md's symbols, _r = per rank). */
 struct arb_gpu_shapes {
@@ -82,7 +80,7 @@ struct arb_gpu_model {
     float *logits, *best_logit;   /* [Tm x Vr], [Tm] */
     int32_t *best_index;          /* [Tm] */
     arbk::bf16 *local_part;       /* [Tm x H] for sites without an instance */
-    unsigned *tickets;            /* [ARB_GPU_WORDS_MERGE_UV + mla_merge_uv_words(nh_r)] (the enum above) */
+    unsigned *tickets;            /* [ARB_GPU_TICKETS] the one-launch kernels' last-block tickets, left zero */
     arbk::bf16 *aux;              /* [context x naux x H]: opts.aux_layers' outputs per position (cache allocation) */
     arb_gpu_site *sites;          /* [4 Lz]: steps of T > 1 at [0, 2 Lz), of T = 1 at [2 Lz, 4 Lz) (arb_gpu_site_at) */
     /* profiling (arb_gpu_model_profile): an event after every launch of one step */

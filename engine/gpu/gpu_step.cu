@@ -70,10 +70,9 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     mark(m, lc.stream, ARB_GPU_PROF_ATTEND);
     // olat = merged chunks (bf16), in qlat's buffer (dead once the partials exist);
     // o = olat @ W_uv[h]^T                                         [T x nh_r x dv]
-    // (one launch: mla_merge_uv)
-    ARB_CUDA_TRY(mla_merge_uv(lc, m->partial, m->pos0, m->qlat, L.kv_b, m->o_heads, s.nh_r, s.dn, s.dv, s.rkv,
-                              m->tickets + ARB_GPU_WORDS_MERGE_UV, t),
-                 why, len);
+    ARB_CUDA_TRY(mla_merge(lc, m->partial, m->pos0, m->qlat, s.nh_r, s.rkv, t), why, len);
+    mark(m, lc.stream, ARB_GPU_PROF_COMBINE);
+    ARB_CUDA_TRY(mla_uv(lc, m->qlat, L.kv_b, m->o_heads, s.nh_r, s.dn, s.dv, s.rkv, t), why, len);
     mark(m, lc.stream, ARB_GPU_PROF_COMBINE);
     // part = o @ o_proj_r^T                                        [T x H], this rank's partial sums
     ARB_CUDA_TRY(gemv(lc, GEMV_BF16, L.o_proj, nullptr, m->o_heads, ow, H, ow, arb_gpu_site_at(m, 2 * l, T).part, H, t), why, len);

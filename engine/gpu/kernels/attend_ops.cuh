@@ -250,68 +250,6 @@ __device__ __forceinline__ void mla_uv_tile(const P &pol, const bf16 *olat, cons
             o[((size_t)t * nh_r + h) * dv + j] = to_bf(acc[t]);
 }
 
-// The merge and W_uv in one launch, grid (nh_r, ny = ceil(dv / kUvWarps)): block (h, y) first
-// runs head h's merge tiles i = y, y + ny, .. of its T x ceil(rkv / kMergeCols) (row
-// t nh_r + h, column block i % that), then waits for the head's ny blocks (group_barrier on
-// bar + 2 h), then takes W_uv rows y kUvWarps .. as mla_uv_tile does, the row in registers
-// since before the PDL wait (rkv <= kMaxLatent: kMaxLatVec vectors a lane) and olat through
-// L2. The same operations in the same order as mla_merge_tile + mla_uv_tile, so olat and o
-// are bit-identical to the two launches'. Every block of the grid must be resident
-// (mla_merge_uv checks); the kernel triggers its dependents only past the barrier.
-template <int T>
-__device__ __forceinline__ void mla_merge_uv_tile(const float *partial, const int32_t *__restrict__ pos0, bf16 *olat,
-                                                  const bf16 *__restrict__ kv_b, bf16 *__restrict__ o, int nh_r, int dn,
-                                                  int dv, int rkv, unsigned *bar, int *err, int code,
-                                                  unsigned long long timeout_ns, int h, int y, int ny, merge_smem &sm)
-{
-    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, j = y * kUvWarps + warp, nv = rkv / 8;
-    const uint4 *w = reinterpret_cast<const uint4 *>(kv_b + ((size_t)h * (dn + dv) + dn + j) * rkv);
-    uint4 wv[kMaxLatVec];
-#pragma unroll
-    for (int u = 0; u < kMaxLatVec; u++) {
-        const int v = lane + u * kWarp;
-        wv[u] = j < dv && v < nv ? ld_stream(w + v) : make_uint4(0u, 0u, 0u, 0u);
-    }
-    pdl_wait();
-    const int cb = (rkv + kMergeCols - 1) / kMergeCols;
-    for (int i = y; i < T * cb; i += ny) {
-        mla_merge_tile(pdl_wait_only(), partial, pos0, olat, T * nh_r, rkv, T, (i / cb) * nh_r + h, i % cb, sm);
-        __syncthreads(); // the tile's shared memory
-    }
-    group_barrier(bar + 2 * h, (unsigned)ny, err, code, timeout_ns);
-    pdl_launch_dependents();
-    if (j >= dv)
-        return;
-    const uint4 *xv = reinterpret_cast<const uint4 *>(olat + (size_t)h * rkv);
-    const int ldxv = nh_r * rkv / 8;
-    float acc[T];
-#pragma unroll
-    for (int t = 0; t < T; t++)
-        acc[t] = 0.0f;
-#pragma unroll
-    for (int u = 0; u < kMaxLatVec; u++) {
-        const int v = lane + u * kWarp;
-        if (v < nv) {
-            float wf[8];
-            unpack8(wv[u], wf);
-#pragma unroll
-            for (int t = 0; t < T; t++) {
-                float xf[8];
-                unpack8(__ldcg(xv + (size_t)t * ldxv + v), xf);
-#pragma unroll
-                for (int q = 0; q < 8; q++)
-                    acc[t] = fmaf(wf[q], xf[q], acc[t]);
-            }
-        }
-    }
-#pragma unroll
-    for (int t = 0; t < T; t++) {
-        acc[t] = warp_sum(acc[t]);
-        if (lane == t)
-            o[((size_t)t * nh_r + h) * dv + j] = to_bf(acc[t]);
-    }
-}
-
 } // namespace arbk
 
 #endif

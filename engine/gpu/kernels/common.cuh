@@ -279,58 +279,6 @@ struct persist_sync {
     __device__ __forceinline__ void launch_dependents() const {}
 };
 
-// pdl_wait_only: an op in a kernel whose blocks wait on each other (group_barrier): the PDL
-// wait, but no early trigger (that kernel triggers once every block is past its barrier, so
-// no dependent can take a slot one of its blocks still needs).
-struct pdl_wait_only {
-    static constexpr bool coherent = false;
-    __device__ __forceinline__ void wait() const { pdl_wait(); }
-    __device__ __forceinline__ void launch_dependents() const {}
-};
-
-// A barrier of the n blocks of one group within a launch (all of them resident: the launcher
-// checks), sense-reversing on two device words bar = {count, generation}, both left as the
-// next launch needs them (count zero). A block reads the generation, arrives; the last to
-// arrive resets the count and advances the generation; the others wait for it to move,
-// thread 0 polling with backoff. Past timeout_ns the wait gives up and sets *err = code
-// (when it is still 0): the results are then wrong and the caller reports it. The block's
-// writes before the call are visible to the group's reads through L2 after it.
-__device__ __forceinline__ void group_barrier(unsigned *bar, unsigned n, int *err, int code,
-                                              unsigned long long timeout_ns)
-{
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        unsigned gen;
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(gen) : "l"(bar + 1) : "memory");
-        __threadfence();
-        if (atomicAdd(bar, 1u) == n - 1) {
-            bar[0] = 0;
-            __threadfence();
-            atomicAdd(bar + 1, 1u);
-        } else {
-            unsigned long long t0;
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-            unsigned ns = 32;
-            for (;;) {
-                unsigned v;
-                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(bar + 1) : "memory");
-                if (v != gen)
-                    break;
-                unsigned long long now;
-                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-                if (now - t0 > timeout_ns) {
-                    atomicCAS(err, 0, code);
-                    break;
-                }
-                __nanosleep(ns);
-                ns = ns < 256 ? 2 * ns : 256;
-            }
-        }
-        __threadfence();
-    }
-    __syncthreads();
-}
-
 // An activation vector (16 bytes): read-only path for a kernel, L2 within a persistent launch.
 template <bool COH>
 __device__ __forceinline__ uint4 ld_act(const uint4 *p)

@@ -82,14 +82,6 @@ cudaError_t mla_merge(const launch_ctx &c, const float *partial, const int32_t *
                       int T);
 cudaError_t mla_uv(const launch_ctx &c, const bf16 *olat, const bf16 *kv_b, bf16 *o, int nh_r, int dn, int dv, int rkv,
                    int T);
-// mla_merge then mla_uv in one launch (bit-identical results), or the two launches where its
-// grid (nh_r x dv / 8 blocks) does not fit the device at once. words: mla_merge_uv_words(nh_r)
-// device words, zero before the first launch: an error word (0, or 1 + the head whose blocks'
-// barrier waited kMergeUvTimeoutNs and gave up: the results are then wrong), then the barriers.
-constexpr unsigned long long kMergeUvTimeoutNs = 2000000000ull; // 2 s (a step is milliseconds)
-constexpr size_t mla_merge_uv_words(int nh_r) { return 1 + 2 * (size_t)nh_r; }
-cudaError_t mla_merge_uv(const launch_ctx &c, const float *partial, const int32_t *pos0, bf16 *olat, const bf16 *kv_b,
-                         bf16 *o, int nh_r, int dn, int dv, int rkv, unsigned *words, int T);
 
 // ---- router.cu and moe.cu ----
 struct moe_route {   // device buffers the router fills and the MoE kernels read

@@ -13,10 +13,6 @@
 //                   thread's eight loads in flight at once), the strands added in a
 //                   fixed order; olat rounded to bf16
 //   mla_uv          o[t,h] = olat[t,h] @ W_uv[h]^T: a warp per W_uv row (rowdot.cuh)
-//   mla_merge_uv    the two in one launch (attend_ops.cuh's mla_merge_uv_tile): each head's
-//                   W_uv blocks run its merge tiles, meet at a barrier of the head's blocks,
-//                   then project; olat and o bit-identical to the two launches'. Where the
-//                   grid does not fit the GPU at once it is the two launches.
 // Every sum has a fixed order (no atomics), so replays are bit-identical.
 #include "gpu/kernels/kernels.h"
 
@@ -51,18 +47,6 @@ __global__ void __launch_bounds__(kUvWarps *kWarp)
 {
     mla_uv_tile<T>(pdl_sync(), olat, kv_b, o, nh_r, dn, dv, rkv, (int)blockIdx.x, (int)blockIdx.y);
 }
-
-template <int T>
-__global__ void __launch_bounds__(kUvWarps *kWarp)
-    mla_merge_uv_kernel(const float *__restrict__ partial, const int32_t *__restrict__ pos0, bf16 *olat,
-                        const bf16 *__restrict__ kv_b, bf16 *__restrict__ o, int nh_r, int dn, int dv, int rkv,
-                        unsigned *bar, int *err, unsigned long long timeout_ns)
-{
-    __shared__ merge_smem sm;
-    mla_merge_uv_tile<T>(partial, pos0, olat, kv_b, o, nh_r, dn, dv, rkv, bar, err, 1 + (int)blockIdx.x, timeout_ns,
-                         (int)blockIdx.x, (int)blockIdx.y, (int)gridDim.y, sm);
-}
-static_assert(kUvWarps * kWarp == kMergeQuads * kMergeStrands, "the merge tiles run in the W_uv blocks");
 
 } // namespace
 
@@ -133,61 +117,6 @@ cudaError_t mla_merge(const launch_ctx &c, const float *partial, const int32_t *
     const dim3 grid(T * nh_r, (rkv + kMergeCols - 1) / kMergeCols);
     return launch(c, mla_merge_kernel, grid, dim3(kMergeQuads * kMergeStrands), 0, partial, pos0, olat, T * nh_r,
                   rkv, T);
-}
-
-namespace {
-
-// The blocks of the kernel resident at once on this device (the barrier needs every block of
-// a head resident): blocks per SM at the kernel's resources times the SMs; 0 on an error.
-int merge_uv_capacity(const void *fn)
-{
-    int dev = 0, sms = 0, per = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, fn, kUvWarps * kWarp, 0) != cudaSuccess)
-        return 0;
-    return per * sms;
-}
-
-template <int T>
-cudaError_t merge_uv_t(const launch_ctx &c, const float *partial, const int32_t *pos0, bf16 *olat, const bf16 *kv_b,
-                       bf16 *o, int nh_r, int dn, int dv, int rkv, unsigned *words, bool *fused)
-{
-    const dim3 grid(nh_r, (dv + kUvWarps - 1) / kUvWarps);
-    static int cap = -1; // one device per process (mla_setup's rule)
-    if (cap < 0)
-        cap = merge_uv_capacity(reinterpret_cast<const void *>(mla_merge_uv_kernel<T>));
-    *fused = (int)(grid.x * grid.y) <= cap;
-    if (!*fused)
-        return cudaSuccess;
-    return launch(c, mla_merge_uv_kernel<T>, grid, dim3(kUvWarps * kWarp), 0, partial, pos0, olat, kv_b, o, nh_r, dn,
-                  dv, rkv, words + 1, reinterpret_cast<int *>(words), kMergeUvTimeoutNs);
-}
-
-} // namespace
-
-cudaError_t mla_merge_uv(const launch_ctx &c, const float *partial, const int32_t *pos0, bf16 *olat, const bf16 *kv_b,
-                         bf16 *o, int nh_r, int dn, int dv, int rkv, unsigned *words, int T)
-{
-    if (rkv % 8 || rkv > kMaxLatent || !words || nh_r < 1)
-        return cudaErrorInvalidValue;
-    bool fused = false;
-    cudaError_t e = cudaErrorInvalidValue;
-    switch (T) {
-    case 1: e = merge_uv_t<1>(c, partial, pos0, olat, kv_b, o, nh_r, dn, dv, rkv, words, &fused); break;
-    case 2: e = merge_uv_t<2>(c, partial, pos0, olat, kv_b, o, nh_r, dn, dv, rkv, words, &fused); break;
-    case 3: e = merge_uv_t<3>(c, partial, pos0, olat, kv_b, o, nh_r, dn, dv, rkv, words, &fused); break;
-    case 4: e = merge_uv_t<4>(c, partial, pos0, olat, kv_b, o, nh_r, dn, dv, rkv, words, &fused); break;
-    case 5: e = merge_uv_t<5>(c, partial, pos0, olat, kv_b, o, nh_r, dn, dv, rkv, words, &fused); break;
-    case 6: e = merge_uv_t<6>(c, partial, pos0, olat, kv_b, o, nh_r, dn, dv, rkv, words, &fused); break;
-    case 7: e = merge_uv_t<7>(c, partial, pos0, olat, kv_b, o, nh_r, dn, dv, rkv, words, &fused); break;
-    case 8: e = merge_uv_t<8>(c, partial, pos0, olat, kv_b, o, nh_r, dn, dv, rkv, words, &fused); break;
-    default: return cudaErrorInvalidValue;
-    }
-    if (e != cudaSuccess || fused)
-        return e;
-    e = mla_merge(c, partial, pos0, olat, nh_r, rkv, T); // a grid that does not fit at once: two launches
-    return e == cudaSuccess ? mla_uv(c, olat, kv_b, o, nh_r, dn, dv, rkv, T) : e;
 }
 
 cudaError_t mla_uv(const launch_ctx &c, const bf16 *olat, const bf16 *kv_b, bf16 *o, int nh_r, int dn, int dv, int rkv,
