@@ -225,7 +225,7 @@ arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int reps, void *s
 typedef enum arb_gpu_prof_kind {
     ARB_GPU_PROF_EMBED = 0,
     ARB_GPU_PROF_QKV_A,      /* fused q_a + kv_a GEMV */
-    ARB_GPU_PROF_MLA_PREP,   /* latent norms, RoPE, cache rows */
+    ARB_GPU_PROF_MLA_PREP,   /* latent norms, RoPE, cache rows: since qkva_prep, inside qkv_a's launch (no nodes of its own) */
     ARB_GPU_PROF_Q_B,
     ARB_GPU_PROF_ABSORB,     /* q_nope @ W_uk, RoPE of q_pe */
     ARB_GPU_PROF_ATTEND,     /* flash-decoding partials over the cache */

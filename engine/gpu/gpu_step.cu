@@ -4,6 +4,7 @@
 // per rank (tp_shape K): nh_r heads, I_r intermediate rows. Token ids and P0 are read from
 // device memory (set_input), so a capture of this function replays as any step of this T.
 #define OMPI_SKIP_MPICXX 1 // instance.h includes mpi.h: the C API only
+#include <cmath>
 #include <cstdlib>
 
 #include "arbench/status.h"
@@ -206,10 +207,17 @@ extern "C" arb_status_t arb_gpu_model_profile(arb_gpu_model_t *m, unsigned T, vo
     m->prof_kind[m->prof_n++] = -1; // the start
     ARB_TRY_GOTO(rs, arb_gpu_model_step(m, T, stream, why, why_len), out);
     ARB_CUDA_GOTO(rs, cudaStreamSynchronize(st), out, why, why_len);
-    for (int i = 1; i < m->prof_n; i++) {
-        float ms = 0;
-        ARB_CUDA_GOTO(rs, cudaEventElapsedTime(&ms, m->prof_ev[i - 1], m->prof_ev[i]), out, why, why_len);
-        us[m->prof_kind[i]] += ms * 1e3;
+    {
+        int seen[ARB_GPU_PROF_KINDS] = {0};
+        for (int i = 1; i < m->prof_n; i++) {
+            float ms = 0;
+            ARB_CUDA_GOTO(rs, cudaEventElapsedTime(&ms, m->prof_ev[i - 1], m->prof_ev[i]), out, why, why_len);
+            us[m->prof_kind[i]] += ms * 1e3;
+            seen[m->prof_kind[i]] = 1;
+        }
+        for (int k = 0; k < ARB_GPU_PROF_KINDS; k++)
+            if (!seen[k]) // no launch of that kind (mla_prep runs in qkv_a's launch): not measured, not 0
+                us[k] = NAN;
     }
 out:
     for (int i = 0; i < made; i++)

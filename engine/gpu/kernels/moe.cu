@@ -48,14 +48,19 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
 //           T >= 4: 2 tiles (each token vector loaded once for both: at T = 8 the tokens'
 //                   bytes would otherwise rival the weights'), bf16 2 groups, INT4 4, two
 //                   CTAs per SM;
-//   down    T <= 3: 1 tile, T >= 4: 2; 8 INT4 or 4 bf16 (expert, group) pairs per tile.
+//   down    2 tiles at every T (moe_rowt_down: Kimi-K2's 224 CTAs, one wave at two per SM;
+//           each token vector loaded once for both tiles); 8 INT4 or 4 bf16 (expert, group)
+//           pairs per CTA and round. At T <= 3 one tile (448 CTAs, 1.7 waves) measured
+//           7.41 -> 5.74 us at T = 1 and 21.10 -> 15.93 us at T = 3 against this (graph,
+//           one H200, results/engine-h200/1b0c5e0-ab/).
 // The unroll only sets how many loads are in flight: each warp's groups are still added in
 // ascending order, so the sums do not depend on it.
 template <bool INT4, int ROWT, int MINB>
 cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                          bf16 *act_sh, bf16 *part, int T, int max_slots, int which)
 {
-    constexpr int UNR = moe_tiling<ROWT>::unr, UNRQ = moe_tiling<ROWT>::unrq, kUnrDown = moe_unr_down(INT4, ROWT);
+    constexpr int UNR = moe_tiling<ROWT>::unr, UNRQ = moe_tiling<ROWT>::unrq;
+    constexpr int kDown = moe_rowt_down(), kUnrDown = moe_unr_down(INT4, kDown);
     const dim3 block(kMoeWarps * kWarp);
     const int rows = 16 * ROWT;
     cudaError_t e = cudaSuccess;
@@ -63,7 +68,7 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
         e = launch(c, moe_gate_up_kernel<INT4, ROWT, UNR, UNRQ, MINB>,
                    dim3(w.Is / rows + max_slots * (w.I / rows)), block, 0, w, rt, h, act, act_sh, T);
     if (e == cudaSuccess && (which & 2))
-        e = launch(c, moe_down_kernel<INT4, ROWT, kUnrDown>, dim3(w.H / rows), block, 0, w, rt, (const bf16 *)act,
+        e = launch(c, moe_down_kernel<INT4, kDown, kUnrDown>, dim3(w.H / (16 * kDown)), block, 0, w, rt, (const bf16 *)act,
                    (const bf16 *)act_sh, part, T);
     return e;
 }

@@ -281,6 +281,9 @@ template <> struct moe_tiling<2> {
     static constexpr int unr = 2, unrq = 4;
 };
 __host__ __device__ constexpr int moe_unr_down(bool int4, int rowt) { return (int4 ? 8 : 4) / rowt; }
+// The down kernel's tiles per block at every T (moe.cu says why; the persistent form's down
+// stage keeps moe_rowt(T): the sums do not depend on it, and the forms' results are equal).
+__host__ __device__ constexpr int moe_rowt_down() { return 2; }
 
 } // namespace arbk
 

@@ -26,6 +26,10 @@ __global__ void __launch_bounds__(kRouterWarps *kWarp)
                   unsigned *ticket)
 {
     extern __shared__ float topk_smem[];
+    // the bias (a weight) where the top-k stages it, by every block before its logits: the
+    // last block's top-k then reloads it from L1 instead of waiting on memory after the ticket
+    for (int e = threadIdx.x; e < E; e += blockDim.x)
+        topk_smem[T * E + e] = __ldg(bias + e);
     router_logits_tile<T>(pdl_sync(), h, W, logits, H, E, (int)blockIdx.x);
     if (!grid_last_block(ticket))
         return;
