@@ -279,9 +279,10 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
     /* with noop at the sites the run is the compute-only replay itself; the replay's noop is
      * the PDL-capable one (pdl=1), so its sites do not break the compute's launch chain and
      * what a plugin's sites cost beyond that lands in allreduce_us (docs/engine.md) */
+    const int cpu = o->backend == ARB_ENGINE_CPU;
+    static const char replay_noop[] = "pdl=1"; /* the GPU replay's noop parameters */
     if (!o->no_compute_only && strcmp(impl, "noop") != 0) {
-        const int cpu = o->backend == ARB_ENGINE_CPU;
-        st = open_config(r, &r->cfgs[r->ncfgs], ARB_CFG_COMPUTE_ONLY, cpu ? "" : "noop", cpu ? "" : "pdl=1", msg,
+        st = open_config(r, &r->cfgs[r->ncfgs], ARB_CFG_COMPUTE_ONLY, cpu ? "" : "noop", cpu ? "" : replay_noop, msg,
                          sizeof msg);
         r->ncfgs++;
     }
@@ -290,8 +291,8 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
     } else if (st == ARB_OK) {
         /* a bare --impl noop on the GPU is the compute-only replay's noop (pdl=1); noop:pdl=0 the plain floor */
         const char *params = o->impl_given ? o->impl.params : "";
-        if (strcmp(impl, "noop") == 0 && !o->impl.has_params && o->backend != ARB_ENGINE_CPU)
-            params = "pdl=1";
+        if (strcmp(impl, "noop") == 0 && !o->impl.has_params && !cpu)
+            params = replay_noop;
         st = open_config(r, &r->cfgs[r->ncfgs], ARB_CFG_IMPL, impl, params, msg, sizeof msg);
         r->ncfgs++;
     }

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -117,20 +118,19 @@ __device__ __forceinline__ float chunk_weights(const float *base, size_t cstride
 }
 
 // out = bf16(in / sqrt(mean(in^2) + eps) * w) over one row of n values, by the whole
-// block (forward.md's rmsnorm; the mean over the stored bf16 inputs).
-// COH: `in` was written within this launch (persist_sync): read through L2.
-template <bool COH = false>
+// block (forward.md's rmsnorm; the mean over the stored bf16 inputs). The embedding's norm;
+// the latent norms are warp_rmsnorm below.
 __device__ __forceinline__ void block_rmsnorm(const bf16 *in, const bf16 *w, bf16 *out, int n, float eps,
                                               float *scratch)
 {
     float ss = 0.0f;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        const float v = bf(COH ? __ldcg(in + i) : in[i]);
+        const float v = bf(in[i]);
         ss += v * v;
     }
     const float inv = 1.0f / sqrtf(block_sum(ss, scratch) / (float)n + eps);
     for (int i = threadIdx.x; i < n; i += blockDim.x)
-        out[i] = to_bf(bf(COH ? __ldcg(in + i) : in[i]) * inv * bf(w[i]));
+        out[i] = to_bf(bf(in[i]) * inv * bf(w[i]));
 }
 
 // out = bf16(in / sqrt(mean(in^2) + eps) * w) over one row of n values by one warp (the
@@ -287,6 +287,24 @@ __device__ __forceinline__ uint4 ld_act(const uint4 *p)
         return __ldcg(p);
     return __ldg(p);
 }
+
+// f(std::integral_constant<int, T>()) for T = 1 .. kMaxT (host side: each T a kernel's own
+// instantiation); cudaErrorInvalidValue for any other T.
+template <typename F> cudaError_t with_t(int T, F f)
+{
+    switch (T) {
+    case 1: return f(std::integral_constant<int, 1>());
+    case 2: return f(std::integral_constant<int, 2>());
+    case 3: return f(std::integral_constant<int, 3>());
+    case 4: return f(std::integral_constant<int, 4>());
+    case 5: return f(std::integral_constant<int, 5>());
+    case 6: return f(std::integral_constant<int, 6>());
+    case 7: return f(std::integral_constant<int, 7>());
+    case 8: return f(std::integral_constant<int, 8>());
+    default: return cudaErrorInvalidValue;
+    }
+}
+static_assert(kMaxT == 8, "with_t covers T = 1 .. kMaxT");
 
 // Every engine kernel is launched here, so PDL is one switch.
 template <typename... KArgs, typename... Args>

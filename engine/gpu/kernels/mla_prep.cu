@@ -48,39 +48,20 @@ __global__ void __launch_bounds__(kGemvWarps *kWarp)
 
 bool prep_shapes_ok(int rq, int rkv, int dr) { return rq > 0 && rkv > 0 && dr > 0 && rq % 8 == 0 && rkv % 8 == 0 && dr % 8 == 0; }
 
-template <int T, int S>
-cudaError_t qkva_prep_t(const launch_ctx &c, const bf16 *W, const bf16 *x, int K, bf16 *qkva, const bf16 *q_a_norm,
-                        const bf16 *kv_a_norm, const float2 *rope_cs, const int32_t *pos0, bf16 *qa, bf16 *cache_ckv,
-                        bf16 *cache_kpe, int rq, int rkv, int dr, float eps, unsigned *ticket)
-{
-    constexpr bool pair = gemv_pair(S, GEMV_BF16, T);
-    constexpr int rows = gemv_rows_per_block(S, pair);
-    const int N = rq + rkv + dr;
-    return launch(c, qkva_prep_kernel<T, S, pair>, dim3((N + rows - 1) / rows), dim3(kGemvWarps * kWarp), 0, W, x, N,
-                  K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket);
-}
-
 template <int S>
 cudaError_t qkva_prep_s(const launch_ctx &c, const bf16 *W, const bf16 *x, int K, bf16 *qkva, const bf16 *q_a_norm,
                         const bf16 *kv_a_norm, const float2 *rope_cs, const int32_t *pos0, bf16 *qa, bf16 *cache_ckv,
                         bf16 *cache_kpe, int rq, int rkv, int dr, float eps, unsigned *ticket, int T)
 {
-#define ARB_QKVA_T(t)                                                                                                 \
-    case t:                                                                                                           \
-        return qkva_prep_t<t, S>(c, W, x, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, \
-                                 rkv, dr, eps, ticket)
-    switch (T) {
-        ARB_QKVA_T(1);
-        ARB_QKVA_T(2);
-        ARB_QKVA_T(3);
-        ARB_QKVA_T(4);
-        ARB_QKVA_T(5);
-        ARB_QKVA_T(6);
-        ARB_QKVA_T(7);
-        ARB_QKVA_T(8);
-    default: return cudaErrorInvalidValue;
-    }
-#undef ARB_QKVA_T
+    return with_t(T, [&](auto t) {
+        constexpr int Tc = decltype(t)::value;
+        constexpr bool pair = gemv_pair(S, GEMV_BF16, Tc);
+        constexpr int rows = gemv_rows_per_block(S, pair);
+        const int N = rq + rkv + dr;
+        return launch(c, qkva_prep_kernel<Tc, S, pair>, dim3((N + rows - 1) / rows), dim3(kGemvWarps * kWarp), 0, W,
+                      x, N, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps,
+                      ticket);
+    });
 }
 
 } // namespace

@@ -16,8 +16,6 @@
 // in the kernels.
 #include "gpu/kernels/kernels.h"
 
-#include <type_traits>
-
 #include "gpu/kernels/attend_ops.cuh"
 #include "gpu/kernels/gemv_ops.cuh"
 #include "gpu/kernels/mla_ops.cuh"
@@ -247,22 +245,6 @@ __global__ void persist_wait_probe_kernel(unsigned *cnt, unsigned target, int *e
     c.cnt = cnt, c.err = err, c.code_base = code - 2, c.timeout_ns = timeout_ns, c.nctas = 1;
     const unsigned tiles[1] = {target};
     cta_wait(c, tiles, 1);
-}
-
-// The kernel of T tokens (a switch: each T its own instantiation).
-template <typename F> cudaError_t with_t(int T, F f)
-{
-    switch (T) {
-    case 1: return f(std::integral_constant<int, 1>());
-    case 2: return f(std::integral_constant<int, 2>());
-    case 3: return f(std::integral_constant<int, 3>());
-    case 4: return f(std::integral_constant<int, 4>());
-    case 5: return f(std::integral_constant<int, 5>());
-    case 6: return f(std::integral_constant<int, 6>());
-    case 7: return f(std::integral_constant<int, 7>());
-    case 8: return f(std::integral_constant<int, 8>());
-    default: return cudaErrorInvalidValue;
-    }
 }
 
 template <typename KernelPtr> cudaError_t occupancy(KernelPtr k, size_t smem, int *per_sm)

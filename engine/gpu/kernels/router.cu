@@ -89,17 +89,9 @@ cudaError_t router(const launch_ctx &c, const bf16 *h, const bf16 *W, const floa
     if (E > kMaxExperts || k > kMaxTopk || n_group > kMaxGroups || n_group < 1 || E % n_group || H % 8 || T < 1 ||
         T > kMaxT || !ticket)
         return cudaErrorInvalidValue;
-    switch (T) {
-    case 1: return router_t<1>(c, h, W, bias, logits, rt, H, E, k, n_group, topk_group, scaling, ticket);
-    case 2: return router_t<2>(c, h, W, bias, logits, rt, H, E, k, n_group, topk_group, scaling, ticket);
-    case 3: return router_t<3>(c, h, W, bias, logits, rt, H, E, k, n_group, topk_group, scaling, ticket);
-    case 4: return router_t<4>(c, h, W, bias, logits, rt, H, E, k, n_group, topk_group, scaling, ticket);
-    case 5: return router_t<5>(c, h, W, bias, logits, rt, H, E, k, n_group, topk_group, scaling, ticket);
-    case 6: return router_t<6>(c, h, W, bias, logits, rt, H, E, k, n_group, topk_group, scaling, ticket);
-    case 7: return router_t<7>(c, h, W, bias, logits, rt, H, E, k, n_group, topk_group, scaling, ticket);
-    case 8: return router_t<8>(c, h, W, bias, logits, rt, H, E, k, n_group, topk_group, scaling, ticket);
-    default: return cudaErrorInvalidValue;
-    }
+    return with_t(T, [&](auto t) {
+        return router_t<decltype(t)::value>(c, h, W, bias, logits, rt, H, E, k, n_group, topk_group, scaling, ticket);
+    });
 }
 
 } // namespace arbk
