@@ -212,6 +212,7 @@ extern "C" arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int re
         rt.coef = reinterpret_cast<float *>(carve(sizeof(float) * arbk::kMaxSlots * arbk::kMaxT));
         rt.uniq = reinterpret_cast<int32_t *>(carve(sizeof(int32_t) * arbk::kMaxSlots));
         rt.n_uniq = reinterpret_cast<int32_t *>(carve(sizeof(int32_t)));
+        rt.sh_part = m->route.sh_part, rt.sh_ticket = m->route.sh_ticket; // the model's: the layers run in turn
         const int32_t n = (int32_t)sel[i].uniq.size();
         e = cudaMemcpy(rt.coef, sel[i].coef.data(), sizeof(float) * sel[i].coef.size(), cudaMemcpyHostToDevice);
         if (e == cudaSuccess)

@@ -74,7 +74,7 @@ struct arb_gpu_model {
     arbk::bf16 *qkva, *qa, *q, *qlat, *qpe, *o_heads;
     float *partial;               /* [chunks x Tm nh_r x (rkv + 4)] */
     float *router_logits;         /* [Tm x E] */
-    arbk::moe_route route;        /* coef, uniq, n_uniq (experts: per layer below) */
+    arbk::moe_route route;        /* coef, uniq, n_uniq, the shared expert's parts (experts: per layer below) */
     int32_t *experts;             /* [Lz x Tm x k]: layer l of a T-step at l T k */
     arbk::bf16 *act_moe, *act_sh, *act_dense;
     float *logits, *best_logit;   /* [Tm x Vr], [Tm] */

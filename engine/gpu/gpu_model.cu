@@ -167,6 +167,11 @@ void layout(arb_gpu_model_t *m, bump &w, bump &c, bump &a)
     take(a, m->route.coef, (size_t)arbk::kMaxSlots * arbk::kMaxT, act);
     take(a, m->route.uniq, arbk::kMaxSlots, act);
     take(a, m->route.n_uniq, 1, act);
+    m->route.sh_part = nullptr, m->route.sh_ticket = nullptr;
+    if (const size_t np = arbk::moe_sh_part_floats((int)s.H, (int)s.Is)) {
+        take(a, m->route.sh_part, np, act);
+        take(a, m->route.sh_ticket, (size_t)arbk::moe_sh_tickets((int)s.Is), act);
+    }
     take(a, m->experts, (size_t)s.Lz * Tm * s.k, act);
     take(a, m->act_moe, (size_t)s.max_slots * arbk::kMaxT * s.I, act);
     take(a, m->act_sh, (size_t)arbk::kMaxT * s.Is, act);

@@ -89,7 +89,15 @@ struct moe_route {   // device buffers the router fills and the MoE kernels read
     float *coef;      // [kMaxSlots x kMaxT]: weight token t gives expert uniq[u] (0: not selected)
     int32_t *uniq;    // [kMaxSlots] distinct selected experts, ascending
     int32_t *n_uniq;  // [1]
+    // The shared expert's gate/up is split over its inputs in parts of a block each (moe.cu):
+    // each part's fp32 sums [moe_sh_part_floats(H, Is)] and a ticket per 16-row tile
+    // [moe_sh_tickets(Is)], zero before the first launch and left zero; unused (may be NULL)
+    // where moe_sh_part_floats is 0 (one part).
+    float *sh_part;
+    unsigned *sh_ticket;
 };
+size_t moe_sh_part_floats(int H, int Is);
+int moe_sh_tickets(int Is);
 // One launch: the logits, then the top-k and dedupe by the logits' last block (a ticket);
 // logits [T x E] fp32 scratch; ticket: one device word, zero before the first launch and
 // left zero by each.

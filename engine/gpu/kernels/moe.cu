@@ -6,7 +6,10 @@
 //                expert e = uniq[u], and act_sh[t] for the shared expert: a CTA per ROWT
 //                16-row tiles of gate and of up (the same rows of both), its 8 warps
 //                splitting the H columns in groups of 32; the warps' fp32 sums added in
-//                warp order, then SiLU * up.
+//                warp order, then SiLU * up. The shared expert's bf16 tiles (four times a
+//                routed INT4 tile's bytes) are split over their columns into parts of a
+//                CTA each (moe_sh_parts), its loads issued before the PDL wait; the tile's
+//                last part to arrive (a ticket) adds the parts' sums in part order.
 //   moe_down     part[t][i] = bf16(shared_down[i] . act_sh[t]
 //                                  + sum_u coef[u][t] (down_e[i] . act[u][t]))
 //                a CTA per ROWT 16-row tiles of the output; each warp takes the shared
@@ -40,11 +43,14 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
     moe_down_tile<INT4, ROWT, UNR>(pdl_sync(), w, rt, act, act_sh, part, T, (int)blockIdx.x);
 }
 
-// Rows per CTA (ROWT tiles), groups in flight per lane (UNR for the shared expert's bf16
-// tiles, UNRQ for the routed INT4 tiles; moe_ops.cuh's moe_tiling) and CTAs per SM (MINB):
+// Rows per CTA (ROWT tiles), groups in flight per lane (UNR for routed bf16 tiles, UNRQ for
+// the routed INT4 tiles; moe_ops.cuh's moe_tiling) and CTAs per SM (MINB):
 //   gate/up T <= 3: 1 tile, bf16 4 groups, INT4 7 (Kimi-K2's 28 groups per warp in 4 round
-//                   trips, not 7: ~10 registers a group), two CTAs per SM (at T = 1 the
-//                   144 CTAs of Kimi-K2 must fit one wave of 132 SMs);
+//                   trips, not 7: ~10 registers a group), two CTAs per SM (at T = 1
+//                   Kimi-K2's 112 shared-expert parts and 128 routed CTAs fit one wave of
+//                   132 SMs: before the split the 16 shared CTAs each read 459 KB, the
+//                   routed 129 KB, and the launch waited on the shared ones);
+//           the shared expert: 4 (T >= 4: 2) groups a warp, one round of loads (moe_sh_unr);
 //           T >= 4: 2 tiles (each token vector loaded once for both: at T = 8 the tokens'
 //                   bytes would otherwise rival the weights'), bf16 2 groups, INT4 4, two
 //                   CTAs per SM;
@@ -66,7 +72,7 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
     cudaError_t e = cudaSuccess;
     if (which & 1)
         e = launch(c, moe_gate_up_kernel<INT4, ROWT, UNR, UNRQ, MINB>,
-                   dim3(w.Is / rows + max_slots * (w.I / rows)), block, 0, w, rt, h, act, act_sh, T);
+                   dim3(moe_sh_items(w.H, w.Is, T) + max_slots * (w.I / rows)), block, 0, w, rt, h, act, act_sh, T);
     if (e == cudaSuccess && (which & 2))
         e = launch(c, moe_down_kernel<INT4, kDown, kUnrDown>, dim3(w.H / (16 * kDown)), block, 0, w, rt, (const bf16 *)act,
                    (const bf16 *)act_sh, part, T);
@@ -90,9 +96,20 @@ static cudaError_t moe_launch(const launch_ctx &c, const moe_weights &w, const m
     if (w.H % 32 || w.I % 32 || w.Is % 32 || w.H <= 0 || w.I <= 0 || w.Is <= 0 || T < 1 || T > kMaxT ||
         max_slots < 1 || max_slots > kMaxSlots)
         return cudaErrorInvalidValue;
+    if ((which & 1) && moe_sh_parts(w.H, moe_rowt(T)) > 1 && (!rt.sh_part || !rt.sh_ticket))
+        return cudaErrorInvalidValue; // the shared expert's parts need their scratch
+
     return w.gate_s ? moe_by_t<true>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
                     : moe_by_t<false>(c, w, rt, h, act, act_sh, part, T, max_slots, which);
 }
+
+size_t moe_sh_part_floats(int H, int Is)
+{
+    const int p = max(moe_sh_parts(H, 1), moe_sh_parts(H, 2)); // [Is / 16 ROWT items][parts][2 ROWT x 4 x 32]
+    return p > 1 ? (size_t)Is * 16 * p : 0;
+}
+
+int moe_sh_tickets(int Is) { return Is / 16; }
 
 cudaError_t moe_gate_up(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                         bf16 *act_sh, int T, int max_slots)

@@ -10,6 +10,36 @@ namespace arbk {
 
 constexpr int kMoeWarps = 8;
 
+// The tiling by T (moe.cu says why): ROWT 16-row tiles per block; groups in flight per lane,
+// UNR for the routed bf16 tiles and UNRQ for the routed INT4 tiles of gate/up, and the
+// (expert, group) pairs of down. Only the loads in flight depend on them, not the sums.
+__host__ __device__ constexpr int moe_rowt(int T) { return T <= 3 ? 1 : 2; }
+template <int ROWT> struct moe_tiling;
+template <> struct moe_tiling<1> {
+    static constexpr int unr = 4, unrq = 7;
+};
+template <> struct moe_tiling<2> {
+    static constexpr int unr = 2, unrq = 4;
+};
+// The shared expert's gate/up: each warp of a part takes moe_sh_unr(ROWT) input groups (one
+// round of loads: 4 groups of one tile or 2 of two, 64 KB a block), so an item of ROWT tiles
+// is moe_sh_parts(H, ROWT) blocks (Kimi-K2: 7 at ROWT 1, 14 at ROWT 2), each reading about
+// what a routed INT4 tile reads, not four times it.
+__host__ __device__ constexpr int moe_sh_unr(int rowt) { return rowt == 1 ? 4 : 2; }
+__host__ __device__ constexpr int moe_sh_parts(int H, int rowt)
+{
+    return (H / 32 + kMoeWarps * moe_sh_unr(rowt) - 1) / (kMoeWarps * moe_sh_unr(rowt));
+}
+// Blocks of the shared expert's gate/up at T (the first blocks of the launch).
+__host__ __device__ constexpr int moe_sh_items(int H, int Is, int T)
+{
+    return Is / (16 * moe_rowt(T)) * moe_sh_parts(H, moe_rowt(T));
+}
+__host__ __device__ constexpr int moe_unr_down(bool int4, int rowt) { return (int4 ? 8 : 4) / rowt; }
+// The down kernel's tiles per block at every T (moe.cu says why; the persistent form's down
+// stage keeps moe_rowt(T): the sums do not depend on it, and the forms' results are equal).
+__host__ __device__ constexpr int moe_rowt_down() { return 2; }
+
 // ROWT tiles of gate and up over groups [g0, g1) of the lane's share: INT4 fragments
 // (gq, uq: the first tile's uint2 per (group, lane); tiles 32 G apart) and scale pairs
 // (gs, us: per (group, gi); tiles 8 G apart). UNR groups' loads in flight per lane.
@@ -84,39 +114,79 @@ __device__ __forceinline__ void gate_up_bf16(const bf16 *__restrict__ wg, const 
     }
 }
 
-// Block bx: the shared expert's tiles first (sh_items of them), then (slot, tile) pairs.
-// pol_sh: the shared tiles' wait, pol: the routed tiles' (both forms pass the same policy
-// now; merging them moves the kernel form's wait out of its branch: not yet run on a GPU).
+// The shared expert's gate/up in parts (moe_sh_parts, below): part `part` of the 16 ROWT-row
+// item's input groups, each warp UNR of them (one round of loads, issued before the wait: the
+// shared expert does not depend on the router), into ag / au.
+template <int ROWT, int UNR, class P>
+__device__ __forceinline__ void gate_up_sh_part(const P &pol, const moe_weights &w, const bf16 *h, int T, int item,
+                                                int part, float (&ag)[ROWT][4], float (&au)[ROWT][4])
+{
+    const int warp = threadIdx.x / kWarp, H = w.H, G = H / 32, rows = 16 * ROWT;
+    const int g0 = min(G, (part * kMoeWarps + warp) * UNR), g1 = min(G, g0 + UNR);
+    const bf16 *wg = w.sh_gate + (size_t)item * rows * H, *wu = w.sh_up + (size_t)item * rows * H;
+    uint4 ga[UNR][ROWT][2], ua[UNR][ROWT][2];
+#pragma unroll
+    for (int j = 0; j < UNR; j++)
+        if (g0 + j < g1)
+#pragma unroll
+            for (int k = 0; k < ROWT; k++) {
+                ld_a_bf16(wg + (size_t)k * 16 * H, H, g0 + j, ga[j][k][0], ga[j][k][1]);
+                ld_a_bf16(wu + (size_t)k * 16 * H, H, g0 + j, ua[j][k][0], ua[j][k][1]);
+            }
+    pol.wait();
+    constexpr bool coh = P::coherent;
+    uint4 xb[UNR];
+#pragma unroll
+    for (int j = 0; j < UNR; j++)
+        if (g0 + j < g1)
+            xb[j] = ld_b<coh>(h, H, g0 + j, T);
+#pragma unroll
+    for (int j = 0; j < UNR; j++)
+        if (g0 + j < g1)
+#pragma unroll
+            for (int k = 0; k < ROWT; k++) {
+                mma_bf16_group(ag[k], ga[j][k][0], ga[j][k][1], xb[j]);
+                mma_bf16_group(au[k], ua[j][k][0], ua[j][k][1], xb[j]);
+            }
+}
+
+// Rows row0 .. of dst: bf16(silu(g) * u) of warp k's tile from the block's sums (k < ROWT; c0,
+// c1 row gi, tokens 2 ti, 2 ti + 1; c2, c3 row gi + 8).
+__device__ __forceinline__ void gate_up_store(bf16 *dst, int ld, int row0, int k, int c, float g, float u, int T)
+{
+    const int lane = threadIdx.x % kWarp, gi = lane / 4, ti = lane % 4;
+    const int n = 2 * ti + (c & 1), r = row0 + 16 * k + gi + 8 * (c >> 1);
+    if (n < T)
+        dst[(size_t)n * ld + r] = to_bf(g / (1.0f + expf(-g)) * u);
+}
+
+// Block bx: the shared expert's items first (sh_items blocks: each 16 ROWT-row item in
+// moe_sh_parts parts), then (slot, tile) pairs. With more than one part, each part's sums go
+// to rt.sh_part and the item's last part to arrive (rt.sh_ticket) adds the parts in part order
+// and stores the item. pol_sh: the shared items' wait, pol: the routed tiles' (both forms pass
+// the same policy).
 template <bool INT4, int ROWT, int UNR, int UNRQ, class P>
 __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, const moe_weights &w,
                                                  const moe_route &rt, const bf16 *h, bf16 *act, bf16 *act_sh, int T,
                                                  int bx)
 {
     __shared__ float red[kMoeWarps][2 * ROWT][4][kWarp];
-    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, gi = lane / 4, ti = lane % 4;
+    __shared__ int s_last;
+    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
     const int H = w.H, I = w.I, G = H / 32, rows = 16 * ROWT;
-    const int sh_items = w.Is / rows, items = I / rows;
-    const int per = (G + kMoeWarps - 1) / kMoeWarps, g0 = min(G, warp * per), g1 = min(G, g0 + per);
+    const int parts = moe_sh_parts(H, ROWT), sh_items = w.Is / rows * parts, items = I / rows;
     const bool shared = bx < sh_items;
     pol.launch_dependents();
-    if (shared) // the shared expert does not depend on the router: pull its rows toward L2 first
-        for (int r = 0; r < rows; r++) {
-            const size_t o = (size_t)(bx * rows + r) * H + (size_t)g0 * 32;
-            warp_prefetch_l2(w.sh_gate + o, (size_t)(g1 - g0) * 64);
-            warp_prefetch_l2(w.sh_up + o, (size_t)(g1 - g0) * 64);
-        }
-    if (shared)
-        pol_sh.wait();
-    else
-        pol.wait();
     constexpr bool coh = P::coherent;
     float ag[ROWT][4] = {}, au[ROWT][4] = {};
     bf16 *dst;
     int ld, row0;
     if (shared) {
-        row0 = bx * rows, dst = act_sh, ld = w.Is;
-        gate_up_bf16<ROWT, UNR, coh>(w.sh_gate + (size_t)row0 * H, w.sh_up + (size_t)row0 * H, H, h, T, g0, g1, ag, au);
+        row0 = bx / parts * rows, dst = act_sh, ld = w.Is;
+        gate_up_sh_part<ROWT, moe_sh_unr(ROWT)>(pol_sh, w, h, T, bx / parts, bx % parts, ag, au);
     } else {
+        const int per = (G + kMoeWarps - 1) / kMoeWarps, g0 = min(G, warp * per), g1 = min(G, g0 + per);
+        pol.wait();
         const int slot = (bx - sh_items) / items, it = (bx - sh_items) % items;
         // slot < max_slots <= kMaxSlots, so uniq[slot] is in the buffer: both loads in one round trip
         const int n_uniq = coh ? __ldcg(rt.n_uniq) : *rt.n_uniq, e = coh ? __ldcg(rt.uniq + slot) : rt.uniq[slot];
@@ -140,17 +210,53 @@ __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, 
         for (int c = 0; c < 4; c++)
             red[warp][k][c][lane] = ag[k][c], red[warp][ROWT + k][c][lane] = au[k][c];
     __syncthreads();
-    if (warp >= ROWT)
+    const int k = warp; // warp k < ROWT finishes tile k
+    if (!shared || parts == 1) {
+        if (warp >= ROWT)
+            return;
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            float g = 0.0f, u = 0.0f;
+            for (int v = 0; v < kMoeWarps; v++)
+                g += red[v][k][c][lane], u += red[v][ROWT + k][c][lane];
+            gate_up_store(dst, ld, row0, k, c, g, u, T);
+        }
         return;
-    const int k = warp; // warp k finishes tile k: c0, c1 row gi, tokens 2 ti, 2 ti + 1; c2, c3 row gi + 8
+    }
+    // A part of a shared item: its sums [2 ROWT][4][32] at (item, part), then the ticket.
+    constexpr int kPartFloats = 2 * ROWT * 4 * kWarp;
+    const int item = bx / parts;
+    float *mine = rt.sh_part + ((size_t)item * parts + bx % parts) * kPartFloats;
+    if (warp < ROWT) {
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            float g = 0.0f, u = 0.0f;
+            for (int v = 0; v < kMoeWarps; v++)
+                g += red[v][k][c][lane], u += red[v][ROWT + k][c][lane];
+            __stcg(mine + (k * 4 + c) * kWarp + lane, g);
+            __stcg(mine + ((ROWT + k) * 4 + c) * kWarp + lane, u);
+        }
+        __threadfence();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        s_last = atomicAdd(rt.sh_ticket + item, 1u) == (unsigned)parts - 1;
+        if (s_last) {
+            rt.sh_ticket[item] = 0; // the next launch finds it zero
+            __threadfence();
+        }
+    }
+    __syncthreads();
+    if (!s_last || warp >= ROWT)
+        return;
+    const float *all = rt.sh_part + (size_t)item * parts * kPartFloats;
 #pragma unroll
     for (int c = 0; c < 4; c++) {
         float g = 0.0f, u = 0.0f;
-        for (int v = 0; v < kMoeWarps; v++)
-            g += red[v][k][c][lane], u += red[v][ROWT + k][c][lane];
-        const int n = 2 * ti + (c & 1), r = row0 + 16 * k + gi + 8 * (c >> 1);
-        if (n < T)
-            dst[(size_t)n * ld + r] = to_bf(g / (1.0f + expf(-g)) * u);
+        for (int p = 0; p < parts; p++)
+            g += __ldcg(all + (size_t)p * kPartFloats + (k * 4 + c) * kWarp + lane),
+                u += __ldcg(all + (size_t)p * kPartFloats + ((ROWT + k) * 4 + c) * kWarp + lane);
+        gate_up_store(dst, ld, row0, k, c, g, u, T);
     }
 }
 
@@ -268,22 +374,6 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
             part[(size_t)n * H + r] = to_bf(s);
     }
 }
-
-// The tiling by T (moe.cu says why): ROWT 16-row tiles per block; groups in flight per lane,
-// UNR for the shared expert's bf16 tiles and UNRQ for the routed INT4 tiles of gate/up, and
-// the (expert, group) pairs of down. Only the loads in flight depend on them, not the sums.
-__host__ __device__ constexpr int moe_rowt(int T) { return T <= 3 ? 1 : 2; }
-template <int ROWT> struct moe_tiling;
-template <> struct moe_tiling<1> {
-    static constexpr int unr = 4, unrq = 7;
-};
-template <> struct moe_tiling<2> {
-    static constexpr int unr = 2, unrq = 4;
-};
-__host__ __device__ constexpr int moe_unr_down(bool int4, int rowt) { return (int4 ? 8 : 4) / rowt; }
-// The down kernel's tiles per block at every T (moe.cu says why; the persistent form's down
-// stage keeps moe_rowt(T): the sums do not depend on it, and the forms' results are equal).
-__host__ __device__ constexpr int moe_rowt_down() { return 2; }
 
 } // namespace arbk
 

@@ -216,7 +216,7 @@ template <int T, bool INT4> __global__ void __launch_bounds__(kPersistThreads, 2
     walker wk;
     wk.begin(c);
     int s, tile;
-    const int sh_items = a.w.Is / (16 * moe_rowt(T)); // gate/up's shared-expert tiles: they do not read the router
+    const int sh_items = moe_sh_items(a.w.H, a.w.Is, T); // gate/up's shared-expert parts: they do not read the router
     while (wk.next(c, s, tile)) {
         if (!wk.waited && !(s == PM_GATE_UP && tile < sh_items)) {
             if (s == PM_DOWN) // the shared expert's rows of this tile (the routed ones depend on the router)
@@ -285,7 +285,7 @@ void persist_moe_plan(persist_moe_args &a, int T, size_t *smem)
     const int rows = 16 * moe_rowt(T);
     a.tiles[PM_LOGITS] = (unsigned)a.E;
     a.tiles[PM_TOPK] = 1u;
-    a.tiles[PM_GATE_UP] = (unsigned)(a.w.Is / rows + a.max_slots * (a.w.I / rows));
+    a.tiles[PM_GATE_UP] = (unsigned)(moe_sh_items(a.w.H, a.w.Is, T) + a.max_slots * (a.w.I / rows));
     a.tiles[PM_DOWN] = (unsigned)(a.w.H / rows);
     *smem = (router_topk_smem(a.E, T) + 15) / 16 * 16;
 }

@@ -77,9 +77,15 @@ struct route_dev {
     int32_t *experts;
     unsigned *ticket; // the router's last-block ticket, zero
 };
-route_dev alloc_route(int T, int k)
+// H, Is: the MoE block's shapes, for the shared expert's parts (0, 0: the router alone).
+route_dev alloc_route(int T, int k, int H = 0, int Is = 0)
 {
     route_dev r{};
+    if (const size_t np = H && Is ? arbk::moe_sh_part_floats(H, Is) : 0) {
+        cudaMalloc(&r.rt.sh_part, sizeof(float) * np);
+        cudaMalloc(&r.rt.sh_ticket, sizeof(unsigned) * arbk::moe_sh_tickets(Is));
+        cudaMemset(r.rt.sh_ticket, 0, sizeof(unsigned) * arbk::moe_sh_tickets(Is));
+    }
     cudaMalloc(&r.ticket, sizeof(unsigned));
     cudaMemset(r.ticket, 0, sizeof(unsigned));
     cudaMalloc(&r.experts, sizeof(int32_t) * T * k);

@@ -120,7 +120,7 @@ void moe_case(bool int4, int T)
     }
     mw.sh_gate = (bf16 *)to_dev(sg), mw.sh_up = (bf16 *)to_dev(su), mw.sh_down = (bf16 *)to_dev(sd);
     mw.H = H, mw.I = I, mw.Is = Is;
-    route_dev r = alloc_route(T, k);
+    route_dev r = alloc_route(T, k, H, Is);
     std::vector<int32_t> uniq(sel.begin(), sel.end());
     std::sort(uniq.begin(), uniq.end());
     uniq.erase(std::unique(uniq.begin(), uniq.end()), uniq.end());
@@ -146,6 +146,18 @@ void moe_case(bool int4, int T)
     TAP_REQUIRE(arbk::moe_down(g_lc, mw, r.rt, act, act_sh, part, T) == cudaSuccess);
     auto again = from_dev((uint16_t *)part, (size_t)T * H);
     TAP_CHECK(memcmp(got.data(), again.data(), got.size() * 2) == 0);
+    // The shared expert runs in parts at this shape (7168 columns), and its tickets are left zero.
+    TAP_CHECK(arbk::moe_sh_part_floats(H, Is) > 0);
+    const auto tickets = from_dev(r.rt.sh_ticket, (size_t)arbk::moe_sh_tickets(Is));
+    size_t nonzero = 0;
+    for (unsigned v : tickets)
+        nonzero += v != 0;
+    TAP_EQ_U64(nonzero, 0);
+    { // without the parts' scratch the launch is refused, not run
+        arbk::moe_route bare = r.rt;
+        bare.sh_part = nullptr;
+        TAP_CHECK(arbk::moe_gate_up(g_lc, mw, bare, dh, act, act_sh, T, T * k) == cudaErrorInvalidValue);
+    }
     char name[32];
     snprintf(name, sizeof name, "moe %s T=%d", int4 ? "int4" : "bf16", T);
     cmp c{name};
@@ -193,7 +205,8 @@ void moe_case(bool int4, int T)
     cudaFree((void *)mw.gate), cudaFree((void *)mw.up), cudaFree((void *)mw.down);
     cudaFree((void *)mw.sh_gate), cudaFree((void *)mw.sh_up), cudaFree((void *)mw.sh_down);
     cudaFree(dh), cudaFree(act), cudaFree(act_sh), cudaFree(part);
-    cudaFree(r.experts), cudaFree(r.rt.coef), cudaFree(r.rt.uniq), cudaFree(r.rt.n_uniq);
+    cudaFree(r.experts), cudaFree(r.rt.coef), cudaFree(r.rt.uniq), cudaFree(r.rt.n_uniq), cudaFree(r.rt.sh_part);
+    cudaFree(r.rt.sh_ticket), cudaFree(r.ticket);
 }
 void t_moe_int4_t1() { moe_case(true, 1); }
 void t_moe_int4_t3() { moe_case(true, 3); }
