@@ -61,11 +61,11 @@ cudaError_t qkva_prep(const launch_ctx &c, const bf16 *W, const bf16 *x, int K, 
 // ---- mla.cu, mla_split.cu: absorbed attention over the latent cache ----
 // rope_cs [context x dr/2] (cos * m, sin * m); partial [chunks x T nh_r x (rkv + 4)] fp32.
 // Once per process: the attend kernel's shared memory and rows per block. smem_cap bytes
-// per block (0: the device's opt-in limit) bound the rows a block holds; fill_ctas (0: two
+// per block (0: the device's opt-in limit) bound the rows a block holds; fill_ctas (0: three
 // per SM of the device) is the grid the launch aims for: the step's rows are split over
-// grid.y groups while chunks x groups stays within it, and wherever they do not fit the
-// shared memory (no row's operations change).
-cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas);
+// grid.y groups of at least min_rows rows (0: 4) while chunks x groups stays within it, and
+// wherever they do not fit the shared memory (no row's operations change).
+cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas, int min_rows);
 // qlat[t,h] = q_nope[t,h] @ W_uk[h]; qpe[t,h] = rope(q_pe[t,h], P0 + t)
 cudaError_t mla_absorb(const launch_ctx &c, const bf16 *q, const bf16 *kv_b, const float2 *rope_cs,
                        const int32_t *pos0, bf16 *qlat, bf16 *qpe, int nh_r, int dn, int dr, int dv, int rkv, int T);

@@ -2,7 +2,8 @@
 // MLA attention over the latent cache (forward.md), in three launches; partials
 // [chunks x T nh_r x (rkv + 4)] fp32:
 //   mla_attend_pos  one CTA per kAttnChunk cache positions and group of rows (grid.y:
-//                   up to two CTAs per SM, or where the shared memory needs it); the
+//                   up to three CTAs per SM with at least four rows a group, or where
+//                   the shared memory needs it); the
 //                   chunk's rows of earlier steps are staged before the PDL wait. On
 //                   tensor cores (mma.sync, SM80+: SM90 and SM120 alike): the scores
 //                   Q K^T, then the softmax pieces a lane per position, then E V with E
@@ -51,14 +52,15 @@ __global__ void __launch_bounds__(kUvWarps *kWarp)
 } // namespace
 
 static int g_attend_rows; // rows per block at most (mla_setup): every row of a step where they fit
-static int g_attend_fill; // CTAs a launch aims for (mla_setup): two per SM unless the caller says
+static int g_attend_fill; // CTAs a launch aims for (mla_setup): three per SM unless the caller says
+static int g_attend_min_rows; // rows a group keeps at least (mla_setup), where the step has them
 
 size_t mla_attend_pos_smem(int rkv, int dr, int rows)
 {
     return ((size_t)kAttnChunk + rows) * (rkv + 8 + dr + 8) * sizeof(bf16) + 2 * (size_t)rows * kAttnChunk * sizeof(float);
 }
 
-cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas)
+cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas, int min_rows)
 {
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
@@ -67,10 +69,15 @@ cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas)
         e = cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
         smem_cap = (size_t)v;
     }
-    if (e == cudaSuccess && fill_ctas <= 0) { // two CTAs per SM: 264 on an H200, 376 on SM120's 188
+    // Three CTAs per SM (396 on an H200, 564 on SM120's 188) with at least four rows a group:
+    // on one H200 (results/engine-h200/7d85360-ab/, graph, context 4096) three per SM
+    // without the floor took attend from 9.87 to 7.82 us a layer at T = 3 (24 rows: groups
+    // of 12 -> 8) but from 6.80 to 7.91 at T = 1 (8 rows: 4 -> 3); the floor keeps T = 1 at
+    // two groups of 4 and lets T = 3 have three of 8.
+    if (e == cudaSuccess && fill_ctas <= 0) {
         int v = 0;
         e = cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev);
-        fill_ctas = 2 * v;
+        fill_ctas = 3 * v;
     }
     if (e != cudaSuccess)
         return e;
@@ -81,6 +88,7 @@ cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas)
         return cudaErrorInvalidValue;
     g_attend_rows = rows;
     g_attend_fill = fill_ctas;
+    g_attend_min_rows = min_rows > 0 ? min_rows : 4;
     return cudaFuncSetAttribute(mla_attend_pos_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 (int)mla_attend_pos_smem(rkv, dr, rows));
 }
@@ -88,7 +96,7 @@ cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas)
 void mla_attend_grid(int T, int nh_r, int context, int fill, int *chunks, int *groups, int *Rg)
 {
     const int R = T * nh_r, ch = (context + kAttnChunk - 1) / kAttnChunk;
-    const int g = max(1, min(R, (fill > 0 ? fill : g_attend_fill) / ch));
+    const int g = max(1, min(max(1, R / g_attend_min_rows), (fill > 0 ? fill : g_attend_fill) / ch));
     const int rg = min(g_attend_rows, (R + g - 1) / g);
     *chunks = ch, *Rg = rg, *groups = (R + rg - 1) / rg;
 }

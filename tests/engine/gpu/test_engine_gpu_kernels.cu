@@ -253,13 +253,19 @@ void mla_case(int T)
     qkva_prep_case(T, rq, rkv, dr, eps, ctx, P0, d_cs, d_pos);
     TAP_REQUIRE(arbk::mla_absorb(g_lc, d_q, d_kvb, d_cs, d_pos, d_qlat, d_qpe, nh, dn, dr, dv, rkv, T) == cudaSuccess);
     std::vector<uint16_t> o;
-    // three times, the output bit-identical: all rows per block (a fill target of one CTA),
+    // four times, the output bit-identical: all rows per block (a fill target of one CTA),
     // the rows split over blocks as SM120's shared memory makes them at T >= 7 (here: 3
-    // groups), and the engine's default (two CTAs per SM: one row per block at 10 chunks)
-    for (int rep = 0; rep < 3; rep++) {
+    // groups), one row per block (the fill of three CTAs per SM at 10 chunks, no row
+    // floor), and the engine's default (that fill, groups of at least four rows)
+    for (int rep = 0; rep < 4; rep++) {
         const int rows = rep == 1 ? (T * nh + 2) / 3 : 0;
         TAP_REQUIRE(arbk::mla_setup(rkv, dr, nh, rows ? arbk::mla_attend_pos_smem(rkv, dr, rows) : 0,
-                                    rep == 2 ? 0 : 1) == cudaSuccess);
+                                    rep >= 2 ? 0 : 1, rep == 2 ? 1 : 0) == cudaSuccess);
+        if (rep >= 2) { // the grid the default launch takes, from the same rule
+            int chunks, groups, Rg;
+            arbk::mla_attend_grid(T, nh, ctx, 0, &chunks, &groups, &Rg);
+            TAP_CHECK(rep == 2 ? Rg == 1 : (Rg >= 4 || Rg == T * nh));
+        }
         TAP_REQUIRE(arbk::mla_attend_pos(g_lc, d_qlat, d_qpe, d_ckv, d_kpe, d_pos, d_part, nh, dr, rkv, scale, T,
                                          ctx) == cudaSuccess);
         TAP_REQUIRE(arbk::mla_merge(g_lc, d_part, d_pos, d_olat, nh, rkv, T) == cudaSuccess);
