@@ -55,8 +55,8 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
 //                   bytes would otherwise rival the weights'), bf16 2 groups, INT4 4, two
 //                   CTAs per SM;
 //   down    2 tiles at every T (moe_rowt_down: Kimi-K2's 224 CTAs, one wave at two per SM;
-//           each token vector loaded once for both tiles); 8 INT4 or 4 bf16 (expert, group)
-//           pairs per CTA and round. At T <= 3 one tile (448 CTAs, 1.7 waves) measured
+//           each token vector loaded once for both tiles); 8 INT4 or 2 bf16 (expert, group)
+//           pairs per warp and round (moe_unr_down). At T <= 3 one tile (448 CTAs, 1.7 waves) measured
 //           7.41 -> 5.74 us at T = 1 and 21.10 -> 15.93 us at T = 3 against this (graph,
 //           one H200, results/engine-h200/1b0c5e0-ab/).
 // The unroll only sets how many loads are in flight: each warp's groups are still added in

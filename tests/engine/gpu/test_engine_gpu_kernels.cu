@@ -255,13 +255,15 @@ void mla_case(int T)
     std::vector<uint16_t> o;
     // four times, the output bit-identical: all rows per block (a fill target of one CTA),
     // the rows split over blocks as SM120's shared memory makes them at T >= 7 (here: 3
-    // groups), one row per block (the fill of three CTAs per SM at 10 chunks, no row
-    // floor), and the engine's default (that fill, groups of at least four rows)
+    // groups), one row per block (a fill of chunks x rows, no row floor), and the engine's
+    // default (three CTAs per SM, groups of at least four rows)
+    const int chunks_all = (ctx + arbk::kAttnChunk - 1) / arbk::kAttnChunk;
     for (int rep = 0; rep < 4; rep++) {
         const int rows = rep == 1 ? (T * nh + 2) / 3 : 0;
         TAP_REQUIRE(arbk::mla_setup(rkv, dr, nh, rows ? arbk::mla_attend_pos_smem(rkv, dr, rows) : 0,
-                                    rep >= 2 ? 0 : 1, rep == 2 ? 1 : 0) == cudaSuccess);
-        if (rep >= 2) { // the grid the default launch takes, from the same rule
+                                    rep == 2 ? chunks_all * T * nh : rep == 3 ? 0 : 1, rep == 2 ? 1 : 0) ==
+                    cudaSuccess);
+        if (rep >= 2) { // the grid the launch below takes
             int chunks, groups, Rg;
             arbk::mla_attend_grid(T, nh, ctx, 0, &chunks, &groups, &Rg);
             TAP_CHECK(rep == 2 ? Rg == 1 : (Rg >= 4 || Rg == T * nh));
