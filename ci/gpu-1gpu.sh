@@ -116,6 +116,12 @@ if [ "$phase" = engine ] || [ "$phase" = engine-report ]; then
                 timeout 170 $mpi $arb engine --config kimi-k2 --weights int4 --tp-shape 8 --context 4096 --steps ${E2E_STEPS:-48} --modes graph \
                     --spec-k $k --accept-rate 0.5,0.6,0.7,0.8,0.9 $nr ${tab[$f]} --out "$out/e2e-$f-k$k.csv" >"$out/e2e-$f-k$k.log" 2>&1
                 note "e2e $f k=$k: rc=$? ($(date -u +%T))"; grep -E "^# graph|^# call sites|^(decode|verify) |arbench engine:" "$out/e2e-$f-k$k.log" | cut -c1-150 | tail -12
+                # a site that fell back ran another plugin than the table names: not this fabric's figures
+                if grep -q "^# fallback" "$out/e2e-$f-k$k.log"; then
+                    note "e2e $f k=$k: FAILED: call sites fell back (see its log); its rows are not $f's"
+                    grep "^# fallback" "$out/e2e-$f-k$k.log" | cut -c1-200
+                    status=1
+                fi
             done
         done
     fi

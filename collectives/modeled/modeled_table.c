@@ -157,7 +157,10 @@ arb_status_t modeled_table_load(const modeled_select_t *sel, int default_ranks, 
     arb_table_t tab;
     char err[512];
     if (arb_table_read(sel->table, &tab, err, sizeof err)) {
-        ARB_RAISE(ARB_DECLINE, why, why_len, "modeled: table %s", err);
+        /* a table that cannot be read is a bad input, not a decline: a caller that falls back
+         * on a decline (the engine's profile sites) would otherwise run another plugin under
+         * the modeled choice's name and report it */
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "modeled: table %s", err);
     }
     arb_status_t rc = ARB_DECLINE; /* a table without the rows asked for declines */
     cand_t *c = calloc(2 * tab.nrows + 1, sizeof *c);

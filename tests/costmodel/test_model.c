@@ -284,6 +284,9 @@ static void test_table_lookup(void)
     TAP_CHECK(modeled_parse_params("impl=nccl", &sel, why, sizeof why) != 0 && strstr(why, "table"));
     TAP_CHECK(modeled_parse_params("table=x,mode=fast", &sel, why, sizeof why) != 0 && strstr(why, "graph"));
     TAP_CHECK(modeled_parse_params("table=x,colour=red", &sel, why, sizeof why) != 0 && strstr(why, "colour"));
+    /* a table that cannot be opened is an error naming it, not a decline (callers fall back on those) */
+    TAP_CHECK(modeled_parse_params("table=/nonexistent/t.csv,impl=nccl", &sel, why, sizeof why) == ARB_OK);
+    TAP_CHECK(modeled_table_load(&sel, 1, &t, why, sizeof why) == ARB_ERR_INVALID && strstr(why, "/nonexistent/t.csv"));
     unlink(path);
 }
 
