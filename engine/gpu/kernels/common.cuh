@@ -190,18 +190,17 @@ __device__ __forceinline__ void warp_rmsnorm(const bf16 *in, const bf16 *__restr
         store(v, COH ? __ldcg(iv + v) : iv[v], __ldg(wv + v));
 }
 
-// Whether this block is the last of its grid to arrive here (every block calls it once, all
-// its threads): the blocks' writes before the call are then visible to the last block's
-// reads through L2 (__ldcg; a fence on each side of the ticket). The last block resets the
-// ticket (a device word, zero before the first launch), so the next launch finds it zero:
-// the kernels that use one are launched one after another (the PDL wait orders them).
-__device__ __forceinline__ bool grid_last_block(unsigned *ticket)
+// Whether this block is the last of the n blocks that share `ticket` to arrive here (each of
+// them calls it once, all its threads): their writes before the call are then visible to the
+// last block's reads through L2 (__ldcg; a fence on each side of the ticket). The last block
+// resets the ticket (a device word, zero before the first launch), so the next launch finds
+// it zero: the kernels that use one are launched one after another (the PDL wait orders them).
+__device__ __forceinline__ bool last_to_arrive(unsigned *ticket, unsigned n)
 {
     __shared__ int last;
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
-        const unsigned n = gridDim.x * gridDim.y * gridDim.z;
         last = atomicAdd(ticket, 1u) == n - 1;
         if (last) {
             *ticket = 0;
@@ -210,6 +209,12 @@ __device__ __forceinline__ bool grid_last_block(unsigned *ticket)
     }
     __syncthreads();
     return last != 0;
+}
+
+// The same for every block of the grid.
+__device__ __forceinline__ bool grid_last_block(unsigned *ticket)
+{
+    return last_to_arrive(ticket, gridDim.x * gridDim.y * gridDim.z);
 }
 
 // Interleaved-pair RoPE of forward.md with a (cos * m, sin * m) table per position.

@@ -37,7 +37,7 @@ __host__ __device__ constexpr int moe_sh_items(int H, int Is, int T)
 }
 // Down's (expert, group) pairs in flight per warp: INT4 8 at every ROWT (one H200, graph,
 // results/engine-h200/5c25ed9-ab/: at two tiles 8 against 4 took verify 6630 -> 6563 us, down
-// 15.5 -> 14.3 us a layer at T = 3; decode even; sm_120 spills 24 bytes, sm_90 none), bf16 4 / ROWT.
+// 15.5 -> 14.3 us a layer at T = 3; decode even; 128 registers, no spill on sm_90 or sm_120), bf16 4 / ROWT.
 __host__ __device__ constexpr int moe_unr_down(bool int4, int rowt) { return int4 ? 8 : 4 / rowt; }
 // The down kernel's tiles per block at every T (moe.cu says why; the persistent form's down
 // stage keeps moe_rowt(T): the sums do not depend on it, and the forms' results are equal).
@@ -174,7 +174,6 @@ __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, 
                                                  int bx)
 {
     __shared__ float red[kMoeWarps][2 * ROWT][4][kWarp];
-    __shared__ int s_last;
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
     const int H = w.H, I = w.I, G = H / 32, rows = 16 * ROWT;
     const int parts = moe_sh_parts(H, ROWT), sh_items = w.Is / rows * parts, items = I / rows;
@@ -213,46 +212,34 @@ __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, 
         for (int c = 0; c < 4; c++)
             red[warp][k][c][lane] = ag[k][c], red[warp][ROWT + k][c][lane] = au[k][c];
     __syncthreads();
-    const int k = warp; // warp k < ROWT finishes tile k
-    if (!shared || parts == 1) {
-        if (warp >= ROWT)
-            return;
+    const int k = warp; // warp k < ROWT finishes tile k: the warps' sums in warp order
+    float gk[4] = {}, uk[4] = {};
+    if (warp < ROWT)
 #pragma unroll
-        for (int c = 0; c < 4; c++) {
-            float g = 0.0f, u = 0.0f;
+        for (int c = 0; c < 4; c++)
             for (int v = 0; v < kMoeWarps; v++)
-                g += red[v][k][c][lane], u += red[v][ROWT + k][c][lane];
-            gate_up_store(dst, ld, row0, k, c, g, u, T);
-        }
+                gk[c] += red[v][k][c][lane], uk[c] += red[v][ROWT + k][c][lane];
+    if (!shared || parts == 1) {
+        if (warp < ROWT)
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                gate_up_store(dst, ld, row0, k, c, gk[c], uk[c], T);
         return;
     }
-    // A part of a shared item: its sums [2 ROWT][4][32] at (item, part), then the ticket.
+    // A part of a shared item: its sums [2 ROWT][4][32] at (item, part); the item's last part
+    // to arrive adds the parts in part order and stores the item.
     constexpr int kPartFloats = 2 * ROWT * 4 * kWarp;
     const int item = bx / parts;
+    const float *all = rt.sh_part + (size_t)item * parts * kPartFloats;
     float *mine = rt.sh_part + ((size_t)item * parts + bx % parts) * kPartFloats;
-    if (warp < ROWT) {
+    if (warp < ROWT)
 #pragma unroll
         for (int c = 0; c < 4; c++) {
-            float g = 0.0f, u = 0.0f;
-            for (int v = 0; v < kMoeWarps; v++)
-                g += red[v][k][c][lane], u += red[v][ROWT + k][c][lane];
-            __stcg(mine + (k * 4 + c) * kWarp + lane, g);
-            __stcg(mine + ((ROWT + k) * 4 + c) * kWarp + lane, u);
+            __stcg(mine + (k * 4 + c) * kWarp + lane, gk[c]);
+            __stcg(mine + ((ROWT + k) * 4 + c) * kWarp + lane, uk[c]);
         }
-        __threadfence();
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        s_last = atomicAdd(rt.sh_ticket + item, 1u) == (unsigned)parts - 1;
-        if (s_last) {
-            rt.sh_ticket[item] = 0; // the next launch finds it zero
-            __threadfence();
-        }
-    }
-    __syncthreads();
-    if (!s_last || warp >= ROWT)
+    if (!last_to_arrive(rt.sh_ticket + item, (unsigned)parts) || warp >= ROWT)
         return;
-    const float *all = rt.sh_part + (size_t)item * parts * kPartFloats;
 #pragma unroll
     for (int c = 0; c < 4; c++) {
         float g = 0.0f, u = 0.0f;
