@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: MIT
+// Not a test: what one dependent-kernel boundary of a CUDA graph costs on this GPU, by how
+// the dependent kernel waits for its predecessor (issue 22: the engine's ~12 dependent
+// launches a layer). A graph of K kernels, each of G blocks of 256 threads: a block loads
+// its own W KB of weights (read before any wait, distinct per kernel and block, so K x G x W
+// is past L2 for the defaults), then waits, then reads the whole 14 KB activation its
+// predecessor wrote (a GEMV's input, 7168 bf16) and writes its slice of the next one:
+//   out[i] = in[i] + in[(i + 1) mod n] + 1     (every slice reads another block's slice)
+// Ways to wait, each captured into its own graph:
+//   plain     no PDL attribute: the graph's full dependency between kernels
+//   pdl       PDL: every block triggers its dependents first, then griddepcontrol.wait
+//   counter   PDL trigger as above; instead of griddepcontrol.wait, thread 0 polls the
+//             predecessor's counter (ld.acquire.gpu) until it holds every block; a block
+//             adds itself to its own counter after its writes (bar.sync, fence, atomicAdd);
+//             kernel k resets kernel k - 2's counter (all of k - 1 has passed its wait on it)
+//   racy      PDL trigger, no wait at all: to show the check below can fail
+// After the timed replays the last activation is compared with the same recurrence on the
+// host; a mismatch fails the run (exit 1), except for racy, where it is the expected outcome
+// and is reported. A counter poll past 2 s sets an error word; the run then fails.
+// Usage: engine_chain_bench [--kernels K] [--blocks G] [--weights-kb W] [--sleep-ns N]
+//                           [--replays R] [--out FILE.csv]
+// No GPU: says so, exit 77.
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cuda_runtime.h>
+#include <getopt.h>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kAct = 7168 / 4; // u32 words of the activation: 7168 bf16 = 14 KB
+constexpr unsigned long long kTimeoutNs = 2000000000ull;
+
+enum { PLAIN, PDL, COUNTER, RACY, MODES };
+const char *const kModeName[MODES] = {"plain", "pdl", "counter", "racy"};
+
+__device__ __forceinline__ unsigned ld_acquire(const unsigned *p)
+{
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+template <int MODE>
+__global__ void __launch_bounds__(kThreads)
+    link(const uint4 *w, size_t wvec, const unsigned *in, unsigned *out, unsigned *ctr, int *err, int k, int nk,
+         unsigned prev_blocks, int sleep_ns, int fold)
+{
+    // the block's weights, before any wait (a fold of them, stored only when fold != 0: never)
+    uint4 acc = make_uint4(0, 0, 0, 0);
+    const uint4 *wb = w + (size_t)blockIdx.x * wvec;
+    for (size_t i = threadIdx.x; i < wvec; i += kThreads) {
+        const uint4 v = __ldg(wb + i);
+        acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w;
+    }
+    if (MODE != PLAIN)
+        asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    if (MODE == PDL || (MODE == COUNTER && k == 0))
+        asm volatile("griddepcontrol.wait;" ::: "memory");
+    if (MODE == COUNTER && k == 0 && blockIdx.x == 0 && threadIdx.x < 2 && nk - 2 + (int)threadIdx.x > 0)
+        ctr[nk - 2 + threadIdx.x] = 0; // the previous replay's last two counters (no kernel resets them)
+    if (MODE == COUNTER && k > 0) {
+        if (threadIdx.x == 0) {
+            unsigned long long t0 = 0, now;
+            for (unsigned it = 0; ld_acquire(ctr + k - 1) < prev_blocks; it++) {
+                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+                if (it == 0)
+                    t0 = now;
+                else if (now - t0 > kTimeoutNs) {
+                    atomicCAS(err, 0, k);
+                    break;
+                }
+                if (sleep_ns)
+                    __nanosleep(sleep_ns);
+            }
+            if (blockIdx.x == 0 && k >= 2)
+                ctr[k - 2] = 0;
+        }
+        __syncthreads();
+    }
+    // the whole activation (the GEMV's read of its input), then this block's slice
+    unsigned s = 0;
+    for (int i = threadIdx.x; i < kAct; i += kThreads)
+        s += __ldcg(in + i);
+    const int per = (kAct + gridDim.x - 1) / gridDim.x;
+    for (int j = threadIdx.x; j < per; j += kThreads) {
+        const int i = blockIdx.x * per + j;
+        if (i < kAct)
+            out[i] = __ldcg(in + i) + __ldcg(in + (i + 1) % kAct) + 1u + (fold ? s ^ acc.x ^ acc.y ^ acc.z ^ acc.w : 0u);
+    }
+    if (MODE == COUNTER) {
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence();
+            atomicAdd(ctr + k, 1u);
+        }
+    }
+}
+
+#define CK(x)                                                                                                          \
+    do {                                                                                                               \
+        const cudaError_t e_ = (x);                                                                                    \
+        if (e_ != cudaSuccess) {                                                                                       \
+            fprintf(stderr, "engine_chain_bench: %s: %s\n", #x, cudaGetErrorString(e_));                               \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
+    } while (0)
+
+long parse(const char *opt, const char *v, long lo, long hi)
+{
+    char *end;
+    errno = 0;
+    const long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi) {
+        fprintf(stderr, "engine_chain_bench: --%s '%s': expected an integer in %ld .. %ld\n", opt, v, lo, hi);
+        exit(2);
+    }
+    return x;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    int nk = 120, blocks = 264, sleep_ns = 0, replays = 20;
+    long wkb = 16;
+    const char *out = nullptr;
+    static const option opts[] = {{"kernels", required_argument, nullptr, 'k'},
+                                  {"blocks", required_argument, nullptr, 'g'},
+                                  {"weights-kb", required_argument, nullptr, 'w'},
+                                  {"sleep-ns", required_argument, nullptr, 's'},
+                                  {"replays", required_argument, nullptr, 'r'},
+                                  {"out", required_argument, nullptr, 'o'},
+                                  {nullptr, 0, nullptr, 0}};
+    for (int c; (c = getopt_long(argc, argv, "", opts, nullptr)) != -1;) {
+        switch (c) {
+        case 'k': nk = (int)parse("kernels", optarg, 3, 4096); break;
+        case 'g': blocks = (int)parse("blocks", optarg, 1, 65536); break;
+        case 'w': wkb = parse("weights-kb", optarg, 0, 1024); break;
+        case 's': sleep_ns = (int)parse("sleep-ns", optarg, 0, 100000); break;
+        case 'r': replays = (int)parse("replays", optarg, 1, 100000); break;
+        case 'o': out = optarg; break;
+        default:
+            fprintf(stderr, "usage: engine_chain_bench [--kernels K] [--blocks G] [--weights-kb W] [--sleep-ns N] "
+                            "[--replays R] [--out FILE.csv]\n");
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "engine_chain_bench: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    int ndev = 0;
+    const cudaError_t de = cudaGetDeviceCount(&ndev);
+    if (de != cudaSuccess || ndev == 0) {
+        fprintf(stderr, "engine_chain_bench: no CUDA device (%s): nothing to measure\n",
+                de != cudaSuccess ? cudaGetErrorString(de) : "none found");
+        return 77;
+    }
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    int drv = 0, rt = 0;
+    CK(cudaDriverGetVersion(&drv));
+    CK(cudaRuntimeGetVersion(&rt));
+    const size_t wvec = (size_t)wkb * 1024 / 16, wtot = (size_t)nk * blocks * wvec;
+    uint4 *w = nullptr;
+    unsigned *act = nullptr, *ctr = nullptr;
+    int *err = nullptr;
+    CK(cudaMalloc(&w, wtot * 16 + 16));
+    CK(cudaMemset(w, 1, wtot * 16 + 16));
+    CK(cudaMalloc(&act, (size_t)(nk + 1) * kAct * 4));
+    CK(cudaMalloc(&ctr, (size_t)nk * 4));
+    CK(cudaMalloc(&err, 4));
+    std::vector<unsigned> h0(kAct), ref(kAct), got(kAct);
+    for (int i = 0; i < kAct; i++)
+        h0[i] = ref[i] = (unsigned)i * 2654435761u;
+    for (int k = 0; k < nk; k++) {
+        std::vector<unsigned> nx(kAct);
+        for (int i = 0; i < kAct; i++)
+            nx[i] = ref[i] + ref[(i + 1) % kAct] + 1u;
+        ref.swap(nx);
+    }
+    cudaStream_t st;
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    char host[256] = "?";
+    gethostname(host, sizeof host - 1);
+    std::string csv = "schema,host,gpu,sms,driver,runtime,mode,kernels,blocks,weights_kb,sleep_ns,replays,"
+                      "us_per_kernel_median,us_per_kernel_min,us_per_kernel_max,weights_floor_us_at_4.6TBps,check\n";
+    int rc = 0;
+    printf("# engine_chain_bench: %s, %d SMs, driver %d, runtime %d; %d kernels of %d blocks, %ld KB of weights a "
+           "block (%.2f MB a kernel), sleep %d ns, %d replays x 7\n",
+           prop.name, prop.multiProcessorCount, drv, rt, nk, blocks, wkb, blocks * wkb / 1024.0, sleep_ns, replays);
+    for (int mode = 0; mode < MODES; mode++) {
+        CK(cudaMemcpy(act, h0.data(), kAct * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemset(act + kAct, 0, (size_t)nk * kAct * 4));
+        CK(cudaMemset(ctr, 0, (size_t)nk * 4));
+        CK(cudaMemset(err, 0, 4));
+        cudaGraph_t g;
+        cudaGraphExec_t ge;
+        CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+        for (int k = 0; k < nk; k++) {
+            cudaLaunchConfig_t cfg = {};
+            cudaLaunchAttribute at[1];
+            at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            at[0].val.programmaticStreamSerializationAllowed = 1;
+            cfg.gridDim = dim3(blocks), cfg.blockDim = dim3(kThreads), cfg.stream = st;
+            cfg.attrs = at, cfg.numAttrs = mode == PLAIN ? 0 : 1;
+            const uint4 *wk = w + (size_t)k * blocks * wvec;
+            const unsigned *in = act + (size_t)k * kAct;
+            unsigned *o = act + (size_t)(k + 1) * kAct;
+            const unsigned pb = (unsigned)blocks;
+            void (*kern)(const uint4 *, size_t, const unsigned *, unsigned *, unsigned *, int *, int, int, unsigned,
+                         int, int) = mode == PLAIN ? link<PLAIN> : mode == PDL ? link<PDL> : mode == COUNTER ? link<COUNTER> : link<RACY>;
+            CK(cudaLaunchKernelEx(&cfg, kern, wk, wvec, in, o, ctr, err, k, nk, pb, sleep_ns, 0));
+        }
+        CK(cudaStreamEndCapture(st, &g));
+        CK(cudaGraphInstantiate(&ge, g, 0));
+        for (int i = 0; i < 3; i++)
+            CK(cudaGraphLaunch(ge, st));
+        CK(cudaStreamSynchronize(st));
+        cudaEvent_t a, b;
+        CK(cudaEventCreate(&a));
+        CK(cudaEventCreate(&b));
+        std::vector<float> t;
+        for (int r = 0; r < 7; r++) {
+            CK(cudaEventRecord(a, st));
+            for (int i = 0; i < replays; i++)
+                CK(cudaGraphLaunch(ge, st));
+            CK(cudaEventRecord(b, st));
+            CK(cudaEventSynchronize(b));
+            float ms;
+            CK(cudaEventElapsedTime(&ms, a, b));
+            t.push_back(ms * 1e3f / replays / nk);
+        }
+        std::sort(t.begin(), t.end());
+        int e = 0;
+        CK(cudaMemcpy(&e, err, 4, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(got.data(), act + (size_t)nk * kAct, kAct * 4, cudaMemcpyDeviceToHost));
+        int bad = 0;
+        for (int i = 0; i < kAct; i++)
+            bad += got[i] != ref[i];
+        const char *check = e ? "timeout" : bad ? "mismatch" : "ok";
+        if ((e || bad) && mode != RACY)
+            rc = 1;
+        const double floor_us = blocks * (double)wkb * 1024 / 4.6e6;
+        printf("%-8s us a kernel: median %7.3f  min %7.3f  max %7.3f  (weights alone at 4.6 TB/s: %.3f)  check %s%s\n",
+               kModeName[mode], t[3], t[0], t[6], floor_us, check,
+               mode == RACY ? (bad ? " (expected: no wait)" : " (the race did not show this time)") : "");
+        if (e)
+            fprintf(stderr, "engine_chain_bench: %s: a counter wait of kernel %d passed 2 s\n", kModeName[mode], e);
+        if (bad && mode != RACY)
+            fprintf(stderr, "engine_chain_bench: %s: %d of %d words differ from the host recurrence\n",
+                    kModeName[mode], bad, kAct);
+        char line[512];
+        snprintf(line, sizeof line, "chain-bench-1,%s,%s,%d,%d,%d,%s,%d,%d,%ld,%d,%d,%.4f,%.4f,%.4f,%.4f,%s\n", host,
+                 prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks, wkb, sleep_ns, replays,
+                 t[3], t[0], t[6], floor_us, check);
+        csv += line;
+        CK(cudaEventDestroy(a));
+        CK(cudaEventDestroy(b));
+        CK(cudaGraphExecDestroy(ge));
+        CK(cudaGraphDestroy(g));
+        if (e) // a kernel may still be spinning: the device is not reusable for the next mode
+            break;
+    }
+    if (out) { // atomically: a temporary beside it, then rename
+        const std::string tmp = std::string(out) + ".tmp";
+        FILE *f = fopen(tmp.c_str(), "w");
+        if (!f || fputs(csv.c_str(), f) < 0 || fclose(f) != 0 || rename(tmp.c_str(), out) != 0) {
+            fprintf(stderr, "engine_chain_bench: cannot write %s: %s\n", out, strerror(errno));
+            return 1;
+        }
+    }
+    return rc;
+}
