@@ -6,14 +6,14 @@
 
 __global__ void noop_kernel(void) {}
 
-/* The PDL-capable form: launched with programmatic stream serialization, it waits for its
- * predecessor (so a successor that waits on it also waits on that one) and lets its own
- * successor start launching at once. */
+/* The PDL-capable form: launched with programmatic stream serialization, it lets its own
+ * successor start launching at once, then waits for its predecessor (so a successor that
+ * waits on it also waits on that one). */
 __global__ void noop_pdl_kernel(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
 

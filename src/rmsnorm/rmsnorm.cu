@@ -92,12 +92,12 @@ residual_rmsnorm_kernel(__nv_bfloat16 *residual, const __nv_bfloat16 *sum,
     vec_t *out_row = reinterpret_cast<vec_t *>(out + row);
     const unsigned kept_end = kKeptVecs * blockDim.x; // vectors below this stay in registers
 
-    // Programmatic dependent launch on both sides (no-ops when launched without it): wait
-    // for the kernel that wrote sum, and let the next kernel start its launch (it waits
-    // for this one's completion before reading residual or out).
+    // Programmatic dependent launch on both sides (no-ops when launched without it): let the
+    // next kernel start its launch at once (it waits for this one's completion before reading
+    // residual or out), then wait for the kernel that wrote sum.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 
     // Pass 1: residual = bf16(residual + sum), stored; the norm uses the stored value.

@@ -193,8 +193,8 @@ template <class P> __device__ __forceinline__ void mla_merge_tile(const P &pol, 
     float *wch = sm.wch;
     float4(*red)[kMergeQuads] = sm.red;
     float *scratch = sm.scratch;
+    pol.launch_dependents(); // W_uv's launch overlaps the wait (it waits for this launch itself)
     pol.wait();
-    pol.launch_dependents();
     const int ps = rkv + 4;
     const int nch = (*pos0 + T + kAttnChunk - 1) / kAttnChunk;
     const size_t cstride = (size_t)R * ps; // floats, a multiple of 4 (rkv % 8 == 0)

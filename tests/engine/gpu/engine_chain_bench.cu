@@ -8,12 +8,18 @@
 //   out[i] = in[i] + in[(i + 1) mod n] + 1     (every slice reads another block's slice)
 // Ways to wait, each captured into its own graph:
 //   plain     no PDL attribute: the graph's full dependency between kernels
-//   pdl       PDL: every block triggers its dependents first, then griddepcontrol.wait
-//   counter   PDL trigger as above; instead of griddepcontrol.wait, thread 0 polls the
+//   pdl       PDL: every block triggers its dependents first (before its weight loads, as
+//             the engine's kernels do), then griddepcontrol.wait
+//   pdl-late  PDL: griddepcontrol.wait, then the trigger (the order the engine's merge, the
+//             call sites' residual + RMSNorm and noop had until this bench measured it)
+//   counter   PDL trigger first; instead of griddepcontrol.wait, thread 0 polls the
 //             predecessor's counter (ld.acquire.gpu) until it holds every block; a block
 //             adds itself to its own counter after its writes (bar.sync, fence, atomicAdd);
 //             kernel k resets kernel k - 2's counter (all of k - 1 has passed its wait on it)
-//   racy      PDL trigger, no wait at all: to show the check below can fail
+//   flag      as counter, but the block that adds the last count (a ticket, which it resets)
+//             sets the kernel's flag word (st.release.gpu), and the dependents poll the flag:
+//             the polls and the atomics are on different words
+//   racy      PDL trigger first, no wait at all: to show the check below can fail
 // After the timed replays the last activation is compared with the same recurrence on the
 // host; a mismatch fails the run (exit 1), except for racy, where it is the expected outcome
 // and is reported. A counter poll past 2 s sets an error word; the run then fails.
@@ -37,8 +43,8 @@ constexpr int kThreads = 256;
 constexpr int kAct = 7168 / 4; // u32 words of the activation: 7168 bf16 = 14 KB
 constexpr unsigned long long kTimeoutNs = 2000000000ull;
 
-enum { PLAIN, PDL, COUNTER, RACY, MODES };
-const char *const kModeName[MODES] = {"plain", "pdl", "counter", "racy"};
+enum { PLAIN, PDL, PDL_LATE, COUNTER, FLAG, RACY, MODES };
+const char *const kModeName[MODES] = {"plain", "pdl", "pdl-late", "counter", "flag", "racy"};
 
 __device__ __forceinline__ unsigned ld_acquire(const unsigned *p)
 {
@@ -47,11 +53,15 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned *p)
     return v;
 }
 
-template <int MODE>
-__global__ void __launch_bounds__(kThreads)
+template <int MODE> __global__ void __launch_bounds__(kThreads)
     link(const uint4 *w, size_t wvec, const unsigned *in, unsigned *out, unsigned *ctr, int *err, int k, int nk,
          unsigned prev_blocks, int sleep_ns, int fold)
 {
+    constexpr bool polls = MODE == COUNTER || MODE == FLAG;
+    // ctr: a counter (COUNTER) or a ticket (FLAG) per kernel, then (FLAG) a flag per kernel
+    unsigned *flag = ctr + nk;
+    if (MODE != PLAIN && MODE != PDL_LATE)
+        asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     // the block's weights, before any wait (a fold of them, stored only when fold != 0: never)
     uint4 acc = make_uint4(0, 0, 0, 0);
     const uint4 *wb = w + (size_t)blockIdx.x * wvec;
@@ -59,16 +69,18 @@ __global__ void __launch_bounds__(kThreads)
         const uint4 v = __ldg(wb + i);
         acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w;
     }
-    if (MODE != PLAIN)
-        asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    if (MODE == PDL || (MODE == COUNTER && k == 0))
+    if (MODE == PDL || MODE == PDL_LATE || (polls && k == 0))
         asm volatile("griddepcontrol.wait;" ::: "memory");
-    if (MODE == COUNTER && k == 0 && blockIdx.x == 0 && threadIdx.x < 2 && nk - 2 + (int)threadIdx.x > 0)
-        ctr[nk - 2 + threadIdx.x] = 0; // the previous replay's last two counters (no kernel resets them)
-    if (MODE == COUNTER && k > 0) {
+    if (MODE == PDL_LATE)
+        asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    unsigned *word = MODE == FLAG ? flag : ctr; // what the dependents poll
+    const unsigned want = MODE == FLAG ? 1u : prev_blocks;
+    if (polls && k == 0 && blockIdx.x == 0 && threadIdx.x < 2)
+        word[nk - 2 + threadIdx.x] = 0; // the previous replay's last two words (no kernel resets them)
+    if (polls && k > 0) {
         if (threadIdx.x == 0) {
             unsigned long long t0 = 0, now;
-            for (unsigned it = 0; ld_acquire(ctr + k - 1) < prev_blocks; it++) {
+            for (unsigned it = 0; ld_acquire(word + k - 1) < want; it++) {
                 asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
                 if (it == 0)
                     t0 = now;
@@ -80,7 +92,7 @@ __global__ void __launch_bounds__(kThreads)
                     __nanosleep(sleep_ns);
             }
             if (blockIdx.x == 0 && k >= 2)
-                ctr[k - 2] = 0;
+                word[k - 2] = 0;
         }
         __syncthreads();
     }
@@ -92,13 +104,19 @@ __global__ void __launch_bounds__(kThreads)
     for (int j = threadIdx.x; j < per; j += kThreads) {
         const int i = blockIdx.x * per + j;
         if (i < kAct)
-            out[i] = __ldcg(in + i) + __ldcg(in + (i + 1) % kAct) + 1u + (fold ? s ^ acc.x ^ acc.y ^ acc.z ^ acc.w : 0u);
+            out[i] =
+                __ldcg(in + i) + __ldcg(in + (i + 1) % kAct) + 1u + (fold ? s ^ acc.x ^ acc.y ^ acc.z ^ acc.w : 0u);
     }
-    if (MODE == COUNTER) {
+    if (polls) {
         __syncthreads();
         if (threadIdx.x == 0) {
             __threadfence();
-            atomicAdd(ctr + k, 1u);
+            const unsigned before = atomicAdd(ctr + k, 1u);
+            if (MODE == FLAG && before == gridDim.x - 1) { // the last block: every block's writes are before it
+                ctr[k] = 0;
+                __threadfence();
+                asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag + k), "r"(1u) : "memory");
+            }
         }
     }
 }
@@ -175,7 +193,7 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&w, wtot * 16 + 16));
     CK(cudaMemset(w, 1, wtot * 16 + 16));
     CK(cudaMalloc(&act, (size_t)(nk + 1) * kAct * 4));
-    CK(cudaMalloc(&ctr, (size_t)nk * 4));
+    CK(cudaMalloc(&ctr, (size_t)2 * nk * 4));
     CK(cudaMalloc(&err, 4));
     std::vector<unsigned> h0(kAct), ref(kAct), got(kAct);
     for (int i = 0; i < kAct; i++)
@@ -199,7 +217,7 @@ int main(int argc, char **argv)
     for (int mode = 0; mode < MODES; mode++) {
         CK(cudaMemcpy(act, h0.data(), kAct * 4, cudaMemcpyHostToDevice));
         CK(cudaMemset(act + kAct, 0, (size_t)nk * kAct * 4));
-        CK(cudaMemset(ctr, 0, (size_t)nk * 4));
+        CK(cudaMemset(ctr, 0, (size_t)2 * nk * 4));
         CK(cudaMemset(err, 0, 4));
         cudaGraph_t g;
         cudaGraphExec_t ge;
@@ -215,9 +233,10 @@ int main(int argc, char **argv)
             const unsigned *in = act + (size_t)k * kAct;
             unsigned *o = act + (size_t)(k + 1) * kAct;
             const unsigned pb = (unsigned)blocks;
-            void (*kern)(const uint4 *, size_t, const unsigned *, unsigned *, unsigned *, int *, int, int, unsigned,
-                         int, int) = mode == PLAIN ? link<PLAIN> : mode == PDL ? link<PDL> : mode == COUNTER ? link<COUNTER> : link<RACY>;
-            CK(cudaLaunchKernelEx(&cfg, kern, wk, wvec, in, o, ctr, err, k, nk, pb, sleep_ns, 0));
+            void (*const kern[MODES])(const uint4 *, size_t, const unsigned *, unsigned *, unsigned *, int *, int, int,
+                                      unsigned, int, int) = {link<PLAIN>,   link<PDL>,  link<PDL_LATE>,
+                                                             link<COUNTER>, link<FLAG>, link<RACY>};
+            CK(cudaLaunchKernelEx(&cfg, kern[mode], wk, wvec, in, o, ctr, err, k, nk, pb, sleep_ns, 0));
         }
         CK(cudaStreamEndCapture(st, &g));
         CK(cudaGraphInstantiate(&ge, g, 0));
@@ -255,8 +274,8 @@ int main(int argc, char **argv)
         if (e)
             fprintf(stderr, "engine_chain_bench: %s: a counter wait of kernel %d passed 2 s\n", kModeName[mode], e);
         if (bad && mode != RACY)
-            fprintf(stderr, "engine_chain_bench: %s: %d of %d words differ from the host recurrence\n",
-                    kModeName[mode], bad, kAct);
+            fprintf(stderr, "engine_chain_bench: %s: %d of %d words differ from the host recurrence\n", kModeName[mode],
+                    bad, kAct);
         char line[512];
         snprintf(line, sizeof line, "chain-bench-1,%s,%s,%d,%d,%d,%s,%d,%d,%ld,%d,%d,%.4f,%.4f,%.4f,%.4f,%s\n", host,
                  prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks, wkb, sleep_ns, replays,
