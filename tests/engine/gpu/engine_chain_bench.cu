@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Not a test: what one dependent-kernel boundary of a CUDA graph costs on this GPU, by how
-// the dependent kernel waits for its predecessor (issue 22: the engine's ~12 dependent
+// the dependent kernel waits for its predecessor (issue 22: the engine's 14 dependent
 // launches a layer). A graph of K kernels, each of G blocks of 256 threads: a block loads
 // its own W KB of weights (read before any wait, distinct per kernel and block, so K x G x W
 // is past L2 for the defaults), then waits, then reads the whole 14 KB activation its
