@@ -19,7 +19,8 @@
 //   flag      as counter, but the block that adds the last count (a ticket, which it resets)
 //             sets the kernel's flag word (st.release.gpu), and the dependents poll the flag:
 //             the polls and the atomics are on different words
-//   racy      PDL trigger first, no wait at all: to show the check below can fail
+//   racy      PDL trigger first, no wait at all: the launch cost alone (its check may fail: a
+//             read before the write; in the shapes run so far it passed)
 // After the timed replays the last activation is compared with the same recurrence on the
 // host; a mismatch fails the run (exit 1), except for racy, where it is the expected outcome
 // and is reported. A counter poll past 2 s sets an error word; the run then fails.
