@@ -25,8 +25,9 @@
 // host; a mismatch fails the run (exit 1), except for racy, where it is the expected outcome
 // and is reported. A counter poll past 2 s sets an error word; the run then fails.
 // Usage: engine_chain_bench [--kernels K] [--blocks G] [--weights-kb W] [--sleep-ns N]
-//                           [--replays R] [--out FILE.csv]
-// No GPU: says so, exit 77.
+//                           [--replays R] [--out FILE.csv [--force]]
+// --out follows the project's output rule (src/base/outfile.h: an existing file is refused
+// unless --force, written whole through a temporary). No GPU: says so, exit 77.
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -37,6 +38,11 @@
 #include <string>
 #include <unistd.h>
 #include <vector>
+
+extern "C" {
+#include "base/meta.h"
+#include "base/outfile.h"
+}
 
 namespace {
 
@@ -150,13 +156,12 @@ int main(int argc, char **argv)
     int nk = 120, blocks = 264, sleep_ns = 0, replays = 20;
     long wkb = 16;
     const char *out = nullptr;
-    static const option opts[] = {{"kernels", required_argument, nullptr, 'k'},
-                                  {"blocks", required_argument, nullptr, 'g'},
-                                  {"weights-kb", required_argument, nullptr, 'w'},
-                                  {"sleep-ns", required_argument, nullptr, 's'},
-                                  {"replays", required_argument, nullptr, 'r'},
-                                  {"out", required_argument, nullptr, 'o'},
-                                  {nullptr, 0, nullptr, 0}};
+    int force = 0;
+    static const option opts[] = {
+        {"force", no_argument, nullptr, 'f'},          {"kernels", required_argument, nullptr, 'k'},
+        {"blocks", required_argument, nullptr, 'g'},   {"weights-kb", required_argument, nullptr, 'w'},
+        {"sleep-ns", required_argument, nullptr, 's'}, {"replays", required_argument, nullptr, 'r'},
+        {"out", required_argument, nullptr, 'o'},      {nullptr, 0, nullptr, 0}};
     for (int c; (c = getopt_long(argc, argv, "", opts, nullptr)) != -1;) {
         switch (c) {
         case 'k': nk = (int)parse("kernels", optarg, 3, 4096); break;
@@ -165,14 +170,21 @@ int main(int argc, char **argv)
         case 's': sleep_ns = (int)parse("sleep-ns", optarg, 0, 100000); break;
         case 'r': replays = (int)parse("replays", optarg, 1, 100000); break;
         case 'o': out = optarg; break;
+        case 'f': force = 1; break;
         default:
             fprintf(stderr, "usage: engine_chain_bench [--kernels K] [--blocks G] [--weights-kb W] [--sleep-ns N] "
-                            "[--replays R] [--out FILE.csv]\n");
+                            "[--replays R] [--out FILE.csv [--force]]\n");
             return 2;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "engine_chain_bench: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    char err[512];
+    if (out &&
+        arb_out_check("--out", out, force ? ARB_OUT_FORCE : ARB_OUT_NEW, "--force", nullptr, 0, err, sizeof err)) {
+        fprintf(stderr, "engine_chain_bench: %s\n", err);
         return 2;
     }
     int ndev = 0;
@@ -190,12 +202,12 @@ int main(int argc, char **argv)
     const size_t wvec = (size_t)wkb * 1024 / 16, wtot = (size_t)nk * blocks * wvec;
     uint4 *w = nullptr;
     unsigned *act = nullptr, *ctr = nullptr;
-    int *err = nullptr;
+    int *dev_err = nullptr;
     CK(cudaMalloc(&w, wtot * 16 + 16));
     CK(cudaMemset(w, 1, wtot * 16 + 16));
     CK(cudaMalloc(&act, (size_t)(nk + 1) * kAct * 4));
     CK(cudaMalloc(&ctr, (size_t)2 * nk * 4));
-    CK(cudaMalloc(&err, 4));
+    CK(cudaMalloc(&dev_err, 4));
     std::vector<unsigned> h0(kAct), ref(kAct), got(kAct);
     for (int i = 0; i < kAct; i++)
         h0[i] = ref[i] = (unsigned)i * 2654435761u;
@@ -209,8 +221,11 @@ int main(int argc, char **argv)
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     char host[256] = "?";
     gethostname(host, sizeof host - 1);
-    std::string csv = "schema,host,gpu,sms,driver,runtime,mode,kernels,blocks,weights_kb,sleep_ns,replays,"
+    std::string csv = "schema,git_rev,host,gpu,sms,driver,runtime,mode,kernels,blocks,weights_kb,sleep_ns,replays,"
                       "us_per_kernel_median,us_per_kernel_min,us_per_kernel_max,weights_floor_us_at_4.6TBps,check\n";
+    void (*const kern[MODES])(const uint4 *, size_t, const unsigned *, unsigned *, unsigned *, int *, int, int,
+                              unsigned, int,
+                              int) = {link<PLAIN>, link<PDL>, link<PDL_LATE>, link<COUNTER>, link<FLAG>, link<RACY>};
     int rc = 0;
     printf("# engine_chain_bench: %s, %d SMs, driver %d, runtime %d; %d kernels of %d blocks, %ld KB of weights a "
            "block (%.2f MB a kernel), sleep %d ns, %d replays x 7\n",
@@ -219,7 +234,7 @@ int main(int argc, char **argv)
         CK(cudaMemcpy(act, h0.data(), kAct * 4, cudaMemcpyHostToDevice));
         CK(cudaMemset(act + kAct, 0, (size_t)nk * kAct * 4));
         CK(cudaMemset(ctr, 0, (size_t)2 * nk * 4));
-        CK(cudaMemset(err, 0, 4));
+        CK(cudaMemset(dev_err, 0, 4));
         cudaGraph_t g;
         cudaGraphExec_t ge;
         CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
@@ -233,11 +248,8 @@ int main(int argc, char **argv)
             const uint4 *wk = w + (size_t)k * blocks * wvec;
             const unsigned *in = act + (size_t)k * kAct;
             unsigned *o = act + (size_t)(k + 1) * kAct;
-            const unsigned pb = (unsigned)blocks;
-            void (*const kern[MODES])(const uint4 *, size_t, const unsigned *, unsigned *, unsigned *, int *, int, int,
-                                      unsigned, int, int) = {link<PLAIN>,   link<PDL>,  link<PDL_LATE>,
-                                                             link<COUNTER>, link<FLAG>, link<RACY>};
-            CK(cudaLaunchKernelEx(&cfg, kern[mode], wk, wvec, in, o, ctr, err, k, nk, pb, sleep_ns, 0));
+            CK(cudaLaunchKernelEx(&cfg, kern[mode], wk, wvec, in, o, ctr, dev_err, k, nk, (unsigned)blocks, sleep_ns,
+                                  0));
         }
         CK(cudaStreamEndCapture(st, &g));
         CK(cudaGraphInstantiate(&ge, g, 0));
@@ -260,7 +272,7 @@ int main(int argc, char **argv)
         }
         std::sort(t.begin(), t.end());
         int e = 0;
-        CK(cudaMemcpy(&e, err, 4, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(&e, dev_err, 4, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(got.data(), act + (size_t)nk * kAct, kAct * 4, cudaMemcpyDeviceToHost));
         int bad = 0;
         for (int i = 0; i < kAct; i++)
@@ -278,9 +290,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "engine_chain_bench: %s: %d of %d words differ from the host recurrence\n", kModeName[mode],
                     bad, kAct);
         char line[512];
-        snprintf(line, sizeof line, "chain-bench-1,%s,%s,%d,%d,%d,%s,%d,%d,%ld,%d,%d,%.4f,%.4f,%.4f,%.4f,%s\n", host,
-                 prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks, wkb, sleep_ns, replays,
-                 t[3], t[0], t[6], floor_us, check);
+        snprintf(line, sizeof line, "chain-bench-1,%s,%s,%s,%d,%d,%d,%s,%d,%d,%ld,%d,%d,%.4f,%.4f,%.4f,%.4f,%s\n",
+                 arb_git_rev(), host, prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks, wkb,
+                 sleep_ns, replays, t[3], t[0], t[6], floor_us, check);
         csv += line;
         CK(cudaEventDestroy(a));
         CK(cudaEventDestroy(b));
@@ -289,11 +301,16 @@ int main(int argc, char **argv)
         if (e) // a kernel may still be spinning: the device is not reusable for the next mode
             break;
     }
-    if (out) { // atomically: a temporary beside it, then rename
-        const std::string tmp = std::string(out) + ".tmp";
-        FILE *f = fopen(tmp.c_str(), "w");
-        if (!f || fputs(csv.c_str(), f) < 0 || fclose(f) != 0 || rename(tmp.c_str(), out) != 0) {
-            fprintf(stderr, "engine_chain_bench: cannot write %s: %s\n", out, strerror(errno));
+    if (out) {
+        arb_outfile_t of;
+        FILE *f = arb_outfile_open(&of, "--out", out, err, sizeof err);
+        if (f && fputs(csv.c_str(), f) < 0) {
+            arb_outfile_discard(&of);
+            snprintf(err, sizeof err, "--out '%s': cannot write (%s)", out, strerror(errno));
+            f = nullptr;
+        }
+        if (!f || arb_outfile_commit(&of, err, sizeof err)) {
+            fprintf(stderr, "engine_chain_bench: %s\n", err);
             return 1;
         }
     }
