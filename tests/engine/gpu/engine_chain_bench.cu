@@ -26,7 +26,8 @@
 // and is reported. A counter poll past 2 s sets an error word; the run then fails.
 // Usage: engine_chain_bench [--kernels K] [--blocks G] [--weights-kb W] [--sleep-ns N]
 //                           [--replays R] [--out FILE.csv [--force]]
-// --out follows the project's output rule (src/base/outfile.h: an existing file is refused
+// Rows: schema chain-bench-2 (chain-bench-1, in results/engine-h200/trigger-first-ab/, had no
+// git_rev column). --out follows the project's output rule (src/base/outfile.h: an existing file is refused
 // unless --force, written whole through a temporary). No GPU: says so, exit 77.
 #include <algorithm>
 #include <cerrno>
@@ -290,7 +291,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "engine_chain_bench: %s: %d of %d words differ from the host recurrence\n", kModeName[mode],
                     bad, kAct);
         char line[512];
-        snprintf(line, sizeof line, "chain-bench-1,%s,%s,%s,%d,%d,%d,%s,%d,%d,%ld,%d,%d,%.4f,%.4f,%.4f,%.4f,%s\n",
+        snprintf(line, sizeof line, "chain-bench-2,%s,%s,%s,%d,%d,%d,%s,%d,%d,%ld,%d,%d,%.4f,%.4f,%.4f,%.4f,%s\n",
                  arb_git_rev(), host, prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks, wkb,
                  sleep_ns, replays, t[3], t[0], t[6], floor_us, check);
         csv += line;
