@@ -47,7 +47,8 @@ void arb_engine_opts_usage(FILE *f)
             "  --append            add this run's rows to an existing --out file (rows keep their run_id)\n"
             "  --backend gpu|cpu   CUDA kernels, or the float64 CPU reference on host memory (default gpu)\n"
             "  --dry-run           print the per-rank memory plan and exit\n"
-            "  --check-steps N     gpu: compare the first N decode tokens with the CPU reference (0: off)\n"
+            "  --check-steps N     gpu: compare the first N decode tokens, logits and experts with the CPU\n"
+            "                      reference (0: off); exit 1 when they disagree; not with --impl noop\n"
             "  --no-noop-replay    skip the compute-only replay (no all-reduce share in the rows)\n"
             "  --accept-rate P[,P...]  also run speculative cycles: k drafts per verify step, each the right token with\n"
             "                      probability p (draws seeded, wgen ARB_W_ACCEPT), the longest matching prefix accepted;\n"
@@ -325,6 +326,12 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         snprintf(o->config, sizeof o->config, "%.1000s/config.json", o->weights_dir);
     if (o->backend == ARB_ENGINE_CPU && o->step_form != ARB_STEP_LAUNCHES) {
         snprintf(err, len, "--step-form persistent with --backend cpu: the persistent form is the GPU step's (give --backend gpu)");
+        return -1;
+    }
+    if (o->check_steps && o->impl_given && strcmp(o->impl.name, "noop") == 0) {
+        snprintf(err, len, "--check-steps with --impl noop: noop leaves the partial sums out of the residual, so the "
+                 "GPU computes another function than the CPU reference (give --impl nccl: on one rank an identity "
+                 "all-reduce, the reference's arithmetic)");
         return -1;
     }
     if (o->profile[0] && o->tune) {

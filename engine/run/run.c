@@ -18,6 +18,7 @@
 #include "model/memplan.h"
 #include "run/run.h"
 #include "run/run_ab.h"
+#include "run/run_check.h"
 #include "run/run_draft.h"
 #include "run/run_phases.h"
 #include "run/run_profile.h"
@@ -327,6 +328,11 @@ int arb_engine_main(const arb_engine_opts_t *o, arb_mpi_t *m, int argc, char **a
     if (m->rank == 0) {
         arb_run_print_table(r);
         arb_run_close_rows(r);
+    }
+    if (rc == 0 && arb_run_check_failed(r, msg, sizeof msg)) { /* the rows are kept: they say what disagreed */
+        if (m->rank == 0)
+            fprintf(stderr, "arbench engine: %s\n", msg);
+        rc = 1;
     }
 out_close:
     for (unsigned i = 0; i < r->ncfgs; i++)

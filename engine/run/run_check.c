@@ -3,6 +3,7 @@
 #include "run/run_check.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +52,7 @@ arb_status_t arb_run_check(arb_stepper_t *gpu, uint32_t gpu_g0, char *why, size_
     arb_loaded_plugin_t lp = {0};
     arb_inst_t *inst = NULL, **sites = calloc(2 * L, sizeof *sites);
     float *lg = NULL, *lc = NULL;
+    int32_t *eg = NULL, *ec = NULL;
     const arb_backend_ops_t *cb = &arb_engine_backend_cpu;
     arb_stepper_t cpu = {.r = r, .be = cb, .mode = ARB_MODE_EAGER};
     arb_stepper_t g = *gpu;
@@ -67,13 +69,17 @@ arb_status_t arb_run_check(arb_stepper_t *gpu, uint32_t gpu_g0, char *why, size_
     if (st == ARB_OK)
         st = arb_step_prefill(&cpu, &g0, why, len);
     r->check_agree = r->check_compared = 0;
-    r->check_max_logit_diff = 0;
+    r->check_max_logit_diff = 0, r->check_rel_diff = 0;
+    r->check_experts_differ = r->check_experts_total = 0;
+    r->check_first_layer = -1;
     if (st == ARB_OK) {
         r->check_agree += g0 == gpu_g0, r->check_compared++;
     }
     unsigned vr = r->s.shard.vocab, vb = 0;
+    const unsigned k = r->cfg.num_experts_per_tok;
     lg = calloc(vr, sizeof *lg), lc = calloc(vr, sizeof *lc);
-    if (!lg || !lc)
+    eg = malloc(sizeof *eg * L * (k ? k : 1)), ec = malloc(sizeof *ec * L * (k ? k : 1));
+    if (!lg || !lc || !eg || !ec)
         st = ARB_ERR_SYSTEM;
     uint32_t tok = gpu_g0;
     for (unsigned i = 0; i < N && st == ARB_OK; i++) {
@@ -85,25 +91,69 @@ arb_status_t arb_run_check(arb_stepper_t *gpu, uint32_t gpu_g0, char *why, size_
             st = arb_run_agree(r, g.be->logits(g.model, 1, lg, &vr, &vb, why, len), why, len);
         if (st == ARB_OK)
             st = arb_run_agree(r, cb->logits(cpu.model, 1, lc, &vr, &vb, why, len), why, len);
+        if (st == ARB_OK && k)
+            st = arb_run_agree(r, g.be->experts(g.model, 1, eg, why, len), why, len);
+        if (st == ARB_OK && k)
+            st = arb_run_agree(r, cb->experts(cpu.model, 1, ec, why, len), why, len);
         if (st != ARB_OK)
             break;
+        double sq = 0, maxd = 0;
         for (unsigned v = 0; v < vr; v++) {
             double d = fabs((double)lg[v] - lc[v]);
-            r->check_max_logit_diff = isnan(d) || d > r->check_max_logit_diff ? (isnan(d) ? INFINITY : d)
-                                                                               : r->check_max_logit_diff;
+            d = isnan(d) ? INFINITY : d;
+            maxd = d > maxd ? d : maxd;
+            sq += (double)lc[v] * lc[v];
         }
+        const double rms = vr ? sqrt(sq / vr) : 0;
+        r->check_max_logit_diff = maxd > r->check_max_logit_diff ? maxd : r->check_max_logit_diff;
+        const double rel = maxd / (rms > 0 ? rms : 1);
+        r->check_rel_diff = rel > r->check_rel_diff ? rel : r->check_rel_diff;
+        /* the experts as sets per layer (dense layers hold -1) */
+        for (unsigned l = 0; l < L && k; l++)
+            for (unsigned j = 0; j < k; j++) {
+                const int32_t e = eg[l * k + j];
+                if (e < 0)
+                    continue;
+                int found = 0;
+                for (unsigned q = 0; q < k; q++)
+                    found |= ec[l * k + q] == e;
+                r->check_experts_total++;
+                if (!found) {
+                    r->check_experts_differ++;
+                    if (r->check_first_layer < 0 || (int)l < r->check_first_layer)
+                        r->check_first_layer = (int)l;
+                }
+            }
         r->check_agree += og.greedy[0] == oc.greedy[0], r->check_compared++;
         tok = og.greedy[0]; /* both follow the GPU's chain, so one disagreement does not cascade */
     }
-    MPI_Allreduce(MPI_IN_PLACE, &r->check_max_logit_diff, 1, MPI_DOUBLE, MPI_MAX, r->m->world);
+    double red[4] = {r->check_max_logit_diff, r->check_rel_diff, (double)r->check_experts_differ,
+                     r->check_first_layer < 0 ? -1e9 : -(double)r->check_first_layer}; /* MAX of -l: the lowest layer */
+    MPI_Allreduce(MPI_IN_PLACE, red, 4, MPI_DOUBLE, MPI_MAX, r->m->world);
+    r->check_max_logit_diff = red[0], r->check_rel_diff = red[1], r->check_experts_differ = (size_t)red[2];
+    r->check_first_layer = red[3] <= -1e9 ? -1 : (int)-red[3];
     if (cpu.model)
         cb->destroy(cpu.model);
     if (inst) {
         arb_inst_close(inst);
         arb_plugin_unload(&lp);
     }
-    free(sites), free(lg), free(lc);
+    free(sites), free(lg), free(lc), free(eg), free(ec);
     if (st == ARB_ERR_SYSTEM && !why[0])
         snprintf(why, len, "out of host memory");
     return st;
+}
+
+int arb_run_check_failed(const arb_engine_run_t *r, char *why, size_t len)
+{
+    if (r->check_max_logit_diff < 0)
+        return 0;
+    if (r->check_agree == r->check_compared && r->check_max_logit_diff <= ARB_ENGINE_LOGIT_TOL)
+        return 0;
+    snprintf(why, len,
+             "--check-steps: the GPU disagrees with the CPU reference: %u of %u greedy tokens equal, max |logit diff| "
+             "%.5f (tolerance %.3f), %zu of %zu selected experts differ",
+             r->check_agree, r->check_compared, r->check_max_logit_diff, ARB_ENGINE_LOGIT_TOL, r->check_experts_differ,
+             r->check_experts_total);
+    return 1;
 }

@@ -340,7 +340,13 @@ void arb_run_print_table(const arb_engine_run_t *r)
     if (c->note[0])
         printf("# %s\n", c->note);
     print_spec_table(r, c);
-    if (r->check_max_logit_diff >= 0)
-        printf("# check vs the CPU reference: %u/%u greedy tokens equal, max |logit diff| %.5f (tolerance %.3f)\n",
-               r->check_agree, r->check_compared, r->check_max_logit_diff, ARB_ENGINE_LOGIT_TOL);
+    if (r->check_max_logit_diff >= 0) {
+        char fl[48] = "";
+        if (r->check_first_layer >= 0)
+            snprintf(fl, sizeof fl, ", the first in layer %d", r->check_first_layer);
+        printf("# check vs the CPU reference: %u/%u greedy tokens equal, max |logit diff| %.5f (tolerance %.3f)\n"
+               "#   %.4f x the reference's logit RMS at worst; %zu of %zu selected experts differ%s\n",
+               r->check_agree, r->check_compared, r->check_max_logit_diff, ARB_ENGINE_LOGIT_TOL, r->check_rel_diff,
+               r->check_experts_differ, r->check_experts_total, fl);
+    }
 }

@@ -110,6 +110,10 @@ typedef struct arb_engine_run {
     double bandwidth;        /* bytes/s, streaming read, < 0 when not measured */
     double check_max_logit_diff; /* --check-steps: |gpu - cpu| logits, < 0: not checked */
     unsigned check_agree, check_compared;
+    double check_rel_diff;        /* the largest |gpu - cpu| over the reference's logit RMS, per step */
+    size_t check_experts_differ;  /* selected experts of the GPU absent from the reference's, all steps */
+    size_t check_experts_total;   /* selected experts compared */
+    int check_first_layer;        /* the lowest layer with a differing expert; -1: none */
     arb_row_sink_fn sink;    /* rank 0: where the implementation's measurements go; NULL elsewhere */
     arb_results_writer_t *rows;  /* the sink's CSV */
     int progress;            /* rank 0 writes progress lines to a terminal */
