@@ -328,6 +328,11 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         snprintf(err, len, "--step-form persistent with --backend cpu: the persistent form is the GPU step's (give --backend gpu)");
         return -1;
     }
+    if (o->check_steps && o->backend == ARB_ENGINE_CPU) {
+        snprintf(err, len, "--check-steps with --backend cpu: the check compares the GPU with the CPU reference; on "
+                 "the CPU backend it would compare the reference with itself (give --backend gpu)");
+        return -1;
+    }
     if (o->check_steps && o->impl_given && strcmp(o->impl.name, "noop") == 0) {
         snprintf(err, len, "--check-steps with --impl noop: noop leaves the partial sums out of the residual, so the "
                  "GPU computes another function than the CPU reference (give --impl nccl: on one rank an identity "

@@ -85,6 +85,7 @@ bad_input)
     expect_error 2 "--step-form persistent with --backend cpu" --config tiny --backend cpu --step-form persistent-attn
     expect_error 1 "--check-steps with --impl noop: noop leaves the partial sums out" --config tiny --impl noop --check-steps 2
     expect_error 1 "--check-steps with --impl noop" --config tiny --impl noop:pdl=0 --check-steps 2
+    expect_error 1 "--check-steps with --backend cpu: the check compares the GPU" --config tiny --backend cpu --check-steps 2
     expect_error 2 "2 ranks need at least 2 shards" --config tiny --backend cpu --tp-shape 1
     expect_error 2 "--impl nosuch" --config tiny --backend cpu --context 4 --steps 1 --impl nosuch --out "$tmp/x.csv"
     # --backend gpu where no GPU (or no GPU engine) is: a clear error; where one is, it runs
