@@ -201,6 +201,13 @@ __global__ void __launch_bounds__(MAXT, 1) fused_rmsnorm(p2p_fused_launch_t a)
     }
     const unsigned cl = blockIdx.x / P, NC = gridDim.x / P;
 
+    // Programmatic dependent launch (pdl=1; no-ops without the launch attribute): wait
+    // until the previous kernel on the stream completed and its memory is visible (x,
+    // residual, the epoch words) before any load, then let the next launch begin (it
+    // waits the same way for this kernel to complete).
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+
     if (threadIdx.x == 0) {
         s_aborted = p2p_aborted(a.net.state);
         s_epoch = a.net.state->fused_epoch[blockIdx.x] + 1;
@@ -299,22 +306,22 @@ __global__ void __launch_bounds__(MAXT, 1) fused_rmsnorm(p2p_fused_launch_t a)
 }
 
 template <p2p_variant_t V, int MAXT>
-cudaError_t launch_t(const p2p_fused_launch_t *a, int blocks, int row_blocks, int threads, cudaStream_t stream)
+cudaError_t launch_t(const p2p_fused_launch_t *a, int blocks, int row_blocks, int threads, bool pdl,
+                     cudaStream_t stream)
 {
-    if (row_blocks == 1) {
-        fused_rmsnorm<V, MAXT, false><<<blocks, threads, 0, stream>>>(*a);
-        return cudaGetLastError();
-    }
     cudaLaunchAttribute attr[2];
-    const cudaLaunchConfig_t cfg = arb_cluster_launch_config(blocks, row_blocks, threads, false, stream, attr);
+    const cudaLaunchConfig_t cfg = arb_cluster_launch_config(blocks, row_blocks, threads, pdl, stream, attr);
+    if (row_blocks == 1)
+        return cudaLaunchKernelEx(&cfg, fused_rmsnorm<V, MAXT, false>, *a);
     return cudaLaunchKernelEx(&cfg, fused_rmsnorm<V, MAXT, true>, *a);
 }
 
 template <p2p_variant_t V>
-cudaError_t launch_v(const p2p_fused_launch_t *a, int blocks, int row_blocks, int threads, cudaStream_t stream)
+cudaError_t launch_v(const p2p_fused_launch_t *a, int blocks, int row_blocks, int threads, bool pdl,
+                     cudaStream_t stream)
 {
-    return threads > 512 ? launch_t<V, 1024>(a, blocks, row_blocks, threads, stream)
-                         : launch_t<V, 512>(a, blocks, row_blocks, threads, stream);
+    return threads > 512 ? launch_t<V, 1024>(a, blocks, row_blocks, threads, pdl, stream)
+                         : launch_t<V, 512>(a, blocks, row_blocks, threads, pdl, stream);
 }
 
 template <p2p_variant_t V, int MAXT> cudaError_t max_clusters_t(int row_blocks, int threads, int *clusters)
@@ -371,16 +378,16 @@ cudaError_t p2p_fused_max_clusters(p2p_variant_t v, int row_blocks, int threads,
 }
 
 cudaError_t p2p_fused_launch(p2p_variant_t v, const p2p_fused_launch_t *a, int blocks, int row_blocks, int threads,
-                             cudaStream_t stream)
+                             bool pdl, cudaStream_t stream)
 {
     switch (v) {
-    case P2P_ONESHOT_PULL: return launch_v<P2P_ONESHOT_PULL>(a, blocks, row_blocks, threads, stream);
-    case P2P_ONESHOT_PUSH: return launch_v<P2P_ONESHOT_PUSH>(a, blocks, row_blocks, threads, stream);
+    case P2P_ONESHOT_PULL: return launch_v<P2P_ONESHOT_PULL>(a, blocks, row_blocks, threads, pdl, stream);
+    case P2P_ONESHOT_PUSH: return launch_v<P2P_ONESHOT_PUSH>(a, blocks, row_blocks, threads, pdl, stream);
     case P2P_ONESHOT_FLAGFREE: {
         unsigned upt = 0;
         if (p2p_fused_ff_fits(a, blocks, row_blocks, threads, &upt))
-            return p2p_fused_ff_launch(a, upt, blocks, threads, stream);
-        return launch_v<P2P_ONESHOT_FLAGFREE>(a, blocks, row_blocks, threads, stream);
+            return p2p_fused_ff_launch(a, upt, blocks, threads, pdl, stream);
+        return launch_v<P2P_ONESHOT_FLAGFREE>(a, blocks, row_blocks, threads, pdl, stream);
     }
     default: return cudaErrorInvalidValue;
     }

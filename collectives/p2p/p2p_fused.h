@@ -63,7 +63,7 @@ int p2p_fused_ff_fits(const p2p_fused_launch_t *a, int blocks, int row_blocks, i
 #ifdef __cplusplus
 #include <cuda_runtime.h>
 /* The register kernel's launch (blocks CTAs, no clusters) and its most resident CTAs. */
-cudaError_t p2p_fused_ff_launch(const p2p_fused_launch_t *a, unsigned upt, int blocks, int threads,
+cudaError_t p2p_fused_ff_launch(const p2p_fused_launch_t *a, unsigned upt, int blocks, int threads, bool pdl,
                                 cudaStream_t stream);
 cudaError_t p2p_fused_ff_max_blocks(int threads, int *blocks);
 
@@ -75,11 +75,12 @@ cudaError_t p2p_fused_max_clusters(p2p_variant_t v, int row_blocks, int threads,
 /* Enqueues one fused launch of blocks CTAs (a multiple of row_blocks) on stream:
  * clusters of row_blocks CTAs, or plain CTAs for row_blocks 1. Flag-free launches
  * that fit (p2p_fused_ff_fits: single CTAs) run the register kernel, the others the
- * general one. Every launch of one
+ * general one. pdl: with programmatic dependent launch (both kernels wait in
+ * griddepcontrol.wait before any load). Every launch of one
  * instance must use the same blocks (the per-CTA epochs count launches); row_blocks
  * may differ between launches. */
-cudaError_t p2p_fused_launch(p2p_variant_t v, const p2p_fused_launch_t *a, int blocks, int row_blocks,
-                             int threads, cudaStream_t stream);
+cudaError_t p2p_fused_launch(p2p_variant_t v, const p2p_fused_launch_t *a, int blocks, int row_blocks, int threads,
+                             bool pdl, cudaStream_t stream);
 #endif
 
 #endif

@@ -70,17 +70,17 @@ int p2p_fused_ff_fits(const p2p_fused_launch_t *a, int blocks, int row_blocks, i
     return (size_t)u * rows <= (size_t)arb_ff_kmax(arb_ff_maxt(threads));
 }
 
-cudaError_t p2p_fused_ff_launch(const p2p_fused_launch_t *a, unsigned upt, int blocks, int threads,
+cudaError_t p2p_fused_ff_launch(const p2p_fused_launch_t *a, unsigned upt, int blocks, int threads, bool pdl,
                                 cudaStream_t stream)
 {
     const arb_ff_args<p2p_peers> f = ff_args(a, upt);
+    cudaLaunchAttribute attr[2];
+    const cudaLaunchConfig_t cfg = arb_cluster_launch_config(blocks, 1, threads, pdl, stream, attr);
     if (threads <= 256)
-        ff_kernel<256><<<blocks, threads, 0, stream>>>(f);
-    else if (threads <= 512)
-        ff_kernel<512><<<blocks, threads, 0, stream>>>(f);
-    else
-        ff_kernel<1024><<<blocks, threads, 0, stream>>>(f);
-    return cudaGetLastError();
+        return cudaLaunchKernelEx(&cfg, ff_kernel<256>, f);
+    if (threads <= 512)
+        return cudaLaunchKernelEx(&cfg, ff_kernel<512>, f);
+    return cudaLaunchKernelEx(&cfg, ff_kernel<1024>, f);
 }
 
 cudaError_t p2p_fused_ff_max_blocks(int threads, int *blocks)

@@ -21,12 +21,12 @@ const char *p2p_variant_name(p2p_variant_t v)
     return (unsigned)v < sizeof variant_names / sizeof variant_names[0] ? variant_names[v] : "?";
 }
 
-enum { KEY_VARIANT, KEY_BLOCKS, KEY_THREADS, KEY_ROW_BLOCKS, KEY_TIMEOUT, KEY_HANG, NKEYS };
+enum { KEY_VARIANT, KEY_BLOCKS, KEY_THREADS, KEY_ROW_BLOCKS, KEY_PDL, KEY_TIMEOUT, KEY_HANG, NKEYS };
 /* The names of p2p's knobs; lsa uses the same ones (blocks, row_blocks) for the same
  * meaning. The ping plugin takes the last two only. */
 static const arb_kv_key_t p2p_keys[NKEYS] = {
     {"variant", NULL},    {"blocks", NULL},     {"threads", NULL},
-    {"row_blocks", NULL}, {"timeout_ms", NULL}, {"test_hang_rank", NULL},
+    {"row_blocks", NULL}, {"pdl", NULL},      {"timeout_ms", NULL}, {"test_hang_rank", NULL},
 };
 static const arb_kv_key_t *const ping_keys = p2p_keys + KEY_TIMEOUT;
 
@@ -63,6 +63,10 @@ static arb_status_t on_pair(void *vctx, int key, const char *val, char *why, siz
         if (arb_kv_int(val, 1, 8, &p->row_blocks) || (p->row_blocks & (p->row_blocks - 1)))
             ARB_RAISE(ARB_ERR_INVALID, why, why_len, "p2p: parameter row_blocks='%s': expected 1, 2, 4 or 8", val);
         return ARB_OK;
+    case KEY_PDL:
+        if (arb_kv_int(val, 0, 1, &p->pdl))
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "p2p: parameter pdl='%s': expected 0 or 1", val);
+        return ARB_OK;
     case KEY_TIMEOUT:
         if (arb_kv_int(val, 1, 600000, &p->timeout_ms))
             ARB_RAISE(ARB_ERR_INVALID, why, why_len, "p2p: parameter timeout_ms='%s': expected milliseconds 1..600000", val);
@@ -88,6 +92,8 @@ arb_status_t p2p_params_parse(const char *params, int ping, int nranks, p2p_para
     parse_ctx_t c = {&p, ping, nranks};
     ARB_TRY(arb_kv_parse(ping ? "ping" : "p2p", params, ping ? ping_keys : p2p_keys, ping ? NKEYS - KEY_TIMEOUT : NKEYS,
                          on_pair, &c, NULL, why, why_len));
+    if (p.pdl && p.variant == P2P_TWOSHOT)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "p2p: parameter pdl=1 applies to the fused op (allreduce_rmsnorm) of oneshot-pull, oneshot-push and oneshot-flagfree; twoshot has none");
     /* The ping needs one thread per rank (each signals one peer and waits for one). */
     if (ping && p.threads < nranks)
         p.threads = (nranks + 31) / 32 * 32;
@@ -110,6 +116,8 @@ void p2p_params_describe(const p2p_params_t *p, char *buf, size_t len)
         return;
     if (p->variant != P2P_PING && p->row_blocks > 0)
         n += snprintf(buf + n, len - (size_t)n, ",row_blocks=%d", p->row_blocks);
+    if (n >= 0 && (size_t)n < len && p->variant != P2P_PING && p->pdl)
+        n += snprintf(buf + n, len - (size_t)n, ",pdl=1");
     if (n >= 0 && (size_t)n < len && p->variant != P2P_PING && p->timeout_ms != P2P_DEFAULT_TIMEOUT_MS)
         n += snprintf(buf + n, len - (size_t)n, ",timeout_ms=%d", p->timeout_ms);
     if (n >= 0 && (size_t)n < len && p->test_hang_rank >= 0)

@@ -282,7 +282,8 @@ arb_status_t p2p_allreduce_rmsnorm(void *state, const arb_rmsnorm_args_t *args, 
         a.out = (char *)args->out + off;
         a.rows = (unsigned)(args->tokens - t0 < rows_per_launch ? args->tokens - t0 : rows_per_launch);
         const int rb = launch_row_blocks(s, a.rows);
-        const cudaError_t ce = p2p_fused_launch(s->params.variant, &a, s->fused_blocks, rb, s->params.threads, cs);
+        const cudaError_t ce = p2p_fused_launch(s->params.variant, &a, s->fused_blocks, rb, s->params.threads,
+                                                  s->params.pdl != 0, cs);
         if (ce != cudaSuccess) {
             ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "allreduce_rmsnorm: fused kernel launch (%u rows x %u hidden, %d CTAs in clusters of %d) failed: %s",
                      a.rows, a.hidden, s->fused_blocks, rb, cudaGetErrorString(ce));

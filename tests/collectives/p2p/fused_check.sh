@@ -34,6 +34,9 @@ fused="$fused,p2p:variant=oneshot-push,blocks=8,threads=128,row_blocks=8"
 # its 1-3 token launches are clusters of 2, the general kernel; 12x512 above: 4 units)
 fused="$fused,p2p:variant=oneshot-flagfree,blocks=2,threads=256,row_blocks=1"
 fused="$fused,p2p:variant=oneshot-flagfree,blocks=64,threads=1024"
+# pdl=1: the register kernel (24x256), the general kernel in clusters (push, row_blocks 8)
+fused="$fused,p2p:variant=oneshot-flagfree,blocks=24,threads=256,pdl=1"
+fused="$fused,p2p:variant=oneshot-push,blocks=8,threads=128,row_blocks=8,pdl=1"
 fail=0
 
 # check_csv FILE WANT_SKIPPED_IMPL_PARAMS_SUBSTRING: prints a table, exits non-zero
@@ -60,7 +63,7 @@ EOF
 
 if [ "$what" = stress ]; then
     csv="$dir/stress.csv"
-    if ! run --impl "p2p:variant=oneshot-flagfree,blocks=24,threads=256,p2p:variant=oneshot-push,blocks=24,threads=256" \
+    if ! run --impl "p2p:variant=oneshot-flagfree,blocks=24,threads=256,p2p:variant=oneshot-push,blocks=24,threads=256,p2p:variant=oneshot-flagfree,blocks=24,threads=256,pdl=1" \
         --tokens 1,2,3,4,8,64 --modes graph --graph-ops 20 --graph-replays 500 --out "$csv"; then
         echo "FAIL: the stress sweep exited non-zero"
         fail=1
