@@ -18,7 +18,9 @@ at T = 1, 3, 8 tokens. Prints a table (shape, T, us, GB/s) and writes a CSV (--o
 --engine FILE (an `arbench engine` <results>-kernels.csv) adds the engine's own graph-replay
 time per layer of the matching family beside the peers.
 
-Runs with no network; imports torch only when run (py_compile works without it).
+Runs with no network; imports torch only when run (py_compile works without it). An existing
+--out is refused unless --force is given, and --out may not be the --engine file; both, and a
+bad --engine file, are refused before torch is imported (tests/ci/peer_kernels_test.sh).
 Exit status: 0 done, 2 torch or CUDA missing or bad arguments.
 """
 import argparse
@@ -201,6 +203,7 @@ def main():
     ap.add_argument("--tokens", default="1,3,8", help="token counts T (default 1,3,8)")
     ap.add_argument("--reps", type=int, default=30, help="timed graph replays per shape (default 30)")
     ap.add_argument("--engine", help="an arbench engine <results>-kernels.csv to print beside the peers")
+    ap.add_argument("--force", action="store_true", help="replace an existing --out file")
     a = ap.parse_args()
     try:
         Ts = [int(t) for t in a.tokens.split(",")]
@@ -208,7 +211,20 @@ def main():
         die(f"--tokens {a.tokens!r}: give comma-separated positive integers, e.g. 1,3,8")
     if not Ts or min(Ts) < 1 or a.reps < 1:
         die("--tokens need positive integers and --reps at least 1")
-    engine = read_engine(a.engine) if a.engine else {}
+    # the project's output rule: an existing --out is refused unless --force; never onto an input
+    if a.engine and os.path.exists(a.out) and os.path.samefile(a.engine, a.out):
+        die(f"--out {a.out} is the --engine file: give another path (the engine's table would be lost)")
+    if os.path.exists(a.out) and not a.force:
+        die(f"--out {a.out} exists: give --force to replace it, or another path")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(a.out))):
+        die(f"--out {a.out}: its folder does not exist")
+    try:
+        engine = read_engine(a.engine) if a.engine else {}
+    except (OSError, KeyError, ValueError) as e:
+        die(f"--engine {a.engine}: not an arbench engine <results>-kernels.csv ({e}); expected columns family, "
+            "tokens, graph_us")
+    if a.engine and not engine:
+        die(f"--engine {a.engine}: no rows with graph_us; expected an arbench engine <results>-kernels.csv")
     torch = load_torch()
     torch.manual_seed(0)
     prop = torch.cuda.get_device_properties(0)
