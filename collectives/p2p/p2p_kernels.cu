@@ -10,6 +10,7 @@
 // and a flag-free line is always rewritten by the same block.
 #include "p2p_kernels.h"
 
+#include "arb_launch.cuh"
 #include "p2p_device.cuh"
 
 namespace {
@@ -240,16 +241,17 @@ __global__ void oneshot_flagfree(p2p_launch_t a)
 }
 
 template <typename T> cudaError_t launch_typed(p2p_variant_t v, const p2p_launch_t *a, int blocks, int threads,
-                                               cudaStream_t s)
+                                               bool pdl, cudaStream_t s)
 {
+    cudaLaunchAttribute attr[2];
+    const cudaLaunchConfig_t cfg = arb_cluster_launch_config(blocks, 1, threads, pdl, s, attr);
     switch (v) {
-    case P2P_ONESHOT_PULL: oneshot_pull<T><<<blocks, threads, 0, s>>>(*a); break;
-    case P2P_ONESHOT_PUSH: oneshot_push<T><<<blocks, threads, 0, s>>>(*a); break;
-    case P2P_TWOSHOT: twoshot<T><<<blocks, threads, 0, s>>>(*a); break;
-    case P2P_ONESHOT_FLAGFREE: oneshot_flagfree<T><<<blocks, threads, 0, s>>>(*a); break;
+    case P2P_ONESHOT_PULL: return cudaLaunchKernelEx(&cfg, oneshot_pull<T>, *a);
+    case P2P_ONESHOT_PUSH: return cudaLaunchKernelEx(&cfg, oneshot_push<T>, *a);
+    case P2P_TWOSHOT: return cudaLaunchKernelEx(&cfg, twoshot<T>, *a);
+    case P2P_ONESHOT_FLAGFREE: return cudaLaunchKernelEx(&cfg, oneshot_flagfree<T>, *a);
     default: return cudaErrorInvalidValue;
     }
-    return cudaGetLastError();
 }
 
 } // namespace
@@ -266,8 +268,8 @@ size_t p2p_payload_bytes(p2p_variant_t v, int nranks, size_t area_bytes)
 }
 
 cudaError_t p2p_launch_allreduce(p2p_variant_t v, const p2p_launch_t *a, int bf16, int blocks, int threads,
-                                 cudaStream_t stream)
+                                 bool pdl, cudaStream_t stream)
 {
-    return bf16 ? launch_typed<__nv_bfloat16>(v, a, blocks, threads, stream)
-                : launch_typed<float>(v, a, blocks, threads, stream);
+    return bf16 ? launch_typed<__nv_bfloat16>(v, a, blocks, threads, pdl, stream)
+                : launch_typed<float>(v, a, blocks, threads, pdl, stream);
 }

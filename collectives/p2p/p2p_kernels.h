@@ -36,9 +36,11 @@ size_t p2p_payload_bytes(p2p_variant_t v, int nranks, size_t area_bytes);
 
 #ifdef __cplusplus
 #include <cuda_runtime.h>
-/* Enqueues one launch of variant v (not P2P_PING) on stream; returns the launch error. */
+/* Enqueues one launch of variant v (not P2P_PING) on stream; returns the launch error.
+ * pdl: with programmatic dependent launch (every kernel waits in griddepcontrol.wait,
+ * p2p_begin_call, before any load). */
 cudaError_t p2p_launch_allreduce(p2p_variant_t v, const p2p_launch_t *a, int bf16, int blocks, int threads,
-                                 cudaStream_t stream);
+                                 bool pdl, cudaStream_t stream);
 #endif
 
 #endif

@@ -92,8 +92,6 @@ arb_status_t p2p_params_parse(const char *params, int ping, int nranks, p2p_para
     parse_ctx_t c = {&p, ping, nranks};
     ARB_TRY(arb_kv_parse(ping ? "ping" : "p2p", params, ping ? ping_keys : p2p_keys, ping ? NKEYS - KEY_TIMEOUT : NKEYS,
                          on_pair, &c, NULL, why, why_len));
-    if (p.pdl && p.variant == P2P_TWOSHOT)
-        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "p2p: parameter pdl=1 applies to the fused op (allreduce_rmsnorm) of oneshot-pull, oneshot-push and oneshot-flagfree; twoshot has none");
     /* The ping needs one thread per rank (each signals one peer and waits for one). */
     if (ping && p.threads < nranks)
         p.threads = (nranks + 31) / 32 * 32;

@@ -27,7 +27,7 @@ typedef struct p2p_params {
     int timeout_ms;      /* a spin-wait gives up after this many milliseconds */
     int test_hang_rank;  /* this rank never signals (tests the timeout path); -1: none */
     int row_blocks;      /* fused op: CTAs (one thread-block cluster) per token row; 0: auto */
-    int pdl;             /* fused op: 1 launches it with programmatic dependent launch */
+    int pdl;             /* 1: the all-reduce and the fused op launch with programmatic dependent launch */
 } p2p_params_t;
 
 #define P2P_DEFAULT_TIMEOUT_MS 2000

@@ -230,7 +230,8 @@ arb_status_t p2p_allreduce(void *state, const void *send, void *recv, size_t cou
         a.recv = (char *)recv + off * elt;
         a.count = count - off < chunk ? count - off : chunk;
         const cudaError_t ce =
-            p2p_launch_allreduce(s->params.variant, &a, dtype == ARB_DTYPE_BF16, s->blocks, s->params.threads, cs);
+            p2p_launch_allreduce(s->params.variant, &a, dtype == ARB_DTYPE_BF16, s->blocks, s->params.threads,
+                                 s->params.pdl != 0, cs);
         if (ce != cudaSuccess) {
             ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "p2p: kernel launch (%zu elements): %s", a.count, cudaGetErrorString(ce));
         }

@@ -34,6 +34,20 @@ print(len(rows), sum(r["check"] != "pass" for r in rows))' "$csv" 2>/dev/null ||
     echo "$dtype: $rows p2p rows, $bad not passed"
     if [ "$rows" -eq 0 ] || [ "$bad" -ne 0 ]; then fail=1; fi
 done
+# pdl=1 (programmatic dependent launch) on every variant, bf16: the same checks
+csv="$dir/p2p-pdl.csv"
+if ! run --impl "p2p:variant=oneshot-pull,pdl=1,p2p:variant=oneshot-push,pdl=1,p2p:variant=twoshot,pdl=1,p2p:variant=oneshot-flagfree,pdl=1" \
+    --dtype bf16 --sizes 2,1000,43008,1000002 --modes eager,graph,context --iters 20 --graph-replays 10 --out "$csv"; then
+    echo "FAIL: sweep with pdl=1 exited non-zero"
+    fail=1
+fi
+set -- $(python3 -c 'import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["impl"] == "p2p"]
+want = {"oneshot-pull", "oneshot-push", "twoshot", "oneshot-flagfree"}
+seen = {v for r in rows for v in want if "variant=%s," % v in r["params"] + ","}
+print(len(rows), sum(r["check"] != "pass" for r in rows), sum("pdl=1" not in r["params"] for r in rows), len(want - seen))' "$csv" 2>/dev/null || echo "0 1 0 4")
+echo "pdl=1: $1 p2p rows, $2 not passed, $3 without pdl=1 in params, $4 variants missing"
+if [ "$1" -eq 0 ] || [ "$2" -ne 0 ] || [ "$3" -ne 0 ] || [ "$4" -ne 0 ]; then fail=1; fi
 if [ "$n" -ge 2 ]; then
     csv="$dir/hang.csv"
     # Must finish (meson's timeout catches a hang), exit non-zero, and say why.

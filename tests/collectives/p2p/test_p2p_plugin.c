@@ -119,7 +119,7 @@ int main(int argc, char **argv)
     fused_two_nodes.hidden = 7168;
     expect_init(p, &fused_two_nodes, "variant=oneshot-flagfree,row_blocks=8", ARB_DECLINE, "p2p is single-node");
     expect_init(p, &local, "pdl=2", ARB_ERR_INVALID, "pdl='2'");
-    expect_init(p, &local, "variant=twoshot,pdl=1", ARB_ERR_INVALID, "pdl=1 applies to the fused op");
+    expect_init(p, &two_nodes, "variant=twoshot,pdl=1", ARB_DECLINE, "p2p is single-node");
     expect_init(q, &local, "pdl=1", ARB_ERR_INVALID, "unknown parameter 'pdl'");
     expect_init(p, &fused_two_nodes, "variant=oneshot-flagfree,row_blocks=1,pdl=1", ARB_DECLINE, "p2p is single-node");
     expect_init(p, &fused_two_nodes, "variant=oneshot-push,pdl=0", ARB_DECLINE, "p2p is single-node");
