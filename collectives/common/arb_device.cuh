@@ -3,6 +3,7 @@
 //   - %globaltimer and the bounded spin (arb_spin_until for one word or line,
 //     arb_spin_clock for loops that poll several lines per pass) with its error
 //     record (arb_spin.h);
+//   - programmatic dependent launch on the kernel side (arb_pdl_enter);
 //   - LL lines: 16-byte {d0, epoch, d1, epoch} stores and polls;
 //   - vector traits: 16-byte vectors of bf16 or fp32 accumulated in fp32;
 //   - bf16 units (E elements moved as one 8- or 16-byte access) and the row RMSNorm
@@ -19,6 +20,20 @@
 #include <cuda_bf16.h>
 
 #include "arb_spin.h"
+
+// ---- programmatic dependent launch ----
+
+// A kernel's first step when it may be launched with programmatic stream serialization
+// (arb_launch.cuh's pdl; both instructions are no-ops without the attribute): wait until the
+// previous kernel on the stream completed and its memory is visible, before any load, then
+// let the next launch begin (it waits the same way for this kernel). Wait first, then
+// trigger: the other order was slower for p2p's fused op in the engine
+// (results/engine-h200/6a5c641-p2p-pdl/).
+__device__ __forceinline__ void arb_pdl_enter()
+{
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
 
 // ---- time and bounded spins ----
 

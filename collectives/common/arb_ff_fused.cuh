@@ -123,12 +123,8 @@ __global__ void __launch_bounds__(MAXT, 1) arb_ff_fused_kernel(const arb_ff_args
     const unsigned upt = a.upt;
 
     // Programmatic dependent launch: this kernel may start while the previous one on
-    // the stream runs; wait here until it completed and its memory is visible (the
-    // epoch words, x, residual), before any load. Let the next launch start its own
-    // preamble now: it waits the same way for this kernel to complete. Without the
-    // launch attribute both are no-ops.
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    // the stream runs; the epoch words, x and residual are read only after the wait.
+    arb_pdl_enter();
 
     // 1. Every load first. Slot k: unit u0 + (k % upt) * ustride of my row k / upt.
     const uint32_t epoch = *a.peers.epoch_word() + 1;

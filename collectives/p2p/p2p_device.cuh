@@ -137,11 +137,7 @@ __device__ __forceinline__ uint32_t *p2p_flag_at(uint32_t *flags_base, int phase
 // word at the end, which a late warp must not read). False when the rank aborted.
 __device__ __forceinline__ bool p2p_begin_call(const p2p_launch_t &a, uint32_t *epoch)
 {
-    // Programmatic dependent launch (pdl=1; no-ops without the launch attribute): wait until
-    // the previous kernel on the stream completed and its memory is visible (send, the epoch
-    // words) before any load, then let the next launch begin (it waits the same way).
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    arb_pdl_enter(); // pdl=1: send and the epoch words are read only after the wait
     __shared__ uint32_t s_epoch, s_aborted;
     if (threadIdx.x == 0) {
         s_aborted = p2p_aborted(a.state);

@@ -201,12 +201,7 @@ __global__ void __launch_bounds__(MAXT, 1) fused_rmsnorm(p2p_fused_launch_t a)
     }
     const unsigned cl = blockIdx.x / P, NC = gridDim.x / P;
 
-    // Programmatic dependent launch (pdl=1; no-ops without the launch attribute): wait
-    // until the previous kernel on the stream completed and its memory is visible (x,
-    // residual, the epoch words) before any load, then let the next launch begin (it
-    // waits the same way for this kernel to complete).
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    arb_pdl_enter(); // pdl=1: x, residual and the epoch words are read only after the wait
 
     if (threadIdx.x == 0) {
         s_aborted = p2p_aborted(a.net.state);
