@@ -21,6 +21,19 @@
 //             the polls and the atomics are on different words
 //   racy      PDL trigger first, no wait at all: the launch cost alone (its check may fail: a
 //             read before the write; in the shapes run so far it passed)
+// and the same K steps as the K stages of one persistent launch (no launch between them: the
+// boundary of engine/gpu/kernels/persist.cu's form), every block resident (the modes are
+// skipped, row check "not-resident", when the occupancy cannot hold G blocks), the stage's
+// weights loaded before its wait as above, the sync words cleared by a memset node before the
+// kernel in the graph:
+//   p-counter a counter a stage: a block adds itself after its writes (bar.sync, fence,
+//             atomicAdd); thread 0 of every block polls the previous stage's (ld.acquire)
+//   p-flag    the block that adds the last count sets the stage's flag (st.release); the
+//             blocks poll the flag
+//   p-flags   a flag word per block and stage, set by the block after its writes (bar.sync,
+//             fence, st.release): no atomics; warp 0 of every block polls the previous stage's
+//             G words, lane j the words j, j + 32, ... (ld.acquire)
+//   p-racy    no sync at all: a stage's work alone (its check may fail, as racy's)
 // After the timed replays the last activation is compared with the same recurrence on the
 // host; a mismatch fails the run (exit 1), except for racy, where it is the expected outcome
 // and is reported. A counter poll past 2 s sets an error word; the run then fails.
@@ -51,8 +64,10 @@ constexpr int kThreads = 256;
 constexpr int kAct = 7168 / 4; // u32 words of the activation: 7168 bf16 = 14 KB
 constexpr unsigned long long kTimeoutNs = 2000000000ull;
 
-enum { PLAIN, PDL, PDL_LATE, COUNTER, FLAG, RACY, MODES };
-const char *const kModeName[MODES] = {"plain", "pdl", "pdl-late", "counter", "flag", "racy"};
+enum { PLAIN, PDL, PDL_LATE, COUNTER, FLAG, RACY, P_COUNTER, P_FLAG, P_FLAGS, P_RACY, MODES };
+const char *const kModeName[MODES] = {"plain", "pdl",       "pdl-late", "counter", "flag",
+                                      "racy",  "p-counter", "p-flag",   "p-flags", "p-racy"};
+constexpr bool racy_mode(int m) { return m == RACY || m == P_RACY; }
 
 __device__ __forceinline__ unsigned ld_acquire(const unsigned *p)
 {
@@ -126,6 +141,118 @@ template <int MODE> __global__ void __launch_bounds__(kThreads)
                 asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag + k), "r"(1u) : "memory");
             }
         }
+    }
+}
+
+__device__ __forceinline__ unsigned long long globaltimer()
+{
+    unsigned long long now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    return now;
+}
+
+// Stage k's wait in a persistent launch (MODE's sync words of stage k - 1); false once any
+// block's wait passed the deadline (the error word holds 1000 + k), so that no block spins on
+// a stage that will never complete.
+template <int MODE>
+__device__ __forceinline__ bool stage_wait(const unsigned *sync, int *err, int k, int nk, int sleep_ns)
+{
+    __shared__ int give_up;
+    const unsigned G = gridDim.x;
+    if (threadIdx.x < 32) {
+        bool bad = false;
+        if (MODE == P_FLAGS) { // lane j: the words j, j + 32, ... of stage k - 1
+            const unsigned *f = sync + (size_t)(k - 1) * G;
+            for (unsigned j = threadIdx.x; j < G && !bad; j += 32) {
+                unsigned long long t0 = 0;
+                for (unsigned it = 0; ld_acquire(f + j) == 0; it++) {
+                    const unsigned long long now = globaltimer();
+                    if (it == 0)
+                        t0 = now;
+                    else if (now - t0 > kTimeoutNs || *reinterpret_cast<volatile int *>(err)) {
+                        atomicCAS(err, 0, 1000 + k);
+                        bad = true;
+                        break;
+                    }
+                    if (sleep_ns)
+                        __nanosleep(sleep_ns);
+                }
+            }
+        } else if (threadIdx.x == 0) { // the stage's counter (G counts) or its flag (1)
+            const unsigned *word = MODE == P_FLAG ? sync + nk + k - 1 : sync + k - 1;
+            const unsigned want = MODE == P_FLAG ? 1u : G;
+            unsigned long long t0 = 0;
+            for (unsigned it = 0; ld_acquire(word) < want; it++) {
+                const unsigned long long now = globaltimer();
+                if (it == 0)
+                    t0 = now;
+                else if (now - t0 > kTimeoutNs || *reinterpret_cast<volatile int *>(err)) {
+                    atomicCAS(err, 0, 1000 + k);
+                    bad = true;
+                    break;
+                }
+                if (sleep_ns)
+                    __nanosleep(sleep_ns);
+            }
+        }
+        bad = __any_sync(0xffffffffu, bad);
+        if (threadIdx.x == 0)
+            give_up = bad;
+    }
+    __syncthreads();
+    return !give_up;
+}
+
+// Stage k is done in this block (every thread's writes are before the barrier).
+template <int MODE> __device__ __forceinline__ void stage_arrive(unsigned *sync, int k, int nk)
+{
+    __syncthreads();
+    if (threadIdx.x != 0)
+        return;
+    __threadfence();
+    if (MODE == P_FLAGS) {
+        asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(sync + (size_t)k * gridDim.x + blockIdx.x), "r"(1u)
+                     : "memory");
+    } else if (MODE == P_FLAG) {
+        if (atomicAdd(sync + k, 1u) == gridDim.x - 1) { // the last block: every block's writes are before it
+            __threadfence();
+            asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(sync + nk + k), "r"(1u) : "memory");
+        }
+    } else {
+        atomicAdd(sync + k, 1u);
+    }
+}
+
+// The K steps of `link` as the stages of one launch (the modes P_*): the same weights (stage
+// k's at kernel k's place), the same activation reads and writes.
+template <int MODE> __global__ void __launch_bounds__(kThreads)
+    stages(const uint4 *w, size_t wvec, unsigned *act, unsigned *sync, int *err, int nk, int sleep_ns, int fold)
+{
+    for (int k = 0; k < nk; k++) {
+        uint4 acc = make_uint4(0, 0, 0, 0);
+        const uint4 *wb = w + ((size_t)k * gridDim.x + blockIdx.x) * wvec;
+        for (size_t i = threadIdx.x; i < wvec; i += kThreads) {
+            const uint4 v = __ldg(wb + i);
+            acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w;
+        }
+        if (MODE != P_RACY && k > 0 && !stage_wait<MODE>(sync, err, k, nk, sleep_ns))
+            return;
+        const unsigned *in = act + (size_t)k * kAct;
+        unsigned *out = act + (size_t)(k + 1) * kAct;
+        unsigned s = 0;
+        for (int i = threadIdx.x; i < kAct; i += kThreads)
+            s += __ldcg(in + i);
+        const int per = (kAct + gridDim.x - 1) / gridDim.x;
+        for (int j = threadIdx.x; j < per; j += kThreads) {
+            const int i = blockIdx.x * per + j;
+            if (i < kAct)
+                out[i] =
+                    __ldcg(in + i) + __ldcg(in + (i + 1) % kAct) + 1u + (fold ? s ^ acc.x ^ acc.y ^ acc.z ^ acc.w : 0u);
+        }
+        if (MODE != P_RACY)
+            stage_arrive<MODE>(sync, k, nk);
+        else
+            __syncthreads();
     }
 }
 
@@ -207,7 +334,8 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&w, wtot * 16 + 16));
     CK(cudaMemset(w, 1, wtot * 16 + 16));
     CK(cudaMalloc(&act, (size_t)(nk + 1) * kAct * 4));
-    CK(cudaMalloc(&ctr, (size_t)2 * nk * 4));
+    const size_t sync_words = std::max((size_t)2 * nk, (size_t)nk * blocks); // p-flags: a word per stage and block
+    CK(cudaMalloc(&ctr, sync_words * 4));
     CK(cudaMalloc(&dev_err, 4));
     std::vector<unsigned> h0(kAct), ref(kAct), got(kAct);
     for (int i = 0; i < kAct; i++)
@@ -224,22 +352,44 @@ int main(int argc, char **argv)
     gethostname(host, sizeof host - 1);
     std::string csv = "schema,git_rev,host,gpu,sms,driver,runtime,mode,kernels,blocks,weights_kb,sleep_ns,replays,"
                       "us_per_kernel_median,us_per_kernel_min,us_per_kernel_max,weights_floor_us_at_4.6TBps,check\n";
-    void (*const kern[MODES])(const uint4 *, size_t, const unsigned *, unsigned *, unsigned *, int *, int, int,
-                              unsigned, int,
-                              int) = {link<PLAIN>, link<PDL>, link<PDL_LATE>, link<COUNTER>, link<FLAG>, link<RACY>};
+    void (*const kern[RACY + 1])(const uint4 *, size_t, const unsigned *, unsigned *, unsigned *, int *, int, int,
+                                 unsigned, int,
+                                 int) = {link<PLAIN>, link<PDL>, link<PDL_LATE>, link<COUNTER>, link<FLAG>, link<RACY>};
+    void (*const pkern[MODES - P_COUNTER])(const uint4 *, size_t, unsigned *, unsigned *, int *, int, int,
+                                           int) = {stages<P_COUNTER>, stages<P_FLAG>, stages<P_FLAGS>, stages<P_RACY>};
     int rc = 0;
     printf("# engine_chain_bench: %s, %d SMs, driver %d, runtime %d; %d kernels of %d blocks, %ld KB of weights a "
            "block (%.2f MB a kernel), sleep %d ns, %d replays x 7\n",
            prop.name, prop.multiProcessorCount, drv, rt, nk, blocks, wkb, blocks * wkb / 1024.0, sleep_ns, replays);
     for (int mode = 0; mode < MODES; mode++) {
+        const bool persistent = mode >= P_COUNTER;
+        if (persistent) { // every block must be resident, or a wait never ends
+            int per_sm = 0;
+            CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pkern[mode - P_COUNTER], kThreads, 0));
+            if ((long)per_sm * prop.multiProcessorCount < blocks) {
+                printf("%-9s skipped: %d blocks are not all resident (at most %d a SM x %d SMs)\n", kModeName[mode],
+                       blocks, per_sm, prop.multiProcessorCount);
+                char line[512];
+                snprintf(line, sizeof line, "chain-bench-2,%s,%s,%s,%d,%d,%d,%s,%d,%d,%ld,%d,%d,,,,%.4f,not-resident\n",
+                         arb_git_rev(), host, prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks,
+                         wkb, sleep_ns, replays, blocks * (double)wkb * 1024 / 4.6e6);
+                csv += line;
+                continue;
+            }
+        }
         CK(cudaMemcpy(act, h0.data(), kAct * 4, cudaMemcpyHostToDevice));
         CK(cudaMemset(act + kAct, 0, (size_t)nk * kAct * 4));
-        CK(cudaMemset(ctr, 0, (size_t)2 * nk * 4));
+        CK(cudaMemset(ctr, 0, sync_words * 4));
         CK(cudaMemset(dev_err, 0, 4));
         cudaGraph_t g;
         cudaGraphExec_t ge;
         CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-        for (int k = 0; k < nk; k++) {
+        if (persistent) { // the sync words cleared, then the one launch of nk stages
+            CK(cudaMemsetAsync(ctr, 0, sync_words * 4, st));
+            pkern[mode - P_COUNTER]<<<blocks, kThreads, 0, st>>>(w, wvec, act, ctr, dev_err, nk, sleep_ns, 0);
+            CK(cudaGetLastError());
+        }
+        for (int k = 0; k < nk && !persistent; k++) {
             cudaLaunchConfig_t cfg = {};
             cudaLaunchAttribute at[1];
             at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -279,15 +429,16 @@ int main(int argc, char **argv)
         for (int i = 0; i < kAct; i++)
             bad += got[i] != ref[i];
         const char *check = e ? "timeout" : bad ? "mismatch" : "ok";
-        if ((e || bad) && mode != RACY)
+        if ((e || bad) && !racy_mode(mode))
             rc = 1;
         const double floor_us = blocks * (double)wkb * 1024 / 4.6e6;
-        printf("%-8s us a kernel: median %7.3f  min %7.3f  max %7.3f  (weights alone at 4.6 TB/s: %.3f)  check %s%s\n",
-               kModeName[mode], t[3], t[0], t[6], floor_us, check,
-               mode == RACY ? (bad ? " (expected: no wait)" : " (the race did not show this time)") : "");
+        printf("%-9s us a %s: median %7.3f  min %7.3f  max %7.3f  (weights alone at 4.6 TB/s: %.3f)  check %s%s\n",
+               kModeName[mode], persistent ? "stage " : "kernel", t[3], t[0], t[6], floor_us, check,
+               racy_mode(mode) ? (bad ? " (expected: no wait)" : " (the race did not show this time)") : "");
         if (e)
-            fprintf(stderr, "engine_chain_bench: %s: a counter wait of kernel %d passed 2 s\n", kModeName[mode], e);
-        if (bad && mode != RACY)
+            fprintf(stderr, "engine_chain_bench: %s: a wait of %s %d passed 2 s\n", kModeName[mode],
+                    e >= 1000 ? "stage" : "kernel", e >= 1000 ? e - 1000 : e);
+        if (bad && !racy_mode(mode))
             fprintf(stderr, "engine_chain_bench: %s: %d of %d words differ from the host recurrence\n", kModeName[mode],
                     bad, kAct);
         char line[512];
