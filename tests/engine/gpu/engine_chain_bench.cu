@@ -76,6 +76,32 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned *p)
     return v;
 }
 
+// A block's own weights, read before any wait (a fold of them, stored only when fold != 0: never).
+__device__ __forceinline__ uint4 block_weights(const uint4 *wb, size_t wvec)
+{
+    uint4 acc = make_uint4(0, 0, 0, 0);
+    for (size_t i = threadIdx.x; i < wvec; i += kThreads) {
+        const uint4 v = __ldg(wb + i);
+        acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w;
+    }
+    return acc;
+}
+
+// The whole activation (the GEMV's read of its input), then this block's slice of the next.
+__device__ __forceinline__ void block_step(const unsigned *in, unsigned *out, uint4 acc, int fold)
+{
+    unsigned s = 0;
+    for (int i = threadIdx.x; i < kAct; i += kThreads)
+        s += __ldcg(in + i);
+    const int per = (kAct + gridDim.x - 1) / gridDim.x;
+    for (int j = threadIdx.x; j < per; j += kThreads) {
+        const int i = blockIdx.x * per + j;
+        if (i < kAct)
+            out[i] =
+                __ldcg(in + i) + __ldcg(in + (i + 1) % kAct) + 1u + (fold ? s ^ acc.x ^ acc.y ^ acc.z ^ acc.w : 0u);
+    }
+}
+
 template <int MODE> __global__ void __launch_bounds__(kThreads)
     link(const uint4 *w, size_t wvec, const unsigned *in, unsigned *out, unsigned *ctr, int *err, int k, int nk,
          unsigned prev_blocks, int sleep_ns, int fold)
@@ -85,13 +111,7 @@ template <int MODE> __global__ void __launch_bounds__(kThreads)
     unsigned *flag = ctr + nk;
     if (MODE != PLAIN && MODE != PDL_LATE)
         asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    // the block's weights, before any wait (a fold of them, stored only when fold != 0: never)
-    uint4 acc = make_uint4(0, 0, 0, 0);
-    const uint4 *wb = w + (size_t)blockIdx.x * wvec;
-    for (size_t i = threadIdx.x; i < wvec; i += kThreads) {
-        const uint4 v = __ldg(wb + i);
-        acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w;
-    }
+    const uint4 acc = block_weights(w + (size_t)blockIdx.x * wvec, wvec);
     if (MODE == PDL || MODE == PDL_LATE || (polls && k == 0))
         asm volatile("griddepcontrol.wait;" ::: "memory");
     if (MODE == PDL_LATE)
@@ -119,17 +139,7 @@ template <int MODE> __global__ void __launch_bounds__(kThreads)
         }
         __syncthreads();
     }
-    // the whole activation (the GEMV's read of its input), then this block's slice
-    unsigned s = 0;
-    for (int i = threadIdx.x; i < kAct; i += kThreads)
-        s += __ldcg(in + i);
-    const int per = (kAct + gridDim.x - 1) / gridDim.x;
-    for (int j = threadIdx.x; j < per; j += kThreads) {
-        const int i = blockIdx.x * per + j;
-        if (i < kAct)
-            out[i] =
-                __ldcg(in + i) + __ldcg(in + (i + 1) % kAct) + 1u + (fold ? s ^ acc.x ^ acc.y ^ acc.z ^ acc.w : 0u);
-    }
+    block_step(in, out, acc, fold);
     if (polls) {
         __syncthreads();
         if (threadIdx.x == 0) {
@@ -151,51 +161,41 @@ __device__ __forceinline__ unsigned long long globaltimer()
     return now;
 }
 
+// Polls `word` (ld.acquire) until it holds at least `want`; false if the deadline passed or
+// another block's wait already gave up (the error word, 1000 + k, set by the first).
+__device__ __forceinline__ bool poll_at_least(const unsigned *word, unsigned want, int *err, int k, int sleep_ns)
+{
+    unsigned long long t0 = 0;
+    for (unsigned it = 0; ld_acquire(word) < want; it++) {
+        const unsigned long long now = globaltimer();
+        if (it == 0)
+            t0 = now;
+        else if (now - t0 > kTimeoutNs || *reinterpret_cast<volatile int *>(err)) {
+            atomicCAS(err, 0, 1000 + k);
+            return false;
+        }
+        if (sleep_ns)
+            __nanosleep(sleep_ns);
+    }
+    return true;
+}
+
 // Stage k's wait in a persistent launch (MODE's sync words of stage k - 1); false once any
-// block's wait passed the deadline (the error word holds 1000 + k), so that no block spins on
-// a stage that will never complete.
+// block's wait passed the deadline, so that no block spins on a stage that will never complete.
 template <int MODE>
 __device__ __forceinline__ bool stage_wait(const unsigned *sync, int *err, int k, int nk, int sleep_ns)
 {
     __shared__ int give_up;
     const unsigned G = gridDim.x;
     if (threadIdx.x < 32) {
-        bool bad = false;
-        if (MODE == P_FLAGS) { // lane j: the words j, j + 32, ... of stage k - 1
-            const unsigned *f = sync + (size_t)(k - 1) * G;
-            for (unsigned j = threadIdx.x; j < G && !bad; j += 32) {
-                unsigned long long t0 = 0;
-                for (unsigned it = 0; ld_acquire(f + j) == 0; it++) {
-                    const unsigned long long now = globaltimer();
-                    if (it == 0)
-                        t0 = now;
-                    else if (now - t0 > kTimeoutNs || *reinterpret_cast<volatile int *>(err)) {
-                        atomicCAS(err, 0, 1000 + k);
-                        bad = true;
-                        break;
-                    }
-                    if (sleep_ns)
-                        __nanosleep(sleep_ns);
-                }
-            }
-        } else if (threadIdx.x == 0) { // the stage's counter (G counts) or its flag (1)
-            const unsigned *word = MODE == P_FLAG ? sync + nk + k - 1 : sync + k - 1;
-            const unsigned want = MODE == P_FLAG ? 1u : G;
-            unsigned long long t0 = 0;
-            for (unsigned it = 0; ld_acquire(word) < want; it++) {
-                const unsigned long long now = globaltimer();
-                if (it == 0)
-                    t0 = now;
-                else if (now - t0 > kTimeoutNs || *reinterpret_cast<volatile int *>(err)) {
-                    atomicCAS(err, 0, 1000 + k);
-                    bad = true;
-                    break;
-                }
-                if (sleep_ns)
-                    __nanosleep(sleep_ns);
-            }
-        }
-        bad = __any_sync(0xffffffffu, bad);
+        bool ok = true;
+        if (MODE == P_FLAGS) // lane j: the words j, j + 32, ... of stage k - 1
+            for (unsigned j = threadIdx.x; j < G && ok; j += 32)
+                ok = poll_at_least(sync + (size_t)(k - 1) * G + j, 1u, err, k, sleep_ns);
+        else if (threadIdx.x == 0) // the stage's counter (G counts) or its flag (1)
+            ok = poll_at_least(MODE == P_FLAG ? sync + nk + k - 1 : sync + k - 1, MODE == P_FLAG ? 1u : G, err, k,
+                               sleep_ns);
+        const bool bad = __any_sync(0xffffffffu, !ok);
         if (threadIdx.x == 0)
             give_up = bad;
     }
@@ -229,26 +229,10 @@ template <int MODE> __global__ void __launch_bounds__(kThreads)
     stages(const uint4 *w, size_t wvec, unsigned *act, unsigned *sync, int *err, int nk, int sleep_ns, int fold)
 {
     for (int k = 0; k < nk; k++) {
-        uint4 acc = make_uint4(0, 0, 0, 0);
-        const uint4 *wb = w + ((size_t)k * gridDim.x + blockIdx.x) * wvec;
-        for (size_t i = threadIdx.x; i < wvec; i += kThreads) {
-            const uint4 v = __ldg(wb + i);
-            acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w;
-        }
+        const uint4 acc = block_weights(w + ((size_t)k * gridDim.x + blockIdx.x) * wvec, wvec);
         if (MODE != P_RACY && k > 0 && !stage_wait<MODE>(sync, err, k, nk, sleep_ns))
             return;
-        const unsigned *in = act + (size_t)k * kAct;
-        unsigned *out = act + (size_t)(k + 1) * kAct;
-        unsigned s = 0;
-        for (int i = threadIdx.x; i < kAct; i += kThreads)
-            s += __ldcg(in + i);
-        const int per = (kAct + gridDim.x - 1) / gridDim.x;
-        for (int j = threadIdx.x; j < per; j += kThreads) {
-            const int i = blockIdx.x * per + j;
-            if (i < kAct)
-                out[i] =
-                    __ldcg(in + i) + __ldcg(in + (i + 1) % kAct) + 1u + (fold ? s ^ acc.x ^ acc.y ^ acc.z ^ acc.w : 0u);
-        }
+        block_step(act + (size_t)k * kAct, act + (size_t)(k + 1) * kAct, acc, fold);
         if (MODE != P_RACY)
             stage_arrive<MODE>(sync, k, nk);
         else
