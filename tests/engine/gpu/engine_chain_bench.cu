@@ -28,6 +28,11 @@
 // kernel in the graph:
 //   p-counter a counter a stage: a block adds itself after its writes (bar.sync, fence,
 //             atomicAdd); thread 0 of every block polls the previous stage's (ld.acquire)
+//   p-l2      as p-counter, but the stage's weights are only pulled toward L2 before the wait
+//             and loaded after it (what persist.cu's cta_wait does before a stage)
+//   p-ahead   as p-counter, with the weights of stage k + 1 loaded into registers before stage
+//             k's wait (software-pipelined: they arrive during stage k's wait and work); up to
+//             32 KB a block (skipped above: row check "too-large")
 //   p-flag    the block that adds the last count sets the stage's flag (st.release); the
 //             blocks poll the flag
 //   p-flags   a flag word per block and stage, set by the block after its writes (bar.sync,
@@ -64,9 +69,10 @@ constexpr int kThreads = 256;
 constexpr int kAct = 7168 / 4; // u32 words of the activation: 7168 bf16 = 14 KB
 constexpr unsigned long long kTimeoutNs = 2000000000ull;
 
-enum { PLAIN, PDL, PDL_LATE, COUNTER, FLAG, RACY, P_COUNTER, P_FLAG, P_FLAGS, P_RACY, MODES };
-const char *const kModeName[MODES] = {"plain", "pdl",       "pdl-late", "counter", "flag",
-                                      "racy",  "p-counter", "p-flag",   "p-flags", "p-racy"};
+enum { PLAIN, PDL, PDL_LATE, COUNTER, FLAG, RACY, P_COUNTER, P_L2, P_AHEAD, P_FLAG, P_FLAGS, P_RACY, MODES };
+const char *const kModeName[MODES] = {"plain",     "pdl",  "pdl-late", "counter", "flag",    "racy",
+                                      "p-counter", "p-l2", "p-ahead",  "p-flag",  "p-flags", "p-racy"};
+constexpr int kAheadVec = 8; // p-ahead: a thread's share of one stage's weights in registers (32 KB a block)
 constexpr bool racy_mode(int m) { return m == RACY || m == P_RACY; }
 
 __device__ __forceinline__ unsigned ld_acquire(const unsigned *p)
@@ -223,18 +229,49 @@ template <int MODE> __device__ __forceinline__ void stage_arrive(unsigned *sync,
     }
 }
 
+// p-ahead's registers: a thread's uint4 of one stage's weights (zero past the block's wvec).
+__device__ __forceinline__ void load_ahead(uint4 (&b)[kAheadVec], const uint4 *wb, size_t wvec)
+{
+#pragma unroll
+    for (int j = 0; j < kAheadVec; j++) {
+        const size_t i = threadIdx.x + (size_t)j * kThreads;
+        b[j] = i < wvec ? __ldg(wb + i) : make_uint4(0, 0, 0, 0);
+    }
+}
+
 // The K steps of `link` as the stages of one launch (the modes P_*): the same weights (stage
 // k's at kernel k's place), the same activation reads and writes.
 template <int MODE> __global__ void __launch_bounds__(kThreads)
     stages(const uint4 *w, size_t wvec, unsigned *act, unsigned *sync, int *err, int nk, int sleep_ns, int fold)
 {
+    constexpr int SYNC = MODE == P_AHEAD || MODE == P_L2 ? P_COUNTER : MODE; // they wait and arrive as p-counter
+    uint4 cur[kAheadVec], nxt[kAheadVec];
+    if (MODE == P_AHEAD)
+        load_ahead(cur, w + (size_t)blockIdx.x * wvec, wvec);
     for (int k = 0; k < nk; k++) {
-        const uint4 acc = block_weights(w + ((size_t)k * gridDim.x + blockIdx.x) * wvec, wvec);
-        if (MODE != P_RACY && k > 0 && !stage_wait<MODE>(sync, err, k, nk, sleep_ns))
+        uint4 acc = make_uint4(0, 0, 0, 0);
+        if (MODE == P_AHEAD) {
+            if (k + 1 < nk)
+                load_ahead(nxt, w + ((size_t)(k + 1) * gridDim.x + blockIdx.x) * wvec, wvec);
+        } else if (MODE == P_L2) {
+            const char *wb = reinterpret_cast<const char *>(w + ((size_t)k * gridDim.x + blockIdx.x) * wvec);
+            for (size_t off = (size_t)threadIdx.x * 128; off < wvec * 16; off += (size_t)kThreads * 128)
+                asm volatile("prefetch.global.L2 [%0];" ::"l"(wb + off));
+        } else {
+            acc = block_weights(w + ((size_t)k * gridDim.x + blockIdx.x) * wvec, wvec);
+        }
+        if (MODE != P_RACY && k > 0 && !stage_wait<SYNC>(sync, err, k, nk, sleep_ns))
             return;
+        if (MODE == P_L2)
+            acc = block_weights(w + ((size_t)k * gridDim.x + blockIdx.x) * wvec, wvec);
+        if (MODE == P_AHEAD) { // stage k's weights (loaded a stage ago) folded; stage k + 1's become cur
+#pragma unroll
+            for (int j = 0; j < kAheadVec; j++)
+                acc.x ^= cur[j].x, acc.y ^= cur[j].y, acc.z ^= cur[j].z, acc.w ^= cur[j].w, cur[j] = nxt[j];
+        }
         block_step(act + (size_t)k * kAct, act + (size_t)(k + 1) * kAct, acc, fold);
         if (MODE != P_RACY)
-            stage_arrive<MODE>(sync, k, nk);
+            stage_arrive<SYNC>(sync, k, nk);
         else
             __syncthreads();
     }
@@ -339,8 +376,8 @@ int main(int argc, char **argv)
     void (*const kern[RACY + 1])(const uint4 *, size_t, const unsigned *, unsigned *, unsigned *, int *, int, int,
                                  unsigned, int,
                                  int) = {link<PLAIN>, link<PDL>, link<PDL_LATE>, link<COUNTER>, link<FLAG>, link<RACY>};
-    void (*const pkern[MODES - P_COUNTER])(const uint4 *, size_t, unsigned *, unsigned *, int *, int, int,
-                                           int) = {stages<P_COUNTER>, stages<P_FLAG>, stages<P_FLAGS>, stages<P_RACY>};
+    void (*const pkern[MODES - P_COUNTER])(const uint4 *, size_t, unsigned *, unsigned *, int *, int, int, int) = {
+        stages<P_COUNTER>, stages<P_AHEAD>, stages<P_FLAG>, stages<P_FLAGS>, stages<P_RACY>};
     int rc = 0;
     printf("# engine_chain_bench: %s, %d SMs, driver %d, runtime %d; %d kernels of %d blocks, %ld KB of weights a "
            "block (%.2f MB a kernel), sleep %d ns, %d replays x 7\n",
@@ -350,13 +387,19 @@ int main(int argc, char **argv)
         if (persistent) { // every block must be resident, or a wait never ends
             int per_sm = 0;
             CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pkern[mode - P_COUNTER], kThreads, 0));
-            if ((long)per_sm * prop.multiProcessorCount < blocks) {
-                printf("%-9s skipped: %d blocks are not all resident (at most %d a SM x %d SMs)\n", kModeName[mode],
-                       blocks, per_sm, prop.multiProcessorCount);
+            const bool resident = (long)per_sm * prop.multiProcessorCount >= blocks;
+            if (!resident || (mode == P_AHEAD && wvec > (size_t)kAheadVec * kThreads)) {
+                if (!resident)
+                    printf("%-9s skipped: %d blocks are not all resident (at most %d a SM x %d SMs)\n", kModeName[mode],
+                           blocks, per_sm, prop.multiProcessorCount);
+                else
+                    printf("%-9s skipped: %ld KB of weights a block do not fit its registers (at most %d KB)\n",
+                           kModeName[mode], wkb, kAheadVec * kThreads * 16 / 1024);
                 char line[512];
-                snprintf(line, sizeof line, "chain-bench-2,%s,%s,%s,%d,%d,%d,%s,%d,%d,%ld,%d,%d,,,,%.4f,not-resident\n",
+                snprintf(line, sizeof line, "chain-bench-2,%s,%s,%s,%d,%d,%d,%s,%d,%d,%ld,%d,%d,,,,%.4f,%s\n",
                          arb_git_rev(), host, prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks,
-                         wkb, sleep_ns, replays, blocks * (double)wkb * 1024 / 4.6e6);
+                         wkb, sleep_ns, replays, blocks * (double)wkb * 1024 / 4.6e6,
+                         resident ? "too-large" : "not-resident");
                 csv += line;
                 continue;
             }
