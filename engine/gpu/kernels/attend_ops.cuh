@@ -14,26 +14,64 @@ namespace arbk {
 constexpr int kPosWarps = 8;
 static_assert(kAttnChunk == kWarp, "a lane per position of a chunk in the softmax; two k16 steps in the sum");
 
-// Copy `rows` rows of `rv` 16-byte vectors global -> shared by the block, the shared rows
-// `stride` vectors apart (padded: rows one vector apart in the bank order, so the
-// fragment loads below are conflict-free), kStage loads in flight per thread.
-template <bool COH = false>
-__device__ __forceinline__ void stage_rows(uint4 *dst, int stride, const uint4 *src, int rv, int rows)
+// Copies of `rows` rows of `rv` 16-byte vectors global -> shared by the block, each copy's
+// shared rows `stride` vectors apart (padded: rows one vector apart in the bank order, so the
+// fragment loads below are conflict-free), in one pass: each thread issues its loads of every
+// copy (kStage at a time, over the copies' vectors laid end to end) before any of its stores,
+// so the copies on one side of the PDL wait cost one round trip (one after another they cost
+// one each: 4 after the wait, 2 before it, until the twelfth session).
+struct stage_copy {
+    uint4 *dst;
+    int stride;
+    const uint4 *src;
+    int rv, rows;
+};
+
+// Vector i of a stage_copies pass (the copies' vectors laid end to end): where it comes from
+// and where it goes (constant indices into cp only, so the copies stay in registers).
+template <int NC>
+__device__ __forceinline__ void stage_locate(const stage_copy (&cp)[NC], int i, const uint4 *&src, uint4 *&dst)
+{
+    int q = 0, off = i;
+#pragma unroll
+    for (int k = 0; k + 1 < NC; k++)
+        if (q == k && off >= cp[k].rv * cp[k].rows)
+            off -= cp[k].rv * cp[k].rows, q = k + 1;
+    const uint4 *s = cp[0].src;
+    uint4 *d = cp[0].dst;
+    int stride = cp[0].stride, rv = cp[0].rv;
+#pragma unroll
+    for (int k = 1; k < NC; k++)
+        if (q == k)
+            s = cp[k].src, d = cp[k].dst, stride = cp[k].stride, rv = cp[k].rv;
+    src = s + off;
+    dst = d + (off / rv) * stride + off % rv;
+}
+
+template <bool COH, int NC> __device__ __forceinline__ void stage_copies(const stage_copy (&cp)[NC])
 {
     constexpr int kStage = 8;
-    const int nvec = rv * rows, step = blockDim.x * kStage;
-    for (int i0 = threadIdx.x; i0 < nvec; i0 += step) {
+    int total = 0;
+#pragma unroll
+    for (int q = 0; q < NC; q++)
+        total += cp[q].rv * cp[q].rows;
+    const int step = blockDim.x * kStage;
+    for (int i0 = threadIdx.x; i0 < total; i0 += step) {
         uint4 v[kStage];
+        const uint4 *src;
+        uint4 *dst;
 #pragma unroll
         for (int j = 0; j < kStage; j++)
-            if (i0 + j * (int)blockDim.x < nvec)
-                v[j] = COH ? __ldcg(src + i0 + j * blockDim.x) : ld_stream(src + i0 + j * blockDim.x);
+            if (i0 + j * (int)blockDim.x < total) {
+                stage_locate(cp, i0 + j * blockDim.x, src, dst);
+                v[j] = COH ? __ldcg(src) : ld_stream(src);
+            }
 #pragma unroll
-        for (int j = 0; j < kStage; j++) {
-            const int i = i0 + j * blockDim.x;
-            if (i < nvec)
-                dst[(i / rv) * stride + i % rv] = v[j];
-        }
+        for (int j = 0; j < kStage; j++)
+            if (i0 + j * (int)blockDim.x < total) {
+                stage_locate(cp, i0 + j * blockDim.x, src, dst);
+                *dst = v[j];
+            }
     }
 }
 
@@ -89,16 +127,18 @@ mla_attend_tile(const P &pol, const bf16 *qlat, const bf16 *qpe, const bf16 *__r
     uint4 *ql = kpe + kAttnChunk * svr;
     uint4 *qp = ql + (size_t)Rg * sv;
     float *sc = reinterpret_cast<float *>(qp + (size_t)Rg * svr); // [2][Rg][C]
-    stage_rows(ckv, sv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)c0 * rkv), nv, old);
-    stage_rows(kpe, svr, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)c0 * dr), nvr, old);
+    // each side of the wait its copies in one pass (one round trip each, not one a copy)
+    const stage_copy before[2] = {{ckv, sv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)c0 * rkv), nv, old},
+                                  {kpe, svr, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)c0 * dr), nvr, old}};
+    stage_copies<false>(before);
     pol.wait();
     constexpr bool coh = P::coherent; // rows P0.. and the queries: this step's (in a persistent launch, this launch's)
-    stage_rows<coh>(ckv + old * sv, sv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)(c0 + old) * rkv), nv,
-                    n - old);
-    stage_rows<coh>(kpe + old * svr, svr, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)(c0 + old) * dr), nvr,
-                    n - old);
-    stage_rows<coh>(ql, sv, reinterpret_cast<const uint4 *>(qlat) + (size_t)r0 * nv, nv, Rl);
-    stage_rows<coh>(qp, svr, reinterpret_cast<const uint4 *>(qpe) + (size_t)r0 * nvr, nvr, Rl);
+    const stage_copy after[4] = {
+        {ckv + old * sv, sv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)(c0 + old) * rkv), nv, n - old},
+        {kpe + old * svr, svr, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)(c0 + old) * dr), nvr, n - old},
+        {ql, sv, reinterpret_cast<const uint4 *>(qlat) + (size_t)r0 * nv, nv, Rl},
+        {qp, svr, reinterpret_cast<const uint4 *>(qpe) + (size_t)r0 * nvr, nvr, Rl}};
+    stage_copies<coh>(after);
     for (int i = threadIdx.x; i < (kAttnChunk - n) * sv; i += blockDim.x) // rows past L: zero, not stale
         ckv[n * sv + i] = make_uint4(0u, 0u, 0u, 0u);
     for (int i = threadIdx.x; i < (kAttnChunk - n) * svr; i += blockDim.x)
@@ -177,6 +217,7 @@ mla_attend_tile(const P &pol, const bf16 *qlat, const bf16 *qpe, const bf16 *__r
 constexpr int kMergeCols = 64; // latent columns per merge block
 constexpr int kMergeQuads = kMergeCols / 4;
 constexpr int kMergeStrands = 16;
+constexpr int kMergeAhead = 8; // chunks a strand loads before the chunk weights (4096 positions)
 
 // Shared memory of one merge block: the chunk weights, the strands' sums, a reduction's scratch.
 struct merge_smem {
@@ -199,13 +240,33 @@ template <class P> __device__ __forceinline__ void mla_merge_tile(const P &pol, 
     const int nch = (*pos0 + T + kAttnChunk - 1) / kAttnChunk;
     const size_t cstride = (size_t)R * ps; // floats, a multiple of 4 (rkv % 8 == 0)
     const float *base = partial + (size_t)r * ps;
-    const float lsum = chunk_weights<P::coherent>(base, cstride, rkv, nch, wch, scratch);
     const int q = threadIdx.x % kMergeQuads, strand = threadIdx.x / kMergeQuads;
     const int c = y * kMergeCols + 4 * q;
+    // the strand's first kMergeAhead chunks' columns (all of them up to 4096 positions) loaded
+    // before the chunk weights, so that their round trip and the weights' overlap (loaded
+    // after the weights until the twelfth session); the sum's order is unchanged
+    float4 ahead[kMergeAhead];
+#pragma unroll
+    for (int u = 0; u < kMergeAhead; u++) {
+        const int ch = strand + u * kMergeStrands;
+        const float4 *pv = reinterpret_cast<const float4 *>(base + ch * cstride + c);
+        ahead[u] = c < rkv && ch < nch ? (P::coherent ? __ldcg(pv) : *pv) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+    const float lsum = chunk_weights<P::coherent>(base, cstride, rkv, nch, wch, scratch);
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (c < rkv) {
+#pragma unroll
+        for (int u = 0; u < kMergeAhead; u++) { // chunks strand, strand + 16, .. in order
+            const int ch = strand + u * kMergeStrands;
+            if (ch >= nch)
+                break;
+            const float w = wch[ch];
+            const float4 v = ahead[u];
+            acc.x = fmaf(w, v.x, acc.x), acc.y = fmaf(w, v.y, acc.y);
+            acc.z = fmaf(w, v.z, acc.z), acc.w = fmaf(w, v.w, acc.w);
+        }
 #pragma unroll 8
-        for (int ch = strand; ch < nch; ch += kMergeStrands) {
+        for (int ch = strand + kMergeAhead * kMergeStrands; ch < nch; ch += kMergeStrands) {
             const float w = wch[ch];
             const float4 *pv = reinterpret_cast<const float4 *>(base + ch * cstride + c);
             const float4 v = P::coherent ? __ldcg(pv) : *pv;
@@ -237,13 +298,15 @@ __device__ __forceinline__ void mla_uv_tile(const P &pol, const bf16 *olat, cons
     const int j = y * kUvWarps + threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
     const bf16 *w = kv_b + ((size_t)h * (dn + dv) + dn + j) * rkv;
     pol.launch_dependents();
-    if (j < dv)
-        warp_prefetch_l2(w, (size_t)rkv * 2);
-    pol.wait();
-    if (j >= dv)
+    if (j >= dv) {
+        pol.wait();
         return;
+    }
+    // the row's first round of loads (all of a 512-wide row) into registers, then the wait
+    // (warp_rowdot's WAIT; the row was pulled toward L2 and loaded after the wait until the
+    // twelfth session)
     float acc[T], unused[T];
-    warp_rowdot<T, false, false>(w, nullptr, olat + (size_t)h * rkv, nh_r * rkv, rkv, acc, unused, pol);
+    warp_rowdot<T, false, true>(w, nullptr, olat + (size_t)h * rkv, nh_r * rkv, rkv, acc, unused, pol);
 #pragma unroll
     for (int t = 0; t < T; t++)
         if (lane == t)

@@ -103,16 +103,26 @@ template <bool COH = false>
 __device__ __forceinline__ float chunk_weights(const float *base, size_t cstride, int rkv, int nch, float *wch,
                                                float *scratch)
 {
-    float m = -INFINITY;
-    for (int ch = threadIdx.x; ch < nch; ch += blockDim.x)
+    // the thread's first chunk's (m, l) in one round trip (one chunk a thread up to
+    // blockDim.x chunks: 8192 positions at 256 threads); later chunks' read as they come
+    const int ch0 = threadIdx.x;
+    float m0 = -INFINITY, l0 = 0.0f;
+    if (ch0 < nch) {
+        m0 = COH ? __ldcg(base + ch0 * cstride + rkv) : base[ch0 * cstride + rkv];
+        l0 = COH ? __ldcg(base + ch0 * cstride + rkv + 1) : base[ch0 * cstride + rkv + 1];
+    }
+    float m = fmaxf(-INFINITY, m0); // as a loop from -inf over the thread's chunks
+    for (int ch = ch0 + blockDim.x; ch < nch; ch += blockDim.x)
         m = fmaxf(m, COH ? __ldcg(base + ch * cstride + rkv) : base[ch * cstride + rkv]);
     const float M = block_max(m, scratch);
     float lsum = 0.0f;
-    for (int ch = threadIdx.x; ch < nch; ch += blockDim.x) {
-        const float mc = COH ? __ldcg(base + ch * cstride + rkv) : base[ch * cstride + rkv];
+    for (int ch = ch0; ch < nch; ch += blockDim.x) {
+        const bool first = ch == ch0;
+        const float mc = first ? m0 : COH ? __ldcg(base + ch * cstride + rkv) : base[ch * cstride + rkv];
+        const float lc = first ? l0 : COH ? __ldcg(base + ch * cstride + rkv + 1) : base[ch * cstride + rkv + 1];
         const float w = mc == -INFINITY ? 0.0f : expf(mc - M);
         wch[ch] = w;
-        lsum = fmaf(w, COH ? __ldcg(base + ch * cstride + rkv + 1) : base[ch * cstride + rkv + 1], lsum);
+        lsum = fmaf(w, lc, lsum);
     }
     return block_sum(lsum, scratch); // its barriers also publish wch
 }
