@@ -373,11 +373,14 @@ int main(int argc, char **argv)
     gethostname(host, sizeof host - 1);
     std::string csv = "schema,git_rev,host,gpu,sms,driver,runtime,mode,kernels,blocks,weights_kb,sleep_ns,replays,"
                       "us_per_kernel_median,us_per_kernel_min,us_per_kernel_max,weights_floor_us_at_4.6TBps,check\n";
-    void (*const kern[RACY + 1])(const uint4 *, size_t, const unsigned *, unsigned *, unsigned *, int *, int, int,
-                                 unsigned, int,
-                                 int) = {link<PLAIN>, link<PDL>, link<PDL_LATE>, link<COUNTER>, link<FLAG>, link<RACY>};
-    void (*const pkern[MODES - P_COUNTER])(const uint4 *, size_t, unsigned *, unsigned *, int *, int, int, int) = {
-        stages<P_COUNTER>, stages<P_AHEAD>, stages<P_FLAG>, stages<P_FLAGS>, stages<P_RACY>};
+    void (*const kern[])(const uint4 *, size_t, const unsigned *, unsigned *, unsigned *, int *, int, int, unsigned,
+                         int, int) = {link<PLAIN>, link<PDL>, link<PDL_LATE>, link<COUNTER>, link<FLAG>, link<RACY>};
+    static_assert(sizeof kern / sizeof *kern == RACY + 1, "a kernel for every launch mode");
+    // in mode order, one for each persistent mode (a short list would leave a null kernel and
+    // shift every mode after the gap onto its neighbour's kernel: the static_assert)
+    void (*const pkern[])(const uint4 *, size_t, unsigned *, unsigned *, int *, int, int, int) = {
+        stages<P_COUNTER>, stages<P_L2>, stages<P_AHEAD>, stages<P_FLAG>, stages<P_FLAGS>, stages<P_RACY>};
+    static_assert(sizeof pkern / sizeof *pkern == MODES - P_COUNTER, "a kernel for every persistent mode");
     int rc = 0;
     printf("# engine_chain_bench: %s, %d SMs, driver %d, runtime %d; %d kernels of %d blocks, %ld KB of weights a "
            "block (%.2f MB a kernel), sleep %d ns, %d replays x 7\n",
