@@ -298,15 +298,13 @@ __device__ __forceinline__ void mla_uv_tile(const P &pol, const bf16 *olat, cons
     const int j = y * kUvWarps + threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
     const bf16 *w = kv_b + ((size_t)h * (dn + dv) + dn + j) * rkv;
     pol.launch_dependents();
-    if (j >= dv) {
-        pol.wait();
+    if (j < dv)
+        warp_prefetch_l2(w, (size_t)rkv * 2);
+    pol.wait();
+    if (j >= dv)
         return;
-    }
-    // the row's first round of loads (all of a 512-wide row) into registers, then the wait
-    // (warp_rowdot's WAIT; the row was pulled toward L2 and loaded after the wait until the
-    // twelfth session)
     float acc[T], unused[T];
-    warp_rowdot<T, false, true>(w, nullptr, olat + (size_t)h * rkv, nh_r * rkv, rkv, acc, unused, pol);
+    warp_rowdot<T, false, false>(w, nullptr, olat + (size_t)h * rkv, nh_r * rkv, rkv, acc, unused, pol);
 #pragma unroll
     for (int t = 0; t < T; t++)
         if (lane == t)

@@ -63,7 +63,6 @@ __device__ __forceinline__ void mla_prep_tile(const P &p, const bf16 *qkva, cons
 
 constexpr int kAbsorbCols = 64; // latent columns per absorb block: 2 per lane
 constexpr int kAbsorbWarps = 8; // the nope dimension split over the block's warps
-constexpr int kAbsorbRowsWarp = (kMaxNope + kAbsorbWarps - 1) / kAbsorbWarps; // a warp's W_uk rows at most
 
 // Shared memory of one absorb block (sm: 16-byte aligned): qn [kMaxT][kMaxNope] and
 // red [kAbsorbWarps][kMaxT][kAbsorbCols], fp32.
@@ -84,17 +83,10 @@ __device__ __forceinline__ void mla_absorb_tile(const P &p, const bf16 *q, const
     const int d_per_warp = (dn + kAbsorbWarps - 1) / kAbsorbWarps;
     const int d0 = warp * d_per_warp, d1 = min(dn, d0 + d_per_warp);
     const bf16 *wuk = kv_b + (size_t)h * (dn + dv) * rkv;
-    const int c = y * kAbsorbCols + 2 * lane; // this lane's two latent columns
     p.launch_dependents();
-    // this lane's W_uk pairs (rows d0 .. d1 - 1 of its two columns) into registers before
-    // waiting: after the wait only the query's load is a round trip (they were pulled toward
-    // L2 and loaded after it until the twelfth session)
-    uint32_t wk[kAbsorbRowsWarp];
-#pragma unroll
-    for (int i = 0; i < kAbsorbRowsWarp; i++)
-        wk[i] = y != gy - 1 && c < rkv && d0 + i < d1
-                    ? *reinterpret_cast<const uint32_t *>(wuk + (size_t)(d0 + i) * rkv + c)
-                    : 0u;
+    if (y != gy - 1) // this block's W_uk columns (128 bytes a row) toward L2 before waiting
+        for (int d = d0 + lane; d < d1; d += kWarp)
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(wuk + (size_t)d * rkv + y * kAbsorbCols));
     p.wait();
     if (y == gy - 1) { // the rope part of the query
         const int pairs = dr / 2;
@@ -112,14 +104,13 @@ __device__ __forceinline__ void mla_absorb_tile(const P &p, const bf16 *q, const
         qn[i / dn][i % dn] = bf(P::coherent ? __ldcg(src) : *src);
     }
     __syncthreads();
+    const int c = y * kAbsorbCols + 2 * lane; // this lane's two latent columns
     float acc[kMaxT][2] = {};
     if (c < rkv) {
-#pragma unroll
-        for (int i = 0; i < kAbsorbRowsWarp; i++) { // d = d0 + i ascending, as a loop over d
-            const int d = d0 + i;
-            if (d >= d1)
-                break;
-            const float wa = bf16_lo(wk[i]), wb = bf16_hi(wk[i]);
+#pragma unroll 16
+        for (int d = d0; d < d1; d++) { // 16 loads in flight per lane
+            const uint32_t w2 = *reinterpret_cast<const uint32_t *>(wuk + (size_t)d * rkv + c);
+            const float wa = bf16_lo(w2), wb = bf16_hi(w2);
 #pragma unroll
             for (int t = 0; t < kMaxT; t++)
                 if (t < T)
