@@ -82,6 +82,34 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned *p)
     return v;
 }
 
+__device__ __forceinline__ unsigned long long globaltimer()
+{
+    unsigned long long now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    return now;
+}
+
+// Polls `word` (ld.acquire) until it holds at least `want`; false once the deadline passed (the
+// error word then holds `code`, if it held nothing) or, with OTHERS, once another wait already
+// gave up (a persistent launch: no block may spin on a stage that will never complete).
+template <bool OTHERS>
+__device__ __forceinline__ bool poll_at_least(const unsigned *word, unsigned want, int *err, int code, int sleep_ns)
+{
+    unsigned long long t0 = 0;
+    for (unsigned it = 0; ld_acquire(word) < want; it++) {
+        const unsigned long long now = globaltimer();
+        if (it == 0)
+            t0 = now;
+        else if (now - t0 > kTimeoutNs || (OTHERS && *reinterpret_cast<volatile int *>(err))) {
+            atomicCAS(err, 0, code);
+            return false;
+        }
+        if (sleep_ns)
+            __nanosleep(sleep_ns);
+    }
+    return true;
+}
+
 // A block's own weights, read before any wait (a fold of them, stored only when fold != 0: never).
 __device__ __forceinline__ uint4 block_weights(const uint4 *wb, size_t wvec)
 {
@@ -128,18 +156,7 @@ template <int MODE> __global__ void __launch_bounds__(kThreads)
         word[nk - 2 + threadIdx.x] = 0; // the previous replay's last two words (no kernel resets them)
     if (polls && k > 0) {
         if (threadIdx.x == 0) {
-            unsigned long long t0 = 0, now;
-            for (unsigned it = 0; ld_acquire(word + k - 1) < want; it++) {
-                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-                if (it == 0)
-                    t0 = now;
-                else if (now - t0 > kTimeoutNs) {
-                    atomicCAS(err, 0, k);
-                    break;
-                }
-                if (sleep_ns)
-                    __nanosleep(sleep_ns);
-            }
+            poll_at_least<false>(word + k - 1, want, err, k, sleep_ns); // past the deadline: the error word says so
             if (blockIdx.x == 0 && k >= 2)
                 word[k - 2] = 0;
         }
@@ -160,32 +177,6 @@ template <int MODE> __global__ void __launch_bounds__(kThreads)
     }
 }
 
-__device__ __forceinline__ unsigned long long globaltimer()
-{
-    unsigned long long now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    return now;
-}
-
-// Polls `word` (ld.acquire) until it holds at least `want`; false if the deadline passed or
-// another block's wait already gave up (the error word, 1000 + k, set by the first).
-__device__ __forceinline__ bool poll_at_least(const unsigned *word, unsigned want, int *err, int k, int sleep_ns)
-{
-    unsigned long long t0 = 0;
-    for (unsigned it = 0; ld_acquire(word) < want; it++) {
-        const unsigned long long now = globaltimer();
-        if (it == 0)
-            t0 = now;
-        else if (now - t0 > kTimeoutNs || *reinterpret_cast<volatile int *>(err)) {
-            atomicCAS(err, 0, 1000 + k);
-            return false;
-        }
-        if (sleep_ns)
-            __nanosleep(sleep_ns);
-    }
-    return true;
-}
-
 // Stage k's wait in a persistent launch (MODE's sync words of stage k - 1); false once any
 // block's wait passed the deadline, so that no block spins on a stage that will never complete.
 template <int MODE>
@@ -197,10 +188,10 @@ __device__ __forceinline__ bool stage_wait(const unsigned *sync, int *err, int k
         bool ok = true;
         if (MODE == P_FLAGS) // lane j: the words j, j + 32, ... of stage k - 1
             for (unsigned j = threadIdx.x; j < G && ok; j += 32)
-                ok = poll_at_least(sync + (size_t)(k - 1) * G + j, 1u, err, k, sleep_ns);
+                ok = poll_at_least<true>(sync + (size_t)(k - 1) * G + j, 1u, err, 1000 + k, sleep_ns);
         else if (threadIdx.x == 0) // the stage's counter (G counts) or its flag (1)
-            ok = poll_at_least(MODE == P_FLAG ? sync + nk + k - 1 : sync + k - 1, MODE == P_FLAG ? 1u : G, err, k,
-                               sleep_ns);
+            ok = poll_at_least<true>(MODE == P_FLAG ? sync + nk + k - 1 : sync + k - 1, MODE == P_FLAG ? 1u : G, err,
+                                     1000 + k, sleep_ns);
         const bool bad = __any_sync(0xffffffffu, !ok);
         if (threadIdx.x == 0)
             give_up = bad;
@@ -249,21 +240,22 @@ template <int MODE> __global__ void __launch_bounds__(kThreads)
     if (MODE == P_AHEAD)
         load_ahead(cur, w + (size_t)blockIdx.x * wvec, wvec);
     for (int k = 0; k < nk; k++) {
+        const uint4 *wk = w + ((size_t)k * gridDim.x + blockIdx.x) * wvec; // this block's weights of stage k
         uint4 acc = make_uint4(0, 0, 0, 0);
         if (MODE == P_AHEAD) {
             if (k + 1 < nk)
-                load_ahead(nxt, w + ((size_t)(k + 1) * gridDim.x + blockIdx.x) * wvec, wvec);
+                load_ahead(nxt, wk + (size_t)gridDim.x * wvec, wvec); // stage k + 1's
         } else if (MODE == P_L2) {
-            const char *wb = reinterpret_cast<const char *>(w + ((size_t)k * gridDim.x + blockIdx.x) * wvec);
+            const char *wb = reinterpret_cast<const char *>(wk);
             for (size_t off = (size_t)threadIdx.x * 128; off < wvec * 16; off += (size_t)kThreads * 128)
                 asm volatile("prefetch.global.L2 [%0];" ::"l"(wb + off));
         } else {
-            acc = block_weights(w + ((size_t)k * gridDim.x + blockIdx.x) * wvec, wvec);
+            acc = block_weights(wk, wvec);
         }
         if (MODE != P_RACY && k > 0 && !stage_wait<SYNC>(sync, err, k, nk, sleep_ns))
             return;
         if (MODE == P_L2)
-            acc = block_weights(w + ((size_t)k * gridDim.x + blockIdx.x) * wvec, wvec);
+            acc = block_weights(wk, wvec);
         if (MODE == P_AHEAD) { // stage k's weights (loaded a stage ago) folded; stage k + 1's become cur
 #pragma unroll
             for (int j = 0; j < kAheadVec; j++)
@@ -381,6 +373,15 @@ int main(int argc, char **argv)
     void (*const pkern[])(const uint4 *, size_t, unsigned *, unsigned *, int *, int, int, int) = {
         stages<P_COUNTER>, stages<P_L2>, stages<P_AHEAD>, stages<P_FLAG>, stages<P_FLAGS>, stages<P_RACY>};
     static_assert(sizeof pkern / sizeof *pkern == MODES - P_COUNTER, "a kernel for every persistent mode");
+    const double floor_us = blocks * (double)wkb * 1024 / 4.6e6;
+    // one CSV row: the mode's us a kernel or stage (median, min, max; empty when it did not run), its check
+    auto row = [&](int mode, const char *times, const char *check) {
+        char line[512];
+        snprintf(line, sizeof line, "chain-bench-2,%s,%s,%s,%d,%d,%d,%s,%d,%d,%ld,%d,%d,%s,%.4f,%s\n", arb_git_rev(),
+                 host, prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks, wkb, sleep_ns,
+                 replays, times, floor_us, check);
+        csv += line;
+    };
     int rc = 0;
     printf("# engine_chain_bench: %s, %d SMs, driver %d, runtime %d; %d kernels of %d blocks, %ld KB of weights a "
            "block (%.2f MB a kernel), sleep %d ns, %d replays x 7\n",
@@ -398,12 +399,7 @@ int main(int argc, char **argv)
                 else
                     printf("%-9s skipped: %ld KB of weights a block do not fit its registers (at most %d KB)\n",
                            kModeName[mode], wkb, kAheadVec * kThreads * 16 / 1024);
-                char line[512];
-                snprintf(line, sizeof line, "chain-bench-2,%s,%s,%s,%d,%d,%d,%s,%d,%d,%ld,%d,%d,,,,%.4f,%s\n",
-                         arb_git_rev(), host, prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks,
-                         wkb, sleep_ns, replays, blocks * (double)wkb * 1024 / 4.6e6,
-                         resident ? "too-large" : "not-resident");
-                csv += line;
+                row(mode, ",,", resident ? "too-large" : "not-resident");
                 continue;
             }
         }
@@ -461,7 +457,6 @@ int main(int argc, char **argv)
         const char *check = e ? "timeout" : bad ? "mismatch" : "ok";
         if ((e || bad) && !racy_mode(mode))
             rc = 1;
-        const double floor_us = blocks * (double)wkb * 1024 / 4.6e6;
         printf("%-9s us a %s: median %7.3f  min %7.3f  max %7.3f  (weights alone at 4.6 TB/s: %.3f)  check %s%s\n",
                kModeName[mode], persistent ? "stage " : "kernel", t[3], t[0], t[6], floor_us, check,
                racy_mode(mode) ? (bad ? " (expected: no wait)" : " (the race did not show this time)") : "");
@@ -471,11 +466,9 @@ int main(int argc, char **argv)
         if (bad && !racy_mode(mode))
             fprintf(stderr, "engine_chain_bench: %s: %d of %d words differ from the host recurrence\n", kModeName[mode],
                     bad, kAct);
-        char line[512];
-        snprintf(line, sizeof line, "chain-bench-2,%s,%s,%s,%d,%d,%d,%s,%d,%d,%ld,%d,%d,%.4f,%.4f,%.4f,%.4f,%s\n",
-                 arb_git_rev(), host, prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks, wkb,
-                 sleep_ns, replays, t[3], t[0], t[6], floor_us, check);
-        csv += line;
+        char times[96];
+        snprintf(times, sizeof times, "%.4f,%.4f,%.4f", t[3], t[0], t[6]);
+        row(mode, times, check);
         CK(cudaEventDestroy(a));
         CK(cudaEventDestroy(b));
         CK(cudaGraphExecDestroy(ge));
