@@ -31,6 +31,28 @@ static arb_status_t open_host_sites(arb_engine_run_t *r, arb_loaded_plugin_t *lp
     return ARB_OK;
 }
 
+/* One layer's k selected experts (-1: a dense layer's slots): how many there are, and how
+ * many of the GPU's are not among the reference's (the experts compared as sets). */
+static unsigned layer_experts(const int32_t *e, unsigned k)
+{
+    unsigned n = 0;
+    for (unsigned j = 0; j < k; j++)
+        n += e[j] >= 0;
+    return n;
+}
+
+static unsigned experts_missing(const int32_t *gpu, const int32_t *ref, unsigned k)
+{
+    unsigned n = 0;
+    for (unsigned j = 0; j < k; j++) {
+        int found = 0;
+        for (unsigned q = 0; q < k && !found; q++)
+            found = ref[q] == gpu[j];
+        n += gpu[j] >= 0 && !found;
+    }
+    return n;
+}
+
 arb_status_t arb_run_check(arb_stepper_t *gpu, uint32_t gpu_g0, char *why, size_t len)
 {
     arb_engine_run_t *r = gpu->r;
@@ -108,22 +130,13 @@ arb_status_t arb_run_check(arb_stepper_t *gpu, uint32_t gpu_g0, char *why, size_
         r->check_max_logit_diff = maxd > r->check_max_logit_diff ? maxd : r->check_max_logit_diff;
         const double rel = maxd / (rms > 0 ? rms : 1);
         r->check_rel_diff = rel > r->check_rel_diff ? rel : r->check_rel_diff;
-        /* the experts as sets per layer (dense layers hold -1) */
-        for (unsigned l = 0; l < L && k; l++)
-            for (unsigned j = 0; j < k; j++) {
-                const int32_t e = eg[l * k + j];
-                if (e < 0)
-                    continue;
-                int found = 0;
-                for (unsigned q = 0; q < k; q++)
-                    found |= ec[l * k + q] == e;
-                r->check_experts_total++;
-                if (!found) {
-                    r->check_experts_differ++;
-                    if (r->check_first_layer < 0 || (int)l < r->check_first_layer)
-                        r->check_first_layer = (int)l;
-                }
-            }
+        for (unsigned l = 0; l < L && k; l++) {
+            const unsigned n = experts_missing(eg + l * k, ec + l * k, k);
+            r->check_experts_total += layer_experts(eg + l * k, k);
+            r->check_experts_differ += n;
+            if (n && (r->check_first_layer < 0 || (int)l < r->check_first_layer))
+                r->check_first_layer = (int)l;
+        }
         r->check_agree += og.greedy[0] == oc.greedy[0], r->check_compared++;
         tok = og.greedy[0]; /* both follow the GPU's chain, so one disagreement does not cascade */
     }
