@@ -66,8 +66,8 @@ template <bool COH, int NC> __device__ __forceinline__ void stage_copies(const s
                 stage_locate(cp, i0 + j * blockDim.x, src, dst);
                 v[j] = COH ? __ldcg(src) : ld_stream(src);
             }
-        // the destinations located again, not kept from the loads: holding eight of them took
-        // the attend kernel from 80 to 97 registers on sm_90 (three CTAs an SM to two)
+            // the destinations located again, not kept from the loads: holding eight of them took
+            // the attend kernel from 80 to 97 registers on sm_90 (three CTAs an SM to two)
 #pragma unroll
         for (int j = 0; j < kStage; j++)
             if (i0 + j * (int)blockDim.x < total) {
