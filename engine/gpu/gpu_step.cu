@@ -9,6 +9,7 @@
 
 #include "arbench/status.h"
 #include "gpu/gpu_layout.h"
+#include "model/engine_opts.h"
 #include "rmsnorm/rmsnorm.h"
 
 using namespace arbk;
@@ -61,7 +62,15 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     ARB_CUDA_TRY(gemv(lc, GEMV_BF16, L.q_b, nullptr, m->qa, s.rq, qw, s.rq, m->q, qw, t), why, len);
     mark(m, lc.stream, ARB_GPU_PROF_Q_B);
     // qlat = q_nope @ W_uk[h]; qpe = rope(q_pe, P)                 [T x nh_r x rkv], [T x nh_r x dr]
-    ARB_CUDA_TRY(mla_absorb(lc, m->q, L.kv_b, m->rope_cs, m->pos0, m->qlat, m->qpe, s.nh_r, s.dn, s.dr, s.dv, s.rkv, t),
+    // --l2-ahead: absorb's CTAs pull o_proj's weights toward L2 after their wait, W_uv's the
+    // router's; the chain from absorb to o_proj is latency-bound (its own bytes ~6 MB) and
+    // o_proj's 14.7 MB then come from L2 (Kimi-K2, TP = 8)
+    launch_ctx la = lc, lu = lc;
+    if (m->o.l2_ahead & ARB_L2_AHEAD_O_PROJ)
+        la.ahead = {L.o_proj, (size_t)H * ow * sizeof(bf16)};
+    if ((m->o.l2_ahead & ARB_L2_AHEAD_ROUTER) && !L.dense)
+        lu.ahead = {L.router, (size_t)s.E * H * sizeof(bf16)};
+    ARB_CUDA_TRY(mla_absorb(la, m->q, L.kv_b, m->rope_cs, m->pos0, m->qlat, m->qpe, s.nh_r, s.dn, s.dr, s.dv, s.rkv, t),
                  why, len);
     mark(m, lc.stream, ARB_GPU_PROF_ABSORB);
     // per chunk of the cache: softmax(qlat . ckv + qpe . kpe) partial sums of ckv, causal
@@ -73,7 +82,7 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     // o = olat @ W_uv[h]^T                                         [T x nh_r x dv]
     ARB_CUDA_TRY(mla_merge(lc, m->partial, m->pos0, m->qlat, s.nh_r, s.rkv, t), why, len);
     mark(m, lc.stream, ARB_GPU_PROF_COMBINE);
-    ARB_CUDA_TRY(mla_uv(lc, m->qlat, L.kv_b, m->o_heads, s.nh_r, s.dn, s.dv, s.rkv, t), why, len);
+    ARB_CUDA_TRY(mla_uv(lu, m->qlat, L.kv_b, m->o_heads, s.nh_r, s.dn, s.dv, s.rkv, t), why, len);
     mark(m, lc.stream, ARB_GPU_PROF_COMBINE);
     // part = o @ o_proj_r^T                                        [T x H], this rank's partial sums
     ARB_CUDA_TRY(gemv(lc, GEMV_BF16, L.o_proj, nullptr, m->o_heads, ow, H, ow, arb_gpu_site_at(m, 2 * l, T).part, H, t), why, len);
@@ -137,7 +146,7 @@ extern "C" arb_status_t arb_gpu_model_step(arb_gpu_model_t *m, unsigned T, void 
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu step: T %u outside 1 .. %u", T, m->o.max_tokens);
     const arb_gpu_shapes &s = m->s;
     cudaStream_t st = static_cast<cudaStream_t>(stream);
-    const launch_ctx lc = {st, m->o.pdl};
+    const launch_ctx lc = {st, m->o.pdl, {}};
     if (m->persist)
         ARB_TRY(arb_gpu_persist_begin(m, st, why, why_len));
     // res = embed_tokens[token]; h = input_layernorm[0](res)        [T x H]

@@ -68,6 +68,9 @@ void arb_engine_opts_usage(FILE *f)
             "  --step-form F       gpu: launches (a launch per kernel; the default), persistent (each layer's\n"
             "                      attention and MoE block one persistent launch each, between the call sites)\n"
             "                      or persistent-attn (the attention only)\n"
+            "  --l2-ahead LIST     gpu, launches form: later kernels' weights pulled toward L2 by earlier\n"
+            "                      latency-bound ones after their wait: none, or a comma list of o_proj (by the\n"
+            "                      absorption) and router (by W_uv) (default none)\n"
             "  --quiet             no progress lines\n"
             "  --profile FILE      per-site choice from a profile of arbench profile (CSV or JSON); no match: nccl\n"
             "  --tune              first sweep exactly the call-site shapes, write that profile next to --out, use it\n"
@@ -75,7 +78,7 @@ void arb_engine_opts_usage(FILE *f)
 }
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
-       O_CHUNK, O_PDL, O_FORM, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
+       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
        O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE, O_DRAFT,
        O_WDIR, O_PROMPT, O_OUTIDS };
 
@@ -193,6 +196,34 @@ static int parse_modes(const char *v, unsigned *modes, char *err, size_t len)
     return 0;
 }
 
+/* --l2-ahead: none, or a comma list of o_proj and router (each once). */
+static int parse_ahead(const char *v, unsigned *bits, char *err, size_t len)
+{
+    static const char *const expect = "expected none, or a comma list of o_proj and router";
+    char buf[256];
+    *bits = 0;
+    if (strcmp(v, "none") == 0)
+        return 0;
+    if (!*v || strlen(v) >= sizeof buf) {
+        snprintf(err, len, "--l2-ahead '%s': %s", v, expect);
+        return -1;
+    }
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        const unsigned b = strcmp(tok, "o_proj") == 0 ? ARB_L2_AHEAD_O_PROJ : strcmp(tok, "router") == 0 ? ARB_L2_AHEAD_ROUTER : 0;
+        if (!b || (*bits & b)) {
+            snprintf(err, len, "--l2-ahead '%s': %s '%s' (%s)", v, b ? "repeated" : "unknown", tok, expect);
+            return -1;
+        }
+        *bits |= b;
+    }
+    if (!*bits || v[strlen(v) - 1] == ',' || v[0] == ',' || strstr(v, ",,")) {
+        snprintf(err, len, "--l2-ahead '%s': %s", v, expect);
+        return -1;
+    }
+    return 0;
+}
+
 int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err, size_t len)
 {
     static const struct option lo[] = {
@@ -215,6 +246,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"weights-dir", required_argument, 0, O_WDIR}, {"prompt-ids", required_argument, 0, O_PROMPT},
         {"out-ids", required_argument, 0, O_OUTIDS},
         {"pdl", required_argument, 0, O_PDL},         {"step-form", required_argument, 0, O_FORM},
+        {"l2-ahead", required_argument, 0, O_AHEAD},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0},
     };
     arb_engine_opts_defaults(o);
@@ -291,6 +323,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             o->step_form = (arb_step_form_t)i;
             break;
         }
+        case O_AHEAD: bad = parse_ahead(optarg, &o->l2_ahead, err, len); break;
         case O_APPEND: o->append = 1; break;
         case O_FORCE: o->force = 1; break;
         case O_ACCEPT: bad = parse_rates(optarg, o, err, len); break;
@@ -326,6 +359,13 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         snprintf(o->config, sizeof o->config, "%.1000s/config.json", o->weights_dir);
     if (o->backend == ARB_ENGINE_CPU && o->step_form != ARB_STEP_LAUNCHES) {
         snprintf(err, len, "--step-form persistent with --backend cpu: the persistent form is the GPU step's (give --backend gpu)");
+        return -1;
+    }
+    if (o->l2_ahead && (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES)) {
+        snprintf(err, len, "--l2-ahead with %s: the pulls are kernels' of the GPU's launches form (give --backend gpu "
+                 "--step-form launches, or --l2-ahead none)", o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
+                 : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
+                                                       : "--step-form persistent-attn");
         return -1;
     }
     if (o->check_steps && o->backend == ARB_ENGINE_CPU) {

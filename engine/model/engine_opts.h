@@ -30,6 +30,13 @@ typedef enum arb_step_form {
     ARB_STEP_PERSISTENT_ATTN = 2, /* the attention persistent, the MoE block as launches */
 } arb_step_form_t;
 
+/* --l2-ahead: later kernels' weights that earlier, latency-bound kernels of the launches form
+ * pull toward L2 after their wait (engine/gpu/gpu_step.cu), bits */
+enum {
+    ARB_L2_AHEAD_O_PROJ = 1, /* o_proj's, by the absorption's CTAs */
+    ARB_L2_AHEAD_ROUTER = 2, /* the router's, by W_uv's CTAs */
+};
+
 #define ARB_ENGINE_DEFAULT_CONFIG "kimi-k2"
 #define ARB_ENGINE_DEFAULT_CONTEXT 4096u
 #define ARB_ENGINE_DEFAULT_STEPS 32u
@@ -80,6 +87,7 @@ typedef struct arb_engine_opts {
     /* gpu: how a step is launched (engine/gpu/gpu_step.cu) */
     int pdl;              /* --pdl on|off: programmatic dependent launch between the step's kernels (default on) */
     arb_step_form_t step_form; /* --step-form launches|persistent|persistent-attn (default launches) */
+    unsigned l2_ahead;         /* --l2-ahead none|LIST: ARB_L2_AHEAD_* bits */
 } arb_engine_opts_t;
 
 void arb_engine_opts_defaults(arb_engine_opts_t *o);

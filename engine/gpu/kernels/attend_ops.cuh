@@ -296,7 +296,8 @@ constexpr int kUvWarps = 8; // W_uv rows per block
 // Block (head h, row block y).
 template <int T, class P>
 __device__ __forceinline__ void mla_uv_tile(const P &pol, const bf16 *olat, const bf16 *__restrict__ kv_b,
-                                            bf16 *__restrict__ o, int nh_r, int dn, int dv, int rkv, int h, int y)
+                                            bf16 *__restrict__ o, int nh_r, int dn, int dv, int rkv, int h, int y,
+                                            const l2_ahead &ahead = l2_ahead())
 {
     const int j = y * kUvWarps + threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
     const bf16 *w = kv_b + ((size_t)h * (dn + dv) + dn + j) * rkv;
@@ -304,6 +305,7 @@ __device__ __forceinline__ void mla_uv_tile(const P &pol, const bf16 *olat, cons
     if (j < dv)
         warp_prefetch_l2(w, (size_t)rkv * 2);
     pol.wait();
+    grid_prefetch_l2(ahead); // a later kernel's weights (--l2-ahead)
     if (j >= dv)
         return;
     float acc[T], unused[T];

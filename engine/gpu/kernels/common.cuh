@@ -274,6 +274,21 @@ __device__ __forceinline__ void block_prefetch_l2(const void *p, size_t bytes)
         asm volatile("prefetch.global.L2 [%0];" ::"l"(b + off));
 }
 
+// This CTA's share of `a` toward L2 (kernels.h's l2_ahead): the grid's CTAs take contiguous
+// runs of its 128-byte lines in block order, a line per thread and step.
+__device__ __forceinline__ void grid_prefetch_l2(const l2_ahead &a)
+{
+    if (!a.bytes)
+        return;
+    const size_t lines = (a.bytes + 127) / 128;
+    const size_t nb = (size_t)gridDim.x * gridDim.y * gridDim.z;
+    const size_t b = ((size_t)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    const size_t per = (lines + nb - 1) / nb, l0 = b * per, l1 = l0 + per < lines ? l0 + per : lines;
+    const char *c = static_cast<const char *>(a.p);
+    for (size_t l = l0 + threadIdx.x; l < l1; l += blockDim.x)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(c + l * 128));
+}
+
 // How an op (a kernel body run for one block index: the *_ops.cuh headers) waits for its
 // inputs and loads what an earlier op of the step wrote:
 //   pdl_sync     the op is its own kernel: wait = the PDL wait on the previous kernel;

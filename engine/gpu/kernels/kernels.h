@@ -17,9 +17,18 @@ namespace arbk {
 
 using bf16 = __nv_bfloat16;
 
+// Weights a later kernel of the step reads (nothing in the step writes them), for a launch
+// to pull toward L2 after its wait: each CTA one contiguous share of the 128-byte lines.
+// Only the kernels that say so (mla_absorb, mla_uv) honour it; the others ignore it.
+struct l2_ahead {
+    const void *p = nullptr;
+    size_t bytes = 0;
+};
+
 struct launch_ctx {
     cudaStream_t stream;
-    int pdl; // 1: launch with programmatic stream serialization (PDL)
+    int pdl;        // 1: launch with programmatic stream serialization (PDL)
+    l2_ahead ahead; // none unless set
 };
 
 constexpr int kMaxT = 8;          // tokens per step (ARB_GPU_MAX_T)
@@ -66,7 +75,8 @@ cudaError_t qkva_prep(const launch_ctx &c, const bf16 *W, const bf16 *x, int K, 
 // grid.y groups of at least min_rows rows (0: 4) while chunks x groups stays within it, and
 // wherever they do not fit the shared memory (no row's operations change).
 cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas, int min_rows);
-// qlat[t,h] = q_nope[t,h] @ W_uk[h]; qpe[t,h] = rope(q_pe[t,h], P0 + t)
+// qlat[t,h] = q_nope[t,h] @ W_uk[h]; qpe[t,h] = rope(q_pe[t,h], P0 + t); c.ahead pulled
+// toward L2 after the wait (as mla_uv does)
 cudaError_t mla_absorb(const launch_ctx &c, const bf16 *q, const bf16 *kv_b, const float2 *rope_cs,
                        const int32_t *pos0, bf16 *qlat, bf16 *qpe, int nh_r, int dn, int dr, int dv, int rkv, int T);
 // mla_attend_pos writes a chunk's partials; mla_merge leaves olat (bf16, [T nh_r x rkv],

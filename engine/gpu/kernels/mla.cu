@@ -13,11 +13,11 @@ namespace {
 __global__ void __launch_bounds__(kAbsorbWarps *kWarp)
     mla_absorb_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ kv_b, const float2 *__restrict__ rope_cs,
                       const int32_t *__restrict__ pos0, bf16 *__restrict__ qlat, bf16 *__restrict__ qpe, int nh_r,
-                      int dn, int dr, int dv, int rkv, int T)
+                      int dn, int dr, int dv, int rkv, int T, l2_ahead ahead)
 {
     __shared__ __align__(16) float sm[kAbsorbSmem / sizeof(float)];
     mla_absorb_tile(pdl_sync(), q, kv_b, rope_cs, pos0, qlat, qpe, nh_r, dn, dr, dv, rkv, T, (int)blockIdx.x,
-                    (int)blockIdx.y, (int)gridDim.y, sm);
+                    (int)blockIdx.y, (int)gridDim.y, sm, ahead);
 }
 
 } // namespace
@@ -27,7 +27,7 @@ cudaError_t mla_absorb(const launch_ctx &c, const bf16 *q, const bf16 *kv_b, con
 {
     const dim3 grid(nh_r, mla_absorb_gy(rkv));
     return launch(c, mla_absorb_kernel, grid, dim3(kAbsorbWarps * kWarp), 0, q, kv_b, rope_cs, pos0, qlat, qpe, nh_r,
-                  dn, dr, dv, rkv, T);
+                  dn, dr, dv, rkv, T, c.ahead);
 }
 
 } // namespace arbk

@@ -74,7 +74,7 @@ template <class P>
 __device__ __forceinline__ void mla_absorb_tile(const P &p, const bf16 *q, const bf16 *__restrict__ kv_b,
                                                 const float2 *__restrict__ rope_cs, const int32_t *__restrict__ pos0,
                                                 bf16 *qlat, bf16 *qpe, int nh_r, int dn, int dr, int dv, int rkv, int T,
-                                                int h, int y, int gy, float *sm)
+                                                int h, int y, int gy, float *sm, const l2_ahead &ahead = l2_ahead())
 {
     float(*qn)[kMaxNope] = reinterpret_cast<float(*)[kMaxNope]>(sm);
     float(*red)[kMaxT][kAbsorbCols] = reinterpret_cast<float(*)[kMaxT][kAbsorbCols]>(sm + kMaxT * kMaxNope);
@@ -88,6 +88,8 @@ __device__ __forceinline__ void mla_absorb_tile(const P &p, const bf16 *q, const
         for (int d = d0 + lane; d < d1; d += kWarp)
             asm volatile("prefetch.global.L2 [%0];" ::"l"(wuk + (size_t)d * rkv + y * kAbsorbCols));
     p.wait();
+    // a later kernel's weights toward L2 (--l2-ahead) while this latency-bound one runs
+    grid_prefetch_l2(ahead);
     if (y == gy - 1) { // the rope part of the query
         const int pairs = dr / 2;
         for (int i = threadIdx.x; i < T * pairs; i += blockDim.x) {

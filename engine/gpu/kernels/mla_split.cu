@@ -44,9 +44,9 @@ __global__ void __launch_bounds__(kMergeQuads *kMergeStrands)
 template <int T>
 __global__ void __launch_bounds__(kUvWarps *kWarp)
     mla_uv_kernel(const bf16 *__restrict__ olat, const bf16 *__restrict__ kv_b, bf16 *__restrict__ o, int nh_r,
-                  int dn, int dv, int rkv)
+                  int dn, int dv, int rkv, l2_ahead ahead)
 {
-    mla_uv_tile<T>(pdl_sync(), olat, kv_b, o, nh_r, dn, dv, rkv, (int)blockIdx.x, (int)blockIdx.y);
+    mla_uv_tile<T>(pdl_sync(), olat, kv_b, o, nh_r, dn, dv, rkv, (int)blockIdx.x, (int)blockIdx.y, ahead);
 }
 
 } // namespace
@@ -134,14 +134,14 @@ cudaError_t mla_uv(const launch_ctx &c, const bf16 *olat, const bf16 *kv_b, bf16
         return cudaErrorInvalidValue;
     const dim3 grid(nh_r, (dv + kUvWarps - 1) / kUvWarps), block(kUvWarps * kWarp);
     switch (T) {
-    case 1: return launch(c, mla_uv_kernel<1>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv);
-    case 2: return launch(c, mla_uv_kernel<2>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv);
-    case 3: return launch(c, mla_uv_kernel<3>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv);
-    case 4: return launch(c, mla_uv_kernel<4>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv);
-    case 5: return launch(c, mla_uv_kernel<5>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv);
-    case 6: return launch(c, mla_uv_kernel<6>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv);
-    case 7: return launch(c, mla_uv_kernel<7>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv);
-    case 8: return launch(c, mla_uv_kernel<8>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv);
+    case 1: return launch(c, mla_uv_kernel<1>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv, c.ahead);
+    case 2: return launch(c, mla_uv_kernel<2>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv, c.ahead);
+    case 3: return launch(c, mla_uv_kernel<3>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv, c.ahead);
+    case 4: return launch(c, mla_uv_kernel<4>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv, c.ahead);
+    case 5: return launch(c, mla_uv_kernel<5>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv, c.ahead);
+    case 6: return launch(c, mla_uv_kernel<6>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv, c.ahead);
+    case 7: return launch(c, mla_uv_kernel<7>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv, c.ahead);
+    case 8: return launch(c, mla_uv_kernel<8>, grid, block, 0, olat, kv_b, o, nh_r, dn, dv, rkv, c.ahead);
     default: return cudaErrorInvalidValue;
     }
 }

@@ -271,7 +271,12 @@ void mla_case(int T)
         TAP_REQUIRE(arbk::mla_attend_pos(g_lc, d_qlat, d_qpe, d_ckv, d_kpe, d_pos, d_part, nh, dr, rkv, scale, T,
                                          ctx) == cudaSuccess);
         TAP_REQUIRE(arbk::mla_merge(g_lc, d_part, d_pos, d_olat, nh, rkv, T) == cudaSuccess);
-        TAP_REQUIRE(arbk::mla_uv(g_lc, d_olat, d_kvb, d_o, nh, dn, dv, rkv, T) == cudaSuccess);
+        // the last time with a pull toward L2 (--l2-ahead) of a range whose lines do not split
+        // evenly over the grid and whose end is not a line's: the same output
+        arbk::launch_ctx lu = g_lc;
+        if (rep == 3)
+            lu.ahead = {d_kvb, kvb.size() * 2 - 70};
+        TAP_REQUIRE(arbk::mla_uv(lu, d_olat, d_kvb, d_o, nh, dn, dv, rkv, T) == cudaSuccess);
         TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
         auto ob = from_dev((uint16_t *)d_o, (size_t)T * nh * dv);
         if (rep)
@@ -281,6 +286,14 @@ void mla_case(int T)
     auto qa = from_dev((uint16_t *)d_qa, (size_t)T * rq);
     auto ckv = from_dev((uint16_t *)d_ckv, (size_t)ctx * rkv), kpe = from_dev((uint16_t *)d_kpe, (size_t)ctx * dr);
     auto qlat = from_dev((uint16_t *)d_qlat, (size_t)T * nh * rkv), qpe = from_dev((uint16_t *)d_qpe, (size_t)T * nh * dr);
+    { // the absorption with a pull toward L2 (--l2-ahead): bit-identical
+        arbk::launch_ctx la = g_lc;
+        la.ahead = {d_ckv, ckv0.size() * 2 - 3};
+        TAP_REQUIRE(arbk::mla_absorb(la, d_q, d_kvb, d_cs, d_pos, d_qlat, d_qpe, nh, dn, dr, dv, rkv, T) == cudaSuccess);
+        TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+        TAP_CHECK(from_dev((uint16_t *)d_qlat, (size_t)T * nh * rkv) == qlat);
+        TAP_CHECK(from_dev((uint16_t *)d_qpe, (size_t)T * nh * dr) == qpe);
+    }
     // prep: norms and RoPE, cache rows P0 .. P0+T-1 (rows before untouched)
     cmp cp{"mla prep"};
     auto norm_check = [&](const uint16_t *in, const std::vector<uint16_t> &wn, int n, const uint16_t *out) {

@@ -83,6 +83,12 @@ bad_input)
     expect_error 2 "--step-form 'megakernel': expected launches, persistent or persistent-attn" --step-form megakernel
     expect_error 2 "--step-form persistent with --backend cpu" --config tiny --backend cpu --step-form persistent
     expect_error 2 "--step-form persistent with --backend cpu" --config tiny --backend cpu --step-form persistent-attn
+    expect_error 2 "--l2-ahead 'qkv_a': unknown 'qkv_a' (expected none, or a comma list of o_proj and router)" --l2-ahead qkv_a
+    expect_error 2 "--l2-ahead 'o_proj,router,o_proj': repeated 'o_proj'" --l2-ahead o_proj,router,o_proj
+    expect_error 2 "--l2-ahead 'o_proj,': expected none, or a comma list" --l2-ahead o_proj,
+    expect_error 2 "--l2-ahead '': expected none, or a comma list" --l2-ahead ''
+    expect_error 2 "--l2-ahead with --backend cpu: the pulls are kernels' of the GPU's launches form" --config tiny --backend cpu --l2-ahead router
+    expect_error 2 "--l2-ahead with --step-form persistent-attn: the pulls" --config tiny --step-form persistent-attn --l2-ahead o_proj
     expect_error 1 "--check-steps with --impl noop: noop leaves the partial sums out" --config tiny --impl noop --check-steps 2
     expect_error 1 "--check-steps with --impl noop" --config tiny --impl noop:pdl=0 --check-steps 2
     expect_error 1 "--check-steps with --backend cpu: the check compares the GPU" --config tiny --backend cpu --check-steps 2
