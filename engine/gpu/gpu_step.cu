@@ -53,7 +53,11 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     // then, by its last block (no launch of its own, so no mla_prep row in the profiles):
     // qa = q_a_layernorm(qkva[:, :rq])                             [T x rq]
     // cache_ckv[P] = kv_a_layernorm(qkva[:, rq:rq+rkv]); cache_kpe[P] = rope(qkva[:, rq+rkv:], P)
-    ARB_CUDA_TRY(qkva_prep(lc, L.qkv_a, m->h, H, m->qkva, L.q_a_norm, L.kv_a_norm, m->rope_cs, m->pos0, m->qa,
+    // --wave-fit: qkv_a's grid (two waves at T = 1 on an H200) and o_proj's folded into one
+    launch_ctx lq = lc, lo = lc;
+    lq.wave = (m->o.wave_fit & ARB_WAVE_FIT_QKV_A) != 0;
+    lo.wave = (m->o.wave_fit & ARB_WAVE_FIT_O_PROJ) != 0;
+    ARB_CUDA_TRY(qkva_prep(lq, L.qkv_a, m->h, H, m->qkva, L.q_a_norm, L.kv_a_norm, m->rope_cs, m->pos0, m->qa,
                            L.cache_ckv, L.cache_kpe, s.rq, s.rkv, s.dr, m->o.dims.rms_eps,
                            m->tickets + ARB_GPU_TICKET_QKVA, t),
                  why, len);
@@ -85,7 +89,7 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     ARB_CUDA_TRY(mla_uv(lu, m->qlat, L.kv_b, m->o_heads, s.nh_r, s.dn, s.dv, s.rkv, t), why, len);
     mark(m, lc.stream, ARB_GPU_PROF_COMBINE);
     // part = o @ o_proj_r^T                                        [T x H], this rank's partial sums
-    ARB_CUDA_TRY(gemv(lc, GEMV_BF16, L.o_proj, nullptr, m->o_heads, ow, H, ow, arb_gpu_site_at(m, 2 * l, T).part, H, t), why, len);
+    ARB_CUDA_TRY(gemv(lo, GEMV_BF16, L.o_proj, nullptr, m->o_heads, ow, H, ow, arb_gpu_site_at(m, 2 * l, T).part, H, t), why, len);
     mark(m, lc.stream, ARB_GPU_PROF_O_PROJ);
     return ARB_OK;
 }
@@ -146,7 +150,7 @@ extern "C" arb_status_t arb_gpu_model_step(arb_gpu_model_t *m, unsigned T, void 
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu step: T %u outside 1 .. %u", T, m->o.max_tokens);
     const arb_gpu_shapes &s = m->s;
     cudaStream_t st = static_cast<cudaStream_t>(stream);
-    const launch_ctx lc = {st, m->o.pdl, {}};
+    const launch_ctx lc = {st, m->o.pdl, {}, 0};
     if (m->persist)
         ARB_TRY(arb_gpu_persist_begin(m, st, why, why_len));
     // res = embed_tokens[token]; h = input_layernorm[0](res)        [T x H]

@@ -71,6 +71,10 @@ void arb_engine_opts_usage(FILE *f)
             "  --l2-ahead LIST     gpu, launches form: later kernels' weights pulled toward L2 by earlier\n"
             "                      latency-bound ones after their wait: none, or a comma list of o_proj (by the\n"
             "                      absorption) and router (by W_uv) (default none)\n"
+            "  --wave-fit LIST     gpu, launches form: projections whose grid is folded into one wave of\n"
+            "                      resident blocks, each block several tiles, the later ones' weights pulled\n"
+            "                      toward L2 before the wait: none, or a comma list of qkv_a and o_proj\n"
+            "                      (default none)\n"
             "  --quiet             no progress lines\n"
             "  --profile FILE      per-site choice from a profile of arbench profile (CSV or JSON); no match: nccl\n"
             "  --tune              first sweep exactly the call-site shapes, write that profile next to --out, use it\n"
@@ -78,7 +82,7 @@ void arb_engine_opts_usage(FILE *f)
 }
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
-       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
+       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_WAVE, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
        O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE, O_DRAFT,
        O_WDIR, O_PROMPT, O_OUTIDS };
 
@@ -196,33 +200,44 @@ static int parse_modes(const char *v, unsigned *modes, char *err, size_t len)
     return 0;
 }
 
-/* --l2-ahead: none, or a comma list of o_proj and router (each once). */
-static int parse_ahead(const char *v, unsigned *bits, char *err, size_t len)
+/* opt VALUE: none, or a comma list of names[0 .. n-1] (each once) into bits (names[i]: 1 << i):
+ * --l2-ahead and --wave-fit. */
+static int parse_bits(const char *opt, const char *v, const char *const *names, unsigned n, unsigned *bits,
+                      char *err, size_t len)
 {
-    static const char *const expect = "expected none, or a comma list of o_proj and router";
-    char buf[256];
+    char expect[160] = "expected none, or a comma list of ", buf[256];
+    for (unsigned i = 0; i < n; i++)
+        snprintf(expect + strlen(expect), sizeof expect - strlen(expect), "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ",
+                 names[i]);
     *bits = 0;
     if (strcmp(v, "none") == 0)
         return 0;
     if (!*v || strlen(v) >= sizeof buf) {
-        snprintf(err, len, "--l2-ahead '%s': %s", v, expect);
+        snprintf(err, len, "%s '%s': %s", opt, v, expect);
         return -1;
     }
     snprintf(buf, sizeof buf, "%s", v);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        const unsigned b = strcmp(tok, "o_proj") == 0 ? ARB_L2_AHEAD_O_PROJ : strcmp(tok, "router") == 0 ? ARB_L2_AHEAD_ROUTER : 0;
+        unsigned b = 0;
+        for (unsigned i = 0; i < n && !b; i++)
+            b = strcmp(tok, names[i]) == 0 ? 1u << i : 0;
         if (!b || (*bits & b)) {
-            snprintf(err, len, "--l2-ahead '%s': %s '%s' (%s)", v, b ? "repeated" : "unknown", tok, expect);
+            snprintf(err, len, "%s '%s': %s '%s' (%s)", opt, v, b ? "repeated" : "unknown", tok, expect);
             return -1;
         }
         *bits |= b;
     }
     if (!*bits || v[strlen(v) - 1] == ',' || v[0] == ',' || strstr(v, ",,")) {
-        snprintf(err, len, "--l2-ahead '%s': %s", v, expect);
+        snprintf(err, len, "%s '%s': %s", opt, v, expect);
         return -1;
     }
     return 0;
 }
+
+static const char *const ahead_names[] = {"o_proj", "router"};  /* ARB_L2_AHEAD_* bit order */
+static const char *const wave_names[] = {"qkv_a", "o_proj"};    /* ARB_WAVE_FIT_* bit order */
+_Static_assert(ARB_L2_AHEAD_O_PROJ == 1 << 0 && ARB_L2_AHEAD_ROUTER == 1 << 1, "ahead_names: one name a bit, in order");
+_Static_assert(ARB_WAVE_FIT_QKV_A == 1 << 0 && ARB_WAVE_FIT_O_PROJ == 1 << 1, "wave_names: one name a bit, in order");
 
 int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err, size_t len)
 {
@@ -247,6 +262,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"out-ids", required_argument, 0, O_OUTIDS},
         {"pdl", required_argument, 0, O_PDL},         {"step-form", required_argument, 0, O_FORM},
         {"l2-ahead", required_argument, 0, O_AHEAD},
+        {"wave-fit", required_argument, 0, O_WAVE},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0},
     };
     arb_engine_opts_defaults(o);
@@ -323,7 +339,8 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             o->step_form = (arb_step_form_t)i;
             break;
         }
-        case O_AHEAD: bad = parse_ahead(optarg, &o->l2_ahead, err, len); break;
+        case O_AHEAD: bad = parse_bits("--l2-ahead", optarg, ahead_names, 2, &o->l2_ahead, err, len); break;
+        case O_WAVE: bad = parse_bits("--wave-fit", optarg, wave_names, 2, &o->wave_fit, err, len); break;
         case O_APPEND: o->append = 1; break;
         case O_FORCE: o->force = 1; break;
         case O_ACCEPT: bad = parse_rates(optarg, o, err, len); break;
@@ -364,6 +381,13 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
     if (o->l2_ahead && (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES)) {
         snprintf(err, len, "--l2-ahead with %s: the pulls are kernels' of the GPU's launches form (give --backend gpu "
                  "--step-form launches, or --l2-ahead none)", o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
+                 : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
+                                                       : "--step-form persistent-attn");
+        return -1;
+    }
+    if (o->wave_fit && (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES)) {
+        snprintf(err, len, "--wave-fit with %s: the folded grids are the GPU's launches form's (give --backend gpu "
+                 "--step-form launches, or --wave-fit none)", o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
                  : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
                                                        : "--step-form persistent-attn");
         return -1;

@@ -37,6 +37,13 @@ enum {
     ARB_L2_AHEAD_ROUTER = 2, /* the router's, by W_uv's CTAs */
 };
 
+/* --wave-fit: projections of the launches form whose grid is folded into one wave of
+ * co-resident blocks, each block running several tiles (engine/gpu/kernels/wave_fit.h), bits */
+enum {
+    ARB_WAVE_FIT_QKV_A = 1,  /* q_a + kv_a with the prep (qkva_prep) */
+    ARB_WAVE_FIT_O_PROJ = 2, /* o_proj */
+};
+
 #define ARB_ENGINE_DEFAULT_CONFIG "kimi-k2"
 #define ARB_ENGINE_DEFAULT_CONTEXT 4096u
 #define ARB_ENGINE_DEFAULT_STEPS 32u
@@ -88,6 +95,7 @@ typedef struct arb_engine_opts {
     int pdl;              /* --pdl on|off: programmatic dependent launch between the step's kernels (default on) */
     arb_step_form_t step_form; /* --step-form launches|persistent|persistent-attn (default launches) */
     unsigned l2_ahead;         /* --l2-ahead none|LIST: ARB_L2_AHEAD_* bits */
+    unsigned wave_fit;         /* --wave-fit none|LIST: ARB_WAVE_FIT_* bits */
 } arb_engine_opts_t;
 
 void arb_engine_opts_defaults(arb_engine_opts_t *o);

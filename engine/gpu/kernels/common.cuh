@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "gpu/kernels/kernels.h"
+#include "gpu/kernels/wave_fit.h"
 
 namespace arbk {
 
@@ -335,6 +336,25 @@ template <typename F> cudaError_t with_t(int T, F f)
     }
 }
 static_assert(kMaxT == 8, "with_t covers T = 1 .. kMaxT");
+
+// The grid of a launch of `tiles` tiles of `threads` threads (wave_fit.h): `tiles` blocks
+// unless c.wave, else folded into one wave of the kernel's co-resident blocks on this device.
+template <typename... KArgs>
+cudaError_t wave_grid(const launch_ctx &c, void (*kernel)(KArgs...), int tiles, int threads, size_t smem, int *grid)
+{
+    *grid = tiles;
+    if (!c.wave)
+        return cudaSuccess;
+    int dev = 0, sms = 0, per = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, threads, smem);
+    if (e == cudaSuccess)
+        *grid = arb_wave_grid(tiles, per * sms);
+    return e;
+}
 
 // Every engine kernel is launched here, so PDL is one switch.
 template <typename... KArgs, typename... Args>

@@ -5,7 +5,8 @@
 // Epilogues: bf16 store, fp32 store, and SiLU(gate) * up over two weight matrices read
 // in the same pass (the MLP's gate/up in one launch, the product rounded once). Long rows
 // are split over up to four warps (gemv_parts); rows split in four are taken two per warp
-// (T <= 6, one matrix), each input vector loaded once for both.
+// (T <= 6, one matrix), each input vector loaded once for both. With c.wave the grid is
+// folded into one wave of resident blocks (wave_fit.h), each block running several tiles.
 #include "gpu/kernels/kernels.h"
 
 #include "gpu/kernels/gemv_ops.cuh"
@@ -13,12 +14,17 @@
 namespace arbk {
 namespace {
 
-template <int T, int EPI, int S, bool PAIR>
+// MULTI: a folded grid (wave_fit.h), each block several tiles; else a block a tile (its own
+// instantiation, so the plain grid's code and registers are those of before the fold).
+template <int T, int EPI, int S, bool PAIR, bool MULTI>
 __global__ void __launch_bounds__(kGemvWarps *kWarp)
     gemv_kernel(const bf16 *__restrict__ W, const bf16 *__restrict__ W2, const bf16 *__restrict__ x, int ldx,
-                int N, int K, void *__restrict__ y, int ldy)
+                int N, int K, void *__restrict__ y, int ldy, int tiles)
 {
-    gemv_tile<T, EPI, S, PAIR>(pdl_sync(), W, W2, x, ldx, N, K, y, ldy, (int)blockIdx.x);
+    if (MULTI)
+        gemv_tiles<T, EPI, S, PAIR>(pdl_sync(), W, W2, x, ldx, N, K, y, ldy, tiles);
+    else
+        gemv_tile<T, EPI, S, PAIR>(pdl_sync(), W, W2, x, ldx, N, K, y, ldy, (int)blockIdx.x);
 }
 
 // PAIR where rows are split in four (K >= 4096: Kimi-K2's qkv_a and lm_head), the epilogue
@@ -33,8 +39,16 @@ cudaError_t gemv_t(const launch_ctx &c, const bf16 *W, const bf16 *W2, const bf1
 {
     constexpr bool pair = gemv_pair(S, EPI, T);
     constexpr int rows = gemv_rows_per_block(S, pair);
-    const dim3 grid((N + rows - 1) / rows), block(kGemvWarps * kWarp);
-    return launch(c, gemv_kernel<T, EPI, S, pair>, grid, block, 0, W, W2, x, ldx, N, K, y, ldy);
+    const int tiles = (N + rows - 1) / rows;
+    int grid = tiles;
+    const cudaError_t e = wave_grid(c, gemv_kernel<T, EPI, S, pair, true>, tiles, kGemvWarps * kWarp, 0, &grid);
+    if (e != cudaSuccess)
+        return e;
+    if (grid < tiles)
+        return launch(c, gemv_kernel<T, EPI, S, pair, true>, dim3(grid), dim3(kGemvWarps * kWarp), 0, W, W2, x, ldx,
+                      N, K, y, ldy, tiles);
+    return launch(c, gemv_kernel<T, EPI, S, pair, false>, dim3(tiles), dim3(kGemvWarps * kWarp), 0, W, W2, x, ldx, N,
+                  K, y, ldy, tiles);
 }
 
 template <int EPI, int S>

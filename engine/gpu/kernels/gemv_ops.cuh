@@ -84,6 +84,62 @@ __device__ __forceinline__ void gemv_tile(const P &p, const bf16 *__restrict__ W
     }
 }
 
+// Tile bx's weights toward L2 as gemv_tile<.., EPI, S, PAIR> reads them: this warp's rows
+// (two for PAIR and for the gate/up epilogue) and part. For a block of a folded grid
+// (wave_fit.h, gemv_tiles below): its later tiles' weights stream before the PDL wait.
+template <int EPI, int S, bool PAIR>
+__device__ __forceinline__ void gemv_tile_prefetch(const bf16 *W, const bf16 *W2, int N, int K, int bx)
+{
+    constexpr int rows = kGemvWarps / S;
+    const int warp = threadIdx.x / kWarp;
+    const int row = bx * rows * (PAIR ? 2 : 1) + warp / S, Ks = K / S, k0 = warp % S * Ks, row2 = row + rows;
+    if (row >= N)
+        return;
+    warp_prefetch_l2(W + (size_t)row * K + k0, (size_t)Ks * 2);
+    if (EPI == GEMV_SILU_MUL)
+        warp_prefetch_l2(W2 + (size_t)row * K + k0, (size_t)Ks * 2);
+    else if (PAIR && row2 < N)
+        warp_prefetch_l2(W + (size_t)row2 * K + k0, (size_t)Ks * 2);
+}
+
+// The sync of a folded grid's first tile: its wait first pulls the block's later tiles'
+// weights toward L2 (once: warp_rowdot may wait twice), so they are issued after the first
+// tile's own loads and before the PDL wait.
+template <class P, int EPI, int S, bool PAIR> struct gemv_pull_then_wait {
+    static constexpr bool coherent = P::coherent;
+    const P &p;
+    const bf16 *W, *W2;
+    int N, K, tiles;
+    mutable bool pulled;
+    __device__ __forceinline__ void wait() const
+    {
+        if (!pulled) {
+            pulled = true;
+            for (int b = (int)blockIdx.x + (int)gridDim.x; b < tiles; b += (int)gridDim.x)
+                gemv_tile_prefetch<EPI, S, PAIR>(W, W2, N, K, b);
+        }
+        p.wait();
+    }
+    __device__ __forceinline__ void launch_dependents() const { p.launch_dependents(); }
+};
+
+// The block's tiles of a grid of gridDim.x blocks over `tiles` (wave_fit.h): blockIdx.x,
+// blockIdx.x + gridDim.x, .. in turn; the later ones' weights toward L2 before the wait (the
+// first tile's sync above). Each tile's operations are gemv_tile's, so the output is the
+// plain grid's.
+template <int T, int EPI, int S, bool PAIR, class P>
+__device__ __forceinline__ void gemv_tiles(const P &p, const bf16 *__restrict__ W, const bf16 *__restrict__ W2,
+                                           const bf16 *x, int ldx, int N, int K, void *__restrict__ y, int ldy,
+                                           int tiles)
+{
+    const gemv_pull_then_wait<P, EPI, S, PAIR> first = {p, W, W2, N, K, tiles, false};
+    gemv_tile<T, EPI, S, PAIR>(first, W, W2, x, ldx, N, K, y, ldy, (int)blockIdx.x);
+    for (int b = (int)blockIdx.x + (int)gridDim.x; b < tiles; b += (int)gridDim.x) {
+        __syncthreads(); // the previous tile's part sums (gemv_tile's red) read before they are rewritten
+        gemv_tile<T, EPI, S, PAIR>(p, W, W2, x, ldx, N, K, y, ldy, b);
+    }
+}
+
 // Whether rows split in S parts are taken two per warp (gemv.cu's rule).
 __host__ __device__ constexpr bool gemv_pair(int S, int EPI, int T) { return S == 4 && EPI != GEMV_SILU_MUL && T <= 6; }
 

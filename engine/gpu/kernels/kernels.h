@@ -29,6 +29,7 @@ struct launch_ctx {
     cudaStream_t stream;
     int pdl;        // 1: launch with programmatic stream serialization (PDL)
     l2_ahead ahead; // none unless set
+    int wave;       // 1: a projection's grid folded into one wave (wave_fit.h); gemv and qkva_prep honour it
 };
 
 constexpr int kMaxT = 8;          // tokens per step (ARB_GPU_MAX_T)

@@ -10,7 +10,9 @@
 //   qkva_prep  the projection (gemv.cu's block) and the jobs in one launch: the last block
 //              of the projection to finish (a ticket) runs the jobs, so the step has no
 //              launch of its own for them (under PDL each launch costs ~3 us of a decode
-//              layer even when it reads nothing: the sixth session's per-kernel table)
+//              layer even when it reads nothing: the sixth session's per-kernel table);
+//              with c.wave its grid is folded into one wave (wave_fit.h: Kimi-K2's 528
+//              blocks at T = 1 are two waves on an H200), the ticket counting the blocks
 #include "gpu/kernels/kernels.h"
 
 #include "gpu/kernels/gemv_ops.cuh"
@@ -32,15 +34,19 @@ __global__ void __launch_bounds__(kPrepThreads)
     mla_prep_all<false>(qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, T);
 }
 
-template <int T, int S, bool PAIR>
+// MULTI: the folded grid (wave_fit.h), each block several tiles (gemv.cu's MULTI).
+template <int T, int S, bool PAIR, bool MULTI>
 __global__ void __launch_bounds__(kGemvWarps *kWarp)
     qkva_prep_kernel(const bf16 *__restrict__ W, const bf16 *__restrict__ x, int N, int K, bf16 *qkva,
                      const bf16 *__restrict__ q_a_norm, const bf16 *__restrict__ kv_a_norm,
                      const float2 *__restrict__ rope_cs, const int32_t *__restrict__ pos0, bf16 *__restrict__ qa,
                      bf16 *__restrict__ cache_ckv, bf16 *__restrict__ cache_kpe, int rq, int rkv, int dr, float eps,
-                     unsigned *ticket)
+                     unsigned *ticket, int tiles)
 {
-    gemv_tile<T, GEMV_BF16, S, PAIR>(pdl_sync(), W, nullptr, x, K, N, K, qkva, N, (int)blockIdx.x);
+    if (MULTI)
+        gemv_tiles<T, GEMV_BF16, S, PAIR>(pdl_sync(), W, nullptr, x, K, N, K, qkva, N, tiles);
+    else
+        gemv_tile<T, GEMV_BF16, S, PAIR>(pdl_sync(), W, nullptr, x, K, N, K, qkva, N, (int)blockIdx.x);
     if (!grid_last_block(ticket))
         return;
     mla_prep_all<true>(qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, T);
@@ -57,10 +63,18 @@ cudaError_t qkva_prep_s(const launch_ctx &c, const bf16 *W, const bf16 *x, int K
         constexpr int Tc = decltype(t)::value;
         constexpr bool pair = gemv_pair(S, GEMV_BF16, Tc);
         constexpr int rows = gemv_rows_per_block(S, pair);
-        const int N = rq + rkv + dr;
-        return launch(c, qkva_prep_kernel<Tc, S, pair>, dim3((N + rows - 1) / rows), dim3(kGemvWarps * kWarp), 0, W,
-                      x, N, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps,
-                      ticket);
+        const int N = rq + rkv + dr, tiles = (N + rows - 1) / rows;
+        int grid = tiles;
+        const cudaError_t e = wave_grid(c, qkva_prep_kernel<Tc, S, pair, true>, tiles, kGemvWarps * kWarp, 0, &grid);
+        if (e != cudaSuccess)
+            return e;
+        if (grid < tiles)
+            return launch(c, qkva_prep_kernel<Tc, S, pair, true>, dim3(grid), dim3(kGemvWarps * kWarp), 0, W, x, N, K,
+                          qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket,
+                          tiles);
+        return launch(c, qkva_prep_kernel<Tc, S, pair, false>, dim3(tiles), dim3(kGemvWarps * kWarp), 0, W, x, N, K,
+                      qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket,
+                      tiles);
     });
 }
 

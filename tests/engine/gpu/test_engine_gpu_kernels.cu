@@ -2,7 +2,8 @@
 // Each engine kernel at Kimi-K2's per-rank shapes (tp_shape 8) against a plain host loop
 // in double (checkasm style: same inputs, compare). TAP; exit 77 without a CUDA device.
 //   gemv        bf16 / fp32 / SiLU*up epilogues, T = 1, 3, 8, K not a multiple of 256, and
-//               rows long enough to be split over two and four warps
+//               rows long enough to be split over two and four warps; the grid folded into
+//               one wave (--wave-fit) bit-identical to the plain one
 //   wgen        device generation bit-identical to engine/model/wgen.h on the host (bf16;
 //               INT4 values read through the fragment layout of moe_int4_layout.h)
 //   router      logits and top-k (Kimi: 384 experts, one group, T = 3 and 8; DeepSeek: 256
@@ -10,7 +11,8 @@
 //               logits (T = 1, 3, 8 for Kimi)
 //   mla         prep, absorb, attend over 10 chunks (the last partial and wholly masked for
 //               the first token), the merge and W_uv, T = 1, 3, 8; twice: bit-identical;
-//               the one-launch projection + prep (qkva_prep) bit-identical to gemv + mla_prep
+//               the one-launch projection + prep (qkva_prep) bit-identical to gemv + mla_prep,
+//               also with its grid folded into one wave
 // The MoE block is test_engine_gpu_moe.cu. Tolerances: fp32 outputs within 1e-5 of sum |terms| (accumulation order); bf16 outputs
 // additionally one rounding, 2^-8 relative; where a bf16 intermediate is rounded on both
 // sides (act, qlat, olat) a flip of one ulp is allowed through 4 x that.
@@ -71,6 +73,34 @@ void t_gemv()
         }
         cudaFree(dW), cudaFree(dW2), cudaFree(dx), cudaFree(dy);
       }
+    // The folded grid (--wave-fit): 5000 tiles of 8 rows (K 1000: a warp a row) cannot be one
+    // wave on any GPU (at most 8 blocks of 256 threads an SM), so every block runs several
+    // tiles (at most wave_fit.h's 4); the output bit-identical to the plain grid's, for each
+    // epilogue (gate/up pulls both matrices) and T = 1, 3, 8.
+    const int N = 40000, K = 1000;
+    auto W = rand_bf((size_t)N * K, 1.0f), W2 = rand_bf((size_t)N * K, 1.0f);
+    bf16 *dW = (bf16 *)to_dev(W), *dW2 = (bf16 *)to_dev(W2);
+    for (int T : {1, 3, 8}) {
+        auto x = rand_bf((size_t)T * K, 1.0f);
+        bf16 *dx = (bf16 *)to_dev(x);
+        float *dy[2];
+        for (auto &d : dy)
+            TAP_REQUIRE(cudaMalloc(&d, sizeof(float) * T * N) == cudaSuccess);
+        for (int epi = 0; epi < 3; epi++) {
+            for (int f = 0; f < 2; f++) {
+                arbk::launch_ctx lw = g_lc;
+                lw.wave = f;
+                cudaMemset(dy[f], 0xff, sizeof(float) * T * N);
+                TAP_REQUIRE(arbk::gemv(lw, (arbk::gemv_epilogue)epi, dW, dW2, dx, K, N, K, dy[f], N, T) == cudaSuccess);
+            }
+            TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+            const size_t n = (size_t)T * N * (epi == arbk::GEMV_F32 ? 2 : 1); // 16-bit words written
+            if (from_dev((uint16_t *)dy[1], n) != from_dev((uint16_t *)dy[0], n))
+                TAP_FAIL_("gemv folded grid, epilogue %d, T %d: output differs from the plain grid's", epi, T);
+        }
+        cudaFree(dx), cudaFree(dy[0]), cudaFree(dy[1]);
+    }
+    cudaFree(dW), cudaFree(dW2);
 }
 
 void t_wgen()
@@ -182,7 +212,7 @@ void t_router()
 }
 
 // qkva_prep against gemv + mla_prep on the same inputs (Kimi-K2's K = 7168): qkva, qa and
-// the cache rows bit-identical, twice (the ticket left zero by each launch).
+// the cache rows bit-identical, thrice (the ticket left zero by each launch).
 void qkva_prep_case(int T, int rq, int rkv, int dr, float eps, int ctx, int P0, const float2 *d_cs,
                     const int32_t *d_pos)
 {
@@ -202,9 +232,14 @@ void qkva_prep_case(int T, int rq, int rkv, int dr, float eps, int ctx, int P0, 
     TAP_REQUIRE(arbk::gemv(g_lc, arbk::GEMV_BF16, dW, nullptr, dx, K, N, K, y[0], N, T) == cudaSuccess);
     TAP_REQUIRE(arbk::mla_prep(g_lc, y[0], dqan, dkvn, d_cs, d_pos, qa[0], ckv[0], kpe[0], rq, rkv, dr, eps, T) ==
                 cudaSuccess);
-    for (int rep = 0; rep < 2; rep++) {
+    // thrice: the plain grid, then twice folded into one wave (--wave-fit qkv_a: on an H200
+    // two or four tiles a block by T, the ticket counting the folded grid's blocks)
+    for (int rep = 0; rep < 3; rep++) {
         cudaMemset(qa[1], 0xff, (size_t)T * rq * 2); // the second launch's prep is its own
-        TAP_REQUIRE(arbk::qkva_prep(g_lc, dW, dx, K, y[1], dqan, dkvn, d_cs, d_pos, qa[1], ckv[1], kpe[1], rq, rkv, dr,
+        cudaMemset(y[1], 0xff, (size_t)T * N * 2);
+        arbk::launch_ctx lq = g_lc;
+        lq.wave = rep > 0;
+        TAP_REQUIRE(arbk::qkva_prep(lq, dW, dx, K, y[1], dqan, dkvn, d_cs, d_pos, qa[1], ckv[1], kpe[1], rq, rkv, dr,
                                     eps, ticket, T) == cudaSuccess);
         TAP_EQ_U64(from_dev(ticket, 1)[0], 0);
         TAP_CHECK(from_dev((uint16_t *)y[1], (size_t)T * N) == from_dev((uint16_t *)y[0], (size_t)T * N));

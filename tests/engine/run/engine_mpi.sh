@@ -89,6 +89,11 @@ bad_input)
     expect_error 2 "--l2-ahead '': expected none, or a comma list" --l2-ahead ''
     expect_error 2 "--l2-ahead with --backend cpu: the pulls are kernels' of the GPU's launches form" --config tiny --backend cpu --l2-ahead router
     expect_error 2 "--l2-ahead with --step-form persistent-attn: the pulls" --config tiny --step-form persistent-attn --l2-ahead o_proj
+    expect_error 2 "--wave-fit 'router': unknown 'router' (expected none, or a comma list of qkv_a and o_proj)" --wave-fit router
+    expect_error 2 "--wave-fit 'qkv_a,qkv_a': repeated 'qkv_a'" --wave-fit qkv_a,qkv_a
+    expect_error 2 "--wave-fit ',o_proj': expected none, or a comma list" --wave-fit ,o_proj
+    expect_error 2 "--wave-fit with --backend cpu: the folded grids are the GPU's launches form's" --config tiny --backend cpu --wave-fit qkv_a
+    expect_error 2 "--wave-fit with --step-form persistent: the folded grids" --config tiny --step-form persistent --wave-fit qkv_a,o_proj
     expect_error 1 "--check-steps with --impl noop: noop leaves the partial sums out" --config tiny --impl noop --check-steps 2
     expect_error 1 "--check-steps with --impl noop" --config tiny --impl noop:pdl=0 --check-steps 2
     expect_error 1 "--check-steps with --backend cpu: the check compares the GPU" --config tiny --backend cpu --check-steps 2
