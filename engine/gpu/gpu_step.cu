@@ -53,10 +53,11 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     // then, by its last block (no launch of its own, so no mla_prep row in the profiles):
     // qa = q_a_layernorm(qkva[:, :rq])                             [T x rq]
     // cache_ckv[P] = kv_a_layernorm(qkva[:, rq:rq+rkv]); cache_kpe[P] = rope(qkva[:, rq+rkv:], P)
-    // --wave-fit: qkv_a's grid (two waves at T = 1 on an H200) and o_proj's folded into one
+    // --wave-fit: qkv_a's grid (two waves at T = 1 on an H200) and o_proj's folded into one,
+    // in steps of at least --wave-fit-from tokens
     launch_ctx lq = lc, lo = lc;
-    lq.wave = (m->o.wave_fit & ARB_WAVE_FIT_QKV_A) != 0;
-    lo.wave = (m->o.wave_fit & ARB_WAVE_FIT_O_PROJ) != 0;
+    lq.wave = (m->o.wave_fit & ARB_WAVE_FIT_QKV_A) && T >= m->o.wave_from;
+    lo.wave = (m->o.wave_fit & ARB_WAVE_FIT_O_PROJ) && T >= m->o.wave_from;
     ARB_CUDA_TRY(qkva_prep(lq, L.qkv_a, m->h, H, m->qkva, L.q_a_norm, L.kv_a_norm, m->rope_cs, m->pos0, m->qa,
                            L.cache_ckv, L.cache_kpe, s.rq, s.rkv, s.dr, m->o.dims.rms_eps,
                            m->tickets + ARB_GPU_TICKET_QKVA, t),

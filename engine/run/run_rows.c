@@ -106,7 +106,7 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
     f[EC_fusion] = c->fusion;
     snprintf(t->b[EC_note], 96, "%s", c->note); /* a fallback serving these sites, if any */
     if (o->backend == ARB_ENGINE_GPU) /* how the step's kernels were launched */
-        snprintf(t->b[EC_step_form], 96, "%s,pdl=%s,l2_ahead=%s,wave_fit=%s",
+        snprintf(t->b[EC_step_form], 96, "%s,pdl=%s,l2_ahead=%s,wave_fit=%s@T>=%u",
                  o->step_form == ARB_STEP_PERSISTENT        ? "persistent"
                  : o->step_form == ARB_STEP_PERSISTENT_ATTN ? "persistent-attn"
                                                             : "launches",
@@ -118,7 +118,8 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
                  o->wave_fit == (ARB_WAVE_FIT_QKV_A | ARB_WAVE_FIT_O_PROJ) ? "qkv_a+o_proj"
                  : o->wave_fit == ARB_WAVE_FIT_QKV_A                     ? "qkv_a"
                  : o->wave_fit == ARB_WAVE_FIT_O_PROJ                    ? "o_proj"
-                                                                         : "none");
+                                                                         : "none",
+                 o->wave_from);
     if (r->wload) { /* --weights-dir: the checkpoint and the last load of it (engine/run/run_weights.h) */
         f[EC_weights_source] = r->wload->dir;
         snprintf(t->b[EC_load_s], 96, "%.6f", r->load_stats.seconds);

@@ -94,6 +94,9 @@ bad_input)
     expect_error 2 "--wave-fit ',o_proj': expected none, or a comma list" --wave-fit ,o_proj
     expect_error 2 "--wave-fit with --backend cpu: the folded grids are the GPU's launches form's" --config tiny --backend cpu --wave-fit qkv_a
     expect_error 2 "--wave-fit with --step-form persistent: the folded grids" --config tiny --step-form persistent --wave-fit qkv_a,o_proj
+    expect_error 2 "--wave-fit-from '0': expected an integer in 1..8" --wave-fit-from 0
+    expect_error 2 "--wave-fit-from '9': expected an integer in 1..8" --wave-fit-from 9
+    expect_error 2 "--wave-fit with --backend cpu: the folded grids" --config tiny --backend cpu --wave-fit-from 3
     expect_error 1 "--check-steps with --impl noop: noop leaves the partial sums out" --config tiny --impl noop --check-steps 2
     expect_error 1 "--check-steps with --impl noop" --config tiny --impl noop:pdl=0 --check-steps 2
     expect_error 1 "--check-steps with --backend cpu: the check compares the GPU" --config tiny --backend cpu --check-steps 2
