@@ -105,8 +105,10 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
              c->spec.params[0] ? ":" : "", c->spec.params);
     f[EC_fusion] = c->fusion;
     snprintf(t->b[EC_note], 96, "%s", c->note); /* a fallback serving these sites, if any */
+    char wave_from_s[16]; /* the fold's first T, where it is not 1 */
+    snprintf(wave_from_s, sizeof wave_from_s, "@T>=%u", o->wave_from);
     if (o->backend == ARB_ENGINE_GPU) /* how the step's kernels were launched */
-        snprintf(t->b[EC_step_form], 96, "%s,pdl=%s,l2_ahead=%s,wave_fit=%s@T>=%u",
+        snprintf(t->b[EC_step_form], 96, "%s,pdl=%s,l2_ahead=%s,wave_fit=%s%s",
                  o->step_form == ARB_STEP_PERSISTENT        ? "persistent"
                  : o->step_form == ARB_STEP_PERSISTENT_ATTN ? "persistent-attn"
                                                             : "launches",
@@ -119,7 +121,7 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
                  : o->wave_fit == ARB_WAVE_FIT_QKV_A                     ? "qkv_a"
                  : o->wave_fit == ARB_WAVE_FIT_O_PROJ                    ? "o_proj"
                                                                          : "none",
-                 o->wave_from);
+                 !o->wave_fit ? "" : o->wave_from == 1 ? "" : wave_from_s);
     if (r->wload) { /* --weights-dir: the checkpoint and the last load of it (engine/run/run_weights.h) */
         f[EC_weights_source] = r->wload->dir;
         snprintf(t->b[EC_load_s], 96, "%.6f", r->load_stats.seconds);
