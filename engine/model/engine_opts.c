@@ -21,8 +21,8 @@ void arb_engine_opts_defaults(arb_engine_opts_t *o)
     o->accept_rate = -1;
     o->pdl = 1;
     o->step_form = ARB_STEP_LAUNCHES;
-    o->wave_fit = ARB_WAVE_FIT_O_PROJ; /* verify -1.4%, decode +0.9% folded at T = 3 and 1 on an H200: T >= 2 */
-    o->wave_from = 2;
+    o->wave_fit = 0; /* folding lost on an H200 wherever it did not also lower the registers */
+    o->wave_from = 1;
 }
 
 void arb_engine_opts_usage(FILE *f)
@@ -76,8 +76,8 @@ void arb_engine_opts_usage(FILE *f)
             "  --wave-fit LIST     gpu, launches form: projections whose grid is folded into one wave of\n"
             "                      resident blocks, each block several tiles, the later ones' weights pulled\n"
             "                      toward L2 before the wait: none, or a comma list of qkv_a and o_proj\n"
-            "                      (default o_proj)\n"
-            "  --wave-fit-from T   the fold in steps of at least T tokens, 1..8 (default 2: not in decode)\n"
+            "                      (default none)\n"
+            "  --wave-fit-from T   the fold only in steps of at least T tokens, 1..8 (default 1)\n"
             "  --quiet             no progress lines\n"
             "  --profile FILE      per-site choice from a profile of arbench profile (CSV or JSON); no match: nccl\n"
             "  --tune              first sweep exactly the call-site shapes, write that profile next to --out, use it\n"
@@ -397,7 +397,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         return -1;
     }
     if (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES) { /* the default fold is the launches form's */
-        if (o->wave_given && (o->wave_fit || o->wave_from != 2)) {
+        if (o->wave_given && (o->wave_fit || o->wave_from != 1)) {
             snprintf(err, len, "--wave-fit with %s: the folded grids are the GPU's launches form's (give --backend gpu "
                      "--step-form launches, or --wave-fit none)", o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
                      : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"

@@ -95,8 +95,8 @@ typedef struct arb_engine_opts {
     int pdl;              /* --pdl on|off: programmatic dependent launch between the step's kernels (default on) */
     arb_step_form_t step_form; /* --step-form launches|persistent|persistent-attn (default launches) */
     unsigned l2_ahead;         /* --l2-ahead none|LIST: ARB_L2_AHEAD_* bits */
-    unsigned wave_fit;         /* --wave-fit none|LIST: ARB_WAVE_FIT_* bits (default o_proj; none off the launches form) */
-    unsigned wave_from;        /* --wave-fit-from T: the fold in steps of at least T tokens (default 2) */
+    unsigned wave_fit;         /* --wave-fit none|LIST: ARB_WAVE_FIT_* bits (default none) */
+    unsigned wave_from;        /* --wave-fit-from T: the fold in steps of at least T tokens (default 1) */
     int wave_given;            /* --wave-fit or --wave-fit-from was on the command line */
 } arb_engine_opts_t;
 

@@ -27,6 +27,24 @@ __global__ void __launch_bounds__(kGemvWarps *kWarp)
         gemv_tile<T, EPI, S, PAIR>(pdl_sync(), W, W2, x, ldx, N, K, y, ldy, (int)blockIdx.x);
 }
 
+// The same compiled for four blocks an SM (64 registers at 256 threads), where gemv_four_blocks
+// says so, on SM90: rows of one part at T = 3 with a bf16 or fp32 epilogue (Kimi-K2's o_proj:
+// 69 registers and three blocks an SM unbounded on sm_90; 64 on sm_120 unbounded, where the
+// bound would spill 12 bytes, so SM120 keeps the plain kernel). On one H200 o_proj's grid folded into one wave
+// (--wave-fit), whose kernel also came to 64 registers, made verify 0.9-1.5% faster in three
+// calls, while folding lost at T = 1, 2 and 8 where the registers stayed
+// (results/engine-h200/91c5d17-wave-default/). A separate kernel: a second __launch_bounds__
+// argument, even 1, changes the registers ptxas picks for every other instantiation.
+template <int T, int EPI, int S, bool PAIR>
+__global__ void __launch_bounds__(kGemvWarps *kWarp, 4)
+    gemv_kernel_4(const bf16 *__restrict__ W, const bf16 *__restrict__ W2, const bf16 *__restrict__ x, int ldx,
+                  int N, int K, void *__restrict__ y, int ldy, int)
+{
+    gemv_tile<T, EPI, S, PAIR>(pdl_sync(), W, W2, x, ldx, N, K, y, ldy, (int)blockIdx.x);
+}
+
+template <int T, int EPI, int S> constexpr bool gemv_four_blocks() { return S == 1 && T == 3 && EPI != GEMV_SILU_MUL; }
+
 // PAIR where rows are split in four (K >= 4096: Kimi-K2's qkv_a and lm_head), the epilogue
 // reads one matrix and T <= 6: there the pair's registers (88-128 on sm_90) still leave two
 // CTAs of 4 rows per SM, as many rows in flight as four CTAs of 2 at T <= 3 (more at 4..6);
@@ -39,16 +57,23 @@ cudaError_t gemv_t(const launch_ctx &c, const bf16 *W, const bf16 *W2, const bf1
 {
     constexpr bool pair = gemv_pair(S, EPI, T);
     constexpr int rows = gemv_rows_per_block(S, pair);
+    void (*multi)(const bf16 *, const bf16 *, const bf16 *, int, int, int, void *, int, int);
+    void (*plain)(const bf16 *, const bf16 *, const bf16 *, int, int, int, void *, int, int);
+    multi = gemv_kernel<T, EPI, S, pair, true>; // the folded grid as measured (it has its own registers)
+    plain = gemv_kernel<T, EPI, S, pair, false>;
+    if constexpr (gemv_four_blocks<T, EPI, S>()) {
+        int dev = 0, major = 0; // SM90 only: on sm_120 the unbounded kernel has 64 registers, the bounded spills
+        if (cudaGetDevice(&dev) == cudaSuccess &&
+            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major == 9)
+            plain = gemv_kernel_4<T, EPI, S, pair>;
+    }
     const int tiles = (N + rows - 1) / rows;
     int grid = tiles;
-    const cudaError_t e = wave_grid(c, gemv_kernel<T, EPI, S, pair, true>, tiles, kGemvWarps * kWarp, 0, &grid);
+    const cudaError_t e = wave_grid(c, multi, tiles, kGemvWarps * kWarp, 0, &grid);
     if (e != cudaSuccess)
         return e;
-    if (grid < tiles)
-        return launch(c, gemv_kernel<T, EPI, S, pair, true>, dim3(grid), dim3(kGemvWarps * kWarp), 0, W, W2, x, ldx,
-                      N, K, y, ldy, tiles);
-    return launch(c, gemv_kernel<T, EPI, S, pair, false>, dim3(tiles), dim3(kGemvWarps * kWarp), 0, W, W2, x, ldx, N,
-                  K, y, ldy, tiles);
+    return launch(c, grid < tiles ? multi : plain, dim3(grid < tiles ? grid : tiles), dim3(kGemvWarps * kWarp), 0, W,
+                  W2, x, ldx, N, K, y, ldy, tiles);
 }
 
 template <int EPI, int S>
