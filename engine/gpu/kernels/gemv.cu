@@ -30,11 +30,11 @@ __global__ void __launch_bounds__(kGemvWarps *kWarp)
 // The same compiled for four blocks an SM (64 registers at 256 threads), where gemv_four_blocks
 // says so, on SM90: rows of one part at T = 3 with a bf16 or fp32 epilogue (Kimi-K2's o_proj:
 // 69 registers and three blocks an SM unbounded on sm_90; 64 on sm_120 unbounded, where the
-// bound would spill 12 bytes, so SM120 keeps the plain kernel). On one H200 o_proj's grid folded into one wave
-// (--wave-fit), whose kernel also came to 64 registers, made verify 0.9-1.5% faster in three
-// calls, while folding lost at T = 1, 2 and 8 where the registers stayed
-// (results/engine-h200/91c5d17-wave-default/). A separate kernel: a second __launch_bounds__
-// argument, even 1, changes the registers ptxas picks for every other instantiation.
+// bound would spill 12 bytes, so SM120 keeps the plain kernel). On one H200 verify -2.0%, decode
+// even (results/engine-h200/5ca6d91-o-proj-t3/). Found through --wave-fit: folding o_proj won
+// only at T = 3, the one T where its folded kernel had fewer registers than the plain one
+// (results/engine-h200/5f1349e-wave-t/). A separate kernel: a second __launch_bounds__ argument,
+// even 1, changes the registers ptxas picks for most other instantiations.
 template <int T, int EPI, int S, bool PAIR>
 __global__ void __launch_bounds__(kGemvWarps *kWarp, 4)
     gemv_kernel_4(const bf16 *__restrict__ W, const bf16 *__restrict__ W2, const bf16 *__restrict__ x, int ldx,
