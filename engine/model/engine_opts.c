@@ -21,8 +21,7 @@ void arb_engine_opts_defaults(arb_engine_opts_t *o)
     o->accept_rate = -1;
     o->pdl = 1;
     o->step_form = ARB_STEP_LAUNCHES;
-    o->wave_fit = 0; /* folding lost on an H200 wherever it did not also lower the registers */
-    o->wave_from = 1;
+    o->wave_from = 1; /* --wave-fit none: folding lost on an H200 wherever it did not also lower the registers */
 }
 
 void arb_engine_opts_usage(FILE *f)
@@ -242,6 +241,17 @@ static const char *const wave_names[] = {"qkv_a", "o_proj"};    /* ARB_WAVE_FIT_
 _Static_assert(ARB_L2_AHEAD_O_PROJ == 1 << 0 && ARB_L2_AHEAD_ROUTER == 1 << 1, "ahead_names: one name a bit, in order");
 _Static_assert(ARB_WAVE_FIT_QKV_A == 1 << 0 && ARB_WAVE_FIT_O_PROJ == 1 << 1, "wave_names: one name a bit, in order");
 
+const char *arb_engine_opts_bits_str(int wave_fit, unsigned bits, char *buf, size_t n)
+{
+    const char *const *names = wave_fit ? wave_names : ahead_names;
+    size_t at = 0;
+    buf[0] = 0;
+    for (unsigned i = 0; i < 2 && at < n; i++)
+        if (bits & (1u << i))
+            at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? "+" : "", names[i]);
+    return bits ? buf : "none";
+}
+
 int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err, size_t len)
 {
     static const struct option lo[] = {
@@ -344,14 +354,8 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             break;
         }
         case O_AHEAD: bad = parse_bits("--l2-ahead", optarg, ahead_names, 2, &o->l2_ahead, err, len); break;
-        case O_WAVE:
-            bad = parse_bits("--wave-fit", optarg, wave_names, 2, &o->wave_fit, err, len);
-            o->wave_given = 1;
-            break;
-        case O_WAVEFROM:
-            bad = parse_uint("--wave-fit-from", optarg, 1, 8, &o->wave_from, err, len);
-            o->wave_given = 1;
-            break;
+        case O_WAVE: bad = parse_bits("--wave-fit", optarg, wave_names, 2, &o->wave_fit, err, len); break;
+        case O_WAVEFROM: bad = parse_uint("--wave-fit-from", optarg, 1, 8, &o->wave_from, err, len); break;
         case O_APPEND: o->append = 1; break;
         case O_FORCE: o->force = 1; break;
         case O_ACCEPT: bad = parse_rates(optarg, o, err, len); break;
@@ -396,15 +400,12 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
                                                        : "--step-form persistent-attn");
         return -1;
     }
-    if (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES) { /* the default fold is the launches form's */
-        if (o->wave_given && (o->wave_fit || o->wave_from != 1)) {
-            snprintf(err, len, "--wave-fit with %s: the folded grids are the GPU's launches form's (give --backend gpu "
-                     "--step-form launches, or --wave-fit none)", o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
-                     : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
-                                                           : "--step-form persistent-attn");
-            return -1;
-        }
-        o->wave_fit = 0;
+    if ((o->wave_fit || o->wave_from != 1) && (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES)) {
+        snprintf(err, len, "--wave-fit with %s: the folded grids are the GPU's launches form's (give --backend gpu "
+                 "--step-form launches, or --wave-fit none)", o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
+                 : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
+                                                       : "--step-form persistent-attn");
+        return -1;
     }
     if (o->check_steps && o->backend == ARB_ENGINE_CPU) {
         snprintf(err, len, "--check-steps with --backend cpu: the check compares the GPU with the CPU reference; on "

@@ -97,10 +97,13 @@ typedef struct arb_engine_opts {
     unsigned l2_ahead;         /* --l2-ahead none|LIST: ARB_L2_AHEAD_* bits */
     unsigned wave_fit;         /* --wave-fit none|LIST: ARB_WAVE_FIT_* bits (default none) */
     unsigned wave_from;        /* --wave-fit-from T: the fold in steps of at least T tokens (default 1) */
-    int wave_given;            /* --wave-fit or --wave-fit-from was on the command line */
 } arb_engine_opts_t;
 
 void arb_engine_opts_defaults(arb_engine_opts_t *o);
+
+/* The names of --l2-ahead's (wave_fit 0) or --wave-fit's (1) bits joined by '+', as the
+ * options take them, into buf [n]; "none" for no bit. */
+const char *arb_engine_opts_bits_str(int wave_fit, unsigned bits, char *buf, size_t n);
 
 /* Parses `arbench engine` arguments (argv[0] is the subcommand). Returns 0, 1 when
  * --help was given, -1 on bad input with a one-line message naming the option and the

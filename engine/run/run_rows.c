@@ -105,23 +105,17 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
              c->spec.params[0] ? ":" : "", c->spec.params);
     f[EC_fusion] = c->fusion;
     snprintf(t->b[EC_note], 96, "%s", c->note); /* a fallback serving these sites, if any */
-    char wave_from_s[16]; /* the fold's first T, where it is not 1 */
-    snprintf(wave_from_s, sizeof wave_from_s, "@T>=%u", o->wave_from);
-    if (o->backend == ARB_ENGINE_GPU) /* how the step's kernels were launched */
+    if (o->backend == ARB_ENGINE_GPU) { /* how the step's kernels were launched */
+        char ahead[32], wave[32], from[16] = "";
+        if (o->wave_fit && o->wave_from != 1) /* the fold's first T, where it is not 1 */
+            snprintf(from, sizeof from, "@T>=%u", o->wave_from);
         snprintf(t->b[EC_step_form], 96, "%s,pdl=%s,l2_ahead=%s,wave_fit=%s%s",
                  o->step_form == ARB_STEP_PERSISTENT        ? "persistent"
                  : o->step_form == ARB_STEP_PERSISTENT_ATTN ? "persistent-attn"
                                                             : "launches",
-                 o->pdl ? "on" : "off",
-                 o->l2_ahead == (ARB_L2_AHEAD_O_PROJ | ARB_L2_AHEAD_ROUTER) ? "o_proj+router"
-                 : o->l2_ahead == ARB_L2_AHEAD_O_PROJ                     ? "o_proj"
-                 : o->l2_ahead == ARB_L2_AHEAD_ROUTER                     ? "router"
-                                                                           : "none",
-                 o->wave_fit == (ARB_WAVE_FIT_QKV_A | ARB_WAVE_FIT_O_PROJ) ? "qkv_a+o_proj"
-                 : o->wave_fit == ARB_WAVE_FIT_QKV_A                     ? "qkv_a"
-                 : o->wave_fit == ARB_WAVE_FIT_O_PROJ                    ? "o_proj"
-                                                                         : "none",
-                 !o->wave_fit ? "" : o->wave_from == 1 ? "" : wave_from_s);
+                 o->pdl ? "on" : "off", arb_engine_opts_bits_str(0, o->l2_ahead, ahead, sizeof ahead),
+                 arb_engine_opts_bits_str(1, o->wave_fit, wave, sizeof wave), from);
+    }
     if (r->wload) { /* --weights-dir: the checkpoint and the last load of it (engine/run/run_weights.h) */
         f[EC_weights_source] = r->wload->dir;
         snprintf(t->b[EC_load_s], 96, "%.6f", r->load_stats.seconds);

@@ -337,25 +337,6 @@ template <typename F> cudaError_t with_t(int T, F f)
 }
 static_assert(kMaxT == 8, "with_t covers T = 1 .. kMaxT");
 
-// The grid of a launch of `tiles` tiles of `threads` threads (wave_fit.h): `tiles` blocks
-// unless c.wave, else folded into one wave of the kernel's co-resident blocks on this device.
-template <typename... KArgs>
-cudaError_t wave_grid(const launch_ctx &c, void (*kernel)(KArgs...), int tiles, int threads, size_t smem, int *grid)
-{
-    *grid = tiles;
-    if (!c.wave)
-        return cudaSuccess;
-    int dev = 0, sms = 0, per = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (e == cudaSuccess)
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, threads, smem);
-    if (e == cudaSuccess)
-        *grid = arb_wave_grid(tiles, per * sms);
-    return e;
-}
-
 // Every engine kernel is launched here, so PDL is one switch.
 template <typename... KArgs, typename... Args>
 cudaError_t launch(const launch_ctx &c, void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
@@ -372,6 +353,58 @@ cudaError_t launch(const launch_ctx &c, void (*kernel)(KArgs...), dim3 grid, dim
     cfg.attrs = attr;
     cfg.numAttrs = c.pdl ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
+}
+
+// This device's index, SM count and compute capability (major), the attributes read once per
+// device: the launchers' choices below ask every launch, and an eager step's time counts the
+// host's part of each launch. (The engine drives its device from one host thread.)
+struct device_shape {
+    int dev, sms, major;
+};
+constexpr int kMaxDevices = 64;
+inline cudaError_t current_device_shape(device_shape *out)
+{
+    static device_shape seen[kMaxDevices]; // sms 0: not read yet
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess)
+        return e;
+    if (dev < 0 || dev >= kMaxDevices)
+        return cudaErrorInvalidDevice;
+    if (!seen[dev].sms) {
+        device_shape d = {dev, 0, 0};
+        e = cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, dev);
+        if (e == cudaSuccess)
+            e = cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, dev);
+        if (e != cudaSuccess)
+            return e;
+        seen[dev] = d;
+    }
+    *out = seen[dev];
+    return cudaSuccess;
+}
+
+// A launch of `tiles` tiles (wave_fit.h): `plain`, a block a tile, unless c.wave folds the grid
+// into one wave of Multi's co-resident blocks on this device (its occupancy read once a device),
+// which then runs several tiles a block. Both kernels take the same arguments.
+template <auto Multi, typename... KArgs, typename... Args>
+cudaError_t wave_launch(const launch_ctx &c, void (*plain)(KArgs...), int tiles, dim3 block, size_t smem,
+                        Args... args)
+{
+    if (c.wave) {
+        static int per_sm[kMaxDevices]; // Multi's blocks an SM, 0: not read yet
+        device_shape d;
+        cudaError_t e = current_device_shape(&d);
+        if (e == cudaSuccess && !per_sm[d.dev])
+            e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm[d.dev], Multi, (int)(block.x * block.y * block.z),
+                                                              smem);
+        if (e != cudaSuccess)
+            return e;
+        const int grid = arb_wave_grid(tiles, per_sm[d.dev] * d.sms);
+        if (grid < tiles)
+            return launch(c, Multi, dim3(grid), block, smem, args...);
+    }
+    return launch(c, plain, dim3(tiles), block, smem, args...);
 }
 
 } // namespace arbk

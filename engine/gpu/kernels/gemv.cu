@@ -57,23 +57,19 @@ cudaError_t gemv_t(const launch_ctx &c, const bf16 *W, const bf16 *W2, const bf1
 {
     constexpr bool pair = gemv_pair(S, EPI, T);
     constexpr int rows = gemv_rows_per_block(S, pair);
-    void (*multi)(const bf16 *, const bf16 *, const bf16 *, int, int, int, void *, int, int);
-    void (*plain)(const bf16 *, const bf16 *, const bf16 *, int, int, int, void *, int, int);
-    multi = gemv_kernel<T, EPI, S, pair, true>; // the folded grid as measured (it has its own registers)
-    plain = gemv_kernel<T, EPI, S, pair, false>;
+    auto plain = gemv_kernel<T, EPI, S, pair, false>;
     if constexpr (gemv_four_blocks<T, EPI, S>()) {
-        int dev = 0, major = 0; // SM90 only: on sm_120 the unbounded kernel has 64 registers, the bounded spills
-        if (cudaGetDevice(&dev) == cudaSuccess &&
-            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major == 9)
+        device_shape d; // SM90 only: on sm_120 the unbounded kernel has 64 registers, the bounded spills
+        const cudaError_t e = current_device_shape(&d);
+        if (e != cudaSuccess)
+            return e;
+        if (d.major == 9)
             plain = gemv_kernel_4<T, EPI, S, pair>;
     }
+    // the folded grid as measured: gemv_kernel's own MULTI instantiation (it has its own registers)
     const int tiles = (N + rows - 1) / rows;
-    int grid = tiles;
-    const cudaError_t e = wave_grid(c, multi, tiles, kGemvWarps * kWarp, 0, &grid);
-    if (e != cudaSuccess)
-        return e;
-    return launch(c, grid < tiles ? multi : plain, dim3(grid < tiles ? grid : tiles), dim3(kGemvWarps * kWarp), 0, W,
-                  W2, x, ldx, N, K, y, ldy, tiles);
+    return wave_launch<gemv_kernel<T, EPI, S, pair, true>>(c, plain, tiles, dim3(kGemvWarps * kWarp), 0, W, W2, x,
+                                                             ldx, N, K, y, ldy, tiles);
 }
 
 template <int EPI, int S>

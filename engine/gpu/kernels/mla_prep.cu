@@ -64,17 +64,9 @@ cudaError_t qkva_prep_s(const launch_ctx &c, const bf16 *W, const bf16 *x, int K
         constexpr bool pair = gemv_pair(S, GEMV_BF16, Tc);
         constexpr int rows = gemv_rows_per_block(S, pair);
         const int N = rq + rkv + dr, tiles = (N + rows - 1) / rows;
-        int grid = tiles;
-        const cudaError_t e = wave_grid(c, qkva_prep_kernel<Tc, S, pair, true>, tiles, kGemvWarps * kWarp, 0, &grid);
-        if (e != cudaSuccess)
-            return e;
-        if (grid < tiles)
-            return launch(c, qkva_prep_kernel<Tc, S, pair, true>, dim3(grid), dim3(kGemvWarps * kWarp), 0, W, x, N, K,
-                          qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket,
-                          tiles);
-        return launch(c, qkva_prep_kernel<Tc, S, pair, false>, dim3(tiles), dim3(kGemvWarps * kWarp), 0, W, x, N, K,
-                      qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket,
-                      tiles);
+        return wave_launch<qkva_prep_kernel<Tc, S, pair, true>>(
+            c, qkva_prep_kernel<Tc, S, pair, false>, tiles, dim3(kGemvWarps * kWarp), 0, W, x, N, K, qkva, q_a_norm,
+            kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, tiles);
     });
 }
 

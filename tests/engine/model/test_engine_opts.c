@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine/model/engine_opts: --l2-ahead and --wave-fit parsed into bits and named back (the
+ * rows' step_form reads the names), the fold's refusal off the GPU's launches form, and the
+ * defaults (no fold, no pull). The option errors as a user meets them are engine_mpi.sh's.
+ */
+#include <string.h>
+
+#include "tap.h"
+#include "model/engine_opts.h"
+
+static char err[1024];
+
+static int parse(arb_engine_opts_t *o, int argc, char **argv)
+{
+    err[0] = 0;
+    return arb_engine_opts_parse(argc, argv, o, err, sizeof err);
+}
+
+static void t_names(void)
+{
+    static const char *const want[2][4] = {{"none", "o_proj", "router", "o_proj+router"},
+                                           {"none", "qkv_a", "o_proj", "qkv_a+o_proj"}};
+    char b[32];
+    for (int w = 0; w < 2; w++)
+        for (unsigned x = 0; x < 4; x++)
+            TAP_EQ_STR(arb_engine_opts_bits_str(w, x, b, sizeof b), want[w][x]);
+    char small[5]; /* truncated, still terminated */
+    TAP_EQ_STR(arb_engine_opts_bits_str(1, 3, small, sizeof small), "qkv_");
+}
+
+static void t_parse_round_trip(void)
+{
+    arb_engine_opts_t o;
+    char *a1[] = {"engine", "--wave-fit", "o_proj,qkv_a", "--wave-fit-from", "3", "--l2-ahead", "router", NULL};
+    TAP_REQUIRE(parse(&o, 7, a1) == 0);
+    TAP_EQ_INT(o.wave_fit, ARB_WAVE_FIT_QKV_A | ARB_WAVE_FIT_O_PROJ);
+    TAP_EQ_INT(o.wave_from, 3);
+    TAP_EQ_INT(o.l2_ahead, ARB_L2_AHEAD_ROUTER);
+    char b[32];
+    TAP_EQ_STR(arb_engine_opts_bits_str(1, o.wave_fit, b, sizeof b), "qkv_a+o_proj");
+    char *a2[] = {"engine", NULL};
+    TAP_REQUIRE(parse(&o, 1, a2) == 0);
+    TAP_EQ_INT(o.wave_fit, 0);
+    TAP_EQ_INT(o.wave_from, 1);
+    TAP_EQ_INT(o.l2_ahead, 0);
+}
+
+static void t_refusals(void)
+{
+    arb_engine_opts_t o;
+    char *a1[] = {"engine", "--config", "tiny", "--backend", "cpu", "--wave-fit-from", "2", NULL};
+    TAP_CHECK(parse(&o, 7, a1) != 0);
+    TAP_HAS_STR(err, "--wave-fit with --backend cpu");
+    char *a2[] = {"engine", "--step-form", "persistent-attn", "--wave-fit", "o_proj", NULL};
+    TAP_CHECK(parse(&o, 5, a2) != 0);
+    TAP_HAS_STR(err, "--wave-fit with --step-form persistent-attn");
+    char *a3[] = {"engine", "--config", "tiny", "--backend", "cpu", "--wave-fit", "none", NULL}; /* nothing folded */
+    TAP_EQ_INT(parse(&o, 7, a3), 0);
+    char *a4[] = {"engine", "--wave-fit", "qkv_a,,o_proj", NULL};
+    TAP_CHECK(parse(&o, 3, a4) != 0);
+    TAP_HAS_STR(err, "--wave-fit 'qkv_a,,o_proj'");
+}
+
+int main(int argc, char **argv)
+{
+    static const tap_test_t tests[] = {{"names", t_names}, {"parse_round_trip", t_parse_round_trip}, {"refusals", t_refusals}};
+    return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
+}
