@@ -7,6 +7,10 @@
  * is launched with programmatic stream serialization, the floor of an all-reduce kernel
  * that is PDL-capable on both sides (the engine's compute-only replay uses it, so that
  * its call sites do not break the compute's launch chain: docs/engine.md).
+ * The fused op (allreduce_rmsnorm) is one launch of the library's residual + RMSNorm
+ * kernel with this rank's x as the sum (src/rmsnorm/rmsnorm.cu, compiled into this module
+ * with hidden symbols): the floor of any fused all-reduce + RMSNorm, the norm's work and no
+ * data moved; exact on one rank (the sum over one rank is x), not a sum on more.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +21,7 @@
 #include "arbench/plugin.h"
 #include "arbench/status.h"
 #include "noop_kernel.h"
+#include "rmsnorm/rmsnorm.h"
 
 typedef struct noop_state {
     arb_host_ops_t ops;
@@ -61,6 +66,15 @@ static arb_status_t noop_allreduce(void *state, const void *send, void *recv, si
     return ARB_OK;
 }
 
+/* One launch: residual += x; out = rmsnorm(residual) * weight (PDL-capable with pdl=1, as
+ * the composed path's kernel after a plugin always is). */
+static arb_status_t noop_allreduce_rmsnorm(void *state, const arb_rmsnorm_args_t *a, void *stream, char *why,
+                                           size_t why_len)
+{
+    return arb_rmsnorm_residual_launch_pdl(a->residual, a->x, a->weight, a->out, a->tokens, a->hidden, a->eps,
+                                           ((noop_state_t *)state)->pdl, stream, why, why_len);
+}
+
 static void noop_finalize(void *state)
 {
     free(state);
@@ -69,10 +83,12 @@ static void noop_finalize(void *state)
 ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v2 = {
     .abi_version = ARB_PLUGIN_ABI_VERSION,
     .name = "noop",
-    .description = "launch floor: one empty kernel (1 block, 32 threads), no data moved; pdl=1: PDL-capable",
+    .description = "launch floor: one empty kernel (1 block, 32 threads), no data moved; fused: the residual + RMSNorm "
+                   "kernel alone (x as the sum); pdl=1: PDL-capable",
     .caps = ARB_CAP_DEVICE_MEMORY | ARB_CAP_GRAPH_SAFE | ARB_CAP_BF16 | ARB_CAP_FP32 | ARB_CAP_REFERENCE,
     .variants = NULL,
     .init = noop_init,
     .allreduce = noop_allreduce,
+    .allreduce_rmsnorm = noop_allreduce_rmsnorm,
     .finalize = noop_finalize,
 };
