@@ -275,18 +275,6 @@ __device__ __forceinline__ void block_prefetch_l2(const void *p, size_t bytes)
         asm volatile("prefetch.global.L2 [%0];" ::"l"(b + off));
 }
 
-// `bytes` (a multiple of 16) at p (16-byte aligned) toward L2 with one bulk prefetch by the
-// calling thread (cp.async.bulk.prefetch: SM90 and SM120 alike); no-op below SM90. For a
-// range a block knows only after its wait (the MoE's selected experts): one instruction puts
-// the whole range in flight where the loads that follow would take several round trips.
-__device__ __forceinline__ void bulk_prefetch_l2(const void *p, unsigned bytes)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (bytes)
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes));
-#endif
-}
-
 // This CTA's share of `a` toward L2 (kernels.h's l2_ahead): the grid's CTAs take contiguous
 // runs of its 128-byte lines in block order, a line per thread and step.
 __device__ __forceinline__ void grid_prefetch_l2(const l2_ahead &a)

@@ -43,27 +43,6 @@ __host__ __device__ constexpr int moe_unr_down(bool int4, int rowt) { return int
 // stage keeps moe_rowt(T): the sums do not depend on it, and the forms' results are equal).
 __host__ __device__ constexpr int moe_rowt_down() { return 2; }
 
-// Groups [ga, gb) of ROWT INT4 tiles of gate and up from row r toward L2 (moe_int4_layout.h:
-// a tile's group is 32 lanes x 8 bytes, its scales 8 words; tiles G groups apart): one bulk
-// prefetch per tile and matrix, by the calling thread.
-template <int ROWT>
-__device__ __forceinline__ void moe_prefetch_l2(const moe_weights &w, size_t r, int G, int ga, int gb)
-{
-    if (gb <= ga)
-        return;
-    const char *gq = reinterpret_cast<const char *>(static_cast<const uint32_t *>(w.gate) + r * (w.H / 8));
-    const char *uq = reinterpret_cast<const char *>(static_cast<const uint32_t *>(w.up) + r * (w.H / 8));
-    const char *gs = reinterpret_cast<const char *>(w.gate_s + r * G),
-               *us = reinterpret_cast<const char *>(w.up_s + r * G);
-    const unsigned nq = (unsigned)(gb - ga) * kWarp * 8, ns = (unsigned)(gb - ga) * 8 * 4;
-#pragma unroll
-    for (int k = 0; k < ROWT; k++) {
-        const size_t oq = ((size_t)k * G + ga) * kWarp * 8, os = ((size_t)k * G + ga) * 8 * 4;
-        bulk_prefetch_l2(gq + oq, nq), bulk_prefetch_l2(uq + oq, nq);
-        bulk_prefetch_l2(gs + os, ns), bulk_prefetch_l2(us + os, ns);
-    }
-}
-
 // ROWT tiles of gate and up over groups [g0, g1) of the lane's share: INT4 fragments
 // (gq, uq: the first tile's uint2 per (group, lane); tiles 32 G apart) and scale pairs
 // (gs, us: per (group, gi); tiles 8 G apart). UNR groups' loads in flight per lane.
@@ -217,12 +196,6 @@ __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, 
             return;                                         // the whole CTA
         const size_t r = (size_t)e * I + (size_t)it * rows; // first row of the [E x I x H] tensors
         row0 = it * rows, dst = act + (size_t)slot * kMaxT * I, ld = I;
-        // The expert is known only now: the warp's groups past its first round of loads
-        // (UNRQ groups, loaded at once below) toward L2 in one bulk prefetch per tile and
-        // matrix, so its later rounds are L2 hits instead of a DRAM round trip each
-        // (moe_prefetch_l2; the sums are unchanged)
-        if (INT4 && lane == 0)
-            moe_prefetch_l2<ROWT>(w, r, G, g0 + UNRQ, g1);
         if (INT4)
             gate_up_int4<ROWT, UNRQ, coh>(
                 reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.gate) + r * (H / 8)),
@@ -314,16 +287,6 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
 #pragma unroll
         for (int k = 0; k < ROWT; k++)
             mma_bf16_group(acc[k], sa0[k], sa1[k], xs);
-    // The experts past the first round of pairs (kMoeWarps x UNR pairs, Gi a expert) toward L2,
-    // a bulk prefetch each of their 16 ROWT rows and scales: at T = 3 (~24 experts) rounds two
-    // and three are then L2 hits (the sums are unchanged); after the shared expert's first group,
-    // whose registers are free by then (before it, the loop spilled 16 bytes)
-    if (INT4)
-        for (int u = kMoeWarps * UNR / Gi + (int)threadIdx.x; u < s_n; u += (int)blockDim.x) {
-            const size_t r = (size_t)s_uniq[u] * H + r0;
-            bulk_prefetch_l2(static_cast<const uint32_t *>(w.down) + r * (I / 8), 16u * ROWT * (unsigned)I / 2);
-            bulk_prefetch_l2(w.down_s + r * Gi, 16u * ROWT * (unsigned)Gi * 2);
-        }
     for (int g = warp + kMoeWarps; g < Gs; g += kMoeWarps) {
         const uint4 xb = ld_b<coh>(act_sh, Is, g, T);
 #pragma unroll
