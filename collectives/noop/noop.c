@@ -8,9 +8,10 @@
  * that is PDL-capable on both sides (the engine's compute-only replay uses it, so that
  * its call sites do not break the compute's launch chain: docs/engine.md).
  * The fused op (allreduce_rmsnorm) is one launch of the library's residual + RMSNorm
- * kernel with this rank's x as the sum (src/rmsnorm/rmsnorm.cu, compiled into this module
- * with hidden symbols): the floor of any fused all-reduce + RMSNorm, the norm's work and no
- * data moved; exact on one rank (the sum over one rank is x), not a sum on more.
+ * kernel (src/rmsnorm/rmsnorm.cu, compiled into this module with hidden symbols) with a zero
+ * sum: the floor of any fused all-reduce + RMSNorm, the norm's work and no data moved. It
+ * computes what the composed path computes (the residual plus noop's untouched, zero-filled
+ * scratch: the same bits), in one launch instead of two.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,8 @@
 typedef struct noop_state {
     arb_host_ops_t ops;
     int pdl;
+    void *zeros;       /* device, zero-filled: the fused op's sum (max_tokens x hidden bf16) */
+    size_t zero_bytes; /* 0 when the run has no fused call (max_tokens or hidden 0) */
 } noop_state_t;
 
 static const arb_kv_key_t noop_keys[] = {{"pdl", NULL}};
@@ -51,6 +54,18 @@ static arb_status_t noop_init(const arb_comm_info_t *info, const arb_host_ops_t 
     }
     s->ops = *ops;
     s->pdl = pdl;
+    s->zero_bytes = (size_t)info->max_tokens * info->hidden * 2;
+    if (s->zero_bytes) {
+        cudaError_t e = cudaMalloc(&s->zeros, s->zero_bytes);
+        if (e == cudaSuccess)
+            e = cudaMemset(s->zeros, 0, s->zero_bytes);
+        if (e != cudaSuccess) {
+            cudaFree(s->zeros);
+            free(s);
+            ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "noop: the fused op's zero sum (%zu bytes): %s", (size_t)info->max_tokens * info->hidden * 2,
+                      cudaGetErrorString(e));
+        }
+    }
     *state = s;
     return ARB_OK;
 }
@@ -66,17 +81,22 @@ static arb_status_t noop_allreduce(void *state, const void *send, void *recv, si
     return ARB_OK;
 }
 
-/* One launch: residual += x; out = rmsnorm(residual) * weight (PDL-capable with pdl=1, as
- * the composed path's kernel after a plugin always is). */
+/* One launch: residual += 0; out = rmsnorm(residual) * weight (PDL-capable with pdl=1, as the
+ * composed path's kernel after a plugin always is). x is not read: noop moves no data. */
 static arb_status_t noop_allreduce_rmsnorm(void *state, const arb_rmsnorm_args_t *a, void *stream, char *why,
                                            size_t why_len)
 {
-    return arb_rmsnorm_residual_launch_pdl(a->residual, a->x, a->weight, a->out, a->tokens, a->hidden, a->eps,
-                                           ((noop_state_t *)state)->pdl, stream, why, why_len);
+    const noop_state_t *s = state;
+    if ((size_t)a->tokens * a->hidden * 2 > s->zero_bytes) {
+        ARB_RAISE(ARB_DECLINE, why, why_len, "noop: fused call of %u x %u exceeds the zero sum opened for %zu bytes", a->tokens, a->hidden, s->zero_bytes);
+    }
+    return arb_rmsnorm_residual_launch_pdl(a->residual, s->zeros, a->weight, a->out, a->tokens, a->hidden, a->eps,
+                                           s->pdl, stream, why, why_len);
 }
 
 static void noop_finalize(void *state)
 {
+    cudaFree(((noop_state_t *)state)->zeros);
     free(state);
 }
 
@@ -84,7 +104,7 @@ ARB_PLUGIN_EXPORT const arb_plugin_t arb_plugin_v2 = {
     .abi_version = ARB_PLUGIN_ABI_VERSION,
     .name = "noop",
     .description = "launch floor: one empty kernel (1 block, 32 threads), no data moved; fused: the residual + RMSNorm "
-                   "kernel alone (x as the sum); pdl=1: PDL-capable",
+                   "kernel alone (a zero sum); pdl=1: PDL-capable",
     .caps = ARB_CAP_DEVICE_MEMORY | ARB_CAP_GRAPH_SAFE | ARB_CAP_BF16 | ARB_CAP_FP32 | ARB_CAP_REFERENCE,
     .variants = NULL,
     .init = noop_init,

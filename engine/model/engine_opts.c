@@ -413,9 +413,9 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         return -1;
     }
     if (o->check_steps && o->impl_given && strcmp(o->impl.name, "noop") == 0) {
-        snprintf(err, len, "--check-steps with --impl noop: noop's all-reduce moves no data, so on more than one rank, "
-                 "or on its composed path, the GPU computes another function than the CPU reference (give --impl "
-                 "nccl: on one rank an identity all-reduce, the reference's arithmetic)");
+        snprintf(err, len, "--check-steps with --impl noop: noop leaves the partial sums out of the residual, so the "
+                 "GPU computes another function than the CPU reference (give --impl nccl: on one rank an identity "
+                 "all-reduce, the reference's arithmetic)");
         return -1;
     }
     if (o->profile[0] && o->tune) {

@@ -97,7 +97,7 @@ bad_input)
     expect_error 2 "--wave-fit-from '0': expected an integer in 1..8" --wave-fit-from 0
     expect_error 2 "--wave-fit-from '9': expected an integer in 1..8" --wave-fit-from 9
     expect_error 2 "--wave-fit with --backend cpu: the folded grids" --config tiny --backend cpu --wave-fit-from 3
-    expect_error 1 "--check-steps with --impl noop: noop's all-reduce moves no data" --config tiny --impl noop --check-steps 2
+    expect_error 1 "--check-steps with --impl noop: noop leaves the partial sums out" --config tiny --impl noop --check-steps 2
     expect_error 1 "--check-steps with --impl noop" --config tiny --impl noop:pdl=0 --check-steps 2
     expect_error 1 "--check-steps with --backend cpu: the check compares the GPU" --config tiny --backend cpu --check-steps 2
     expect_error 2 "2 ranks need at least 2 shards" --config tiny --backend cpu --tp-shape 1
