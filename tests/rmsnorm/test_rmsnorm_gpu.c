@@ -76,7 +76,11 @@ static int run_case(const rms_case_t *c, cudaStream_t stream)
     CUDA_CHECK_GOTO(cudaMemcpy(res, res_in, n * 2, cudaMemcpyHostToDevice), "upload residual", err_free);
     CUDA_CHECK_GOTO(cudaMemcpy(sm, sum, n * 2, cudaMemcpyHostToDevice), "upload sum", err_free);
     CUDA_CHECK_GOTO(cudaMemcpy(w, weight, (size_t)c->hidden * 2, cudaMemcpyHostToDevice), "upload weight", err_free);
-    CUDA_CHECK_GOTO(cudaMemset(d_out, 0xFF, n * 2 + slack), "poison out", err_free); /* 0xFFFF: a bf16 NaN */
+    /* 0xFFFF: a bf16 NaN. On the test's own stream and waited for: `stream` is non-blocking, so
+     * a cudaMemset on the legacy stream was not ordered before the kernel and could land after
+     * it (one H200, 2026-12-05: tokens=1 hidden=4096 read back all NaN, residual exact). */
+    CUDA_CHECK_GOTO(cudaMemsetAsync(d_out, 0xFF, n * 2 + slack, stream), "poison out", err_free);
+    CUDA_CHECK_GOTO(cudaStreamSynchronize(stream), "poison out", err_free);
 
     if (c->graph) {
         CUDA_CHECK_GOTO(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture", err_free);
@@ -166,6 +170,7 @@ static int bench(cudaStream_t stream)
     CUDA_CHECK_GOTO(cudaMemset(res, 0, max_n * 2), "zero residual", err_free); /* zeros: no overflow over many adds */
     CUDA_CHECK_GOTO(cudaMemset(sum, 0, max_n * 2), "zero sum", err_free);
     CUDA_CHECK_GOTO(cudaMemset(w, 0, hidden * 2), "zero weight", err_free);
+    CUDA_CHECK_GOTO(cudaDeviceSynchronize(), "zero buffers", err_free); /* legacy-stream memsets, non-blocking stream */
     CUDA_CHECK_GOTO(cudaEventCreate(&start), "event", err_free);
     CUDA_CHECK_GOTO(cudaEventCreate(&stop), "event", err_free);
     for (size_t t = 0; t < sizeof tokens / sizeof tokens[0]; t++) {

@@ -104,8 +104,9 @@ static int run_case(const arb_plugin_t *p, const char *params, unsigned tokens, 
     CUDA_OR(cudaMemcpy(d_x, x, n * 2, cudaMemcpyHostToDevice), "upload x", out);
     CUDA_OR(cudaMemcpy(d_res, res_in, n * 2, cudaMemcpyHostToDevice), "upload residual", out);
     CUDA_OR(cudaMemcpy(d_w, w, hidden * 2, cudaMemcpyHostToDevice), "upload weight", out);
-    CUDA_OR(cudaMemset(d_out, 0xFF, n * 2), "poison out", out); /* 0xFFFF: a bf16 NaN */
-    CUDA_OR(cudaMemset(d_recv, 0x5A, n * 2), "mark recv", out);
+    CUDA_OR(cudaMemsetAsync(d_out, 0xFF, n * 2, stream), "poison out", out); /* 0xFFFF: a bf16 NaN */
+    CUDA_OR(cudaMemsetAsync(d_recv, 0x5A, n * 2, stream), "mark recv", out);
+    CUDA_OR(cudaStreamSynchronize(stream), "poison and mark", out); /* before any capture begins */
     const arb_rmsnorm_args_t a = {
         .x = d_x, .residual = d_res, .weight = d_w, .out = d_out, .tokens = tokens, .hidden = hidden, .eps = eps};
     arb_status_t s = ARB_OK;
