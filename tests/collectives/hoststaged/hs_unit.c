@@ -15,6 +15,7 @@
 #include "arbench/plugin.h"
 #include "base/common.h"
 #include "runtime/loader.h"
+#include "one_rank_ops.h"
 #include "tap.h"
 
 static char sentinel_byte; /* init must leave *state at this when it fails */
@@ -25,31 +26,6 @@ static void tap(int ok, const char *what, const char *detail)
     tap_ok(ok, "%s%s%s", what, detail && *detail ? ": " : "", detail ? detail : "");
 }
 
-/* One rank: every collective is a copy or nothing. */
-static int one_allgather(void *c, const void *s, void *r, size_t n)
-{
-    (void)c;
-    memcpy(r, s, n);
-    return 0;
-}
-static int one_bcast(void *c, void *b, size_t n, int root)
-{
-    (void)c, (void)b, (void)n, (void)root;
-    return 0;
-}
-static int one_barrier(void *c)
-{
-    (void)c;
-    return 0;
-}
-static void one_log(void *c, const char *m)
-{
-    (void)c;
-    printf("# log: %s\n", m);
-}
-
-static const arb_host_ops_t ops = {.allgather = one_allgather, .bcast = one_bcast, .barrier = one_barrier, .log = one_log};
-
 /* init must refuse `params` with `want` and a message containing `key`, leaving *state alone. */
 static void expect_init(const arb_plugin_t *p, const arb_comm_info_t *info, const char *params,
                         arb_status_t want, const char *key)
@@ -57,7 +33,7 @@ static void expect_init(const arb_plugin_t *p, const arb_comm_info_t *info, cons
     void *const sentinel = &sentinel_byte;
     void *state = sentinel;
     char why[512] = "";
-    arb_status_t s = p->init(info, &ops, params, &state, why, sizeof why);
+    arb_status_t s = p->init(info, &one_rank_ops, params, &state, why, sizeof why);
     char what[256];
     snprintf(what, sizeof what, "init(\"%s\", nranks %d, nnodes %d) -> %s naming '%s'", params, info->nranks, info->nnodes,
              arb_status_str(want), key);
@@ -120,7 +96,7 @@ int main(int argc, char **argv)
         void *state = NULL;
         char why[512] = "";
         cudaSetDevice(0);
-        arb_status_t s = p->init(&info, &ops, "blocks=8,threads=256", &state, why, sizeof why);
+        arb_status_t s = p->init(&info, &one_rank_ops, "blocks=8,threads=256", &state, why, sizeof why);
         tap(s == ARB_OK, "init(\"blocks=8,threads=256\") on one GPU", why);
         if (s == ARB_OK) {
             const char *d = p->describe(state);

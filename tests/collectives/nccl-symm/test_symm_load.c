@@ -22,34 +22,9 @@
 #include "arbench/plugin.h"
 #include "base/common.h"
 #include "runtime/loader.h"
+#include "one_rank_ops.h"
 #include "tap.h"
 
-/* One rank: the collective host ops are copies. */
-static int one_allgather(void *ctx, const void *send, void *recv, size_t bytes)
-{
-    (void)ctx;
-    memcpy(recv, send, bytes);
-    return 0;
-}
-static int one_bcast(void *ctx, void *buf, size_t bytes, int root)
-{
-    (void)ctx, (void)buf, (void)bytes, (void)root;
-    return 0;
-}
-static int one_barrier(void *ctx)
-{
-    (void)ctx;
-    return 0;
-}
-static void one_log(void *ctx, const char *msg)
-{
-    (void)ctx;
-    printf("# plugin log: %s\n", msg);
-}
-
-static const arb_host_ops_t ops = {
-    .ctx = NULL, .allgather = one_allgather, .bcast = one_bcast, .barrier = one_barrier, .log = one_log,
-};
 static const arb_comm_info_t info = {
     .rank = 0, .nranks = 1, .local_rank = 0, .local_nranks = 1, .node = 0, .nnodes = 1,
     .cuda_device = 0, .max_bytes = 43008, .max_tokens = 3, .hidden = 7168, .mpi_comm = NULL,
@@ -63,7 +38,7 @@ static void expect_init(const arb_plugin_t *p, const char *params, arb_status_t 
 {
     void *state = &sentinel;
     char why[1024] = "";
-    arb_status_t st = p->init(&info, &ops, params, &state, why, sizeof why);
+    arb_status_t st = p->init(&info, &one_rank_ops, params, &state, why, sizeof why);
     tap_ok(st == want && strstr(why, needle) && state == &sentinel,
            "%s init('%s') -> %s (want %s), why names '%s': %s", p->name, params, arb_status_str(st),
            arb_status_str(want), needle, why);

@@ -22,29 +22,7 @@
 #include "rmsnorm/rmsnorm.h"
 #include "runtime/loader.h"
 
-static int one_allgather(void *ctx, const void *send, void *recv, size_t bytes)
-{
-    (void)ctx;
-    memcpy(recv, send, bytes);
-    return 0;
-}
-static int one_bcast(void *ctx, void *buf, size_t bytes, int root)
-{
-    (void)ctx, (void)buf, (void)bytes, (void)root;
-    return 0;
-}
-static int one_barrier(void *ctx)
-{
-    (void)ctx;
-    return 0;
-}
-static void one_log(void *ctx, const char *msg)
-{
-    (void)ctx;
-    fprintf(stderr, "plugin: %s\n", msg);
-}
-static const arb_host_ops_t ops = {
-    .allgather = one_allgather, .bcast = one_bcast, .barrier = one_barrier, .log = one_log};
+#include "one_rank_ops.h"
 
 #define CUDA_OR(call, what, label)                                                                                     \
     do {                                                                                                               \
@@ -91,7 +69,7 @@ static int run_case(const arb_plugin_t *p, const char *params, unsigned tokens, 
                                   .max_bytes = n * 2,
                                   .max_tokens = tokens,
                                   .hidden = hidden};
-    if (p->init(&info, &ops, params, &st, why, sizeof why) != ARB_OK) {
+    if (p->init(&info, &one_rank_ops, params, &st, why, sizeof why) != ARB_OK) {
         fprintf(stderr, "init '%s': %s\n", params, why);
         goto out;
     }
@@ -177,7 +155,7 @@ static int declines_too_large(const arb_plugin_t *p)
                                   .hidden = 7168};
     void *st = NULL, *q = (void *)0x1000;
     char why[512] = "";
-    if (p->init(&info, &ops, "pdl=1", &st, why, sizeof why) != ARB_OK) {
+    if (p->init(&info, &one_rank_ops, "pdl=1", &st, why, sizeof why) != ARB_OK) {
         fprintf(stderr, "init: %s\n", why);
         return 0;
     }

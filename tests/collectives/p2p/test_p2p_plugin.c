@@ -11,6 +11,7 @@
 
 #include "arbench/plugin.h"
 #include "runtime/loader.h"
+#include "one_rank_ops.h"
 #include "tap.h"
 
 /* One TAP line: what, and the detail after ": " when there is one. */
@@ -19,41 +20,16 @@ static void ok(int cond, const char *what, const char *detail)
     tap_ok(cond, "%s%s%s", what, detail && *detail ? ": " : "", detail ? detail : "");
 }
 
-static int one_allgather(void *ctx, const void *send, void *recv, size_t bytes)
-{
-    (void)ctx;
-    memcpy(recv, send, bytes);
-    return 0;
-}
-static int one_bcast(void *ctx, void *buf, size_t bytes, int root)
-{
-    (void)ctx, (void)buf, (void)bytes, (void)root;
-    return 0;
-}
-static int one_barrier(void *ctx)
-{
-    (void)ctx;
-    return 0;
-}
-static void one_log(void *ctx, const char *msg)
-{
-    (void)ctx;
-    fprintf(stderr, "plugin: %s\n", msg);
-}
-
-static const arb_host_ops_t ops = {.allgather = one_allgather, .bcast = one_bcast, .barrier = one_barrier,
-                                   .log = one_log};
-
 /* init must fail with `want` and a message containing `needle`, touching nothing. */
 static void expect_init(const arb_plugin_t *p, const arb_comm_info_t *info, const char *params, arb_status_t want,
                         const char *needle)
 {
-    void *st = (void *)&ops; /* sentinel: must stay untouched */
+    void *st = (void *)&one_rank_ops; /* sentinel: must stay untouched */
     char why[512] = "", what[700];
-    arb_status_t s = p->init(info, &ops, params, &st, why, sizeof why);
+    arb_status_t s = p->init(info, &one_rank_ops, params, &st, why, sizeof why);
     snprintf(what, sizeof what, "%s init '%s' -> %d (want %d), message names '%s'", p->name, params, (int)s,
              (int)want, needle);
-    ok(s == want && strstr(why, needle) && st == (void *)&ops, what, why);
+    ok(s == want && strstr(why, needle) && st == (void *)&one_rank_ops, what, why);
     if (s == ARB_OK)
         p->finalize(st);
 }

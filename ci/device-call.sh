@@ -1,0 +1,27 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The common start of a script run on a device machine through the workplace's device tool
+# (one call, its output returned from $OUT, at most 8 files): source it first,
+#   . ci/device-call.sh SECONDS
+# It makes $O (= $OUT/r), sets the NVLink-multicast-off variables and CI=true, writes
+# $O/machine.txt (date, GPU, driver, REVISION), copies the calling script to $O/call.sh (the
+# record of what ran), and tars $O into $OUT/r.tgz at exit, so that everything comes back as
+# one file. el prints the seconds since the start; lim N prints N, or less so that a step
+# started now ends before SECONDS (the call's own deadline, below the tool's limit).
+: "${OUT:?OUT: the output folder of the device tool}"
+O=$OUT/r
+mkdir -p "$O"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 CI=true
+ARB_CALL_T0=$(date +%s)
+ARB_CALL_DEADLINE=${1:-540}
+el() { echo "$(($(date +%s) - ARB_CALL_T0)) s"; }
+lim() {
+    local l=$((ARB_CALL_DEADLINE - ($(date +%s) - ARB_CALL_T0)))
+    if [ "$l" -lt "$1" ]; then echo $((l > 1 ? l : 1)); else echo "$1"; fi
+}
+arb_call_fin() { (cd "$OUT" && tar czf r.tgz r && rm -rf r); }
+trap arb_call_fin EXIT
+trap 'exit 143' TERM INT
+{ date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version,memory.total,clocks.max.sm --format=csv; cat REVISION; } \
+    >"$O/machine.txt" 2>&1
+cp "$0" "$O/call.sh"
