@@ -59,6 +59,8 @@ static arb_status_t noop_init(const arb_comm_info_t *info, const arb_host_ops_t 
         cudaError_t e = cudaMalloc(&s->zeros, s->zero_bytes);
         if (e == cudaSuccess)
             e = cudaMemset(s->zeros, 0, s->zero_bytes);
+        if (e == cudaSuccess) /* the memset may still run: a non-blocking stream would not wait for it */
+            e = cudaDeviceSynchronize();
         if (e != cudaSuccess) {
             cudaFree(s->zeros);
             free(s);
