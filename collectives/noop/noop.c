@@ -55,21 +55,21 @@ static arb_status_t noop_init(const arb_comm_info_t *info, const arb_host_ops_t 
     s->ops = *ops;
     s->pdl = pdl;
     s->zero_bytes = (size_t)info->max_tokens * info->hidden * 2;
+    arb_status_t st = ARB_OK;
     if (s->zero_bytes) {
-        cudaError_t e = cudaMalloc(&s->zeros, s->zero_bytes);
-        if (e == cudaSuccess)
-            e = cudaMemset(s->zeros, 0, s->zero_bytes);
-        if (e == cudaSuccess) /* the memset may still run: a non-blocking stream would not wait for it */
-            e = cudaDeviceSynchronize();
-        if (e != cudaSuccess) {
-            cudaFree(s->zeros);
-            free(s);
-            ARB_RAISE(ARB_ERR_SYSTEM, why, why_len, "noop: the fused op's zero sum (%zu bytes): %s", (size_t)info->max_tokens * info->hidden * 2,
-                      cudaGetErrorString(e));
-        }
+        ARB_CUDA_GOTO(st, cudaMalloc(&s->zeros, s->zero_bytes), err_free_state, why, why_len);
+        ARB_CUDA_GOTO(st, cudaMemset(s->zeros, 0, s->zero_bytes), err_free_zeros, why, why_len);
+        /* the memset may still run, and a non-blocking stream would not wait for it */
+        ARB_CUDA_GOTO(st, cudaDeviceSynchronize(), err_free_zeros, why, why_len);
     }
     *state = s;
     return ARB_OK;
+
+err_free_zeros:
+    cudaFree(s->zeros);
+err_free_state:
+    free(s);
+    return st;
 }
 
 static arb_status_t noop_allreduce(void *state, const void *send, void *recv, size_t count,
