@@ -33,6 +33,18 @@
         }                                                                                                              \
     } while (0)
 
+/* One rank on device 0, opened for fused calls of up to `tokens` x `hidden`. */
+static arb_comm_info_t one_rank_info(unsigned tokens, unsigned hidden)
+{
+    return (arb_comm_info_t){.nranks = 1,
+                             .local_nranks = 1,
+                             .nnodes = 1,
+                             .cuda_device = 0,
+                             .max_bytes = (size_t)tokens * hidden * 2,
+                             .max_tokens = tokens,
+                             .hidden = hidden};
+}
+
 /* One case: 1 when it passed. */
 static int run_case(const arb_plugin_t *p, const char *params, unsigned tokens, int graph, uint64_t seed)
 {
@@ -59,16 +71,7 @@ static int run_case(const arb_plugin_t *p, const char *params, unsigned tokens, 
     const uint16_t *ranks[1] = {zeros};
     arb_rmsnorm_reference(ranks, 1, res_in, w, tokens, hidden, eps, res_ref, out_ref);
 
-    const arb_comm_info_t info = {.rank = 0,
-                                  .nranks = 1,
-                                  .local_rank = 0,
-                                  .local_nranks = 1,
-                                  .node = 0,
-                                  .nnodes = 1,
-                                  .cuda_device = 0,
-                                  .max_bytes = n * 2,
-                                  .max_tokens = tokens,
-                                  .hidden = hidden};
+    const arb_comm_info_t info = one_rank_info(tokens, hidden);
     if (p->init(&info, &one_rank_ops, params, &st, why, sizeof why) != ARB_OK) {
         fprintf(stderr, "init '%s': %s\n", params, why);
         goto out;
@@ -109,21 +112,20 @@ static int run_case(const arb_plugin_t *p, const char *params, unsigned tokens, 
     CUDA_OR(cudaMemcpy(out_got, d_out, n * 2, cudaMemcpyDeviceToHost), "download out", out);
     CUDA_OR(cudaMemcpy(recv_got, d_recv, n * 2, cudaMemcpyDeviceToHost), "download recv", out);
     CUDA_OR(cudaMemcpy(x_got, d_x, n * 2, cudaMemcpyDeviceToHost), "download x", out);
-    size_t res_bad = 0, recv_touched = 0;
+    size_t res_bad = 0, touched = 0; /* recv or x elements changed */
     double max_err = 0.0;
     for (size_t i = 0; i < n; i++) {
         res_bad += res_got[i] != arb_f64_to_bf16(res_ref[i]);
-        recv_touched += recv_got[i] != 0x5A5A || x_got[i] != x[i];
+        touched += recv_got[i] != 0x5A5A || x_got[i] != x[i];
         const double e = fabs((double)arb_bf16_to_f32(out_got[i]) - out_ref[i]) / fmax(fabs(out_ref[i]), 1.0 / 64.0);
         max_err = isnan(e) ? INFINITY : fmax(max_err, e);
     }
     const size_t wrong = arb_rmsnorm_count_wrong(out_got, out_ref, n, ARB_RMSNORM_RTOL);
     const double tight = ldexp(1.0, -8) + 1e-5;
-    passed = res_bad == 0 && wrong == 0 && max_err <= tight && recv_touched == 0;
+    passed = res_bad == 0 && wrong == 0 && max_err <= tight && touched == 0;
     printf("%s noop:%s tokens=%u%s: residual mismatches %zu, out wrong %zu, max err %.6f (bound %.6f), recv or x "
            "elements touched %zu\n",
-           passed ? "ok  " : "FAIL", params, tokens, graph ? " graph" : "", res_bad, wrong, max_err, tight,
-           recv_touched);
+           passed ? "ok  " : "FAIL", params, tokens, graph ? " graph" : "", res_bad, wrong, max_err, tight, touched);
 out:
     if (ge)
         cudaGraphExecDestroy(ge);
@@ -143,16 +145,7 @@ out:
  * enqueues nothing (the pointers are never dereferenced). */
 static int declines_too_large(const arb_plugin_t *p)
 {
-    const arb_comm_info_t info = {.rank = 0,
-                                  .nranks = 1,
-                                  .local_rank = 0,
-                                  .local_nranks = 1,
-                                  .node = 0,
-                                  .nnodes = 1,
-                                  .cuda_device = 0,
-                                  .max_bytes = 7168 * 2,
-                                  .max_tokens = 1,
-                                  .hidden = 7168};
+    const arb_comm_info_t info = one_rank_info(1, 7168);
     void *st = NULL, *q = (void *)0x1000;
     char why[512] = "";
     if (p->init(&info, &one_rank_ops, "pdl=1", &st, why, sizeof why) != ARB_OK) {
