@@ -218,6 +218,7 @@ static arb_status_t gpu_device_inputs(void *model, const void **aux, const void 
 }
 
 #define GPU_PROFILE_REPS 15
+#define GPU_CHAIN_REPS 21
 
 static arb_status_t gpu_kernel_times(void *model, const uint32_t *tokens, unsigned T, unsigned pos0, int graph,
                                      int keep_sites, arb_kernel_times_t *out, char *why, size_t len)
@@ -226,7 +227,20 @@ static arb_status_t gpu_kernel_times(void *model, const uint32_t *tokens, unsign
     double us[ARB_GPU_PROF_KINDS];
     memset(out, 0, sizeof *out);
     ARB_TRY(arb_gpu_model_set_input(g->m, tokens, T, pos0, g->stream, why, len));
-    if (graph) {
+    if (graph == 2) {
+        if (keep_sites)
+            ARB_RAISE(ARB_ERR_INVALID, why, len,
+                      "the chain profile replays windows of one rank's step: not measured in a run of several ranks");
+        arb_gpu_chain_layers_t cl;
+        ARB_TRY(arb_gpu_model_profile_chain(g->m, T, GPU_CHAIN_REPS, g->stream, us, &out->step_us, &cl, why, len));
+        snprintf(out->method, sizeof out->method,
+                 "graph replay of windows: what each launch adds to the chain's end in the layers below (%u before "
+                 "each in its window), medians of %d interleaved replays",
+                 ARB_GPU_CHAIN_LEAD, GPU_CHAIN_REPS);
+        out->nlayers = cl.n;
+        for (unsigned i = 0; i < cl.n && i < 3; i++)
+            out->layer[i] = cl.layer[i], out->layer_dense[i] = cl.dense[i], out->layer_us[i] = cl.us[i];
+    } else if (graph) {
         unsigned keep = keep_sites ? (1u << ARB_GPU_PROF_SITE_A) | (1u << ARB_GPU_PROF_SITE_B) : 0;
         ARB_TRY(arb_gpu_model_profile_graph(g->m, T, GPU_PROFILE_REPS, keep, g->stream, us, &out->step_us, why, len));
         snprintf(out->method, sizeof out->method,

@@ -264,6 +264,25 @@ arb_status_t arb_gpu_model_profile(arb_gpu_model_t *m, unsigned T, void *stream,
 arb_status_t arb_gpu_model_profile_graph(arb_gpu_model_t *m, unsigned T, int reps, unsigned keep_mask, void *stream,
                                          double us[ARB_GPU_PROF_KINDS], double *step_us, char *why, size_t why_len);
 
+/* The chain profile (chain_plan.h): windows of the same capture replayed, each ending at one
+ * launch of a measured layer (ARB_GPU_CHAIN_LEAD layers before it in the window), `reps`
+ * times interleaved with the whole step; us[kind] = the step's estimate of what that kind
+ * adds to the chain's end (the measured layers' segments scaled to their class's layer count,
+ * the tail once; they add up to about the step), NAN for a kind not measured (the
+ * embedding, mla_prep). *step_us = median of the whole step in the same replays; `layers`
+ * the measured layers and what each added. One rank (its call sites' kernels alone: a
+ * collective's peers would not replay the same windows). Synchronizes. */
+#define ARB_GPU_CHAIN_LEAD 2u
+typedef struct arb_gpu_chain_layers {
+    unsigned n;
+    unsigned layer[3];
+    int dense[3];
+    double us[3];
+} arb_gpu_chain_layers_t;
+arb_status_t arb_gpu_model_profile_chain(arb_gpu_model_t *m, unsigned T, int reps, void *stream,
+                                         double us[ARB_GPU_PROF_KINDS], double *step_us, arb_gpu_chain_layers_t *layers,
+                                         char *why, size_t why_len);
+
 void arb_gpu_model_destroy(arb_gpu_model_t *m);
 
 /* For tests: the persistent form's wait (gpu_persist.cu) on a counter holding `value`

@@ -7,10 +7,16 @@
 // empty node, so every dependency stays), the variants interleaved replay by replay. A
 // kind's time is median(whole) - median(whole without it): what it adds to a replayed step,
 // its launch latency and any wait it causes included.
+//
+// arb_gpu_model_profile_chain replays windows of the same capture instead (chain_plan.h):
+// each window a clone of the captured graph with the nodes outside it destroyed, so a window
+// ends when its last kernel does, and window(j) - window(j - 1) is mark j's segment of the
+// chain. The segments of a layer add up to what the layer adds to the step.
 #define OMPI_SKIP_MPICXX 1 // instance.h includes mpi.h: the C API only
 #include <algorithm>
 #include <cmath>
 #include <chrono>
+#include <cstring>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -18,12 +24,15 @@
 #include <cuda_runtime.h>
 
 #include "arbench/status.h"
+#include "gpu/chain_plan.h"
 #include "gpu/gpu_layout.h"
 
 struct arb_gpu_prof_graph {
     std::unordered_set<cudaGraphNode_t> seen;
     std::vector<cudaGraphNode_t> nodes[ARB_GPU_PROF_KINDS]; // by kind, in capture order
     std::vector<int> other[ARB_GPU_PROF_KINDS];             // node types that cannot be disabled
+    std::vector<std::vector<cudaGraphNode_t>> marks;        // every node, by the mark that filed it, in capture order
+    std::vector<int> mark_kind;                             // each mark's kind
     cudaError_t err = cudaSuccess;
 };
 
@@ -43,9 +52,11 @@ void arb_gpu_prof_graph_mark(arb_gpu_model *m, cudaStream_t st, int kind)
     std::vector<cudaGraphNode_t> all(n);
     if (e == cudaSuccess && n)
         e = cudaGraphGetNodes(g, all.data(), &n);
+    std::vector<cudaGraphNode_t> fresh;
     for (size_t i = 0; e == cudaSuccess && i < n; i++) {
         if (!pg->seen.insert(all[i]).second)
             continue;
+        fresh.push_back(all[i]);
         cudaGraphNodeType t;
         e = cudaGraphNodeGetType(all[i], &t);
         if (e != cudaSuccess || t == cudaGraphNodeTypeEmpty)
@@ -55,6 +66,8 @@ void arb_gpu_prof_graph_mark(arb_gpu_model *m, cudaStream_t st, int kind)
         else
             pg->other[kind].push_back((int)t);
     }
+    pg->marks.push_back(std::move(fresh));
+    pg->mark_kind.push_back(kind);
     pg->err = e;
 }
 
@@ -134,6 +147,39 @@ out:
     return rs;
 }
 
+// Both profiles' outputs not measured, then their arguments checked.
+arb_status_t start(const arb_gpu_model_t *m, int reps, const char *what, double us[ARB_GPU_PROF_KINDS],
+                   double *step_us, char *why, size_t len)
+{
+    for (int k = 0; k < ARB_GPU_PROF_KINDS; k++)
+        us[k] = NAN;
+    *step_us = NAN;
+    if (reps < 1)
+        ARB_RAISE(ARB_ERR_INVALID, why, len, "gpu %s profile: reps %d, need at least 1", what, reps);
+    if (m->persist)
+        ARB_RAISE(ARB_ERR_INVALID, why, len,
+                  "gpu %s profile: the per-kernel times are of the launches form (a persistent launch runs several kinds)",
+                  what);
+    return ARB_OK;
+}
+
+// One step of T tokens captured, its nodes filed by mark (and by kind) in pg.
+arb_status_t capture(arb_gpu_model_t *m, unsigned T, cudaStream_t st, arb_gpu_prof_graph &pg, cudaGraph_t *graph,
+                     char *why, size_t len)
+{
+    ARB_CUDA_TRY(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), why, len);
+    m->prof_graph = &pg;
+    arb_status_t rs = arb_gpu_model_step(m, T, st, why, len);
+    m->prof_graph = nullptr;
+    cudaError_t ce = cudaStreamEndCapture(st, graph);
+    ARB_TRY(rs);
+    ARB_CUDA_TRY(ce, why, len);
+    if (pg.err != cudaSuccess)
+        ARB_RAISE(ARB_CUDA_STATUS_(pg.err), why, len, "gpu graph profile: reading the captured nodes: %s",
+                  cudaGetErrorString(pg.err));
+    return ARB_OK;
+}
+
 } // namespace
 
 extern "C" arb_status_t arb_gpu_model_profile_graph(arb_gpu_model_t *m, unsigned T, int reps, unsigned keep_mask,
@@ -141,30 +187,13 @@ extern "C" arb_status_t arb_gpu_model_profile_graph(arb_gpu_model_t *m, unsigned
                                                     char *why, size_t why_len)
 {
     cudaStream_t st = static_cast<cudaStream_t>(stream);
-    for (int k = 0; k < ARB_GPU_PROF_KINDS; k++)
-        us[k] = NAN;
-    *step_us = NAN;
-    if (reps < 1)
-        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu graph profile: reps %d, need at least 1", reps);
-    if (m->persist)
-        ARB_RAISE(ARB_ERR_INVALID, why, why_len,
-                  "gpu graph profile: the per-kernel times are of the launches form (a persistent launch runs several kinds)");
+    ARB_TRY(start(m, reps, "graph", us, step_us, why, why_len));
     arb_gpu_prof_graph pg;
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t ex = nullptr;
     arb_status_t rs = ARB_OK;
     bool measure[ARB_GPU_PROF_KINDS];
-    ARB_CUDA_TRY(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), why, why_len);
-    m->prof_graph = &pg;
-    rs = arb_gpu_model_step(m, T, stream, why, why_len);
-    m->prof_graph = nullptr;
-    cudaError_t ce = cudaStreamEndCapture(st, &graph);
-    if (rs != ARB_OK)
-        goto out;
-    ARB_CUDA_GOTO(rs, ce, out, why, why_len);
-    if (pg.err != cudaSuccess)
-        ARB_RAISE_GOTO(rs, ARB_CUDA_STATUS_(pg.err), out, why, why_len,
-                       "gpu graph profile: reading the captured nodes: %s", cudaGetErrorString(pg.err));
+    ARB_TRY_GOTO(rs, capture(m, T, st, pg, &graph, why, why_len), out);
     ARB_CUDA_GOTO(rs, cudaGraphInstantiate(&ex, graph, 0), out, why, why_len);
     // a kind is measured when it has nodes, all of which can be disabled, and is not kept
     for (int k = 0; k < ARB_GPU_PROF_KINDS; k++) {
@@ -186,5 +215,97 @@ out:
         cudaGraphExecDestroy(ex);
     if (graph)
         cudaGraphDestroy(graph);
+    return rs;
+}
+
+namespace {
+
+// A clone of g without the nodes of marks outside [first, last], instantiated.
+arb_status_t window_exec(cudaGraph_t g, const arb_gpu_prof_graph &pg, const arb_chain_var_t &v, cudaGraphExec_t *ex,
+                         char *why, size_t len)
+{
+    cudaGraph_t c = nullptr;
+    arb_status_t rs = ARB_OK;
+    ARB_CUDA_TRY(cudaGraphClone(&c, g), why, len);
+    for (size_t j = 0; j < pg.marks.size(); j++) {
+        if (j >= v.first && j <= v.last)
+            continue;
+        for (cudaGraphNode_t n : pg.marks[j]) {
+            cudaGraphNode_t cn = nullptr;
+            ARB_CUDA_GOTO(rs, cudaGraphNodeFindInClone(&cn, n, c), out, why, len);
+            ARB_CUDA_GOTO(rs, cudaGraphDestroyNode(cn), out, why, len);
+        }
+    }
+    ARB_CUDA_GOTO(rs, cudaGraphInstantiate(ex, c, 0), out, why, len);
+out:
+    cudaGraphDestroy(c);
+    return rs;
+}
+
+} // namespace
+
+extern "C" arb_status_t arb_gpu_model_profile_chain(arb_gpu_model_t *m, unsigned T, int reps, void *stream,
+                                                    double us[ARB_GPU_PROF_KINDS], double *step_us,
+                                                    arb_gpu_chain_layers_t *layers, char *why, size_t why_len)
+{
+    cudaStream_t st = static_cast<cudaStream_t>(stream);
+    memset(layers, 0, sizeof *layers);
+    ARB_TRY(start(m, reps, "chain", us, step_us, why, why_len));
+    arb_gpu_prof_graph pg;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t whole = nullptr;
+    std::vector<cudaGraphExec_t> ex;
+    arb_chain_plan_t plan = {};
+    cudaEvent_t a = nullptr, b = nullptr;
+    arb_status_t rs = ARB_OK;
+    std::vector<int> dense(m->s.Lz);
+    std::vector<double> t, layer_us(ARB_CHAIN_MAX_MEASURED);
+    std::vector<std::vector<double>> runs;
+    double x = 0;
+    for (unsigned l = 0; l < m->s.Lz; l++)
+        dense[l] = m->layers[l].dense;
+    ARB_TRY_GOTO(rs, capture(m, T, st, pg, &graph, why, why_len), out);
+    ARB_TRY_GOTO(rs,
+                 arb_chain_plan_build(pg.mark_kind.data(), (unsigned)pg.mark_kind.size(), dense.data(), m->s.Lz,
+                                      ARB_GPU_PROF_EMBED, ARB_GPU_PROF_SITE_B, ARB_GPU_CHAIN_LEAD, &plan, why, why_len),
+                 out);
+    ARB_CUDA_GOTO(rs, cudaGraphInstantiate(&whole, graph, 0), out, why, why_len);
+    ex.assign(plan.nvar, nullptr);
+    for (unsigned v = 0; v < plan.nvar; v++)
+        ARB_TRY_GOTO(rs, window_exec(graph, pg, plan.var[v], &ex[v], why, why_len), out);
+    ARB_CUDA_GOTO(rs, cudaEventCreate(&a), out, why, why_len);
+    ARB_CUDA_GOTO(rs, cudaEventCreate(&b), out, why, why_len);
+    runs.assign(plan.nvar + 1, {});
+    for (int w = 0; w < 2; w++) // warm-up: each executable graph's first-launch upload
+        for (unsigned v = 0; v <= plan.nvar; v++)
+            ARB_TRY_GOTO(rs, replay_us(v ? ex[v - 1] : whole, st, a, b, &x, why, why_len), out);
+    for (int r = 0; r < reps; r++)
+        for (unsigned v = 0; v <= plan.nvar; v++) {
+            ARB_TRY_GOTO(rs, replay_us(v ? ex[v - 1] : whole, st, a, b, &x, why, why_len), out);
+            runs[v].push_back(x);
+        }
+    *step_us = median(runs[0]);
+    for (unsigned v = 0; v < plan.nvar; v++)
+        t.push_back(median(runs[v + 1]));
+    arb_chain_plan_eval(&plan, t.data(), us, ARB_GPU_PROF_KINDS, layer_us.data());
+    layers->n = plan.nmeasured;
+    for (unsigned i = 0; i < plan.nmeasured; i++) {
+        layers->layer[i] = plan.measured[i];
+        layers->dense[i] = dense[plan.measured[i]];
+        layers->us[i] = layer_us[i];
+    }
+out:
+    if (a)
+        cudaEventDestroy(a);
+    if (b)
+        cudaEventDestroy(b);
+    for (cudaGraphExec_t e : ex)
+        if (e)
+            cudaGraphExecDestroy(e);
+    if (whole)
+        cudaGraphExecDestroy(whole);
+    if (graph)
+        cudaGraphDestroy(graph);
+    arb_chain_plan_free(&plan);
     return rs;
 }

@@ -47,7 +47,13 @@ typedef struct arb_kernel_times {
     const char *name[ARB_KERNEL_KINDS_MAX]; /* static strings */
     double us[ARB_KERNEL_KINDS_MAX];        /* per step, microseconds (may be < 0: noise); NAN: not measured */
     double step_us;                         /* the whole step in the same measurement */
-    char method[160];                       /* how, in words */
+    char method[200];                       /* how, in words */
+    /* chain (kernel_times' graph 2): the layers measured alone and what each added to the
+     * chain, microseconds; n 0 otherwise */
+    unsigned nlayers;
+    unsigned layer[3];
+    int layer_dense[3];
+    double layer_us[3];
 } arb_kernel_times_t;
 
 typedef struct arb_backend_ops {
@@ -81,8 +87,10 @@ typedef struct arb_backend_ops {
                               double *cublas_bytes, char *why, size_t why_len);
     /* The kernel profile of a step of T tokens at pos0 (NULL: not on this backend). graph 0:
      * an eager step with an event after every launch; 1: graph replay, each kind's time what
-     * it adds to the replayed step; keep_sites: the call sites run in every replay (a
-     * collective run) and are not measured in graph replay. Every rank makes the same call. */
+     * it adds to the replayed step; 2: graph replay of windows, each kind's segments of the
+     * chain (they add up to about the step; refused with keep_sites); keep_sites: the call
+     * sites run in every replay (a collective run) and are not measured in graph replay.
+     * Every rank makes the same call. */
     arb_status_t (*kernel_times)(void *model, const uint32_t *tokens, unsigned T, unsigned pos0, int graph,
                                  int keep_sites, arb_kernel_times_t *out, char *why, size_t why_len);
     /* The EAGLE-3 draft's inputs (NULL: no draft head on this backend): the target's input

@@ -82,14 +82,22 @@ static void by_family(const arb_kernel_times_t *k, double us[ARB_FLOOR_FAMILIES]
 }
 
 void arb_floor_table_fill(arb_floor_table_t *t, const arb_floor_bytes_t *b, unsigned T, unsigned pos0, double experts,
-                          double bytes_per_s, const arb_kernel_times_t *graph, const arb_kernel_times_t *eager)
+                          double bytes_per_s, const arb_kernel_times_t *chain, const arb_kernel_times_t *graph,
+                          const arb_kernel_times_t *eager)
 {
     memset(t, 0, sizeof *t);
     t->T = T, t->pos0 = pos0, t->experts = experts, t->bytes_per_s = bytes_per_s;
     t->phase_graph_us = NAN;
-    double g[ARB_FLOOR_FAMILIES], e[ARB_FLOOR_FAMILIES];
+    double c[ARB_FLOOR_FAMILIES], g[ARB_FLOOR_FAMILIES], e[ARB_FLOOR_FAMILIES];
+    by_family(chain, c, &t->chain_sum_us);
     by_family(graph, g, &t->graph_sum_us);
     by_family(eager, e, &t->eager_sum_us);
+    snprintf(t->chain_method, sizeof t->chain_method, "%s", chain ? chain->method : "not measured");
+    for (unsigned i = 0; chain && i < chain->nlayers && i < 3; i++) {
+        t->chain_layer[i] = chain->layer[i], t->chain_dense[i] = chain->layer_dense[i];
+        t->chain_layer_us[i] = chain->layer_us[i];
+        t->chain_layers = i + 1;
+    }
     snprintf(t->graph_method, sizeof t->graph_method, "%s", graph ? graph->method : "not measured");
     snprintf(t->eager_method, sizeof t->eager_method, "%s", eager ? eager->method : "not measured");
     const double bw = bytes_per_s > 0 ? bytes_per_s : NAN;
@@ -99,6 +107,8 @@ void arb_floor_table_fill(arb_floor_table_t *t, const arb_floor_bytes_t *b, unsi
         r->layers = b->layers[f];
         r->bytes_layer = b->per_layer[f], r->bytes_step = b->step[f];
         r->floor_us = b->per_layer[f] / bw * 1e6;
+        r->chain_us = c[f] / n;
+        r->chain_ratio = ratio(r->chain_us, r->floor_us);
         r->graph_us = g[f] / n;
         r->eager_us = e[f] / n;
         r->graph_ratio = ratio(r->graph_us, r->floor_us);
@@ -108,6 +118,8 @@ void arb_floor_table_fill(arb_floor_table_t *t, const arb_floor_bytes_t *b, unsi
     s->layers = 1;
     s->bytes_layer = s->bytes_step = b->total;
     s->floor_us = b->total / bw * 1e6;
+    s->chain_us = chain ? chain->step_us : NAN;
+    s->chain_ratio = ratio(s->chain_us, s->floor_us);
     s->graph_us = graph ? graph->step_us : NAN;
     s->eager_us = eager ? eager->step_us : NAN;
     s->graph_ratio = ratio(s->graph_us, s->floor_us);
@@ -124,35 +136,56 @@ static void cell(char *b, size_t n, const char *fmt, double v)
 
 static void print_row(FILE *f, const char *name, const arb_floor_row_t *r)
 {
-    char fl[16], gu[16], gr[16], eu[16], er[16];
+    char fl[16], cu[16], cr[16], gu[16], gr[16], eu[16], er[16];
     cell(fl, sizeof fl, "%.2f", r->floor_us);
+    cell(cu, sizeof cu, "%.2f", r->chain_us);
+    cell(cr, sizeof cr, "%.2f", r->chain_ratio);
     cell(gu, sizeof gu, "%.2f", r->graph_us);
     cell(gr, sizeof gr, "%.2f", r->graph_ratio);
     cell(eu, sizeof eu, "%.2f", r->eager_us);
     cell(er, sizeof er, "%.2f", r->eager_ratio);
-    fprintf(f, "#   %-12s %6u %12.3f %10s %10s %8s %10s %8s\n", name, r->layers, r->bytes_layer / 1e6, fl, gu, gr, eu, er);
+    fprintf(f, "#   %-12s %6u %10.3f %9s %9s %7s %9s %7s %9s %7s\n", name, r->layers, r->bytes_layer / 1e6, fl, cu, cr,
+            gu, gr, eu, er);
 }
 
 void arb_floor_table_print(FILE *f, const arb_floor_table_t *t)
 {
     fprintf(f, "# per-kernel floors, T=%u at P0=%u, %.2f distinct experts per MoE layer, streaming read %.1f GB/s\n", t->T,
             t->pos0, t->experts, t->bytes_per_s / 1e9);
-    fprintf(f, "#   graph: %s\n#   eager: %s\n", t->graph_method, t->eager_method);
+    fprintf(f, "#   chain: %s\n#   graph: %s\n#   eager: %s\n", t->chain_method, t->graph_method, t->eager_method);
     fprintf(f, "#   per layer (embed, lm_head: per step); us\n");
-    fprintf(f, "#   %-12s %6s %12s %10s %10s %8s %10s %8s\n", "family", "layers", "MB/layer", "floor_us", "graph_us",
-            "x_floor", "eager_us", "x_floor");
+    fprintf(f, "#   %-12s %6s %10s %9s %9s %7s %9s %7s %9s %7s\n", "family", "layers", "MB/layer", "floor_us", "chain_us",
+            "x_floor", "graph_us", "x_floor", "eager_us", "x_floor");
     for (int i = 0; i < ARB_FLOOR_FAMILIES; i++) {
         const arb_floor_row_t *r = &t->row[i];
-        if (r->layers == 0 || (i == ARB_FLOOR_OTHER && !isfinite(r->graph_us) && !isfinite(r->eager_us)))
+        if (r->layers == 0 ||
+            (i == ARB_FLOOR_OTHER && !isfinite(r->chain_us) && !isfinite(r->graph_us) && !isfinite(r->eager_us)))
             continue;
         print_row(f, arb_floor_family_names[i], r);
     }
     print_row(f, "step", &t->step);
-    char gs[16], es[16], ph[16];
+    char cs[16], gs[16], es[16], ph[16];
+    cell(cs, sizeof cs, "%.1f", t->chain_sum_us);
     cell(gs, sizeof gs, "%.1f", t->graph_sum_us);
     cell(es, sizeof es, "%.1f", t->eager_sum_us);
     cell(ph, sizeof ph, "%.1f", t->phase_graph_us);
-    fprintf(f, "#   families summed: graph %s us, eager %s us; the graph-mode phase's median step %s us\n", gs, es, ph);
+    fprintf(f, "#   families summed: chain %s us, graph %s us, eager %s us; the graph-mode phase's median step %s us\n", cs,
+            gs, es, ph);
+    for (unsigned i = 0; i < t->chain_layers; i++) {
+        char lu[16], fu[16];
+        cell(lu, sizeof lu, "%.1f", t->chain_layer_us[i]);
+        fprintf(f, "#   chain: layer %u (%s) added %s us", t->chain_layer[i], t->chain_dense[i] ? "dense" : "MoE", lu);
+        double fl = 0; /* that layer's bytes at the floor: its families' per-layer floors */
+        for (int k = ARB_FLOOR_QKV_A; k < ARB_FLOOR_LM_HEAD; k++) {
+            const int moe_only = k == ARB_FLOOR_ROUTER || k == ARB_FLOOR_MOE_GATE_UP || k == ARB_FLOOR_MOE_DOWN;
+            if ((k == ARB_FLOOR_DENSE && !t->chain_dense[i]) || (moe_only && t->chain_dense[i]))
+                continue;
+            if (isfinite(t->row[k].floor_us) && t->row[k].layers)
+                fl += t->row[k].floor_us;
+        }
+        cell(fu, sizeof fu, "%.1f", fl);
+        fprintf(f, ", its floor %s us\n", fu);
+    }
 }
 
 void arb_floor_csv_path(const char *results, const char *run_id, char *out, size_t len)
@@ -181,17 +214,17 @@ static const char *num(char *b, size_t n, const char *fmt, double v)
     return strcmp(b, "-") ? b : "";
 }
 
-#define FLOOR_NCOLS 27
+#define FLOOR_NCOLS 30
 static const char *const floor_cols[FLOOR_NCOLS] = {
     "schema", "run_id", "git_rev", "host", "gpu", "argv", "config", "weights", "impl", "layers", "experts",
     "tp_shape", "context", "tokens", "pos0", "experts_per_layer", "read_gbs", "family", "family_layers",
     "bytes_per_layer", "floor_us", "graph_us", "graph_ratio", "eager_us", "eager_ratio", "graph_method",
-    "eager_method"};
+    "eager_method", "chain_us", "chain_ratio", "chain_method"};
 
 static int write_row(FILE *f, const arb_floor_csv_info_t *in, const arb_floor_table_t *t, const char *family,
                      const arb_floor_row_t *r)
 {
-    char b[16][48];
+    char b[18][48];
     const char *v[FLOOR_NCOLS] = {"engine-kernels-1", in->run_id, in->git_rev, in->host, in->gpu, in->argv,
                                       in->config, in->weights, in->impl};
     snprintf(b[0], 48, "%u", in->layers), v[9] = b[0];
@@ -211,6 +244,9 @@ static int write_row(FILE *f, const arb_floor_csv_info_t *in, const arb_floor_ta
     v[23] = num(b[13], 48, "%.4f", r->eager_us);
     v[24] = num(b[14], 48, "%.4f", r->eager_ratio);
     v[25] = t->graph_method, v[26] = t->eager_method;
+    v[27] = num(b[15], 48, "%.4f", r->chain_us);
+    v[28] = num(b[16], 48, "%.4f", r->chain_ratio);
+    v[29] = t->chain_method;
     int bad = 0;
     for (int i = 0; i < FLOOR_NCOLS; i++)
         bad |= put(f, v[i] ? v[i] : "", i == FLOOR_NCOLS - 1);
@@ -229,7 +265,8 @@ int arb_floor_write_csv(const char *path, const arb_floor_csv_info_t *info, cons
         bad |= put(f, floor_cols[i], i == FLOOR_NCOLS - 1);
     for (unsigned k = 0; k < n; k++) {
         for (int i = 0; i < ARB_FLOOR_FAMILIES; i++)
-            if (t[k].row[i].layers && (i != ARB_FLOOR_OTHER || isfinite(t[k].row[i].graph_us) || isfinite(t[k].row[i].eager_us)))
+            if (t[k].row[i].layers && (i != ARB_FLOOR_OTHER || isfinite(t[k].row[i].chain_us) ||
+                                       isfinite(t[k].row[i].graph_us) || isfinite(t[k].row[i].eager_us)))
                 bad |= write_row(f, info, &t[k], arb_floor_family_names[i], &t[k].row[i]);
         bad |= write_row(f, info, &t[k], "step", &t[k].step);
     }
@@ -251,7 +288,8 @@ static int measure(arb_engine_run_t *r, void *model, const uint32_t *tokens, uns
     arb_status_t st = r->be->kernel_times(model, tokens, T, pos0, graph, r->m->nranks > 1, k, why, sizeof why);
     if (arb_run_agree(r, st, why, sizeof why) != ARB_OK) {
         if (r->m->rank == 0)
-            fprintf(stderr, "# per-kernel floors at T=%u (%s): %s\n", T, graph ? "graph" : "eager", why);
+            fprintf(stderr, "# per-kernel floors at T=%u (%s): %s\n", T, graph == 2 ? "chain" : graph ? "graph" : "eager",
+                    why);
         return -1;
     }
     /* not measured (NAN) travels as -inf, which MPI_MAX orders */
@@ -284,14 +322,23 @@ static int one_table(arb_stepper_t *s, const uint32_t *tokens, unsigned T, int p
             fprintf(stderr, "# per-kernel floors at T=%u: %s\n", T, why);
         return -1;
     }
-    arb_kernel_times_t kg, ke;
+    arb_kernel_times_t kc, kg, ke;
+    /* the chain replays windows of one rank's step: a collective's peers would not follow */
+    const int one_rank = r->m->nranks == 1;
+    int have_c = graph_ran && one_rank && measure(r, model, tokens, T, pos0, 2, &kc) == 0;
     int have_g = graph_ran && measure(r, model, tokens, T, pos0, 1, &kg) == 0;
     int have_e = measure(r, model, tokens, T, pos0, 0, &ke) == 0;
     arb_floor_bytes_t b;
     arb_floor_bytes(&r->cfg, &r->s.shard, r->o->weights, T, pos0, experts, &b);
-    arb_floor_table_fill(t, &b, T, pos0, experts, r->bandwidth, have_g ? &kg : NULL, have_e ? &ke : NULL);
-    if (!graph_ran)
+    arb_floor_table_fill(t, &b, T, pos0, experts, r->bandwidth, have_c ? &kc : NULL, have_g ? &kg : NULL,
+                         have_e ? &ke : NULL);
+    if (!graph_ran) {
         snprintf(t->graph_method, sizeof t->graph_method, "not measured: graph mode did not run");
+        snprintf(t->chain_method, sizeof t->chain_method, "not measured: graph mode did not run");
+    } else if (!one_rank) {
+        snprintf(t->chain_method, sizeof t->chain_method, "not measured: %d ranks (one rank's windows alone)",
+                 r->m->nranks);
+    }
     const arb_phase_result_t *pg = &c->res[ARB_MODE_GRAPH][phase];
     t->phase_graph_us = pg->ran ? pg->st.median : NAN;
     return 0;

@@ -4,7 +4,9 @@
  * for each kernel family of a step, the bytes it must read per layer (weights by kind from
  * the shard's shapes, the latent cache at the step's positions, the distinct experts the
  * step touched), the floor at the run's measured streaming bandwidth, the measured time
- * (graph replay, and the eager profile with events between launches) and measured / floor.
+ * (the chain profile: what each launch adds to the end of a replayed window of the step;
+ * graph replay without each kind; the eager profile with events between launches) and
+ * measured / floor.
  * Printed on rank 0 and written to <results>-kernels-<run_id>.csv (temp file + rename).
  *
  * The families are the GPU profile's kinds (engine/gpu/gpu_model.h, arb_gpu_prof_name); a
@@ -64,6 +66,7 @@ typedef struct arb_floor_row {
     unsigned layers;
     double bytes_layer, bytes_step;
     double floor_us;              /* per layer: bytes_layer / bandwidth */
+    double chain_us, chain_ratio; /* per layer: the chain profile's step estimate / layers */
     double graph_us, graph_ratio; /* per layer: the graph-replay time over the step / layers */
     double eager_us, eager_ratio; /* per layer: the eager profile's */
 } arb_floor_row_t;
@@ -74,15 +77,22 @@ typedef struct arb_floor_table {
     double bytes_per_s; /* the streaming bandwidth the floors use */
     arb_floor_row_t row[ARB_FLOOR_FAMILIES];
     arb_floor_row_t step;        /* the whole step: bytes, floor, the measurements' step times */
+    double chain_sum_us;         /* sum of the families' chain estimates (about step.chain_us, the embedding left out) */
     double graph_sum_us;         /* sum of the families' graph times (overlap: != step.graph_us) */
     double eager_sum_us;
     double phase_graph_us;       /* the graph-mode phase's median step (the results row), NAN: none */
-    char graph_method[160], eager_method[160];
+    char chain_method[200], graph_method[200], eager_method[200];
+    unsigned chain_layers;       /* the chain profile's measured layers and what each added (us) */
+    unsigned chain_layer[3];
+    int chain_dense[3];
+    double chain_layer_us[3];
 } arb_floor_table_t;
 
-/* The rows from the bytes and the measurements (either may be NULL). */
+/* The rows from the bytes and the measurements (any may be NULL): chain (the backend's
+ * graph 2), graph (1), eager (0). */
 void arb_floor_table_fill(arb_floor_table_t *t, const arb_floor_bytes_t *b, unsigned T, unsigned pos0, double experts,
-                          double bytes_per_s, const arb_kernel_times_t *graph, const arb_kernel_times_t *eager);
+                          double bytes_per_s, const arb_kernel_times_t *chain, const arb_kernel_times_t *graph,
+                          const arb_kernel_times_t *eager);
 
 /* The table, "# "-prefixed lines. */
 void arb_floor_table_print(FILE *f, const arb_floor_table_t *t);

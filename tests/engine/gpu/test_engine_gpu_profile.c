@@ -3,7 +3,10 @@
  * The graph-replay profile (arb_gpu_model_profile_graph) on the tiny config, one GPU, no
  * call-site instance: every kind of launch the step has is measured, a kept kind is not,
  * the whole replay takes time, and afterwards (every node re-enabled) an eager step gives
- * logits bit-identical to the one before the profile. Exit 77 without a CUDA device.
+ * logits bit-identical to the one before the profile. The chain profile
+ * (arb_gpu_model_profile_chain): every layer of tiny measured, every kind but the
+ * embedding's and mla_prep's, the layers' sums positive and the kinds' within a factor of
+ * the whole step, the logits unchanged after it. Exit 77 without a CUDA device.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -90,6 +93,51 @@ static void t_kinds_measured(void)
     arb_gpu_model_destroy(m);
 }
 
+static void t_chain(void)
+{
+    arb_gpu_model_t *m = make();
+    TAP_REQUIRE(m != NULL);
+    const unsigned Vr = arb_gpu_model_vocab_rank(m);
+    float *a = malloc(sizeof(float) * Vr), *b = malloc(sizeof(float) * Vr);
+    TAP_REQUIRE(a && b && decode(m, a));
+    double us[ARB_GPU_PROF_KINDS], step = 0, sum = 0;
+    arb_gpu_chain_layers_t lay;
+    arb_status_t st = arb_gpu_model_profile_chain(m, 1, 5, stream, us, &step, &lay, why, sizeof why);
+    if (st != ARB_OK)
+        tap_diag("chain: %s", why);
+    TAP_REQUIRE(st == ARB_OK);
+    TAP_CHECK(isfinite(step) && step > 0);
+    for (int k = 0; k < ARB_GPU_PROF_KINDS; k++) {
+        tap_diag("%-12s %9.2f us", arb_gpu_prof_name(k), us[k]);
+        if (k == ARB_GPU_PROF_EMBED || k == ARB_GPU_PROF_MLA_PREP)
+            TAP_CHECK(isnan(us[k])); /* the head is not measured; mla_prep has no launch */
+        else
+            TAP_CHECK(isfinite(us[k]));
+        if (isfinite(us[k]))
+            sum += us[k];
+    }
+    /* tiny: layer 0 dense, layers 1 and 2 MoE, all three measured */
+    TAP_EQ_U64(lay.n, 3);
+    for (unsigned i = 0; i < lay.n && i < 3; i++) {
+        tap_diag("layer %u (%s): %.2f us", lay.layer[i], lay.dense[i] ? "dense" : "MoE", lay.us[i]);
+        TAP_EQ_U64(lay.layer[i], i);
+        TAP_CHECK(lay.dense[i] == (i == 0));
+        TAP_CHECK(lay.us[i] > 0);
+    }
+    /* the segments stand for the step but the embedding's: the sum near the whole replay */
+    tap_diag("kinds summed %.2f us, the whole step %.2f us", sum, step);
+    TAP_CHECK(sum > 0.5 * step && sum < 1.5 * step);
+    TAP_REQUIRE(decode(m, b));
+    size_t diff = 0;
+    for (unsigned i = 0; i < Vr; i++)
+        diff += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+    TAP_EQ_U64(diff, 0);
+    st = arb_gpu_model_profile_chain(m, 1, 0, stream, us, &step, &lay, why, sizeof why);
+    TAP_CHECK(st == ARB_ERR_INVALID && isnan(step) && lay.n == 0);
+    free(a), free(b);
+    arb_gpu_model_destroy(m);
+}
+
 int main(int argc, char **argv)
 {
     int n = 0;
@@ -102,6 +150,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "setup: %s\n", why);
         return 1;
     }
-    static const tap_test_t tests[] = {{"kinds_measured", t_kinds_measured}};
+    static const tap_test_t tests[] = {{"kinds_measured", t_kinds_measured}, {"chain", t_chain}};
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

@@ -84,7 +84,7 @@ static void t_table(void)
                             .us = {61 * 2 * 7.569408, NAN, 5, 60 * 1.3766400, -0.61}, .step_us = 1000,
                             .method = "graph test"};
     arb_floor_table_t t;
-    arb_floor_table_fill(&t, &b, 1, 4096, 8, 4e12, &g, NULL);
+    arb_floor_table_fill(&t, &b, 1, 4096, 8, 4e12, NULL, &g, NULL);
     const arb_floor_row_t *q = &t.row[ARB_FLOOR_QKV_A];
     TAP_NEAR(q->floor_us, 7.569408, 1e-9);  /* 30277632 B / 4e12 B/s */
     TAP_NEAR(q->graph_us, 15.138816, 1e-9); /* per layer */
@@ -92,6 +92,8 @@ static void t_table(void)
     TAP_NEAR(t.row[ARB_FLOOR_ROUTER].graph_ratio, 1.0, 1e-12); /* 5506560 B at 4e12 = 1.37664 us */
     TAP_CHECK(isnan(t.row[ARB_FLOOR_ATTEND].graph_us) && isnan(t.row[ARB_FLOOR_ATTEND].graph_ratio));
     TAP_CHECK(isnan(t.row[ARB_FLOOR_QKV_A].eager_us) && isnan(t.row[ARB_FLOOR_QKV_A].eager_ratio));
+    TAP_CHECK(isnan(t.row[ARB_FLOOR_QKV_A].chain_us) && isnan(t.step.chain_us) && t.chain_layers == 0);
+    TAP_CHECK(strcmp(t.chain_method, "not measured") == 0);
     TAP_NEAR(t.row[ARB_FLOOR_OTHER].graph_us, 5, 0); /* an unknown kind: time, no bytes, no ratio */
     TAP_CHECK(isnan(t.row[ARB_FLOOR_OTHER].graph_ratio));
     /* a replay without a tiny kind can be the slower one: noise, kept as measured */
@@ -103,6 +105,42 @@ static void t_table(void)
     TAP_CHECK(isnan(t.step.eager_us) && isnan(t.eager_sum_us));
     TAP_CHECK(arb_floor_family_of("attend") == ARB_FLOOR_ATTEND && arb_floor_family_of("nope") == ARB_FLOOR_OTHER);
     arb_floor_table_print(stdout, &t);
+}
+
+/* The chain column: per layer like the others, the step row the whole step of the same
+ * measurement, the measured layers carried and printed with their floors. */
+static void t_chain(void)
+{
+    arb_floor_bytes_t b;
+    arb_floor_bytes(&kimi, &sh, ARB_WEIGHTS_INT4, 1, 4096, 8, &b);
+    arb_kernel_times_t c = {.n = 3, .name = {"qkv_a", "moe_gate_up", "embed"},
+                            .us = {61 * 11.0, 60 * 9.5, NAN}, .step_us = 4400, .method = "chain test",
+                            .nlayers = 3, .layer = {0, 20, 40}, .layer_dense = {1, 0, 0}, .layer_us = {80, 72, 71.5}};
+    arb_floor_table_t t;
+    arb_floor_table_fill(&t, &b, 1, 4096, 8, 4e12, &c, NULL, NULL);
+    TAP_NEAR(t.row[ARB_FLOOR_QKV_A].chain_us, 11.0, 1e-12);
+    TAP_NEAR(t.row[ARB_FLOOR_QKV_A].chain_ratio, 11.0 / 7.569408, 1e-9);
+    TAP_NEAR(t.row[ARB_FLOOR_MOE_GATE_UP].chain_us, 9.5, 1e-12);
+    TAP_CHECK(isnan(t.row[ARB_FLOOR_EMBED].chain_us) && isnan(t.row[ARB_FLOOR_ATTEND].chain_us));
+    TAP_NEAR(t.chain_sum_us, 61 * 11.0 + 60 * 9.5, 1e-9);
+    TAP_NEAR(t.step.chain_us, 4400, 0);
+    TAP_NEAR(t.step.chain_ratio, 4400 / (b.total / 4e12 * 1e6), 1e-12);
+    TAP_EQ_U64(t.chain_layers, 3);
+    TAP_CHECK(t.chain_layer[1] == 20 && !t.chain_dense[1] && t.chain_dense[0]);
+    TAP_NEAR(t.chain_layer_us[2], 71.5, 0);
+    TAP_CHECK(isnan(t.row[ARB_FLOOR_QKV_A].graph_us) && strcmp(t.graph_method, "not measured") == 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    TAP_REQUIRE(f != NULL);
+    arb_floor_table_print(f, &t);
+    fclose(f);
+    /* a MoE layer's floor: every per-layer family but dense_mlp (30.28 + .. + 11.93 MB at 4 TB/s = 24.45 us; the dense one 38.89) */
+    TAP_CHECK(strstr(buf, "#   chain: layer 20 (MoE) added 72.0 us, its floor 24.5 us\n") != NULL);
+    TAP_CHECK(strstr(buf, "#   chain: layer 0 (dense) added 80.0 us, its floor 38.9 us\n") != NULL);
+    for (char *line = strstr(buf, "#   chain: layer"); line; line = strstr(line + 1, "#   chain: layer"))
+        tap_diag("%.*s", (int)strcspn(line, "\n"), line);
+    free(buf);
 }
 
 static void t_csv(void)
@@ -119,8 +157,8 @@ static void t_csv(void)
     arb_floor_bytes(&kimi, &sh, ARB_WEIGHTS_INT4, 1, 4096, 8, &b);
     arb_kernel_times_t g = {.n = 1, .name = {"qkv_a"}, .us = {61 * 2 * 7.569408}, .step_us = 1000, .method = "m, g"};
     arb_floor_table_t t[2];
-    arb_floor_table_fill(&t[0], &b, 1, 4096, 8, 4e12, &g, NULL);
-    arb_floor_table_fill(&t[1], &b, 1, 4096, 8, 4e12, NULL, &g);
+    arb_floor_table_fill(&t[0], &b, 1, 4096, 8, 4e12, NULL, &g, NULL);
+    arb_floor_table_fill(&t[1], &b, 1, 4096, 8, 4e12, &g, NULL, &g);
     arb_floor_csv_info_t in = {.run_id = "r1", .git_rev = "abc", .host = "h", .gpu = "H200", .argv = "arbench engine, x",
                                .config = "kimi-k2", .weights = "int4", .impl = "noop", .tp_shape = 8, .context = 4096,
                                .layers = 61, .experts = 384};
@@ -132,8 +170,9 @@ static void t_csv(void)
         if (lines++ == 0)
             TAP_CHECK(strncmp(line, "schema,run_id,git_rev,host,gpu,argv,", 36) == 0);
         TAP_CHECK(lines == 1 || strstr(line, "\"arbench engine, x\"") != NULL);
-        qkv += strstr(line, ",qkv_a,61,30277632,7.5694,15.1388,2.0000,,,\"m, g\",not measured\n") != NULL;
-        qkv += strstr(line, ",qkv_a,61,30277632,7.5694,,,15.1388,2.0000,not measured,\"m, g\"\n") != NULL;
+        qkv += strstr(line, ",qkv_a,61,30277632,7.5694,15.1388,2.0000,,,\"m, g\",not measured,,,not measured\n") != NULL;
+        qkv += strstr(line, ",qkv_a,61,30277632,7.5694,,,15.1388,2.0000,not measured,\"m, g\",15.1388,2.0000,\"m, g\"\n") !=
+               NULL;
         steps += strstr(line, ",step,1,") != NULL;
     }
     fclose(f);
@@ -156,6 +195,6 @@ int main(int argc, char **argv)
         return 1;
     }
     static const tap_test_t tests[] = {
-        {"kimi_t1", t_kimi_t1}, {"kimi_t3", t_kimi_t3}, {"table", t_table}, {"csv", t_csv}};
+        {"kimi_t1", t_kimi_t1}, {"kimi_t3", t_kimi_t3}, {"table", t_table}, {"chain", t_chain}, {"csv", t_csv}};
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
