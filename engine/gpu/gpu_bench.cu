@@ -196,9 +196,15 @@ extern "C" arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int re
     const size_t scratch = (size_t)T * (2 * R + R) * 2 + (size_t)T * H * 4 * 2 + (size_t)T * 4 * (total_uniq + nl) + 4096;
     const size_t dev_bytes = route_bytes + (total_uniq + 1) * expert_elems * 2 + ws_bytes + scratch + 4096;
     e = cudaMalloc(&dev, dev_bytes);
-    if (e != cudaSuccess)
-        ARB_RAISE(ARB_CUDA_STATUS_(e), why, why_len, "gpu moe bench: cudaMalloc of %.2f GB: %s", dev_bytes / 1e9,
-                  cudaGetErrorString(e));
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); // the failed allocation's error, not the next launch's (status.h)
+        size_t free_b = 0, total_b = 0;
+        (void)cudaMemGetInfo(&free_b, &total_b);
+        ARB_RAISE(ARB_CUDA_STATUS_(e), why, why_len,
+                  "gpu moe bench: cudaMalloc of %.2f GB (bf16 copies of the %zu selected experts for the cuBLAS loop) "
+                  "with %.2f GB free: %s",
+                  dev_bytes / 1e9, total_uniq, free_b / 1e9, cudaGetErrorString(e));
+    }
     char *p = dev;
     auto carve = [&](size_t bytes) {
         char *r = p;
