@@ -26,7 +26,9 @@ static void usage(FILE *f)
           "  fit: constants from measured runs on the machine SPEC describes. predict: a results CSV (source=model, bands) for\n"
           "  N GPUs of SPEC (--xml: the GPU placement of an `arbench topo --export-xml` file, SPEC's constants). check: error of the model on measured runs; exit 1 when a gated group (NCCL, one-shots,\n"
           "  hoststaged) misses by more than the tolerance. Exit 2 on invalid input. docs/model.md\n"
-          "       arbench model e2e --pred PRED.csv --out E2E.csv [...] ENGINE.csv...  (arbench model e2e --help)\n", f);
+          "       arbench model e2e --pred PRED.csv --out E2E.csv [...] ENGINE.csv...  (arbench model e2e --help)\n"
+          "       arbench model compute --kernels REF-kernels.csv --gpu SPEC --gpu-ref SPEC [...]  (arbench model compute --help)\n",
+          f);
 }
 
 typedef struct model_opts {
@@ -289,6 +291,8 @@ int cmd_model(int argc, char **argv)
     const char *sub = argv[1];
     if (!strcmp(sub, "e2e"))
         return cmd_model_e2e(argc - 1, argv + 1);
+    if (!strcmp(sub, "compute"))
+        return cmd_model_compute(argc - 1, argv + 1);
     model_opts_t o;
     int p = parse_opts(argc - 1, argv + 1, &o);
     if (p) {
@@ -302,6 +306,6 @@ int cmd_model(int argc, char **argv)
         return do_predict(argc, argv, &o);
     if (!strcmp(sub, "check"))
         return do_check(argc, argv, &o);
-    fprintf(stderr, "arbench model: unknown subcommand '%s'; expected fit, predict, check or e2e\n", sub);
+    fprintf(stderr, "arbench model: unknown subcommand '%s'; expected fit, predict, check, e2e or compute\n", sub);
     return 2;
 }

@@ -12,5 +12,6 @@ int cmd_gate(int argc, char **argv);    /* harness/cmd_gate.c */
 int cmd_engine(int argc, char **argv);  /* harness/cmd_engine.c */
 int cmd_model(int argc, char **argv);   /* harness/cmd_model.c */
 int cmd_model_e2e(int argc, char **argv); /* harness/cmd_model_e2e.c: arbench model e2e */
+int cmd_model_compute(int argc, char **argv); /* harness/cmd_model_compute.c: arbench model compute */
 
 #endif

@@ -19,6 +19,51 @@ static double cell(const arb_table_t *t, size_t r, int c)
     return c >= 0 && *t->rows[r][c] && arb_parse_double_field(t->rows[r][c], &v) == 0 ? v : NAN;
 }
 
+/* Row r of a per-kernel table is of the schema and of a compute-only run (c: required's columns). */
+static int row_kind(const arb_table_t *t, size_t r, const int *c, const char *path, char *err, size_t err_len)
+{
+    char **f = t->rows[r];
+    if (strcmp(f[c[0]], "engine-kernels-1"))
+        ARB_RAISE(-1, err, err_len, "%s: line %zu: schema '%s', expected engine-kernels-1 (docs/engine.md)", path, r + 2,
+                  f[c[0]]);
+    if (strcmp(f[c[1]], "noop"))
+        ARB_RAISE(-1, err, err_len,
+                  "%s: line %zu: impl '%s', expected noop (the compute-only run's table: its steps hold no all-reduce)",
+                  path, r + 2, f[c[1]]);
+    return 0;
+}
+
+arb_status_t arb_e2e_kernel_step(const char *path, unsigned tokens, double *step_us, double *read_gbs, char *err,
+                                 size_t err_len)
+{
+    *step_us = *read_gbs = NAN;
+    arb_table_t t;
+    if (arb_table_read(path, &t, err, err_len))
+        return ARB_ERR_INVALID;
+    arb_status_t rc = ARB_DECLINE;
+    int c[8];
+    if (arb_table_require(&t, required, path, err, err_len)) {
+        rc = ARB_ERR_INVALID;
+        goto out;
+    }
+    for (int k = 0; k < 8; k++)
+        c[k] = arb_table_col(&t, required[k]);
+    for (size_t r = 0; r < t.nrows; r++) {
+        if (row_kind(&t, r, c, path, err, err_len)) {
+            rc = ARB_ERR_INVALID;
+            goto out;
+        }
+        const double g = cell(&t, r, c[7]);
+        if (cell(&t, r, c[2]) == tokens && !strcmp(t.rows[r][c[4]], "step") && g > 0) {
+            *step_us = g, *read_gbs = cell(&t, r, c[3]);
+            rc = ARB_OK;
+        }
+    }
+out:
+    arb_table_free(&t);
+    return rc;
+}
+
 arb_status_t arb_e2e_kernel_compute(const char *path, unsigned tokens, double target_read_gbs, double h200_peak_gbs,
                                     double launch_band, double issue_lo, double issue_hi, arb_e2e_kernel_compute_t *out,
                                     char *err, size_t err_len)
@@ -42,10 +87,8 @@ arb_status_t arb_e2e_kernel_compute(const char *path, unsigned tokens, double ta
         c[k] = arb_table_col(&t, required[k]);
     for (size_t r = 0; r < t.nrows; r++) {
         char **f = t.rows[r];
-        if (strcmp(f[c[0]], "engine-kernels-1"))
-            ARB_RAISE_GOTO(rc, ARB_ERR_INVALID, out, err, err_len, "%s: line %zu: schema '%s', expected engine-kernels-1 (docs/engine.md)", path, r + 2, f[c[0]]);
-        if (strcmp(f[c[1]], "noop"))
-            ARB_RAISE_GOTO(rc, ARB_ERR_INVALID, out, err, err_len, "%s: line %zu: impl '%s', expected noop (the compute-only run's table: its steps hold no all-reduce)", path, r + 2, f[c[1]]);
+        if (row_kind(&t, r, c, path, err, err_len))
+            goto out;
         if (cell(&t, r, c[2]) != tokens)
             continue;
         rows++;

@@ -46,4 +46,11 @@ arb_status_t arb_e2e_kernel_compute(const char *path, unsigned tokens, double ta
                                     double launch_band, double issue_lo, double issue_hi, arb_e2e_kernel_compute_t *out,
                                     char *err, size_t err_len);
 
+/* The measured step of `tokens` tokens in a compute-only per-kernel table (the same file
+ * kind as arb_e2e_kernel_compute's): its step row's graph time (*step_us; the whole step
+ * replayed) and read_gbs. ARB_DECLINE (no message) when the table has no step row of that T
+ * with a graph time, ARB_ERR_INVALID for a table arb_e2e_kernel_compute would refuse. */
+arb_status_t arb_e2e_kernel_step(const char *path, unsigned tokens, double *step_us, double *read_gbs, char *err,
+                                 size_t err_len);
+
 #endif

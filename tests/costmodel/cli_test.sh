@@ -10,7 +10,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0 bad=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; bad=1; fi; }
-echo "1..15"
+echo "1..21"
 "$arb" model fit --fabric model/fabrics/h200x2-nvlink.spec --out "$tmp/fit.csv" results/h200x2-default.csv results/h200x2-p2poff.csv > "$tmp/fit.txt"
 ok $? "fit on the committed runs"
 "$arb" model predict --fit "$tmp/fit.csv" --fabric model/fabrics/pcie-switch-pairs-8.spec --ranks 8 --sizes 14336,43008,1M --out "$tmp/pred.csv" > /dev/null
@@ -65,4 +65,38 @@ err=$("$arb" model e2e --pred results/model-pcie-switch-pairs-8.csv --out "$tmp/
     results/e2e-h200-ea8a519/e2e-pcie-nccl-k2.csv 2>&1)
 [ $? = 2 ] && echo "$err" | grep -q -- '--gpu SPEC and --gpu-ref SPEC go together'
 ok $? "model e2e: --gpu without --gpu-ref and --kernels exits 2"
+# model compute: the H200's compute-only table (a6f2bb6) predicts the H100's (4b69337, the same step code)
+h2=$(ls results/engine-h200/a6f2bb6-fused-site/ab/engine-new-1-kernels-*.csv)
+specs=(--gpu model/gpus/h100-sxm.spec --gpu-ref model/gpus/h200-sxm.spec)
+pass=1
+for h1 in results/engine-h100/4b69337-chain/engine-*-kernels-*.csv; do
+    "$arb" model compute --kernels "$h2" "${specs[@]}" --against "$h1" > "$tmp/comp.txt" || pass=0
+    grep -qE '^ +3 .* inside the band$' "$tmp/comp.txt" && grep -qE '^ +1 .* not in the measured table$' "$tmp/comp.txt" &&
+        grep -q '1 of 1 measured steps inside their bands' "$tmp/comp.txt" || pass=0
+done
+[ $pass = 1 ]
+ok $? "model compute: the H100's measured T = 3 steps inside the band predicted from the H200's table"
+awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "family") f = i; else if ($i == "graph_us") g = i }
+                  NR > 1 && $f == "step" { $g = 2 * $g } { print }' \
+    results/engine-h100/4b69337-chain/engine-1-kernels-20261205T055329Z-vm-2319.csv > "$tmp/slow.csv"
+"$arb" model compute --kernels "$h2" "${specs[@]}" --against "$tmp/slow.csv" > "$tmp/comp.txt"
+[ $? = 1 ] && grep -qE '^ +3 .* OUTSIDE the band$' "$tmp/comp.txt"
+ok $? "model compute: a measured step twice the prediction is outside its band, exit 1"
+err=$("$arb" model compute --kernels "$h2" "${specs[@]}" --tokens 1 --against "$tmp/slow.csv" 2>&1 >/dev/null)
+[ $? = 1 ] && echo "$err" | grep -q 'nothing compared'
+ok $? "model compute: --against with no step row of the asked T exits 1 (nothing compared)"
+pass=1
+for t in 0 1,,3 1,1 17 3,; do
+    err=$("$arb" model compute --kernels "$h2" "${specs[@]}" --tokens "$t" 2>&1 >/dev/null)
+    [ $? = 2 ] && echo "$err" | grep -q -- "--tokens '$t'" || pass=0
+done
+[ $pass = 1 ]
+ok $? "model compute: bad --tokens (0, 1,,3, 1,1, 17, 3,) exit 2 naming the value"
+sed 's/,noop,/,nccl,/' "$h2" > "$tmp/nccl.csv"
+err=$("$arb" model compute --kernels "$h2" "${specs[@]}" --against "$tmp/nccl.csv" 2>&1 >/dev/null)
+[ $? = 2 ] && echo "$err" | grep -q "impl 'nccl', expected noop"
+ok $? "model compute: --against a table that is not compute-only exits 2 naming the impl"
+err=$("$arb" model compute --kernels "$h2" --gpu model/gpus/h100-sxm.spec 2>&1 >/dev/null)
+[ $? = 2 ] && echo "$err" | grep -q -- '--gpu-ref SPEC'
+ok $? "model compute: without --gpu-ref exits 2"
 exit $bad
