@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Two trees' per-kernel tables side by side, family by family, with the runs' spread.
+
+    ci/kernels-diff.py [--column chain_us] [--tokens 1,3] NAME=FILE[,FILE...] NAME=FILE[,FILE...]
+
+Each side is one tree (or one set of options): the `<results>-kernels-<run_id>.csv` files of
+its rounds (`arbench engine`, docs/engine.md "Per-kernel floors"). For every T and family the
+script prints each side's mean per layer over its rounds, their ranges, the difference (second
+minus first) and a verdict: "not shown" when the two sides' ranges overlap; when they do not
+(every round of one side beyond every round of the other), the chance of that order with no
+difference at all, p = 2 / C(na + nb, na) (a permutation count: 1/3 for two rounds a side, 1/10
+for three, 1/35 for four), and "shown" only for p <= 0.05, "apart, too few rounds" above; "one
+round" when a side has a single round. Columns: chain_us (default: what each family adds to the
+chain, docs/engine.md), graph_us or eager_us. The tables must be of the same model, shard, context
+and T (refused otherwise, naming the file). Exit 0 with the table, 2 on invalid input.
+"""
+import csv
+import math
+import sys
+
+COLUMNS = ("chain_us", "graph_us", "eager_us")
+SAME = ("config", "weights", "tp_shape", "context", "layers", "experts")
+
+
+def fail(msg):
+    print("ci/kernels-diff.py: " + msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def read_side(arg, column):
+    if "=" not in arg:
+        fail("'%s': expected NAME=FILE[,FILE...]" % arg)
+    name, files = arg.split("=", 1)
+    if not name or not files:
+        fail("'%s': expected NAME=FILE[,FILE...]" % arg)
+    runs = []
+    for path in files.split(","):
+        try:
+            with open(path, newline="") as f:
+                rows = list(csv.DictReader(f))
+        except OSError as e:
+            fail("%s: %s" % (path, e.strerror))
+        if not rows:
+            fail("%s: no rows" % path)
+        missing = [c for c in ("schema", "tokens", "family", "floor_us", column) + SAME if c not in rows[0]]
+        if missing:
+            fail("%s: no column '%s' (a per-kernel table of `arbench engine`, docs/engine.md)" % (path, missing[0]))
+        for i, r in enumerate(rows):
+            if r["schema"] != "engine-kernels-1":
+                fail("%s: line %d: schema '%s', expected engine-kernels-1" % (path, i + 2, r["schema"]))
+        runs.append((path, rows))
+    return name, runs
+
+
+def number(s):
+    try:
+        v = float(s)
+    except ValueError:
+        return None
+    return v if v == v else None
+
+
+def main(argv):
+    column, tokens, sides = "chain_us", None, []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-h", "--help"):
+            print(__doc__.strip())
+            return 0
+        if a in ("--column", "--tokens"):
+            if i + 1 >= len(argv):
+                fail("%s needs a value" % a)
+            if a == "--column":
+                column = argv[i + 1]
+                if column not in COLUMNS:
+                    fail("--column '%s': expected one of %s" % (column, ", ".join(COLUMNS)))
+            else:
+                try:
+                    tokens = [int(t) for t in argv[i + 1].split(",")]
+                except ValueError:
+                    fail("--tokens '%s': expected a comma list of whole numbers" % argv[i + 1])
+            i += 2
+            continue
+        sides.append(a)
+        i += 1
+    if len(sides) != 2:
+        fail("needs two sides, NAME=FILE[,FILE...] each (got %d)" % len(sides))
+    (na, ra), (nb, rb) = read_side(sides[0], column), read_side(sides[1], column)
+    ref_path, ref = ra[0][0], ra[0][1][0]
+    for path, rows in ra + rb:
+        for k in SAME:
+            if rows[0][k] != ref[k]:
+                fail("%s: %s '%s' where %s has '%s': not the same step" % (path, k, rows[0][k], ref_path, ref[k]))
+    ts = sorted({int(r["tokens"]) for _, rows in ra + rb for r in rows})
+    if tokens:
+        ts = [t for t in ts if t in tokens]
+    if not ts:
+        fail("no table of the asked --tokens")
+    print("# %s per layer (step: per step), us: %s (%d rounds) against %s (%d rounds)" % (column, na, len(ra), nb, len(rb)))
+    print("# %3s %-12s %8s %18s %18s %9s  %s" % ("T", "family", "floor", na + " mean [range]", nb + " mean [range]", "diff", "verdict"))
+    for t in ts:
+        fams = []
+        for _, rows in ra + rb:
+            for r in rows:
+                if int(r["tokens"]) == t and r["family"] not in fams:
+                    fams.append(r["family"])
+        for fam in fams:
+            def values(runs):
+                out = []
+                for _, rows in runs:
+                    for r in rows:
+                        if int(r["tokens"]) == t and r["family"] == fam:
+                            v = number(r[column])
+                            if v is not None:
+                                out.append(v)
+                return out
+            va, vb = values(ra), values(rb)
+            floor = next((number(r["floor_us"]) for _, rows in ra + rb for r in rows
+                          if int(r["tokens"]) == t and r["family"] == fam), None)
+            if not va or not vb:
+                continue  # not measured on a side (the embedding's chain, mla_prep)
+            ma, mb = sum(va) / len(va), sum(vb) / len(vb)
+            if len(va) < 2 or len(vb) < 2:
+                verdict = "one round"
+            elif min(vb) > max(va) or max(vb) < min(va):
+                p = 2 / math.comb(len(va) + len(vb), len(va))
+                verdict = ("shown (p=%.3f)" if p <= 0.05 else "apart, too few rounds (p=%.2f)") % p
+            else:
+                verdict = "not shown"
+            cell = lambda m, v: "%.2f [%.2f-%.2f]" % (m, min(v), max(v))
+            print("  %3d %-12s %8s %18s %18s %+9.2f  %s" % (t, fam, "%.2f" % floor if floor is not None else "-",
+                                                          cell(ma, va), cell(mb, vb), mb - ma, verdict))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
