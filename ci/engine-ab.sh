@@ -15,6 +15,8 @@
 #                                    (e.g. NCU="base new"; default none)
 #   engine-NAME-N.{csv,log}          ROUNDS kimi-k2 engine runs of each tree, the trees
 #                                    alternated in the order given, with their -kernels-*.csv
+#   diff-NAME.txt                    each name's per-kernel tables against the first name's
+#                                    (ci/kernels-diff.py: chain column where both have it)
 #   machine.txt                      date, GPU, driver
 # Needs the machine's NCCL in /usr (ci/deps.sh --debs DEBS first if DEBS is set).
 set -u
@@ -105,6 +107,25 @@ for r in $(seq 1 "$rounds"); do
             --config kimi-k2 --weights int4 --tp-shape 8 --context 4096 --steps 32 --impl noop --modes graph \
             --no-noop-replay ${!xa:-} --out "$out/engine-$nm-$r.csv") >"$out/engine-$nm-$r.log" 2>&1
         echo "engine $nm $r: rc=$? ($(($(date +%s) - t0)) s)"
-        grep -E "^# graph  (decode|verify)|^#   (router|attend|combine|moe_gate_up|moe_down|step) " "$out/engine-$nm-$r.log"
+        grep -E "^# graph  (decode|verify)|^#   (router|attend|combine|moe_gate_up|moe_down|step) |^#   chain: layer" \
+            "$out/engine-$nm-$r.log"
     done
 done
+
+# Each name against the first, family by family over the rounds (ci/kernels-diff.py, from the
+# last tree's ci/): the chain column where both sides' tables have it, else the graph column.
+kd="${trees[$#-1]}/ci/kernels-diff.py"
+if [ -f "$kd" ] && [ "${#names[@]}" -ge 2 ]; then
+    sides=()
+    for i in "${!names[@]}"; do
+        sides+=("$(ls "$out"/engine-"${names[$i]}"-*-kernels-*.csv 2>/dev/null | paste -sd,)")
+    done
+    for i in "${!names[@]}"; do
+        [ "$i" -gt 0 ] && [ -n "${sides[0]}" ] && [ -n "${sides[$i]}" ] || continue
+        col=graph_us
+        head -qn1 ${sides[0]//,/ } ${sides[$i]//,/ } | grep -qv chain_us || col=chain_us
+        python3 "$kd" --column $col "${names[0]}=${sides[0]}" "${names[$i]}=${sides[$i]}" >"$out/diff-${names[$i]}.txt" 2>&1
+        echo "kernels diff ${names[0]} -> ${names[$i]} ($col): rc=$?; differences called shown:"
+        grep -E "shown \(p=|apart" "$out/diff-${names[$i]}.txt" || echo "  none"
+    done
+fi

@@ -11,7 +11,9 @@ minus first) and a verdict: "not shown" when the two sides' ranges overlap; when
 (every round of one side beyond every round of the other), the chance of that order with no
 difference at all, p = 2 / C(na + nb, na) (a permutation count: 1/3 for two rounds a side, 1/10
 for three, 1/35 for four), and "shown" only for p <= 0.05, "apart, too few rounds" above; "one
-round" when a side has a single round. Columns: chain_us (default: what each family adds to the
+round" when a side has a single round. An apart verdict also gives the gap between the nearest
+rounds and its multiple of the wider side's range (a large multiple with few rounds is a reason
+to run more rounds, not a result). Columns: chain_us (default: what each family adds to the
 chain, docs/engine.md), graph_us or eager_us. The tables must be of the same model, shard, context
 and T (refused otherwise, naming the file). Exit 0 with the table, 2 on invalid input.
 """
@@ -126,7 +128,10 @@ def main(argv):
                 verdict = "one round"
             elif min(vb) > max(va) or max(vb) < min(va):
                 p = 2 / math.comb(len(va) + len(vb), len(va))
-                verdict = ("shown (p=%.3f)" if p <= 0.05 else "apart, too few rounds (p=%.2f)") % p
+                gap = min(vb) - max(va) if min(vb) > max(va) else min(va) - max(vb)
+                spread = max(max(va) - min(va), max(vb) - min(vb))
+                ratio = "gap %.2f, %s the wider range" % (gap, "%.1fx" % (gap / spread) if spread > 0 else "no")
+                verdict = ("shown (p=%.3f; %s)" if p <= 0.05 else "apart, too few rounds (p=%.2f; %s)") % (p, ratio)
             else:
                 verdict = "not shown"
             cell = lambda m, v: "%.2f [%.2f-%.2f]" % (m, min(v), max(v))

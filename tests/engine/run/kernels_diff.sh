@@ -16,7 +16,7 @@ echo "1..6"
 A=results/engine-h200/a6f2bb6-fused-site/ab
 base=$(ls $A/engine-base-*-kernels-*.csv | paste -sd,) new=$(ls $A/engine-new-*-kernels-*.csv | paste -sd,)
 python3 $py --column graph_us base="$base" new="$new" >"$tmp/o.txt"
-[ $? = 0 ] && grep -qE '^ +1 qkv_a .* -0\.60  apart, too few rounds \(p=0\.33\)$' "$tmp/o.txt" &&
+[ $? = 0 ] && grep -qE '^ +1 qkv_a .* -0\.60  apart, too few rounds \(p=0\.33; gap 0\.[0-9]+, [0-9.]+x the wider range\)$' "$tmp/o.txt" &&
     grep -qE '^ +1 step ' "$tmp/o.txt" && ! grep -q 'shown (p=' "$tmp/o.txt"
 ok $? "two rounds a side: ranges apart are not called shown (p = 1/3)"
 h=results/engine-h100/4b69337-chain
@@ -40,7 +40,7 @@ for i in range(1, 5):
                 w.writerow(r)
 PY
 python3 $py a="$tmp/a1.csv,$tmp/a2.csv,$tmp/a3.csv,$tmp/a4.csv" b="$tmp/b1.csv,$tmp/b2.csv,$tmp/b3.csv,$tmp/b4.csv" >"$tmp/o.txt"
-[ $? = 0 ] && grep -qE '^ +3 attend .* \+2\.00  shown \(p=0\.029\)$' "$tmp/o.txt" && grep -qE '^ +3 router .* not shown$' "$tmp/o.txt"
+[ $? = 0 ] && grep -qE '^ +3 attend .* \+2\.00  shown \(p=0\.029; gap [0-9.]+, [0-9.]+x the wider range\)$' "$tmp/o.txt" && grep -qE '^ +3 router .* not shown$' "$tmp/o.txt"
 ok $? "four rounds a side, 2 us apart: shown (p = 0.029); an equal family not shown"
 sed 's/,4096,/,8192,/' "$f" >"$tmp/ctx.csv"
 err=$(python3 $py a="$f" b="$tmp/ctx.csv" 2>&1 >/dev/null)
