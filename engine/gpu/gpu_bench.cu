@@ -173,16 +173,52 @@ extern "C" arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int re
                   m->last_T, T);
     std::vector<int32_t> experts((size_t)s.Lz * T * s.k);
     ARB_TRY(arb_gpu_model_read_experts(m, T, experts.data(), why, why_len));
-    const std::vector<layer_sel> sel = selections(m, T, experts);
+    std::vector<layer_sel> sel = selections(m, T, experts);
     if (sel.empty())
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu moe bench: the model has no MoE layer");
-    const int nl = (int)sel.size(), H = (int)s.H, I = (int)s.I, Is = (int)s.Is;
-    size_t total_uniq = 0;
-    for (const auto &ls : sel)
-        total_uniq += ls.uniq.size();
-
-    // Device copies of every layer's route, and for the cuBLAS loop bf16 copies of the
-    // selected experts ([2I x H] gate|up and [H x I] down each) plus the shared expert.
+    const int H = (int)s.H, I = (int)s.I, Is = (int)s.Is;
+    const size_t expert_elems = (size_t)3 * I * H, ws_bytes = (size_t)32 << 20;
+    const int R = std::max(I, Is); // rows of the widest expert (routed or shared)
+    // Device copies of the layers' routes, and for the cuBLAS loop bf16 copies of the
+    // selected experts ([2I x H] gate|up and [H x I] down each) plus the shared expert:
+    // the bytes for the first n MoE layers.
+    auto bytes_for = [&](size_t n, size_t *uniq) {
+        size_t u = 0;
+        for (size_t i = 0; i < n; i++)
+            u += sel[i].uniq.size();
+        *uniq = u;
+        const size_t route_bytes = n * (arbk::kMaxSlots * (arbk::kMaxT * 4 + 4) + 256);
+        const size_t scratch = (size_t)T * (2 * R + R) * 2 + (size_t)T * H * 4 * 2 + (size_t)T * 4 * (u + n) + 4096;
+        return route_bytes + (u + 1) * expert_elems * 2 + ws_bytes + scratch + 4096;
+    };
+    // Every MoE layer where the copies fit beside the model (78.5 GB of Kimi-K2's shard leave an
+    // 80 GB card too little for all of them at T = 3); else the first ones that fit, as long as
+    // our kernels' bytes over them span four L2s (read from HBM as in the step), else refused.
+    size_t total_uniq = 0, free_b = 0, total_b = 0;
+    ARB_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b), why, why_len);
+    const size_t margin = (size_t)256 << 20, room = free_b > margin ? free_b - margin : 0;
+    const size_t all = sel.size();
+    size_t fit = all;
+    while (fit > 0 && bytes_for(fit, &total_uniq) > room)
+        fit--;
+    if (fit < all) {
+        int dev_id = 0, l2 = 0;
+        ARB_CUDA_TRY(cudaGetDevice(&dev_id), why, why_len);
+        ARB_CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev_id), why, why_len);
+        size_t u_all = 0;
+        const size_t need = bytes_for(all, &u_all);
+        bytes_for(fit, &total_uniq);
+        // our kernels' bytes over those layers: the selected INT4 (or bf16) experts and the shared expert's
+        const double ours = (double)total_uniq * arb_gpu_expert_bytes(m) + (double)fit * 3.0 * Is * H * 2;
+        if (fit == 0 || ours < 4.0 * l2)
+            ARB_RAISE(ARB_ERR_SYSTEM, why, why_len,
+                      "gpu moe bench: the cuBLAS loop's bf16 copies of %zu MoE layers' experts need %.2f GB with %.2f GB "
+                      "free; the %zu layers that fit read %.0f MB with our kernels, under four L2s (%.0f MB): not timed",
+                      all, need / 1e9, free_b / 1e9, fit, ours / 1e6, 4.0 * l2 / 1e6);
+        sel.resize(fit);
+    }
+    const int nl = (int)sel.size();
+    const size_t dev_bytes = bytes_for(sel.size(), &total_uniq);
     arb_status_t rs = ARB_OK;
     cudaError_t e = cudaSuccess;
     char *dev = nullptr;
@@ -190,11 +226,6 @@ extern "C" arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int re
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
     double ours_ms = 0, blas_ms = 0;
-    const size_t route_bytes = (size_t)nl * (arbk::kMaxSlots * (arbk::kMaxT * 4 + 4) + 256);
-    const size_t expert_elems = (size_t)3 * I * H, ws_bytes = (size_t)32 << 20;
-    const int R = std::max(I, Is); // rows of the widest expert (routed or shared)
-    const size_t scratch = (size_t)T * (2 * R + R) * 2 + (size_t)T * H * 4 * 2 + (size_t)T * 4 * (total_uniq + nl) + 4096;
-    const size_t dev_bytes = route_bytes + (total_uniq + 1) * expert_elems * 2 + ws_bytes + scratch + 4096;
     e = cudaMalloc(&dev, dev_bytes);
     if (e != cudaSuccess) {
         (void)cudaGetLastError(); // the failed allocation's error, not the next launch's (status.h)
