@@ -90,6 +90,12 @@ def main(argv):
     if len(sides) != 2:
         fail("needs two sides, NAME=FILE[,FILE...] each (got %d)" % len(sides))
     (na, ra), (nb, rb) = read_side(sides[0], column), read_side(sides[1], column)
+    seen = {}
+    for path, rows in ra + rb:  # a round counted twice would fake a spread and a rank count
+        rid = rows[0].get("run_id", path)
+        if rid in seen:
+            fail("%s: run %s already given as %s: each round once" % (path, rid, seen[rid]))
+        seen[rid] = path
     ref_path, ref = ra[0][0], ra[0][1][0]
     for path, rows in ra + rb:
         for k in SAME:

@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0 bad=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; bad=1; fi; }
-echo "1..6"
+echo "1..7"
 A=results/engine-h200/a6f2bb6-fused-site/ab
 base=$(ls $A/engine-base-*-kernels-*.csv | paste -sd,) new=$(ls $A/engine-new-*-kernels-*.csv | paste -sd,)
 python3 $py --column graph_us base="$base" new="$new" >"$tmp/o.txt"
@@ -28,13 +28,15 @@ f=$(ls $h/engine-1-kernels-*.csv)
 python3 - "$f" "$tmp" <<'PY'
 import csv, sys
 rows = list(csv.reader(open(sys.argv[1], newline="")))
-fa, c = rows[0].index("family"), rows[0].index("chain_us")
+fa, c, rid = rows[0].index("family"), rows[0].index("chain_us"), rows[0].index("run_id")
 for i in range(1, 5):
     for side, shift in (("a", 0), ("b", 2)):
         with open("%s/%s%d.csv" % (sys.argv[2], side, i), "w", newline="") as o:
             w = csv.writer(o, lineterminator="\n")
             for j, r in enumerate(rows):
                 r = list(r)
+                if j:
+                    r[rid] = "copy-%s%d" % (side, i)  # each copy its own round
                 if j and r[fa] == "attend":
                     r[c] = "%.4f" % (float(r[c]) + shift + i / 100)
                 w.writerow(r)
@@ -42,13 +44,16 @@ PY
 python3 $py a="$tmp/a1.csv,$tmp/a2.csv,$tmp/a3.csv,$tmp/a4.csv" b="$tmp/b1.csv,$tmp/b2.csv,$tmp/b3.csv,$tmp/b4.csv" >"$tmp/o.txt"
 [ $? = 0 ] && grep -qE '^ +3 attend .* \+2\.00  shown \(p=0\.029; gap [0-9.]+, [0-9.]+x the wider range\)$' "$tmp/o.txt" && grep -qE '^ +3 router .* not shown$' "$tmp/o.txt"
 ok $? "four rounds a side, 2 us apart: shown (p = 0.029); an equal family not shown"
-sed 's/,4096,/,8192,/' "$f" >"$tmp/ctx.csv"
+sed 's/,4096,/,8192,/; s/,20261205T055329Z-vm-2319,/,ctx-copy,/' "$f" >"$tmp/ctx.csv"
 err=$(python3 $py a="$f" b="$tmp/ctx.csv" 2>&1 >/dev/null)
 [ $? = 2 ] && echo "$err" | grep -q "ctx.csv: context '8192'"
 ok $? "a table of another context is refused, naming the file"
 err=$(python3 $py --column chain_us a="$f" b=$(ls $A/engine-new-1-kernels-*.csv) 2>&1 >/dev/null)
 [ $? = 2 ] && echo "$err" | grep -q "no column 'chain_us'"
 ok $? "a table without the column is refused (a6f2bb6's tables predate the chain column)"
+err=$(python3 $py a="$f,$f" b=$(ls $h/engine-2-kernels-*.csv) 2>&1 >/dev/null)
+[ $? = 2 ] && echo "$err" | grep -q 'already given as'
+ok $? "a round given twice is refused (it would fake the rank count)"
 err=$(python3 $py a="$f" 2>&1 >/dev/null)
 [ $? = 2 ] && echo "$err" | grep -q 'needs two sides'
 ok $? "one side is refused"
