@@ -23,6 +23,7 @@ set -u
 out=${1:?OUT}; rounds=${2:?ROUNDS}; shift 2
 [ $# -ge 2 ] || { echo "ci/engine-ab.sh: need BASE=TREE and at least one NAME=TREE" >&2; exit 2; }
 mkdir -p "$out"
+out=$(cd "$out" && pwd) # absolute: the engine runs --out from inside each tree
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 { date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version,memory.total --format=csv; } >"$out/machine.txt" 2>&1
 names=(); trees=()
@@ -125,7 +126,15 @@ if [ -f "$kd" ] && [ "${#names[@]}" -ge 2 ]; then
         col=graph_us
         head -qn1 ${sides[0]//,/ } ${sides[$i]//,/ } | grep -qv chain_us || col=chain_us
         python3 "$kd" --column $col "${names[0]}=${sides[0]}" "${names[$i]}=${sides[$i]}" >"$out/diff-${names[$i]}.txt" 2>&1
-        echo "kernels diff ${names[0]} -> ${names[$i]} ($col): rc=$?; differences called shown:"
-        grep -E "shown \(p=|apart" "$out/diff-${names[$i]}.txt" || echo "  none"
+        rc=$?
+        echo "kernels diff ${names[0]} -> ${names[$i]} ($col): rc=$rc"
+        if [ $rc -ne 0 ]; then
+            cat "$out/diff-${names[$i]}.txt"
+            continue
+        fi
+        echo "  shown (p <= 0.05):"
+        grep -E "shown \(p=" "$out/diff-${names[$i]}.txt" || echo "    none"
+        echo "  apart but too few rounds to call (see the gap against the ranges):"
+        grep -E "apart, too few rounds" "$out/diff-${names[$i]}.txt" || echo "    none"
     done
 fi

@@ -15,7 +15,8 @@ round" when a side has a single round. An apart verdict also gives the gap betwe
 rounds and its multiple of the wider side's range (a large multiple with few rounds is a reason
 to run more rounds, not a result). Columns: chain_us (default: what each family adds to the
 chain, docs/engine.md), graph_us or eager_us. The tables must be of the same model, shard, context
-and T (refused otherwise, naming the file). Exit 0 with the table, 2 on invalid input.
+and T values (refused otherwise, naming the file), each round given once (its run_id), and at
+least one family must have a value on both sides. Exit 0 with the table, 2 on invalid input.
 """
 import csv
 import math
@@ -92,7 +93,7 @@ def main(argv):
     (na, ra), (nb, rb) = read_side(sides[0], column), read_side(sides[1], column)
     seen = {}
     for path, rows in ra + rb:  # a round counted twice would fake a spread and a rank count
-        rid = rows[0].get("run_id", path)
+        rid = rows[0].get("run_id") or path
         if rid in seen:
             fail("%s: run %s already given as %s: each round once" % (path, rid, seen[rid]))
         seen[rid] = path
@@ -101,13 +102,28 @@ def main(argv):
         for k in SAME:
             if rows[0][k] != ref[k]:
                 fail("%s: %s '%s' where %s has '%s': not the same step" % (path, k, rows[0][k], ref_path, ref[k]))
-    ts = sorted({int(r["tokens"]) for _, rows in ra + rb for r in rows})
+    tsets = []
+    for path, rows in ra + rb:
+        ts_file = set()
+        for i, r in enumerate(rows):
+            t = number(r["tokens"])
+            if t is None or t != int(t) or t < 1:
+                fail("%s: line %d: tokens '%s', expected a whole number >= 1" % (path, i + 2, r["tokens"]))
+            r["tokens"] = str(int(t))
+            ts_file.add(int(t))
+        tsets.append((path, ts_file))
+    for path, ts_file in tsets[1:]:
+        if ts_file != tsets[0][1]:
+            fail("%s: tables of T %s where %s has T %s: not the same steps" % (
+                path, sorted(ts_file), tsets[0][0], sorted(tsets[0][1])))
+    ts = sorted(tsets[0][1])
     if tokens:
         ts = [t for t in ts if t in tokens]
     if not ts:
         fail("no table of the asked --tokens")
     print("# %s per layer (step: per step), us: %s (%d rounds) against %s (%d rounds)" % (column, na, len(ra), nb, len(rb)))
     print("# %3s %-12s %8s %18s %18s %9s  %s" % ("T", "family", "floor", na + " mean [range]", nb + " mean [range]", "diff", "verdict"))
+    compared = 0
     for t in ts:
         fams = []
         for _, rows in ra + rb:
@@ -129,6 +145,7 @@ def main(argv):
                           if int(r["tokens"]) == t and r["family"] == fam), None)
             if not va or not vb:
                 continue  # not measured on a side (the embedding's chain, mla_prep)
+            compared += 1
             ma, mb = sum(va) / len(va), sum(vb) / len(vb)
             if len(va) < 2 or len(vb) < 2:
                 verdict = "one round"
@@ -143,6 +160,9 @@ def main(argv):
             cell = lambda m, v: "%.2f [%.2f-%.2f]" % (m, min(v), max(v))
             print("  %3d %-12s %8s %18s %18s %+9.2f  %s" % (t, fam, "%.2f" % floor if floor is not None else "-",
                                                           cell(ma, va), cell(mb, vb), mb - ma, verdict))
+    if not compared:
+        fail("no family has a %s value on both sides (a column left empty, e.g. chain_us of a run of several ranks)"
+             % column)
     return 0
 
 

@@ -94,6 +94,10 @@ int cmd_model_compute(int argc, char **argv)
         fprintf(stderr, "arbench model compute: %s\n", err);
         return 2;
     }
+    if (against && arb_e2e_kernel_same_step(kernels, against, err, sizeof err)) {
+        fprintf(stderr, "arbench model compute: --against %s\n", err);
+        return 2;
+    }
     const double lo = arb_gpu_issue_ratio(&g, &r, -1), hi = arb_gpu_issue_ratio(&g, &r, +1);
     printf("# compute-only step on %s (%s, %.0f GB/s spec) from %s's table (%s, %.0f GB/s spec): %s\n", g.name, g.gpu,
            g.mem_gbs.v, r.name, r.gpu, r.mem_gbs.v, kernels);

@@ -102,8 +102,7 @@ arb_status_t arb_chain_plan_build(const int *kinds, unsigned nmarks, const int *
         add_run(p, kinds, first, b[l], e[l], (int)l, dense[l] ? (double)nd : (double)nm / npick);
     }
     if (p->tail) {
-        const unsigned l0 = nlayers > lead ? nlayers - lead : 0;
-        add_run(p, kinds, b[l0], e[nlayers - 1] + 1, nmarks - 1, -1, 1.0);
+        add_run(p, kinds, nlayers >= lead ? b[nlayers - lead] : 0, e[nlayers - 1] + 1, nmarks - 1, -1, 1.0);
     }
     free(b);
     return ARB_OK;

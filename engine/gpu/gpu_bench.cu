@@ -228,10 +228,9 @@ extern "C" arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int re
     double ours_ms = 0, blas_ms = 0;
     e = cudaMalloc(&dev, dev_bytes);
     if (e != cudaSuccess) {
-        (void)cudaGetLastError(); // the failed allocation's error, not the next launch's (status.h)
-        size_t free_b = 0, total_b = 0;
+        const arb_status_t fs = ARB_CUDA_STATUS_(e); // first: takes back the allocation's error (status.h)
         (void)cudaMemGetInfo(&free_b, &total_b);
-        ARB_RAISE(ARB_CUDA_STATUS_(e), why, why_len,
+        ARB_RAISE(fs, why, why_len,
                   "gpu moe bench: cudaMalloc of %.2f GB (bf16 copies of the %zu selected experts for the cuBLAS loop) "
                   "with %.2f GB free: %s",
                   dev_bytes / 1e9, total_uniq, free_b / 1e9, cudaGetErrorString(e));
@@ -378,6 +377,7 @@ extern "C" arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int re
         const double shared_bytes = 3.0 * Is * H * 2;
         out->T = T;
         out->layers_timed = nl;
+        out->layers_total = (int)all;
         out->experts_per_layer = (double)total_uniq / nl;
         out->ours_us = ours_ms * 1e3 / nl;
         out->ours_bytes = out->experts_per_layer * arb_gpu_expert_bytes(m) + shared_bytes;

@@ -219,6 +219,7 @@ typedef struct arb_gpu_moe_bench {
     double cublas_us;           /* per-expert cuBLAS loop (bf16 gate|up GEMM, SiLU*up, down GEMM, weighted add) */
     double cublas_bytes;        /* bf16 bytes it reads per layer */
     int layers_timed;           /* MoE layers in one replay */
+    int layers_total;           /* the model's MoE layers (more than layers_timed where the cuBLAS loop's copies did not fit) */
 } arb_gpu_moe_bench_t;
 
 arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int reps, void *stream, arb_gpu_moe_bench_t *out,
@@ -269,7 +270,9 @@ arb_status_t arb_gpu_model_profile_graph(arb_gpu_model_t *m, unsigned T, int rep
  * times interleaved with the whole step; us[kind] = the step's estimate of what that kind
  * adds to the chain's end (the measured layers' segments scaled to their class's layer count,
  * the tail once; they add up to about the step), NAN for a kind not measured (the
- * embedding, mla_prep). *step_us = median of the whole step in the same replays; `layers`
+ * embedding, mla_prep). A window that starts past the head first gets the residual stream and
+ * the normed hidden state a replay of the step up to its start left (two copies at its roots).
+ * *step_us = median of the whole step in the same replays; `layers`
  * the measured layers and what each added. One rank (its call sites' kernels alone: a
  * collective's peers would not replay the same windows). Synchronizes. */
 #define ARB_GPU_CHAIN_LEAD 2u

@@ -96,7 +96,7 @@ arb_status_t replay_us(cudaGraphExec_t ex, cudaStream_t st, cudaEvent_t a, cudaE
     while ((q = cudaEventQuery(b)) == cudaErrorNotReady) {
         if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(kReplayDeadlineS))
             ARB_RAISE(ARB_ERR_SYSTEM, why, len,
-                      "gpu graph profile: a replay did not finish in %d s (a kernel waiting on a disabled one?)",
+                      "gpu profile: a replay did not finish in %d s (a kernel waiting on a disabled one?)",
                       kReplayDeadlineS);
         std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
@@ -220,9 +220,19 @@ out:
 
 namespace {
 
-// A clone of g without the nodes of marks outside [first, last], instantiated.
-arb_status_t window_exec(cudaGraph_t g, const arb_gpu_prof_graph &pg, const arb_chain_var_t &v, cudaGraphExec_t *ex,
-                         char *why, size_t len)
+// Where a window starts from: res and h as the step leaves them before the window's first
+// launch. Without it a window that starts mid-model would run on what the previous replay left
+// (the residual growing replay by replay, the routing of T > 1 drifting with it).
+struct restore {
+    const void *res, *h; // the snapshot; nullptr: none (a window from the head: the embedding sets both)
+    void *res_dst, *h_dst;
+    size_t bytes;
+};
+
+// A clone of g without the nodes of marks outside [first, last], instantiated; with r.res, two
+// copies of the snapshot into res and h before every root of the window.
+arb_status_t window_exec(cudaGraph_t g, const arb_gpu_prof_graph &pg, const arb_chain_var_t &v, const restore &r,
+                         cudaGraphExec_t *ex, char *why, size_t len)
 {
     cudaGraph_t c = nullptr;
     arb_status_t rs = ARB_OK;
@@ -235,6 +245,21 @@ arb_status_t window_exec(cudaGraph_t g, const arb_gpu_prof_graph &pg, const arb_
             ARB_CUDA_GOTO(rs, cudaGraphNodeFindInClone(&cn, n, c), out, why, len);
             ARB_CUDA_GOTO(rs, cudaGraphDestroyNode(cn), out, why, len);
         }
+    }
+    if (r.res) {
+        size_t nroots = 0;
+        ARB_CUDA_GOTO(rs, cudaGraphGetRootNodes(c, nullptr, &nroots), out, why, len);
+        std::vector<cudaGraphNode_t> roots(nroots);
+        if (nroots)
+            ARB_CUDA_GOTO(rs, cudaGraphGetRootNodes(c, roots.data(), &nroots), out, why, len);
+        cudaGraphNode_t cp[2];
+        ARB_CUDA_GOTO(rs, cudaGraphAddMemcpyNode1D(&cp[0], c, nullptr, 0, r.res_dst, r.res, r.bytes, cudaMemcpyDeviceToDevice),
+                      out, why, len);
+        ARB_CUDA_GOTO(rs, cudaGraphAddMemcpyNode1D(&cp[1], c, nullptr, 0, r.h_dst, r.h, r.bytes, cudaMemcpyDeviceToDevice),
+                      out, why, len);
+        for (cudaGraphNode_t root : roots)
+            for (cudaGraphNode_t from : cp)
+                ARB_CUDA_GOTO(rs, cudaGraphAddDependencies(c, &from, &root, nullptr, 1), out, why, len);
     }
     ARB_CUDA_GOTO(rs, cudaGraphInstantiate(ex, c, 0), out, why, len);
 out:
@@ -261,6 +286,9 @@ extern "C" arb_status_t arb_gpu_model_profile_chain(arb_gpu_model_t *m, unsigned
     std::vector<int> dense(m->s.Lz);
     std::vector<double> t, layer_us(ARB_CHAIN_MAX_MEASURED);
     std::vector<std::vector<double>> runs;
+    std::vector<unsigned> firsts; // the windows' distinct starts past the head, each with a snapshot
+    char *snap = nullptr;
+    const size_t sbytes = (size_t)T * m->s.H * sizeof(arbk::bf16);
     double x = 0;
     for (unsigned l = 0; l < m->s.Lz; l++)
         dense[l] = m->layers[l].dense;
@@ -270,11 +298,33 @@ extern "C" arb_status_t arb_gpu_model_profile_chain(arb_gpu_model_t *m, unsigned
                                       ARB_GPU_PROF_EMBED, ARB_GPU_PROF_SITE_B, ARB_GPU_CHAIN_LEAD, &plan, why, why_len),
                  out);
     ARB_CUDA_GOTO(rs, cudaGraphInstantiate(&whole, graph, 0), out, why, why_len);
-    ex.assign(plan.nvar, nullptr);
-    for (unsigned v = 0; v < plan.nvar; v++)
-        ARB_TRY_GOTO(rs, window_exec(graph, pg, plan.var[v], &ex[v], why, why_len), out);
     ARB_CUDA_GOTO(rs, cudaEventCreate(&a), out, why, why_len);
     ARB_CUDA_GOTO(rs, cudaEventCreate(&b), out, why, why_len);
+    for (unsigned v = 0; v < plan.nvar; v++)
+        if (plan.var[v].first > 0 && std::find(firsts.begin(), firsts.end(), plan.var[v].first) == firsts.end())
+            firsts.push_back(plan.var[v].first);
+    if (!firsts.empty())
+        ARB_CUDA_GOTO(rs, cudaMalloc(&snap, 2 * sbytes * firsts.size()), out, why, why_len);
+    for (size_t i = 0; i < firsts.size(); i++) { // the step up to each start, then its res and h kept
+        cudaGraphExec_t pre = nullptr;
+        ARB_TRY_GOTO(rs, window_exec(graph, pg, arb_chain_var_t{0, firsts[i] - 1}, restore{}, &pre, why, why_len), out);
+        arb_status_t ps = replay_us(pre, st, a, b, &x, why, why_len);
+        cudaGraphExecDestroy(pre);
+        ARB_TRY_GOTO(rs, ps, out);
+        ARB_CUDA_GOTO(rs, cudaMemcpyAsync(snap + 2 * i * sbytes, m->res, sbytes, cudaMemcpyDeviceToDevice, st), out, why,
+                      why_len);
+        ARB_CUDA_GOTO(rs, cudaMemcpyAsync(snap + (2 * i + 1) * sbytes, m->h, sbytes, cudaMemcpyDeviceToDevice, st), out,
+                      why, why_len);
+    }
+    ARB_CUDA_GOTO(rs, cudaStreamSynchronize(st), out, why, why_len);
+    ex.assign(plan.nvar, nullptr);
+    for (unsigned v = 0; v < plan.nvar; v++) {
+        restore r = {};
+        const size_t i = std::find(firsts.begin(), firsts.end(), plan.var[v].first) - firsts.begin();
+        if (i < firsts.size())
+            r = {snap + 2 * i * sbytes, snap + (2 * i + 1) * sbytes, m->res, m->h, sbytes};
+        ARB_TRY_GOTO(rs, window_exec(graph, pg, plan.var[v], r, &ex[v], why, why_len), out);
+    }
     runs.assign(plan.nvar + 1, {});
     for (int w = 0; w < 2; w++) // warm-up: each executable graph's first-launch upload
         for (unsigned v = 0; v <= plan.nvar; v++)
@@ -304,6 +354,7 @@ out:
             cudaGraphExecDestroy(e);
     if (whole)
         cudaGraphExecDestroy(whole);
+    cudaFree(snap);
     if (graph)
         cudaGraphDestroy(graph);
     arb_chain_plan_free(&plan);

@@ -82,7 +82,8 @@ typedef struct arb_backend_ops {
     arb_fusion_t (*site_path)(void *model, unsigned site);
     /* Streaming-read bandwidth, bytes/s (NULL: not measured on this backend). */
     arb_status_t (*read_bandwidth)(void *model, double *bytes_per_s, char *why, size_t why_len);
-    /* One layer's MoE block vs a per-expert cuBLAS loop at T (NULL: not on this backend). */
+    /* One layer's MoE block vs a per-expert cuBLAS loop at T (NULL: not on this backend). On
+     * success why may hold a note (e.g. over which layers it was timed), printed by the driver. */
     arb_status_t (*moe_bench)(void *model, unsigned T, double *ours_us, double *ours_bytes, double *cublas_us,
                               double *cublas_bytes, char *why, size_t why_len);
     /* The kernel profile of a step of T tokens at pos0 (NULL: not on this backend). graph 0:

@@ -175,13 +175,12 @@ void arb_floor_table_print(FILE *f, const arb_floor_table_t *t)
         char lu[16], fu[16];
         cell(lu, sizeof lu, "%.1f", t->chain_layer_us[i]);
         fprintf(f, "#   chain: layer %u (%s) added %s us", t->chain_layer[i], t->chain_dense[i] ? "dense" : "MoE", lu);
-        double fl = 0; /* that layer's bytes at the floor: its families' per-layer floors */
+        double fl = 0; /* that layer's bytes at the floor: its families' per-layer floors (NAN: no bandwidth) */
         for (int k = ARB_FLOOR_QKV_A; k < ARB_FLOOR_LM_HEAD; k++) {
             const int moe_only = k == ARB_FLOOR_ROUTER || k == ARB_FLOOR_MOE_GATE_UP || k == ARB_FLOOR_MOE_DOWN;
-            if ((k == ARB_FLOOR_DENSE && !t->chain_dense[i]) || (moe_only && t->chain_dense[i]))
+            if ((k == ARB_FLOOR_DENSE && !t->chain_dense[i]) || (moe_only && t->chain_dense[i]) || !t->row[k].layers)
                 continue;
-            if (isfinite(t->row[k].floor_us) && t->row[k].layers)
-                fl += t->row[k].floor_us;
+            fl += t->row[k].floor_us;
         }
         cell(fu, sizeof fu, "%.1f", fl);
         fprintf(f, ", its floor %s us\n", fu);
@@ -280,9 +279,10 @@ int arb_floor_write_csv(const char *path, const arb_floor_csv_info_t *info, cons
 
 /* ---- the driver's call ---- */
 
-/* One backend measurement of kind `graph`, every rank's times maxed; 0 when measured. */
+/* One backend measurement of kind `graph`, every rank's times maxed; 0 when measured, else -1
+ * with "not measured: <why>" in failed (the table's method for that column). */
 static int measure(arb_engine_run_t *r, void *model, const uint32_t *tokens, unsigned T, unsigned pos0, int graph,
-                   arb_kernel_times_t *k)
+                   arb_kernel_times_t *k, char *failed, size_t failed_len)
 {
     char why[512] = "";
     arb_status_t st = r->be->kernel_times(model, tokens, T, pos0, graph, r->m->nranks > 1, k, why, sizeof why);
@@ -290,6 +290,7 @@ static int measure(arb_engine_run_t *r, void *model, const uint32_t *tokens, uns
         if (r->m->rank == 0)
             fprintf(stderr, "# per-kernel floors at T=%u (%s): %s\n", T, graph == 2 ? "chain" : graph ? "graph" : "eager",
                     why);
+        snprintf(failed, failed_len, "not measured: %s", why);
         return -1;
     }
     /* not measured (NAN) travels as -inf, which MPI_MAX orders */
@@ -323,15 +324,22 @@ static int one_table(arb_stepper_t *s, const uint32_t *tokens, unsigned T, int p
         return -1;
     }
     arb_kernel_times_t kc, kg, ke;
+    char fc[200] = "", fg[200] = "", fe[200] = "";
     /* the chain replays windows of one rank's step: a collective's peers would not follow */
     const int one_rank = r->m->nranks == 1;
-    int have_c = graph_ran && one_rank && measure(r, model, tokens, T, pos0, 2, &kc) == 0;
-    int have_g = graph_ran && measure(r, model, tokens, T, pos0, 1, &kg) == 0;
-    int have_e = measure(r, model, tokens, T, pos0, 0, &ke) == 0;
+    int have_c = graph_ran && one_rank && measure(r, model, tokens, T, pos0, 2, &kc, fc, sizeof fc) == 0;
+    int have_g = graph_ran && measure(r, model, tokens, T, pos0, 1, &kg, fg, sizeof fg) == 0;
+    int have_e = measure(r, model, tokens, T, pos0, 0, &ke, fe, sizeof fe) == 0;
     arb_floor_bytes_t b;
     arb_floor_bytes(&r->cfg, &r->s.shard, r->o->weights, T, pos0, experts, &b);
     arb_floor_table_fill(t, &b, T, pos0, experts, r->bandwidth, have_c ? &kc : NULL, have_g ? &kg : NULL,
                          have_e ? &ke : NULL);
+    if (fc[0]) /* a measurement that failed says why in its method */
+        snprintf(t->chain_method, sizeof t->chain_method, "%s", fc);
+    if (fg[0])
+        snprintf(t->graph_method, sizeof t->graph_method, "%s", fg);
+    if (fe[0])
+        snprintf(t->eager_method, sizeof t->eager_method, "%s", fe);
     if (!graph_ran) {
         snprintf(t->graph_method, sizeof t->graph_method, "not measured: graph mode did not run");
         snprintf(t->chain_method, sizeof t->chain_method, "not measured: graph mode did not run");

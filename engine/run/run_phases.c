@@ -168,6 +168,8 @@ static void moe_bench(arb_engine_run_t *r, void *model, arb_phase_result_t *pr)
         pr->moe_ours_us = pr->moe_cublas_us = -1;
         if (r->m->rank == 0)
             fprintf(stderr, "# moe bench at T=%u: %s\n", pr->T, why);
+    } else if (why[0] && r->m->rank == 0) {
+        printf("# moe bench at T=%u: %s\n", pr->T, why);
     }
 }
 

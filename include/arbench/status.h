@@ -83,31 +83,30 @@ static inline void arb_why_set(char *why, size_t why_len, const char *file, int 
             goto label;                                                                            \
     } while (0)
 
-/* No device or no usable driver is not a failure of the code under test: a decline. */
+/* The status of a failed CUDA call e. No device or no usable driver is not a failure of the
+ * code under test: a decline. It also takes back the error the call left behind
+ * (cudaGetLastError()), so it is reported once: a failed cudaMalloc's out of memory, say, is
+ * not reported again by the next launch's check as that launch's own. A sticky error (a kernel
+ * fault) stays, and every later call reports it. Use it (or the two macros below, which do)
+ * wherever a failed call is turned into a status. */
 #define ARB_CUDA_STATUS_(e)                                                                        \
-    ((e) == cudaErrorNoDevice || (e) == cudaErrorInsufficientDriver ? ARB_DECLINE : ARB_ERR_SYSTEM)
+    ((void)cudaGetLastError(),                                                                     \
+     (e) == cudaErrorNoDevice || (e) == cudaErrorInsufficientDriver ? ARB_DECLINE : ARB_ERR_SYSTEM)
 
-/* A failed runtime call is reported once: cudaGetLastError() takes back the error it left
- * (a failed cudaMalloc's out of memory, say), so the next launch's check does not report it
- * as its own; a sticky error (a kernel fault) stays, and every later call reports it. */
 #define ARB_CUDA_TRY(call, why, len)                                                               \
     do {                                                                                           \
         cudaError_t arb_cuda_e_ = (call);                                                          \
-        if (arb_cuda_e_ != cudaSuccess) {                                                          \
-            (void)cudaGetLastError();                                                              \
+        if (arb_cuda_e_ != cudaSuccess)                                                            \
             ARB_RAISE(ARB_CUDA_STATUS_(arb_cuda_e_), why, len, "%s: %s", #call,                    \
                       cudaGetErrorString(arb_cuda_e_));                                            \
-        }                                                                                          \
     } while (0)
 
 #define ARB_CUDA_GOTO(var, call, label, why, len)                                                  \
     do {                                                                                           \
         cudaError_t arb_cuda_e_ = (call);                                                          \
-        if (arb_cuda_e_ != cudaSuccess) {                                                          \
-            (void)cudaGetLastError();                                                              \
+        if (arb_cuda_e_ != cudaSuccess)                                                            \
             ARB_RAISE_GOTO(var, ARB_CUDA_STATUS_(arb_cuda_e_), label, why, len, "%s: %s", #call,   \
                            cudaGetErrorString(arb_cuda_e_));                                       \
-        }                                                                                          \
     } while (0)
 
 #define ARB_NCCL_TRY(call, why, len)                                                               \

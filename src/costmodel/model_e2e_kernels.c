@@ -33,6 +33,34 @@ static int row_kind(const arb_table_t *t, size_t r, const int *c, const char *pa
     return 0;
 }
 
+arb_status_t arb_e2e_kernel_same_step(const char *ref, const char *target, char *err, size_t err_len)
+{
+    static const char *const same[] = {"config", "weights", "tp_shape", "context", NULL};
+    arb_table_t a, b;
+    if (arb_table_read(ref, &a, err, err_len))
+        return ARB_ERR_INVALID;
+    if (arb_table_read(target, &b, err, err_len)) {
+        arb_table_free(&a);
+        return ARB_ERR_INVALID;
+    }
+    arb_status_t rc = ARB_ERR_INVALID;
+    if (arb_table_require(&a, same, ref, err, err_len) || arb_table_require(&b, same, target, err, err_len))
+        goto out;
+    if (!a.nrows || !b.nrows)
+        ARB_RAISE_GOTO(rc, ARB_ERR_INVALID, out, err, err_len, "%s: no rows", a.nrows ? target : ref);
+    for (int k = 0; same[k]; k++) {
+        const char *x = a.rows[0][arb_table_col(&a, same[k])], *y = b.rows[0][arb_table_col(&b, same[k])];
+        if (strcmp(x, y))
+            ARB_RAISE_GOTO(rc, ARB_ERR_INVALID, out, err, err_len, "%s: %s '%s' where %s has '%s': not the same step",
+                           target, same[k], y, ref, x);
+    }
+    rc = ARB_OK;
+out:
+    arb_table_free(&a);
+    arb_table_free(&b);
+    return rc;
+}
+
 arb_status_t arb_e2e_kernel_step(const char *path, unsigned tokens, double *step_us, double *read_gbs, char *err,
                                  size_t err_len)
 {

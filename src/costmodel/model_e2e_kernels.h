@@ -46,6 +46,10 @@ arb_status_t arb_e2e_kernel_compute(const char *path, unsigned tokens, double ta
                                     double launch_band, double issue_lo, double issue_hi, arb_e2e_kernel_compute_t *out,
                                     char *err, size_t err_len);
 
+/* Whether two per-kernel tables are of the same step: the first rows' config, weights,
+ * tp_shape and context equal; else ARB_ERR_INVALID naming the field and both files. */
+arb_status_t arb_e2e_kernel_same_step(const char *ref, const char *target, char *err, size_t err_len);
+
 /* The measured step of `tokens` tokens in a compute-only per-kernel table (the same file
  * kind as arb_e2e_kernel_compute's): its step row's graph time (*step_us; the whole step
  * replayed) and read_gbs. ARB_DECLINE (no message) when the table has no step row of that T

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ARB_CUDA_TRY and ARB_CUDA_GOTO (arbench/status.h) on a real device: an allocation that
- * cannot succeed is reported with the call and the runtime's words, and it leaves no error
- * behind, so the next check of cudaGetLastError() (what every launcher reads after its
+ * ARB_CUDA_TRY, ARB_CUDA_GOTO and ARB_CUDA_STATUS_ (arbench/status.h) on a real device: an
+ * allocation that cannot succeed is reported with the call and the runtime's words, and it
+ * leaves no error behind, so the next check of cudaGetLastError() (what every launcher reads after its
  * launch) sees success. Before, a failed cudaMalloc in `arbench engine`'s MoE bench on an
  * 80 GB GPU came back as "rmsnorm: kernel launch ... failed: out of memory" at the next
  * launch. Exit 77 without a CUDA device.
@@ -32,6 +32,14 @@ out:
     return rs;
 }
 
+static arb_status_t status_alloc(void **p) /* a hand-made error path through ARB_CUDA_STATUS_ */
+{
+    const cudaError_t e = cudaMalloc(p, HUGE_BYTES);
+    if (e != cudaSuccess)
+        ARB_RAISE(ARB_CUDA_STATUS_(e), why, sizeof why, "cudaMalloc: %s", cudaGetErrorString(e));
+    return ARB_OK;
+}
+
 static int check(const char *what, arb_status_t (*f)(void **))
 {
     void *p = NULL;
@@ -54,6 +62,7 @@ int main(void)
     }
     int ok = check("ARB_CUDA_TRY", try_alloc);
     ok &= check("ARB_CUDA_GOTO", goto_alloc);
+    ok &= check("ARB_CUDA_STATUS_", status_alloc);
     /* the control: a bare failed cudaMalloc does leave its error (else the check above proves nothing) */
     void *p = NULL;
     const cudaError_t e = cudaMalloc(&p, HUGE_BYTES), left = cudaGetLastError();

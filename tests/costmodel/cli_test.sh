@@ -10,7 +10,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0 bad=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; bad=1; fi; }
-echo "1..21"
+echo "1..22"
 "$arb" model fit --fabric model/fabrics/h200x2-nvlink.spec --out "$tmp/fit.csv" results/h200x2-default.csv results/h200x2-p2poff.csv > "$tmp/fit.txt"
 ok $? "fit on the committed runs"
 "$arb" model predict --fit "$tmp/fit.csv" --fabric model/fabrics/pcie-switch-pairs-8.spec --ranks 8 --sizes 14336,43008,1M --out "$tmp/pred.csv" > /dev/null
@@ -96,6 +96,10 @@ sed 's/,noop,/,nccl,/' "$h2" > "$tmp/nccl.csv"
 err=$("$arb" model compute --kernels "$h2" "${specs[@]}" --against "$tmp/nccl.csv" 2>&1 >/dev/null)
 [ $? = 2 ] && echo "$err" | grep -q "impl 'nccl', expected noop"
 ok $? "model compute: --against a table that is not compute-only exits 2 naming the impl"
+sed 's/,4096,/,8192,/' "$h1" >"$tmp/ctx.csv"
+err=$("$arb" model compute --kernels "$h2" "${specs[@]}" --against "$tmp/ctx.csv" 2>&1 >/dev/null)
+[ $? = 2 ] && echo "$err" | grep -q "ctx.csv: context '8192' where .* has '4096': not the same step"
+ok $? "model compute: --against a table of another step (context) exits 2 naming the field"
 err=$("$arb" model compute --kernels "$h2" --gpu model/gpus/h100-sxm.spec 2>&1 >/dev/null)
 [ $? = 2 ] && echo "$err" | grep -q -- '--gpu-ref SPEC'
 ok $? "model compute: without --gpu-ref exits 2"

@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0 bad=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; bad=1; fi; }
-echo "1..7"
+echo "1..9"
 A=results/engine-h200/a6f2bb6-fused-site/ab
 base=$(ls $A/engine-base-*-kernels-*.csv | paste -sd,) new=$(ls $A/engine-new-*-kernels-*.csv | paste -sd,)
 python3 $py --column graph_us base="$base" new="$new" >"$tmp/o.txt"
@@ -53,7 +53,24 @@ err=$(python3 $py --column chain_us a="$f" b=$(ls $A/engine-new-1-kernels-*.csv)
 ok $? "a table without the column is refused (a6f2bb6's tables predate the chain column)"
 err=$(python3 $py a="$f,$f" b=$(ls $h/engine-2-kernels-*.csv) 2>&1 >/dev/null)
 [ $? = 2 ] && echo "$err" | grep -q 'already given as'
-ok $? "a round given twice is refused (it would fake the rank count)"
+ok $? "a round given twice is refused (it would fake the round count)"
+err=$(python3 $py --column graph_us a="$f" b=$(ls $A/engine-new-1-kernels-*.csv) 2>&1 >/dev/null)
+[ $? = 2 ] && echo "$err" | grep -q 'tables of T \[1, 3\] where .* has T \[3\]: not the same steps'
+ok $? "tables of other T values are refused (the H100's has T = 3 only)"
+python3 - "$f" "$tmp/empty.csv" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+c, rid = rows[0].index("chain_us"), rows[0].index("run_id")
+with open(sys.argv[2], "w", newline="") as o:
+    w = csv.writer(o, lineterminator="\n")
+    for j, r in enumerate(rows):
+        if j:
+            r[c], r[rid] = "", "empty-copy"
+        w.writerow(r)
+PY
+err=$(python3 $py a="$f" b="$tmp/empty.csv" 2>&1 >/dev/null)
+[ $? = 2 ] && echo "$err" | grep -q "no family has a chain_us value on both sides"
+ok $? "a side whose column is empty throughout is refused, not an empty table with exit 0"
 err=$(python3 $py a="$f" 2>&1 >/dev/null)
 [ $? = 2 ] && echo "$err" | grep -q 'needs two sides'
 ok $? "one side is refused"
