@@ -15,8 +15,9 @@ and the median replay divided by the number of calls:
   - cuBLAS bf16 GEMV/GEMM (torch.matmul) for the dense projections;
 
 at T = 1, 3, 8 tokens. Prints a table (shape, T, us, GB/s) and writes a CSV (--out).
---engine FILE (an `arbench engine` <results>-kernels.csv) adds the engine's own graph-replay
-time per layer of the matching family beside the peers.
+--engine FILE (an `arbench engine` <results>-kernels.csv) adds the engine's own time per layer
+of the matching family beside the peers: its chain time where the table has the column (a
+segment of the replayed step, docs/engine.md), else its graph-replay time.
 
 Runs with no network; imports torch only when run (py_compile works without it). An existing
 --out is refused unless --force is given, and --out may not be the --engine file; both, and a
@@ -171,13 +172,17 @@ def bench_int4(torch, name, experts, n, k, T, l2, reps):
 
 
 def read_engine(path):
-    """{(family, T): graph us per layer} from an engine <results>-kernels.csv."""
+    """{(family, T): us per layer} from an engine <results>-kernels.csv, and the column used:
+    chain_us (each family's segment of the replayed step, since 2026-12-05) where the table has
+    it, else graph_us (what removing the family's nodes saves)."""
     got = {}
     with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            if row.get("graph_us"):
-                got[(row["family"], int(row["tokens"]))] = (float(row["graph_us"]), row.get("experts_per_layer", ""))
-    return got
+        rows = list(csv.DictReader(f))
+    col = "chain_us" if any(r.get("chain_us") for r in rows) else "graph_us"
+    for row in rows:
+        if row.get(col):
+            got[(row["family"], int(row["tokens"]))] = (float(row[col]), row.get("experts_per_layer", ""))
+    return got, col
 
 
 def write_csv(path, rows, meta):
@@ -219,12 +224,12 @@ def main():
     if not os.path.isdir(os.path.dirname(os.path.abspath(a.out))):
         die(f"--out {a.out}: its folder does not exist")
     try:
-        engine = read_engine(a.engine) if a.engine else {}
+        engine, ecol = read_engine(a.engine) if a.engine else ({}, "")
     except (OSError, KeyError, ValueError) as e:
         die(f"--engine {a.engine}: not an arbench engine <results>-kernels.csv ({e}); expected columns family, "
             "tokens, graph_us")
     if a.engine and not engine:
-        die(f"--engine {a.engine}: no rows with graph_us; expected an arbench engine <results>-kernels.csv")
+        die(f"--engine {a.engine}: no rows with chain_us or graph_us; expected an arbench engine <results>-kernels.csv")
     torch = load_torch()
     torch.manual_seed(0)
     prop = torch.cuda.get_device_properties(0)
@@ -246,8 +251,10 @@ def main():
         print(f"# {r['kernel']:<14} {r['shape']:<18} {r['n']:>6}x{r['k']:<6} {r['tokens']:>2} {r['copies']:>6} "
               f"{r['bytes'] / 1e6:>8.3f} {r['us']:>9.2f} {r['gbs']:>7.0f}")
     by = {(r["shape"], r["tokens"]): r for r in rows}
+    what = {"chain_us": "chain time (its segment of the replayed step)",
+            "graph_us": "graph-replay time (what removing it saves)"}.get(ecol, "time")
     print("# per layer, by the engine's families: the peers' rows summed (8 experts as one matrix), and the "
-          "engine's graph-replay time" + ("" if engine else " (give --engine <results>-kernels.csv)"))
+          "engine's " + what + ("" if engine else " (give --engine <results>-kernels.csv)"))
     print(f"# {'family':<12} {'T':>2} {'peer_us':>9} {'engine_us':>10} {'engine/peer':>11}  peer rows")
     for T in Ts:
         for fam, parts in FAMILY_SUM.items():

@@ -28,7 +28,7 @@ expect "--out onto --engine" "is the --engine file" --out "$kcsv" --engine "$kcs
 grep -q qkv_a "$kcsv" && tap OK "the --engine file is untouched" || tap FAIL "the --engine file was changed"
 expect "--out in a missing folder" "its folder does not exist" --out "$tmp/nosuch/p.csv"
 printf 'a,b\n1,2\n' >"$tmp/notk.csv"
-expect "--engine not a kernels CSV" "--engine $tmp/notk.csv: no rows with graph_us" --out "$tmp/p.csv" --engine "$tmp/notk.csv"
+expect "--engine not a kernels CSV" "--engine $tmp/notk.csv: no rows with chain_us or graph_us" --out "$tmp/p.csv" --engine "$tmp/notk.csv"
 expect "--engine missing" "--engine $tmp/nosuch.csv: not an arbench engine" --out "$tmp/p.csv" --engine "$tmp/nosuch.csv"
 expect "--tokens bad" "--tokens" --out "$tmp/p.csv" --tokens 1,x
 [ -e "$tmp/p.csv" ] && tap FAIL "a refused run wrote --out" || tap OK "no refused run wrote --out"
