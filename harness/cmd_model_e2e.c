@@ -14,14 +14,16 @@ static void usage(FILE *f)
 {
     fputs("usage: arbench model e2e --pred PRED.csv --out E2E.csv [--force] [--target-read-gbs 1792] [--h200-peak-gbs 4800]\n"
           "                         [--hidden 7168] [--kernels NOOP-kernels.csv [--launch-band 0.3] [--gpu SPEC --gpu-ref SPEC]]\n"
-          "                         [--accept-rate P] ENGINE.csv...\n"
+          "                         [--accept-rate P] [--compute-at-floor X] ENGINE.csv...\n"
           "  ENGINE.csv: `arbench engine` results with --impl 'modeled:table=PRED.csv,impl=NAME,...,params=...' (one\n"
           "  choice per file or several in one; at least one run with the compute-only replay). Writes predicted decode\n"
           "  and speculative tok/s per choice with bands (source=model). --kernels: the compute-only run's per-kernel\n"
           "  table: compute on the target by kernel family (streaming part scaled, the rest kept, +-launch-band).\n"
           "  --gpu/--gpu-ref: GPU specs (model/gpus/) of the target and the H200: bandwidths, launch band and the\n"
           "  instruction-rate range (SMs x clock) from their sourced facts, instead of the numbers above. --accept-rate:\n"
-          "  the spec rows of that acceptance (runs with several); default each choice's first.\n"
+          "  the spec rows of that acceptance (runs with several); default each choice's first. --compute-at-floor X:\n"
+          "  a scenario, not a prediction: each step's compute set to X times its bytes over the target's bandwidth\n"
+          "  (what the all-reduce choices would weigh beside an engine at X x its floor; X >= 1).\n"
           "  Exit 2 on invalid input. docs/model.md\n", f);
 }
 
@@ -47,6 +49,7 @@ int cmd_model_e2e(int argc, char **argv)
         {"kernels", required_argument, NULL, 'k'},       {"launch-band", required_argument, NULL, 'b'},
         {"gpu", required_argument, NULL, 'g'},           {"gpu-ref", required_argument, NULL, 'r'},
         {"accept-rate", required_argument, NULL, 'a'},
+        {"compute-at-floor", required_argument, NULL, 'x'},
         {NULL, 0, NULL, 0},
     };
     /* RTX PRO 6000 Blackwell: 1792 GB/s GDDR7; H200: 4.8 TB/s HBM3e (sources: model/gpus/). */
@@ -74,6 +77,13 @@ int cmd_model_e2e(int argc, char **argv)
             }
             break;
         case 'r': o.gpu_ref_spec = optarg; break;
+        case 'x':
+            if (parse_pos("compute-at-floor", optarg, &o.compute_floor_x) || o.compute_floor_x < 1 || o.compute_floor_x > 100) {
+                fprintf(stderr, "arbench model e2e: --compute-at-floor '%s': expected a multiple of the floor in [1, 100]\n",
+                        optarg);
+                return 2;
+            }
+            break;
         case 'b':
             if (parse_pos("launch-band", optarg, &o.launch_band) || o.launch_band >= 1) {
                 fprintf(stderr, "arbench model e2e: --launch-band '%s': expected a fraction in (0, 1)\n", optarg);

@@ -58,6 +58,14 @@ p250=$e2e/250c3c9
     --kernels "$(ls results/engine-h200/31fa1cc/engine-main-1-kernels-*.csv)" \
     --gpu model/gpus/rtx-pro-6000-server.spec --gpu-ref model/gpus/h200-sxm.spec \
     "$p250/engine-nccl.csv" "$p250/engine-custom.csv" "$p250/engine-hoststaged.csv" > "$p250/e2e.txt"
+# The same runs as a scenario, not a prediction: every step's compute set to 1.5 x (issue 22's
+# target) and 1 x its bytes over the target's bandwidth (results/model-e2e-pcie-switch-pairs-8/scenario-floor/).
+for x in 1.5 1; do
+    "$arb" model e2e --pred results/model-pcie-switch-pairs-8.csv --out "$e2e/scenario-floor/e2e-floor-$x.csv" --force \
+        --accept-rate 0.7 --kernels "$(ls results/engine-h200/31fa1cc/engine-main-1-kernels-*.csv)" \
+        --gpu model/gpus/rtx-pro-6000-server.spec --gpu-ref model/gpus/h200-sxm.spec --compute-at-floor "$x" \
+        "$p250/engine-nccl.csv" "$p250/engine-custom.csv" "$p250/engine-hoststaged.csv" > "$e2e/scenario-floor/e2e-floor-$x.txt"
+done
 # The earlier one-ratio rule on the engine runs of ci/predict-engine.sh at 97b861 (kept for comparison).
 "$arb" model e2e --pred results/model-pcie-switch-pairs-8.csv --out "$e2e/e2e.csv" --force \
     "$e2e/engine-nccl.csv" "$e2e/engine-custom.csv" "$e2e/engine-hoststaged.csv" > "$e2e/e2e.txt"

@@ -238,6 +238,13 @@ static arb_status_t predict_choice(const choice_rows_t *c, const eng_row_t *all,
                                        &kd, err, err_len));
         row->compute_us = kd.target_us;
     }
+    if (o->compute_floor_x > 0) { /* the scenario: x times the step's bytes over the target's bandwidth */
+        if (!(fl > 0))
+            ARB_RAISE(ARB_ERR_INVALID, err, err_len, "%s: line %zu: --compute-at-floor needs the decode row's hbm_floor_us",
+                      c->decode.path, c->decode.line);
+        const double x = o->compute_floor_x * fl * rd / o->target_read_gbs;
+        row->compute_us = (arb_e2e_band_t){x, x, x};
+    }
     row->allreduce_us = (arb_e2e_band_t){ar, ar * rl, ar * rh};
     row->step_us = (arb_e2e_band_t){row->compute_us.v + ar, row->compute_us.lo + ar * rl, row->compute_us.hi + ar * rh};
     row->tok_s = (arb_e2e_band_t){1e6 / row->step_us.v, 1e6 / row->step_us.hi, 1e6 / row->step_us.lo};
@@ -265,7 +272,13 @@ static arb_status_t predict_choice(const choice_rows_t *c, const eng_row_t *all,
     double dar = kk * ar / layers, dcmp = draft > dar ? draft - dar : 0;
     double var = vmed > vcmp ? vmed - vcmp : 0;
     arb_e2e_band_t vc = scale_compute(vcmp, vfl, rd, o);
-    if (o->kernels_csv) {
+    if (o->compute_floor_x > 0) {
+        if (!(vfl > 0))
+            ARB_RAISE(ARB_ERR_INVALID, err, err_len, "%s: line %zu: --compute-at-floor needs the verify row's hbm_floor_us",
+                      c->verify.path, c->verify.line);
+        const double x = o->compute_floor_x * vfl * rd / o->target_read_gbs;
+        vc = (arb_e2e_band_t){x, x, x};
+    } else if (o->kernels_csv) {
         arb_e2e_kernel_compute_t kv;
         ARB_TRY(arb_e2e_kernel_compute(o->kernels_csv, (unsigned)vtok, o->target_read_gbs, o->h200_peak_gbs,
                                        o->launch_band, o->issue_lo > 0 ? o->issue_lo : 1, o->issue_hi > 0 ? o->issue_hi : 1,
@@ -273,7 +286,7 @@ static arb_status_t predict_choice(const choice_rows_t *c, const eng_row_t *all,
         vc = kv.target_us;
     }
     /* The draft has no floor of its own: decode's relative compute band. */
-    const double dref = o->kernels_csv ? kd.h200_step_us : cmp;
+    const double dref = o->kernels_csv && !(o->compute_floor_x > 0) ? kd.h200_step_us : cmp;
     arb_e2e_band_t dc = {dcmp * dec.compute_us.v / dref, dcmp * dec.compute_us.lo / dref, dcmp * dec.compute_us.hi / dref};
     row = &res->rows[res->nrows++];
     *row = dec;
@@ -317,6 +330,7 @@ arb_status_t arb_e2e_predict(const char *const *engine_csvs, size_t nfiles, cons
         pred_inputs(&pred, pred_csv, res, err, err_len))
         goto out;
     res->target_read_gbs = o->target_read_gbs, res->h200_peak_gbs = o->h200_peak_gbs;
+    res->compute_floor_x = o->compute_floor_x;
     snprintf(res->kernels_csv, sizeof res->kernels_csv, "%s", o->kernels_csv ? o->kernels_csv : "");
     snprintf(res->gpu_spec, sizeof res->gpu_spec, "%s", o->gpu_spec ? o->gpu_spec : "");
     snprintf(res->gpu_ref_spec, sizeof res->gpu_ref_spec, "%s", o->gpu_ref_spec ? o->gpu_ref_spec : "");

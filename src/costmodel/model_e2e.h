@@ -30,6 +30,10 @@ typedef struct arb_e2e_opts {
     double issue_lo, issue_hi; /* with kernels_csv: H200 / target instruction rate (0: 1, no GPU specs) */
     double accept_rate;      /* > 0: the spec rows of this acceptance rate (else each choice's first) */
     const char *gpu_spec, *gpu_ref_spec; /* the GPU specs these came from (NULL: the defaults), for the rows */
+    /* > 0: a scenario, not a prediction: each step's compute set to this multiple of its bytes
+     * over the target's bandwidth (the engine row's hbm_floor_us x read_gbs_H200 / target),
+     * no band; the draft's compute scaled as decode's; the all-reduce replayed as always */
+    double compute_floor_x;
 } arb_e2e_opts_t;
 
 /* A value with its band: lo <= v <= hi. */
@@ -59,6 +63,7 @@ typedef struct arb_e2e_result {
     int ranks;
     double target_read_gbs, h200_peak_gbs;
     char kernels_csv[256], gpu_spec[256], gpu_ref_spec[256]; /* empty: not given */
+    double compute_floor_x; /* the scenario's multiple (0: none) */
     size_t nrows;
     arb_e2e_row_t rows[ARB_E2E_MAX_ROWS];
 } arb_e2e_result_t;

@@ -70,10 +70,15 @@ arb_status_t arb_e2e_write(const arb_e2e_result_t *res, const char *path, const 
         put_quoted(f, res->gpu_spec);
         put_quoted(f, res->gpu_ref_spec);
         put_quoted(f, argv_joined);
-        fputs(res->kernels_csv[0]
-                  ? ",\"predicted, not measured: compute by kernel family (streaming part at the target's bandwidth, the rest kept), all-reduce replayed (docs/model.md)\"\n"
-                  : ",\"predicted, not measured: compute scaled by read bandwidth, all-reduce replayed (docs/model.md)\"\n",
-              f);
+        if (res->compute_floor_x > 0)
+            fprintf(f, ",\"scenario, not measured: compute set to %g x the step's bytes over the target's bandwidth, "
+                       "all-reduce replayed (docs/model.md)\"\n",
+                    res->compute_floor_x);
+        else
+            fputs(res->kernels_csv[0]
+                      ? ",\"predicted, not measured: compute by kernel family (streaming part at the target's bandwidth, the rest kept), all-reduce replayed (docs/model.md)\"\n"
+                      : ",\"predicted, not measured: compute scaled by read bandwidth, all-reduce replayed (docs/model.md)\"\n",
+                  f);
     }
     if (ferror(f)) {
         arb_outfile_discard(&of);
@@ -86,7 +91,11 @@ arb_status_t arb_e2e_write(const arb_e2e_result_t *res, const char *path, const 
 
 void arb_e2e_print(const arb_e2e_result_t *res, const arb_e2e_opts_t *o, FILE *f)
 {
-    if (o->kernels_csv)
+    if (o->compute_floor_x > 0)
+        fprintf(f, "SCENARIO (not measured, not predicted): each step's compute set to %g x its bytes over %.0f GB/s (no band),\n"
+                   "the draft's scaled as decode's, all-reduce replayed (band: prediction table):\n",
+                o->compute_floor_x, o->target_read_gbs);
+    else if (o->kernels_csv)
         fprintf(f, "PREDICTED (not measured), compute by kernel family from %s: streaming part x read_gbs_H200/%.0f GB/s, the rest kept\n"
                    "(band: launch/latency +-%.0f%%, time beyond each family's floor x %.2f..%.2f (instruction rate), streaming at the\n"
                    "target's peak .. the H200's fraction of its peak %.0f), all-reduce replayed (band: prediction table):\n",

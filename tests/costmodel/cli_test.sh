@@ -10,7 +10,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0 bad=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; bad=1; fi; }
-echo "1..22"
+echo "1..24"
 "$arb" model fit --fabric model/fabrics/h200x2-nvlink.spec --out "$tmp/fit.csv" results/h200x2-default.csv results/h200x2-p2poff.csv > "$tmp/fit.txt"
 ok $? "fit on the committed runs"
 "$arb" model predict --fit "$tmp/fit.csv" --fabric model/fabrics/pcie-switch-pairs-8.spec --ranks 8 --sizes 14336,43008,1M --out "$tmp/pred.csv" > /dev/null
@@ -65,6 +65,19 @@ err=$("$arb" model e2e --pred results/model-pcie-switch-pairs-8.csv --out "$tmp/
     results/e2e-h200-ea8a519/e2e-pcie-nccl-k2.csv 2>&1)
 [ $? = 2 ] && echo "$err" | grep -q -- '--gpu SPEC and --gpu-ref SPEC go together'
 ok $? "model e2e: --gpu without --gpu-ref and --kernels exits 2"
+# the compute-at-floor scenario reproduces its committed output, and refuses a multiple below 1
+sc=$e2e/scenario-floor p250=$e2e/250c3c9
+"$arb" model e2e --pred results/model-pcie-switch-pairs-8.csv --out "$tmp/sc.csv" --accept-rate 0.7 \
+    --kernels "$(ls results/engine-h200/31fa1cc/engine-main-1-kernels-*.csv)" \
+    --gpu model/gpus/rtx-pro-6000-server.spec --gpu-ref model/gpus/h200-sxm.spec --compute-at-floor 1.5 \
+    "$p250/engine-nccl.csv" "$p250/engine-custom.csv" "$p250/engine-hoststaged.csv" > "$tmp/sc.txt"
+[ $? = 0 ] && diff <(grep -v '^arbench model e2e:' "$tmp/sc.txt") <(grep -v '^arbench model e2e:' $sc/e2e-floor-1.5.txt) >&2 &&
+    grep -q '^SCENARIO (not measured, not predicted)' "$tmp/sc.txt" && grep -q '"scenario, not measured: compute set to 1.5 x' "$tmp/sc.csv"
+ok $? "model e2e --compute-at-floor 1.5 reproduces the committed $sc/e2e-floor-1.5.txt, marked a scenario"
+err=$("$arb" model e2e --pred results/model-pcie-switch-pairs-8.csv --out "$tmp/x.csv" --compute-at-floor 0.5 \
+    "$p250/engine-nccl.csv" 2>&1)
+[ $? = 2 ] && echo "$err" | grep -q -- "--compute-at-floor '0.5': expected a multiple of the floor in \[1, 100\]"
+ok $? "model e2e: --compute-at-floor below 1 exits 2"
 # model compute: the H200's compute-only table (a6f2bb6) predicts the H100's (4b69337, the same step code)
 h2=$(ls results/engine-h200/a6f2bb6-fused-site/ab/engine-new-1-kernels-*.csv)
 specs=(--gpu model/gpus/h100-sxm.spec --gpu-ref model/gpus/h200-sxm.spec)

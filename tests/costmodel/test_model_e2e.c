@@ -206,9 +206,44 @@ static void t_refusals(void)
     remove(nocmp);
 }
 
+/* --compute-at-floor 1.5, by hand: decode compute 1.5 x 6000 x r, verify 1.5 x 6500 x r, no band;
+ * the draft's 400 us of compute x decode's scenario compute / its measured 8000; the all-reduce
+ * replayed as before. A decode row without hbm_floor_us is refused. */
+static void t_scenario(void)
+{
+    const char *files[] = {FIX "engine_fixture.csv"};
+    char err[1024] = "";
+    arb_e2e_opts_t o = opts;
+    o.compute_floor_x = 1.5;
+    TAP_REQUIRE(arb_e2e_predict(files, 1, FIX "pred_fixture.csv", &o, &res, err, sizeof err) == ARB_OK);
+    const double r = 4000.0 / 1800.0, dec = 1.5 * 6000 * r, ver = 1.5 * 6500 * r;
+    const arb_e2e_row_t *d = find("p2p:variant=twoshot,blocks=16,threads=512", "decode");
+    const arb_e2e_row_t *s = find("p2p:variant=twoshot,blocks=16,threads=512", "spec");
+    const arb_e2e_row_t *n = find("nccl:algo=auto,proto=auto", "decode");
+    TAP_REQUIRE(d != NULL && s != NULL && n != NULL);
+    TAP_CHECK(NEAR(d->compute_us.v, dec) && NEAR(d->compute_us.lo, dec) && NEAR(d->compute_us.hi, dec));
+    TAP_CHECK(NEAR(n->compute_us.v, dec));
+    TAP_CHECK(NEAR(d->allreduce_us.v, 1220) && NEAR(d->step_us.v, dec + 1220));
+    const double cycle = 400 * dec / 8000 + 40 + ver + 800;
+    TAP_CHECK(NEAR(s->step_us.v, cycle));
+    const double R = cycle / (dec + 1220), pstar = (-1 + sqrt(1 + 4 * (R - 1))) / 2;
+    TAP_CHECK(NEAR(s->break_even.v, pstar));
+    TAP_CHECK(NEAR(res.compute_floor_x, 1.5));
+    /* the scenario needs the floors */
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/arb_e2e_nofloor_%d.csv", (int)getpid());
+    write_file(path, "schema,impl,params,mode,phase,tokens,layers,median_us,compute_only_us,read_gbs,hbm_floor_us,draft_us,verify_us,accept_rate\n"
+                     "engine-1,modeled,\"impl=nccl,params=algo=auto,proto=auto\",graph,decode,1,61,13000,8000,4000,,,,\n");
+    files[0] = path;
+    err[0] = 0;
+    TAP_CHECK(arb_e2e_predict(files, 1, FIX "pred_fixture.csv", &o, &res, err, sizeof err) == ARB_ERR_INVALID);
+    TAP_CHECK(strstr(err, "--compute-at-floor needs the decode row's hbm_floor_us") != NULL);
+    remove(path);
+}
+
 int main(int argc, char **argv)
 {
     static const tap_test_t tests[] = {
-        {"decode", t_decode}, {"spec", t_spec}, {"savings", t_savings}, {"kernels", t_kernels}, {"kernels_gpu", t_kernels_gpu}, {"break_even", t_break_even}, {"refusals", t_refusals}};
+        {"decode", t_decode}, {"spec", t_spec}, {"savings", t_savings}, {"kernels", t_kernels}, {"kernels_gpu", t_kernels_gpu}, {"break_even", t_break_even}, {"refusals", t_refusals}, {"scenario", t_scenario}};
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
