@@ -141,6 +141,15 @@ static void t_chain(void)
     for (char *line = strstr(buf, "#   chain: layer"); line; line = strstr(line + 1, "#   chain: layer"))
         tap_diag("%.*s", (int)strcspn(line, "\n"), line);
     free(buf);
+    /* no bandwidth measured: no floor to print, not 0.0 */
+    arb_floor_table_fill(&t, &b, 1, 4096, 8, -1, &c, NULL, NULL);
+    buf = NULL, len = 0;
+    f = open_memstream(&buf, &len);
+    TAP_REQUIRE(f != NULL);
+    arb_floor_table_print(f, &t);
+    fclose(f);
+    TAP_CHECK(strstr(buf, "#   chain: layer 20 (MoE) added 72.0 us, its floor - us\n") != NULL);
+    free(buf);
 }
 
 static void t_csv(void)
