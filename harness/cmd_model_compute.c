@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "base/sizes.h"
 #include "costmodel/model_e2e_kernels.h"
 #include "costmodel/model_gpu.h"
 
@@ -24,29 +25,6 @@ static void usage(FILE *f)
           "  --against: a compute-only table measured on the target: its step beside the prediction; exit 1 when a\n"
           "  measured step falls outside its band or no T could be compared. Exit 2 on invalid input. docs/model.md\n",
           f);
-}
-
-/* "1,3": ascending-or-not whole numbers 1 .. MAX_T, no repeats. */
-static int parse_tokens(const char *s, unsigned *ts, unsigned *n)
-{
-    *n = 0;
-    const char *p = s;
-    while (*p) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 1 || v > MAX_T || (*end && *end != ','))
-            return -1;
-        for (unsigned i = 0; i < *n; i++)
-            if (ts[i] == (unsigned)v)
-                return -1;
-        if (*n == MAX_T)
-            return -1;
-        ts[(*n)++] = (unsigned)v;
-        p = *end ? end + 1 : end;
-        if (*end && !*p)
-            return -1; /* a trailing comma */
-    }
-    return *n ? 0 : -1;
 }
 
 int cmd_model_compute(int argc, char **argv)
@@ -82,13 +60,18 @@ int cmd_model_compute(int argc, char **argv)
         fprintf(stderr, "arbench model compute: needs --kernels REF-kernels.csv, --gpu SPEC and --gpu-ref SPEC\n");
         return 2;
     }
-    unsigned ts[MAX_T], nt = 0;
-    if (parse_tokens(tokens, ts, &nt)) {
-        fprintf(stderr, "arbench model compute: --tokens '%s': expected a comma list of distinct T in 1 .. %d\n",
-                tokens, MAX_T);
+    unsigned ts[MAX_T];
+    size_t nt = 0;
+    char err[1024];
+    if (arb_parse_uint_list(tokens, ts, MAX_T, &nt, err, sizeof err)) { /* the sweep's --tokens grammar */
+        fprintf(stderr, "arbench model compute: --tokens '%s': %s\n", tokens, err);
         return 2;
     }
-    char err[1024];
+    for (size_t i = 0; i < nt; i++)
+        if (ts[i] > MAX_T) {
+            fprintf(stderr, "arbench model compute: --tokens '%s': T %u above %d\n", tokens, ts[i], MAX_T);
+            return 2;
+        }
     arb_gpu_spec_t g, r;
     if (arb_gpu_read(gpu, &g, err, sizeof err) || arb_gpu_read(ref, &r, err, sizeof err)) {
         fprintf(stderr, "arbench model compute: %s\n", err);
@@ -106,7 +89,7 @@ int cmd_model_compute(int argc, char **argv)
     printf("# %3s %10s %10s %10s %10s %10s %10s %10s %10s %9s %s\n", "T", "ref_us", "stream_us", "rest_us", "target_us",
            "lo_us", "hi_us", "floor_us", "measured", "vs_pred", "verdict");
     int outside = 0, compared = 0;
-    for (unsigned i = 0; i < nt; i++) {
+    for (size_t i = 0; i < nt; i++) {
         arb_e2e_kernel_compute_t k;
         if (arb_e2e_kernel_compute(kernels, ts[i], g.mem_gbs.v, r.mem_gbs.v, g.launch_scale.band, lo, hi, &k, err,
                                    sizeof err)) {

@@ -201,24 +201,22 @@ extern "C" arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int re
     size_t fit = all;
     while (fit > 0 && bytes_for(fit, &total_uniq) > room)
         fit--;
+    const size_t dev_bytes = bytes_for(fit, &total_uniq); // and total_uniq of those layers
     if (fit < all) {
         int dev_id = 0, l2 = 0;
         ARB_CUDA_TRY(cudaGetDevice(&dev_id), why, why_len);
         ARB_CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev_id), why, why_len);
         size_t u_all = 0;
-        const size_t need = bytes_for(all, &u_all);
-        bytes_for(fit, &total_uniq);
         // our kernels' bytes over those layers: the selected INT4 (or bf16) experts and the shared expert's
         const double ours = (double)total_uniq * arb_gpu_expert_bytes(m) + (double)fit * 3.0 * Is * H * 2;
         if (fit == 0 || ours < 4.0 * l2)
             ARB_RAISE(ARB_ERR_SYSTEM, why, why_len,
                       "gpu moe bench: the cuBLAS loop's bf16 copies of %zu MoE layers' experts need %.2f GB with %.2f GB "
                       "free; the %zu layers that fit read %.0f MB with our kernels, under four L2s (%.0f MB): not timed",
-                      all, need / 1e9, free_b / 1e9, fit, ours / 1e6, 4.0 * l2 / 1e6);
+                      all, bytes_for(all, &u_all) / 1e9, free_b / 1e9, fit, ours / 1e6, 4.0 * l2 / 1e6);
         sel.resize(fit);
     }
     const int nl = (int)sel.size();
-    const size_t dev_bytes = bytes_for(sel.size(), &total_uniq);
     arb_status_t rs = ARB_OK;
     cudaError_t e = cudaSuccess;
     char *dev = nullptr;
