@@ -134,7 +134,7 @@ namespace {
 struct layer_sel {
     unsigned layer;
     std::vector<int32_t> uniq;
-    std::vector<float> coef; // [uniq x kMaxT]
+    std::vector<float> coef; // [uniq x moe_tstride(T)]
 };
 
 std::vector<layer_sel> selections(arb_gpu_model_t *m, unsigned T, const std::vector<int32_t> &experts)
@@ -151,10 +151,11 @@ std::vector<layer_sel> selections(arb_gpu_model_t *m, unsigned T, const std::vec
             if (std::find(ls.uniq.begin(), ls.uniq.end(), sel[i]) == ls.uniq.end())
                 ls.uniq.push_back(sel[i]);
         std::sort(ls.uniq.begin(), ls.uniq.end());
-        ls.coef.assign(ls.uniq.size() * arbk::kMaxT, 0.0f);
+        const size_t ts = (size_t)arbk::moe_tstride((int)T);
+        ls.coef.assign(ls.uniq.size() * ts, 0.0f);
         for (unsigned i = 0; i < T * k; i++) { // timing only needs the pattern: weight 1/k each
             const size_t u = std::find(ls.uniq.begin(), ls.uniq.end(), sel[i]) - ls.uniq.begin();
-            ls.coef[u * arbk::kMaxT + i / k] = 1.0f / k;
+            ls.coef[u * ts + i / k] = 1.0f / k;
         }
         out.push_back(ls);
     }
@@ -163,20 +164,50 @@ std::vector<layer_sel> selections(arb_gpu_model_t *m, unsigned T, const std::vec
 
 } // namespace
 
+static_assert(ARB_GPU_MOE_MAX_T == arbk::kMoeMaxT, "gpu_model.h's bound is the MoE kernels'");
+
 extern "C" arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int reps, void *stream,
                                           arb_gpu_moe_bench_t *out, char *why, size_t why_len)
 {
-    const arb_gpu_shapes &s = m->s;
-    cudaStream_t st = static_cast<cudaStream_t>(stream);
     if (m->last_T != T)
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu moe bench: the last step had T %u, not %u: run a step of T first",
                   m->last_T, T);
-    std::vector<int32_t> experts((size_t)s.Lz * T * s.k);
+    std::vector<int32_t> experts((size_t)m->s.Lz * T * m->s.k);
     ARB_TRY(arb_gpu_model_read_experts(m, T, experts.data(), why, why_len));
+    return arb_gpu_moe_bench_sel(m, T, experts.data(), reps, stream, out, why, why_len);
+}
+
+extern "C" arb_status_t arb_gpu_moe_bench_sel(arb_gpu_model_t *m, unsigned T, const int32_t *experts_in, int reps,
+                                              void *stream, arb_gpu_moe_bench_t *out, char *why, size_t why_len)
+{
+    const arb_gpu_shapes &s = m->s;
+    cudaStream_t st = static_cast<cudaStream_t>(stream);
+    if (T < 1 || T > ARB_GPU_MOE_MAX_T)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu moe bench: T %u: expected 1 .. %d tokens", T, ARB_GPU_MOE_MAX_T);
+    if (reps < 1)
+        ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu moe bench: reps %d: expected at least 1", reps);
+    const std::vector<int32_t> experts(experts_in, experts_in + (size_t)s.Lz * T * s.k);
+    for (unsigned l = 0; l < s.Lz; l++)
+        for (unsigned i = 0; i < T * s.k && !m->layers[l].dense; i++) {
+            const int32_t e = experts[((size_t)l * T) * s.k + i];
+            if (e < 0 || (unsigned)e >= s.E)
+                ARB_RAISE(ARB_ERR_INVALID, why, why_len,
+                          "gpu moe bench: layer %u, choice %u: expert %d, expected 0 .. %u", l, i, (int)e, s.E - 1);
+        }
     std::vector<layer_sel> sel = selections(m, T, experts);
     if (sel.empty())
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu moe bench: the model has no MoE layer");
+    for (const layer_sel &ls : sel)
+        if (ls.uniq.size() > (size_t)arbk::kMaxSlots)
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len,
+                      "gpu moe bench: layer %u selects %zu distinct experts at T %u, more than the kernels' %d",
+                      ls.layer, ls.uniq.size(), T, arbk::kMaxSlots);
     const int H = (int)s.H, I = (int)s.I, Is = (int)s.Is;
+    // Beyond the step's T the model's h, act and part buffers are too small: the bench's own
+    // (h zero: the kernels' time does not depend on the values).
+    const bool own_io = T > ARB_GPU_MAX_T;
+    const size_t ts = (size_t)arbk::moe_tstride((int)T);
+    const size_t io_bytes = own_io ? (size_t)T * H * 2 * 2 + (size_t)arbk::kMaxSlots * ts * I * 2 + ts * Is * 2 + 4 * 256 : 0;
     const size_t expert_elems = (size_t)3 * I * H, ws_bytes = (size_t)32 << 20;
     const int R = std::max(I, Is); // rows of the widest expert (routed or shared)
     // Device copies of the layers' routes, and for the cuBLAS loop bf16 copies of the
@@ -187,9 +218,9 @@ extern "C" arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int re
         for (size_t i = 0; i < n; i++)
             u += sel[i].uniq.size();
         *uniq = u;
-        const size_t route_bytes = n * (arbk::kMaxSlots * (arbk::kMaxT * 4 + 4) + 256);
+        const size_t route_bytes = n * (arbk::kMaxSlots * (ts * 4 + 4) + 256 * 3);
         const size_t scratch = (size_t)T * (2 * R + R) * 2 + (size_t)T * H * 4 * 2 + (size_t)T * 4 * (u + n) + 4096;
-        return route_bytes + (u + 1) * expert_elems * 2 + ws_bytes + scratch + 4096;
+        return route_bytes + (u + 1) * expert_elems * 2 + ws_bytes + scratch + io_bytes + 4096;
     };
     // Every MoE layer where the copies fit beside the model (78.5 GB of Kimi-K2's shard leave an
     // 80 GB card too little for all of them at T = 3); else the first ones that fit, as long as
@@ -243,7 +274,7 @@ extern "C" arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int re
     for (int i = 0; i < nl && e == cudaSuccess; i++) {
         arbk::moe_route &rt = routes[i];
         rt.experts = nullptr;
-        rt.coef = reinterpret_cast<float *>(carve(sizeof(float) * arbk::kMaxSlots * arbk::kMaxT));
+        rt.coef = reinterpret_cast<float *>(carve(sizeof(float) * arbk::kMaxSlots * ts));
         rt.uniq = reinterpret_cast<int32_t *>(carve(sizeof(int32_t) * arbk::kMaxSlots));
         rt.n_uniq = reinterpret_cast<int32_t *>(carve(sizeof(int32_t)));
         rt.sh_part = m->route.sh_part, rt.sh_ticket = m->route.sh_ticket; // the model's: the layers run in turn
@@ -261,6 +292,15 @@ extern "C" arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int re
     float *z = reinterpret_cast<float *>(carve((size_t)T * H * 4));
     float *acc = reinterpret_cast<float *>(carve((size_t)T * H * 4));
     float *coefs = reinterpret_cast<float *>(carve((size_t)T * 4 * (total_uniq + nl)));
+    bf16 *h_in = m->h, *act_moe = m->act_moe, *act_sh = m->act_sh, *part = m->local_part;
+    if (own_io) {
+        h_in = reinterpret_cast<bf16 *>(carve((size_t)T * H * 2));
+        part = reinterpret_cast<bf16 *>(carve((size_t)T * H * 2));
+        act_moe = reinterpret_cast<bf16 *>(carve((size_t)arbk::kMaxSlots * ts * I * 2));
+        act_sh = reinterpret_cast<bf16 *>(carve(ts * Is * 2));
+        if (e == cudaSuccess)
+            e = cudaMemsetAsync(h_in, 0, (size_t)T * H * 2, st);
+    }
     { // bf16 experts from the generator (values do not matter for timing; real ones anyway)
         const uint64_t seed = m->o.seed;
         const unsigned Ie = m->o.dims.moe_inter, Lz = s.Lz;
@@ -282,7 +322,7 @@ extern "C" arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int re
                 if (e == cudaSuccess)
                     e = arbk::gen_linear(st, base + (size_t)2 * I * H, bd, m->sms);
                 for (unsigned t = 0; t < T; t++)
-                    hc.push_back(sel[i].coef[u * arbk::kMaxT + t]);
+                    hc.push_back(sel[i].coef[u * ts + t]);
             }
         for (int i = 0; i < nl; i++)
             for (unsigned t = 0; t < T; t++)
@@ -299,8 +339,8 @@ extern "C" arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int re
         const arbk::launch_ctx lc = {st, m->o.pdl, {}, 0};
         ARB_CUDA_GOTO(rs, cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), err_free, why, why_len);
         for (int i = 0; i < nl && e == cudaSuccess; i++)
-            e = arbk::moe_block(lc, m->layers[sel[i].layer].moe, routes[i], m->h, m->act_moe, m->act_sh, m->local_part,
-                                (int)T, (int)sel[i].uniq.size());
+            e = arbk::moe_block(lc, m->layers[sel[i].layer].moe, routes[i], h_in, act_moe, act_sh, part, (int)T,
+                                (int)sel[i].uniq.size());
         cudaError_t ec = cudaStreamEndCapture(st, &graph);
         if (e == cudaSuccess)
             e = ec;
@@ -333,15 +373,15 @@ extern "C" arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int re
                 const bf16 *wd = shared ? L.moe.sh_down : pool + slot * expert_elems + (size_t)2 * I * H;
                 if (shared) {
                     bs = cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, Is, (int)T, H, &one, L.moe.sh_gate, CUDA_R_16BF, H,
-                                      m->h, CUDA_R_16BF, H, &zero, gu, CUDA_R_16BF, 2 * Is, CUBLAS_COMPUTE_32F,
+                                      h_in, CUDA_R_16BF, H, &zero, gu, CUDA_R_16BF, 2 * Is, CUBLAS_COMPUTE_32F,
                                       CUBLAS_GEMM_DEFAULT);
                     if (bs == CUBLAS_STATUS_SUCCESS)
                         bs = cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, Is, (int)T, H, &one, L.moe.sh_up, CUDA_R_16BF,
-                                          H, m->h, CUDA_R_16BF, H, &zero, gu + Is, CUDA_R_16BF, 2 * Is,
+                                          H, h_in, CUDA_R_16BF, H, &zero, gu + Is, CUDA_R_16BF, 2 * Is,
                                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
                 } else {
                     bs = cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, 2 * I, (int)T, H, &one,
-                                      pool + slot * expert_elems, CUDA_R_16BF, H, m->h, CUDA_R_16BF, H, &zero, gu,
+                                      pool + slot * expert_elems, CUDA_R_16BF, H, h_in, CUDA_R_16BF, H, &zero, gu,
                                       CUDA_R_16BF, 2 * I, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
                 }
                 silu_mul_kernel<<<(T * rows + 255) / 256, 256, 0, st>>>(gu, rows, act, (int)T);
@@ -354,7 +394,7 @@ extern "C" arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int re
                 if (!shared)
                     slot++;
             }
-            to_bf16_kernel<<<(T * H + 255) / 256, 256, 0, st>>>(acc, m->local_part, (int)T * H);
+            to_bf16_kernel<<<(T * H + 255) / 256, 256, 0, st>>>(acc, part, (int)T * H);
             if (e == cudaSuccess)
                 e = cudaGetLastError();
         }

@@ -17,7 +17,8 @@
  *                           states kept for the EAGLE-3 draft (opts.naux), embedding rows
  *   arb_gpu_model_step_bytes what a step must read (the HBM floor's numerator)
  *   arb_gpu_read_bandwidth  streaming-read bandwidth of the device (the floor's denominator)
- *   arb_gpu_moe_bench       one layer's MoE block against a per-expert cuBLAS loop
+ *   arb_gpu_moe_bench       one layer's MoE block against a per-expert cuBLAS loop (_sel: over
+ *                           a given selection, T up to ARB_GPU_MOE_MAX_T)
  *   arb_gpu_model_destroy
  *
  * Shapes are per rank of tp_shape = K (forward.md's sharding); T <= ARB_GPU_MAX_T (the
@@ -40,6 +41,7 @@ extern "C" {
 
 /* Largest T of one step: every kernel keeps T accumulators per thread. */
 #define ARB_GPU_MAX_T 8
+#define ARB_GPU_MOE_MAX_T 16 /* the MoE kernels alone (tree verify): arb_gpu_moe_bench_sel */
 
 typedef enum arb_gpu_wformat {
     ARB_GPU_BF16 = 0, /* every weight bf16 */
@@ -224,6 +226,11 @@ typedef struct arb_gpu_moe_bench {
 
 arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int reps, void *stream, arb_gpu_moe_bench_t *out,
                                char *why, size_t why_len);
+/* The same over a given selection, experts [Lz x T x k] (a dense layer's rows ignored; each
+ * expert in 0 .. E - 1, at most 128 distinct a layer), for T = 1 .. ARB_GPU_MOE_MAX_T: past
+ * ARB_GPU_MAX_T no step runs, and the bench uses its own token and activation buffers. */
+arb_status_t arb_gpu_moe_bench_sel(arb_gpu_model_t *m, unsigned T, const int32_t *experts, int reps, void *stream,
+                                   arb_gpu_moe_bench_t *out, char *why, size_t why_len);
 
 /* Where a step's time goes: the launches of a step by kind. */
 typedef enum arb_gpu_prof_kind {

@@ -42,6 +42,13 @@ constexpr int kMaxExperts = 1024; // n_routed_experts
 constexpr int kMaxTopk = 16;      // num_experts_per_tok
 constexpr int kMaxGroups = 32;    // n_group: one lane per group
 constexpr int kMaxSlots = 128;    // distinct experts of one step (min(T k, E))
+// The MoE kernels alone take up to kMoeMaxT tokens (tree verify; the step's other kernels
+// stop at kMaxT): NH = moe_halves(T) halves of 8 tokens (mma.sync's n), and act's and coef's
+// token stride moe_tstride(T) = 8 NH (8 for every T the step runs, the router's layout).
+constexpr int kMoeMaxT = 16;
+constexpr int moe_halves(int T) { return T <= 8 ? 1 : 2; }
+constexpr int moe_tstride(int T) { return 8 * moe_halves(T); }
+static_assert(moe_tstride(kMaxT) == kMaxT, "the router writes coef with the stride of T <= kMaxT");
 
 // ---- embed.cu: res[t] = embed[token[t]]; h[t] = rmsnorm(res[t], norm) ----
 cudaError_t embed_rmsnorm(const launch_ctx &c, const bf16 *table, const int32_t *tokens, const bf16 *norm, bf16 *res,
@@ -97,7 +104,7 @@ cudaError_t mla_uv(const launch_ctx &c, const bf16 *olat, const bf16 *kv_b, bf16
 // ---- router.cu and moe.cu ----
 struct moe_route {   // device buffers the router fills and the MoE kernels read
     int32_t *experts; // [T x k] this layer's selection, router order
-    float *coef;      // [kMaxSlots x kMaxT]: weight token t gives expert uniq[u] (0: not selected)
+    float *coef;      // [kMaxSlots x moe_tstride(T)]: weight token t gives expert uniq[u] (0: not selected)
     int32_t *uniq;    // [kMaxSlots] distinct selected experts, ascending
     int32_t *n_uniq;  // [1]
     // The shared expert's gate/up is split over its inputs in parts of a block each (moe.cu):
@@ -123,8 +130,9 @@ struct moe_weights {
     const bf16 *sh_gate, *sh_up, *sh_down; // shared expert bf16 [Is x H], [H x Is]
     int H, I, Is;                       // hidden, routed and shared intermediate per rank
 };
-// act [kMaxSlots x kMaxT x I], act_sh [kMaxT x Is] bf16 scratch; part [T x H] bf16.
-// max_slots: the grid's bound on distinct experts, min(T k, E). H, I and Is multiples of 32.
+// act [max_slots x moe_tstride(T) x I], act_sh [moe_tstride(T) x Is] bf16 scratch; part
+// [T x H] bf16; T <= kMoeMaxT. max_slots: the grid's bound on distinct experts, min(T k, E).
+// H, I and Is multiples of 32.
 // The two launches of moe_block, for a step that marks each (gate/up, then down).
 cudaError_t moe_gate_up(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                         bf16 *act_sh, int T, int max_slots);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The MoE block of one layer for all experts the step selected, in two launches, on tensor
 // cores (moe_mma.cuh: mma.sync m16n8k16, the T <= 8 tokens as n, zero padded, so the work
-// is the same at every T):
+// is the same at every T; T = 9 .. 16 as two halves of 8 sharing each weight fragment):
 //   moe_gate_up  act[u][t] = bf16(silu(gate_e h[t]) * (up_e h[t])) for every distinct
 //                expert e = uniq[u], and act_sh[t] for the shared expert: a CTA per ROWT
 //                16-row tiles of gate and of up (the same rows of both), its 8 warps
@@ -27,20 +27,20 @@
 namespace arbk {
 namespace {
 
-template <bool INT4, int ROWT, int UNR, int UNRQ, int MINB>
+template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, int MINB>
 __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
     moe_gate_up_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ h, bf16 *__restrict__ act,
                        bf16 *__restrict__ act_sh, int T)
 {
-    moe_gate_up_tile<INT4, ROWT, UNR, UNRQ>(pdl_sync(), pdl_sync(), w, rt, h, act, act_sh, T, (int)blockIdx.x);
+    moe_gate_up_tile<INT4, ROWT, NH, UNR, UNRQ>(pdl_sync(), pdl_sync(), w, rt, h, act, act_sh, T, (int)blockIdx.x);
 }
 
-template <bool INT4, int ROWT, int UNR>
+template <bool INT4, int ROWT, int NH, int UNR>
 __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
     moe_down_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ act, const bf16 *__restrict__ act_sh,
                     bf16 *__restrict__ part, int T)
 {
-    moe_down_tile<INT4, ROWT, UNR>(pdl_sync(), w, rt, act, act_sh, part, T, (int)blockIdx.x);
+    moe_down_tile<INT4, ROWT, NH, UNR>(pdl_sync(), w, rt, act, act_sh, part, T, (int)blockIdx.x);
 }
 
 // Rows per CTA (ROWT tiles), groups in flight per lane (UNR for routed bf16 tiles, UNRQ for
@@ -59,22 +59,25 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
 //           pairs per warp and round (moe_unr_down). At T <= 3 one tile (448 CTAs, 1.7 waves) measured
 //           7.41 -> 5.74 us at T = 1 and 21.10 -> 15.93 us at T = 3 against this (graph,
 //           one H200, results/engine-h200/1b0c5e0-ab/).
+//   T = 9 .. 16 (tree verify; the MoE kernels alone): two token halves (NH 2), 2 tiles, half
+//           the groups in flight of T <= 8 (moe_tiling<2, 2>, moe_unr_down): each group's
+//           token vectors are twice the registers. Not tuned on a GPU.
 // The unroll only sets how many loads are in flight: each warp's groups are still added in
 // ascending order, so the sums do not depend on it.
-template <bool INT4, int ROWT, int MINB>
+template <bool INT4, int ROWT, int NH, int MINB>
 cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                          bf16 *act_sh, bf16 *part, int T, int max_slots, int which)
 {
-    constexpr int UNR = moe_tiling<ROWT>::unr, UNRQ = moe_tiling<ROWT>::unrq;
-    constexpr int kDown = moe_rowt_down(), kUnrDown = moe_unr_down(INT4, kDown);
+    constexpr int UNR = moe_tiling<ROWT, NH>::unr, UNRQ = moe_tiling<ROWT, NH>::unrq;
+    constexpr int kDown = moe_rowt_down(), kUnrDown = moe_unr_down(INT4, kDown, NH);
     const dim3 block(kMoeWarps * kWarp);
     const int rows = 16 * ROWT;
     cudaError_t e = cudaSuccess;
     if (which & 1)
-        e = launch(c, moe_gate_up_kernel<INT4, ROWT, UNR, UNRQ, MINB>,
+        e = launch(c, moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB>,
                    dim3(moe_sh_items(w.H, w.Is, T) + max_slots * (w.I / rows)), block, 0, w, rt, h, act, act_sh, T);
     if (e == cudaSuccess && (which & 2))
-        e = launch(c, moe_down_kernel<INT4, kDown, kUnrDown>, dim3(w.H / (16 * kDown)), block, 0, w, rt, (const bf16 *)act,
+        e = launch(c, moe_down_kernel<INT4, kDown, NH, kUnrDown>, dim3(w.H / (16 * kDown)), block, 0, w, rt, (const bf16 *)act,
                    (const bf16 *)act_sh, part, T);
     return e;
 }
@@ -83,8 +86,10 @@ template <bool INT4>
 cudaError_t moe_by_t(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                      bf16 *act_sh, bf16 *part, int T, int max_slots, int which)
 {
-    return moe_rowt(T) == 1 ? moe_dispatch<INT4, 1, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
-                            : moe_dispatch<INT4, 2, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which);
+    if (moe_halves(T) == 2)
+        return moe_dispatch<INT4, 2, 2, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which);
+    return moe_rowt(T) == 1 ? moe_dispatch<INT4, 1, 1, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
+                            : moe_dispatch<INT4, 2, 1, 2>(c, w, rt, h, act, act_sh, part, T, max_slots, which);
 }
 
 } // namespace
@@ -93,7 +98,7 @@ cudaError_t moe_by_t(const launch_ctx &c, const moe_weights &w, const moe_route 
 static cudaError_t moe_launch(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h,
                               bf16 *act, bf16 *act_sh, bf16 *part, int T, int max_slots, int which)
 {
-    if (w.H % 32 || w.I % 32 || w.Is % 32 || w.H <= 0 || w.I <= 0 || w.Is <= 0 || T < 1 || T > kMaxT ||
+    if (w.H % 32 || w.I % 32 || w.Is % 32 || w.H <= 0 || w.I <= 0 || w.Is <= 0 || T < 1 || T > kMoeMaxT ||
         max_slots < 1 || max_slots > kMaxSlots)
         return cudaErrorInvalidValue;
     if ((which & 1) && moe_sh_parts(w.H, moe_rowt(T)) > 1 && (!rt.sh_part || !rt.sh_ticket))
@@ -105,8 +110,10 @@ static cudaError_t moe_launch(const launch_ctx &c, const moe_weights &w, const m
 
 size_t moe_sh_part_floats(int H, int Is)
 {
-    const int p = max(moe_sh_parts(H, 1), moe_sh_parts(H, 2)); // [Is / 16 ROWT items][parts][2 ROWT x 4 x 32]
-    return p > 1 ? (size_t)Is * 16 * p : 0;
+    // [Is / 16 ROWT items][parts][2 ROWT x NH x 4 x 32]: Is 16 NH parts floats, the most of
+    // (ROWT 1, NH 1), (2, 1) and (2, 2)
+    const int p1 = moe_sh_parts(H, 1), p2 = moe_sh_parts(H, 2), p = max(p1, 2 * p2);
+    return max(p1, p2) > 1 ? (size_t)Is * 16 * p : 0;
 }
 
 int moe_sh_tickets(int Is) { return Is / 16; }

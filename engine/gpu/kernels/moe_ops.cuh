@@ -10,16 +10,22 @@ namespace arbk {
 
 constexpr int kMoeWarps = 8;
 
-// The tiling by T (moe.cu says why): ROWT 16-row tiles per block; groups in flight per lane,
-// UNR for the routed bf16 tiles and UNRQ for the routed INT4 tiles of gate/up, and the
-// (expert, group) pairs of down. Only the loads in flight depend on them, not the sums.
+// The tiling by T (moe.cu says why): ROWT 16-row tiles per block; NH token halves
+// (moe_halves, kernels.h); groups in flight per lane, UNR for the routed bf16 tiles and UNRQ
+// for the routed INT4 tiles of gate/up, and the (expert, group) pairs of down. Only the
+// loads in flight depend on them, not the sums.
 __host__ __device__ constexpr int moe_rowt(int T) { return T <= 3 ? 1 : 2; }
-template <int ROWT> struct moe_tiling;
-template <> struct moe_tiling<1> {
+template <int ROWT, int NH = 1> struct moe_tiling;
+template <> struct moe_tiling<1, 1> {
     static constexpr int unr = 4, unrq = 7;
 };
-template <> struct moe_tiling<2> {
+template <> struct moe_tiling<2, 1> {
     static constexpr int unr = 2, unrq = 4;
+};
+// T = 9 .. 16: each group's token vectors twice the registers (two halves), so half the
+// groups in flight of T 4 .. 8 (ptxas: no spill on sm_90 or sm_120, moe.cu).
+template <> struct moe_tiling<2, 2> {
+    static constexpr int unr = 1, unrq = 2;
 };
 // The shared expert's gate/up: each warp of a part takes moe_sh_unr(ROWT) input groups (one
 // round of loads: 4 groups of one tile or 2 of two, 64 KB a block), so an item of ROWT tiles
@@ -38,30 +44,35 @@ __host__ __device__ constexpr int moe_sh_items(int H, int Is, int T)
 // Down's (expert, group) pairs in flight per warp: INT4 8 at every ROWT (one H200, graph,
 // results/engine-h200/5c25ed9-ab/: at two tiles 8 against 4 took verify 6630 -> 6563 us, down
 // 15.5 -> 14.3 us a layer at T = 3; decode even; 128 registers, no spill on sm_90 or sm_120), bf16 4 / ROWT.
-__host__ __device__ constexpr int moe_unr_down(bool int4, int rowt) { return int4 ? 8 : 4 / rowt; }
+// T = 9 .. 16 (two token halves): half of that, the token vectors and weights being twice the registers.
+__host__ __device__ constexpr int moe_unr_down(bool int4, int rowt, int nh = 1)
+{
+    return int4 ? 8 / nh : (4 / rowt / nh > 0 ? 4 / rowt / nh : 1);
+}
 // The down kernel's tiles per block at every T (moe.cu says why; the persistent form's down
 // stage keeps moe_rowt(T): the sums do not depend on it, and the forms' results are equal).
 __host__ __device__ constexpr int moe_rowt_down() { return 2; }
 
 // ROWT tiles of gate and up over groups [g0, g1) of the lane's share: INT4 fragments
 // (gq, uq: the first tile's uint2 per (group, lane); tiles 32 G apart) and scale pairs
-// (gs, us: per (group, gi); tiles 8 G apart). UNR groups' loads in flight per lane.
-template <int ROWT, int UNR, bool COH>
+// (gs, us: per (group, gi); tiles 8 G apart), for NH token halves. UNR groups' loads in
+// flight per lane.
+template <int ROWT, int NH, int UNR, bool COH>
 __device__ __forceinline__ void gate_up_int4(const uint2 *__restrict__ gq, const uint2 *__restrict__ uq,
                                              const uint32_t *__restrict__ gs, const uint32_t *__restrict__ us, int G,
                                              const bf16 *__restrict__ x, int ldx, int T, int g0, int g1,
-                                             float (&ag)[ROWT][4], float (&au)[ROWT][4])
+                                             float (&ag)[ROWT][NH][4], float (&au)[ROWT][NH][4])
 {
     const int lane = threadIdx.x % kWarp, gi = lane / 4;
     for (int g = g0; g < g1; g += UNR) {
         uint2 qa[UNR][ROWT], qb[UNR][ROWT];
         uint32_t sa[UNR][ROWT], sb[UNR][ROWT];
-        uint4 xb[UNR];
+        uint4 xb[UNR][NH];
 #pragma unroll
         for (int j = 0; j < UNR; j++) {
             if (g + j >= g1)
                 break;
-            xb[j] = ld_b<COH>(x, ldx, g + j, T);
+            ld_b_halves<NH, COH>(xb[j], x, ldx, g + j, T);
 #pragma unroll
             for (int k = 0; k < ROWT; k++) {
                 const size_t o = ((size_t)k * G + g + j) * kWarp + lane, so = ((size_t)k * G + g + j) * 8 + gi;
@@ -75,29 +86,29 @@ __device__ __forceinline__ void gate_up_int4(const uint2 *__restrict__ gq, const
                 break;
 #pragma unroll
             for (int k = 0; k < ROWT; k++) {
-                float p[4];
-                mma_int4_group(p, qa[j][k], xb[j]);
-                add_scaled(ag[k], p, sa[j][k]);
-                mma_int4_group(p, qb[j][k], xb[j]);
-                add_scaled(au[k], p, sb[j][k]);
+                float p[NH][4];
+                mma_int4_group<NH>(p, qa[j][k], xb[j]);
+                add_scaled<NH>(ag[k], p, sa[j][k]);
+                mma_int4_group<NH>(p, qb[j][k], xb[j]);
+                add_scaled<NH>(au[k], p, sb[j][k]);
             }
         }
     }
 }
 
 // The same for bf16 tiles of row-major [rows x K] matrices from their first rows (tiles 16 K apart).
-template <int ROWT, int UNR, bool COH>
+template <int ROWT, int NH, int UNR, bool COH>
 __device__ __forceinline__ void gate_up_bf16(const bf16 *__restrict__ wg, const bf16 *__restrict__ wu, int K,
-                                             const bf16 *__restrict__ x, int T, int g0, int g1, float (&ag)[ROWT][4],
-                                             float (&au)[ROWT][4])
+                                             const bf16 *__restrict__ x, int T, int g0, int g1,
+                                             float (&ag)[ROWT][NH][4], float (&au)[ROWT][NH][4])
 {
     for (int g = g0; g < g1; g += UNR) {
-        uint4 ga[UNR][ROWT][2], ua[UNR][ROWT][2], xb[UNR];
+        uint4 ga[UNR][ROWT][2], ua[UNR][ROWT][2], xb[UNR][NH];
 #pragma unroll
         for (int j = 0; j < UNR; j++) {
             if (g + j >= g1)
                 break;
-            xb[j] = ld_b<COH>(x, K, g + j, T);
+            ld_b_halves<NH, COH>(xb[j], x, K, g + j, T);
 #pragma unroll
             for (int k = 0; k < ROWT; k++) {
                 ld_a_bf16(wg + (size_t)k * 16 * K, K, g + j, ga[j][k][0], ga[j][k][1]);
@@ -110,8 +121,8 @@ __device__ __forceinline__ void gate_up_bf16(const bf16 *__restrict__ wg, const 
                 break;
 #pragma unroll
             for (int k = 0; k < ROWT; k++) {
-                mma_bf16_group(ag[k], ga[j][k][0], ga[j][k][1], xb[j]);
-                mma_bf16_group(au[k], ua[j][k][0], ua[j][k][1], xb[j]);
+                mma_bf16_group<NH>(ag[k], ga[j][k][0], ga[j][k][1], xb[j]);
+                mma_bf16_group<NH>(au[k], ua[j][k][0], ua[j][k][1], xb[j]);
             }
         }
     }
@@ -120,9 +131,9 @@ __device__ __forceinline__ void gate_up_bf16(const bf16 *__restrict__ wg, const 
 // The shared expert's gate/up in parts (moe_sh_parts, below): part `part` of the 16 ROWT-row
 // item's input groups, each warp UNR of them (one round of loads, issued before the wait: the
 // shared expert does not depend on the router), into ag / au.
-template <int ROWT, int UNR, class P>
+template <int ROWT, int NH, int UNR, class P>
 __device__ __forceinline__ void gate_up_sh_part(const P &pol, const moe_weights &w, const bf16 *h, int T, int item,
-                                                int part, float (&ag)[ROWT][4], float (&au)[ROWT][4])
+                                                int part, float (&ag)[ROWT][NH][4], float (&au)[ROWT][NH][4])
 {
     const int warp = threadIdx.x / kWarp, H = w.H, G = H / 32, rows = 16 * ROWT;
     const int g0 = min(G, (part * kMoeWarps + warp) * UNR), g1 = min(G, g0 + UNR);
@@ -138,27 +149,28 @@ __device__ __forceinline__ void gate_up_sh_part(const P &pol, const moe_weights 
             }
     pol.wait();
     constexpr bool coh = P::coherent;
-    uint4 xb[UNR];
+    uint4 xb[UNR][NH];
 #pragma unroll
     for (int j = 0; j < UNR; j++)
         if (g0 + j < g1)
-            xb[j] = ld_b<coh>(h, H, g0 + j, T);
+            ld_b_halves<NH, coh>(xb[j], h, H, g0 + j, T);
 #pragma unroll
     for (int j = 0; j < UNR; j++)
         if (g0 + j < g1)
 #pragma unroll
             for (int k = 0; k < ROWT; k++) {
-                mma_bf16_group(ag[k], ga[j][k][0], ga[j][k][1], xb[j]);
-                mma_bf16_group(au[k], ua[j][k][0], ua[j][k][1], xb[j]);
+                mma_bf16_group<NH>(ag[k], ga[j][k][0], ga[j][k][1], xb[j]);
+                mma_bf16_group<NH>(au[k], ua[j][k][0], ua[j][k][1], xb[j]);
             }
 }
 
-// Rows row0 .. of dst: bf16(silu(g) * u) of warp k's tile from the block's sums (k < ROWT; c0,
-// c1 row gi, tokens 2 ti, 2 ti + 1; c2, c3 row gi + 8).
-__device__ __forceinline__ void gate_up_store(bf16 *dst, int ld, int row0, int k, int c, float g, float u, int T)
+// Rows row0 .. of dst: bf16(silu(g) * u) of warp k's tile from the block's sums (k < ROWT; in
+// token half `half`, c0, c1 row gi, tokens 8 half + 2 ti, + 1; c2, c3 row gi + 8).
+__device__ __forceinline__ void gate_up_store(bf16 *dst, int ld, int row0, int k, int c, float g, float u, int T,
+                                              int half)
 {
     const int lane = threadIdx.x % kWarp, gi = lane / 4, ti = lane % 4;
-    const int n = 2 * ti + (c & 1), r = row0 + 16 * k + gi + 8 * (c >> 1);
+    const int n = 8 * half + 2 * ti + (c & 1), r = row0 + 16 * k + gi + 8 * (c >> 1);
     if (n < T)
         dst[(size_t)n * ld + r] = to_bf(g / (1.0f + expf(-g)) * u);
 }
@@ -167,25 +179,25 @@ __device__ __forceinline__ void gate_up_store(bf16 *dst, int ld, int row0, int k
 // moe_sh_parts parts), then (slot, tile) pairs. With more than one part, each part's sums go
 // to rt.sh_part and the item's last part to arrive (rt.sh_ticket) adds the parts in part order
 // and stores the item. pol_sh: the shared items' wait, pol: the routed tiles' (both forms pass
-// the same policy).
-template <bool INT4, int ROWT, int UNR, int UNRQ, class P>
+// the same policy). NH token halves: T <= 8 NH; act's token stride 8 NH (moe_tstride).
+template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, class P>
 __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, const moe_weights &w,
                                                  const moe_route &rt, const bf16 *h, bf16 *act, bf16 *act_sh, int T,
                                                  int bx)
 {
-    __shared__ float red[kMoeWarps][2 * ROWT][4][kWarp];
+    __shared__ float red[kMoeWarps][2 * ROWT][NH][4][kWarp];
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
     const int H = w.H, I = w.I, G = H / 32, rows = 16 * ROWT;
     const int parts = moe_sh_parts(H, ROWT), sh_items = w.Is / rows * parts, items = I / rows;
     const bool shared = bx < sh_items;
     pol.launch_dependents();
     constexpr bool coh = P::coherent;
-    float ag[ROWT][4] = {}, au[ROWT][4] = {};
+    float ag[ROWT][NH][4] = {}, au[ROWT][NH][4] = {};
     bf16 *dst;
     int ld, row0;
     if (shared) {
         row0 = bx / parts * rows, dst = act_sh, ld = w.Is;
-        gate_up_sh_part<ROWT, moe_sh_unr(ROWT)>(pol_sh, w, h, T, bx / parts, bx % parts, ag, au);
+        gate_up_sh_part<ROWT, NH, moe_sh_unr(ROWT)>(pol_sh, w, h, T, bx / parts, bx % parts, ag, au);
     } else {
         const int per = (G + kMoeWarps - 1) / kMoeWarps, g0 = min(G, warp * per), g1 = min(G, g0 + per);
         pol.wait();
@@ -195,71 +207,82 @@ __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, 
         if (slot >= n_uniq)
             return;                                         // the whole CTA
         const size_t r = (size_t)e * I + (size_t)it * rows; // first row of the [E x I x H] tensors
-        row0 = it * rows, dst = act + (size_t)slot * kMaxT * I, ld = I;
+        row0 = it * rows, dst = act + (size_t)slot * (8 * NH) * I, ld = I;
         if (INT4)
-            gate_up_int4<ROWT, UNRQ, coh>(
+            gate_up_int4<ROWT, NH, UNRQ, coh>(
                 reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.gate) + r * (H / 8)),
                 reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.up) + r * (H / 8)),
                 reinterpret_cast<const uint32_t *>(w.gate_s + r * G),
                 reinterpret_cast<const uint32_t *>(w.up_s + r * G), G, h, H, T, g0, g1, ag, au);
         else
-            gate_up_bf16<ROWT, UNR, coh>(static_cast<const bf16 *>(w.gate) + r * H,
-                                         static_cast<const bf16 *>(w.up) + r * H, H, h, T, g0, g1, ag, au);
+            gate_up_bf16<ROWT, NH, UNR, coh>(static_cast<const bf16 *>(w.gate) + r * H,
+                                             static_cast<const bf16 *>(w.up) + r * H, H, h, T, g0, g1, ag, au);
     }
 #pragma unroll
     for (int k = 0; k < ROWT; k++)
 #pragma unroll
-        for (int c = 0; c < 4; c++)
-            red[warp][k][c][lane] = ag[k][c], red[warp][ROWT + k][c][lane] = au[k][c];
+        for (int hf = 0; hf < NH; hf++)
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                red[warp][k][hf][c][lane] = ag[k][hf][c], red[warp][ROWT + k][hf][c][lane] = au[k][hf][c];
     __syncthreads();
     const int k = warp; // warp k < ROWT finishes tile k: the warps' sums in warp order
-    float gk[4] = {}, uk[4] = {};
+    float gk[NH][4] = {}, uk[NH][4] = {};
     if (warp < ROWT)
 #pragma unroll
-        for (int c = 0; c < 4; c++)
-            for (int v = 0; v < kMoeWarps; v++)
-                gk[c] += red[v][k][c][lane], uk[c] += red[v][ROWT + k][c][lane];
+        for (int hf = 0; hf < NH; hf++)
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                for (int v = 0; v < kMoeWarps; v++)
+                    gk[hf][c] += red[v][k][hf][c][lane], uk[hf][c] += red[v][ROWT + k][hf][c][lane];
     if (!shared || parts == 1) {
         if (warp < ROWT)
 #pragma unroll
-            for (int c = 0; c < 4; c++)
-                gate_up_store(dst, ld, row0, k, c, gk[c], uk[c], T);
+            for (int hf = 0; hf < NH; hf++)
+#pragma unroll
+                for (int c = 0; c < 4; c++)
+                    gate_up_store(dst, ld, row0, k, c, gk[hf][c], uk[hf][c], T, hf);
         return;
     }
-    // A part of a shared item: its sums [2 ROWT][4][32] at (item, part); the item's last part
-    // to arrive adds the parts in part order and stores the item.
-    constexpr int kPartFloats = 2 * ROWT * 4 * kWarp;
+    // A part of a shared item: its sums [2 ROWT][NH][4][32] at (item, part); the item's last
+    // part to arrive adds the parts in part order and stores the item.
+    constexpr int kPartFloats = 2 * ROWT * NH * 4 * kWarp;
     const int item = bx / parts;
     const float *all = rt.sh_part + (size_t)item * parts * kPartFloats;
     float *mine = rt.sh_part + ((size_t)item * parts + bx % parts) * kPartFloats;
     if (warp < ROWT)
 #pragma unroll
-        for (int c = 0; c < 4; c++) {
-            __stcg(mine + (k * 4 + c) * kWarp + lane, gk[c]);
-            __stcg(mine + ((ROWT + k) * 4 + c) * kWarp + lane, uk[c]);
-        }
+        for (int hf = 0; hf < NH; hf++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                __stcg(mine + ((k * NH + hf) * 4 + c) * kWarp + lane, gk[hf][c]);
+                __stcg(mine + (((ROWT + k) * NH + hf) * 4 + c) * kWarp + lane, uk[hf][c]);
+            }
     if (!last_to_arrive(rt.sh_ticket + item, (unsigned)parts) || warp >= ROWT)
         return;
 #pragma unroll
-    for (int c = 0; c < 4; c++) {
-        float g = 0.0f, u = 0.0f;
-        for (int p = 0; p < parts; p++)
-            g += __ldcg(all + (size_t)p * kPartFloats + (k * 4 + c) * kWarp + lane),
-                u += __ldcg(all + (size_t)p * kPartFloats + ((ROWT + k) * 4 + c) * kWarp + lane);
-        gate_up_store(dst, ld, row0, k, c, g, u, T);
-    }
+    for (int hf = 0; hf < NH; hf++)
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            float g = 0.0f, u = 0.0f;
+            for (int p = 0; p < parts; p++)
+                g += __ldcg(all + (size_t)p * kPartFloats + ((k * NH + hf) * 4 + c) * kWarp + lane),
+                    u += __ldcg(all + (size_t)p * kPartFloats + (((ROWT + k) * NH + hf) * 4 + c) * kWarp + lane);
+            gate_up_store(dst, ld, row0, k, c, g, u, T, hf);
+        }
 }
 
-// Block bx: output rows 16 ROWT bx ..
-template <bool INT4, int ROWT, int UNR, class P>
+// Block bx: output rows 16 ROWT bx .. for NH token halves (act's and coef's token stride 8 NH).
+template <bool INT4, int ROWT, int NH, int UNR, class P>
 __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w, const moe_route &rt, const bf16 *act,
                                               const bf16 *act_sh, bf16 *__restrict__ part, int T, int bx)
 {
-    __shared__ float red[kMoeWarps][ROWT][4][kWarp];
+    __shared__ float red[kMoeWarps][ROWT][NH][4][kWarp];
     __shared__ int s_uniq[kMaxSlots], s_n;
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, gi = lane / 4, ti = lane % 4;
     const int H = w.H, I = w.I, Is = w.Is, Gi = I / 32, Gs = Is / 32;
     const int r0 = bx * 16 * ROWT;
+    constexpr int TS = 8 * NH; // act's and coef's token stride
     constexpr bool coh = P::coherent;
     pol.launch_dependents();
     // The shared expert does not depend on the predecessor: the warp's first group (g = warp)
@@ -280,28 +303,32 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
         s_uniq[i] = coh ? __ldcg(rt.uniq + i) : rt.uniq[i];
     if (threadIdx.x == 0)
         s_n = coh ? __ldcg(rt.n_uniq) : *rt.n_uniq;
-    const uint4 xs = warp < Gs ? ld_b<coh>(act_sh, Is, warp, T) : make_uint4(0, 0, 0, 0);
+    uint4 xs[NH];
+#pragma unroll
+    for (int hf = 0; hf < NH; hf++)
+        xs[hf] = warp < Gs ? ld_b<coh>(act_sh, Is, warp, T, hf) : make_uint4(0, 0, 0, 0);
     __syncthreads();
-    float acc[ROWT][4] = {};
+    float acc[ROWT][NH][4] = {};
     if (warp < Gs) // the shared expert (weight 1): groups warp, warp + 8, .. in that order
 #pragma unroll
         for (int k = 0; k < ROWT; k++)
-            mma_bf16_group(acc[k], sa0[k], sa1[k], xs);
+            mma_bf16_group<NH>(acc[k], sa0[k], sa1[k], xs);
     for (int g = warp + kMoeWarps; g < Gs; g += kMoeWarps) {
-        const uint4 xb = ld_b<coh>(act_sh, Is, g, T);
+        uint4 xb[NH];
+        ld_b_halves<NH, coh>(xb, act_sh, Is, g, T);
 #pragma unroll
         for (int k = 0; k < ROWT; k++) {
             uint4 a0, a1;
             ld_a_bf16(w.sh_down + (size_t)(r0 + 16 * k) * Is, Is, g, a0, a1);
-            mma_bf16_group(acc[k], a0, a1, xb);
+            mma_bf16_group<NH>(acc[k], a0, a1, xb);
         }
     }
     const int npairs = s_n * Gi;
     for (int q0 = warp; q0 < npairs; q0 += kMoeWarps * UNR) {
         uint2 qa[UNR][ROWT];
         uint32_t sa[UNR][ROWT];
-        uint4 ba[UNR][ROWT][2], xb[UNR];
-        float2 cf[UNR];
+        uint4 ba[UNR][ROWT][2], xb[UNR][NH];
+        float2 cf[UNR][NH];
 #pragma unroll
         for (int j = 0; j < UNR; j++) {
             const int q = q0 + j * kMoeWarps;
@@ -309,9 +336,12 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
                 break;
             const int u = q / Gi, grp = q % Gi;
             const size_t r = (size_t)s_uniq[u] * H + r0; // first row of the [E x H x I] tensor
-            xb[j] = ld_b<coh>(act + (size_t)u * kMaxT * I, I, grp, T);
-            const float2 *cp = reinterpret_cast<const float2 *>(rt.coef + u * kMaxT + 2 * ti);
-            cf[j] = coh ? __ldcg(cp) : *cp;
+            ld_b_halves<NH, coh>(xb[j], act + (size_t)u * TS * I, I, grp, T);
+#pragma unroll
+            for (int hf = 0; hf < NH; hf++) {
+                const float2 *cp = reinterpret_cast<const float2 *>(rt.coef + u * TS + 8 * hf + 2 * ti);
+                cf[j][hf] = coh ? __ldcg(cp) : *cp;
+            }
 #pragma unroll
             for (int k = 0; k < ROWT; k++) {
                 const size_t rk = r + 16 * k;
@@ -331,38 +361,49 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
                 break;
 #pragma unroll
             for (int k = 0; k < ROWT; k++) {
-                float p[4];
+                float p[NH][4];
                 float s0 = 1.0f, s1 = 1.0f;
                 if (INT4) {
-                    mma_int4_group(p, qa[j][k], xb[j]);
+                    mma_int4_group<NH>(p, qa[j][k], xb[j]);
                     s0 = bf16_lo(sa[j][k]), s1 = bf16_hi(sa[j][k]);
                 } else {
-                    p[0] = p[1] = p[2] = p[3] = 0.0f;
-                    mma_bf16_group(p, ba[j][k][0], ba[j][k][1], xb[j]);
+#pragma unroll
+                    for (int hf = 0; hf < NH; hf++)
+                        p[hf][0] = p[hf][1] = p[hf][2] = p[hf][3] = 0.0f;
+                    mma_bf16_group<NH>(p, ba[j][k][0], ba[j][k][1], xb[j]);
                 }
-                acc[k][0] = fmaf(cf[j].x, s0 * p[0], acc[k][0]), acc[k][1] = fmaf(cf[j].y, s0 * p[1], acc[k][1]);
-                acc[k][2] = fmaf(cf[j].x, s1 * p[2], acc[k][2]), acc[k][3] = fmaf(cf[j].y, s1 * p[3], acc[k][3]);
+#pragma unroll
+                for (int hf = 0; hf < NH; hf++) {
+                    const float2 f = cf[j][hf];
+                    float *a = acc[k][hf];
+                    a[0] = fmaf(f.x, s0 * p[hf][0], a[0]), a[1] = fmaf(f.y, s0 * p[hf][1], a[1]);
+                    a[2] = fmaf(f.x, s1 * p[hf][2], a[2]), a[3] = fmaf(f.y, s1 * p[hf][3], a[3]);
+                }
             }
         }
     }
 #pragma unroll
     for (int k = 0; k < ROWT; k++)
 #pragma unroll
-        for (int c = 0; c < 4; c++)
-            red[warp][k][c][lane] = acc[k][c];
+        for (int hf = 0; hf < NH; hf++)
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                red[warp][k][hf][c][lane] = acc[k][hf][c];
     __syncthreads();
     if (warp >= ROWT)
         return;
     const int k = warp;
 #pragma unroll
-    for (int c = 0; c < 4; c++) {
-        float s = 0.0f;
-        for (int v = 0; v < kMoeWarps; v++)
-            s += red[v][k][c][lane];
-        const int n = 2 * ti + (c & 1), r = r0 + 16 * k + gi + 8 * (c >> 1);
-        if (n < T)
-            part[(size_t)n * H + r] = to_bf(s);
-    }
+    for (int hf = 0; hf < NH; hf++)
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            float s = 0.0f;
+            for (int v = 0; v < kMoeWarps; v++)
+                s += red[v][k][hf][c][lane];
+            const int n = 8 * hf + 2 * ti + (c & 1), r = r0 + 16 * k + gi + 8 * (c >> 1);
+            if (n < T)
+                part[(size_t)n * H + r] = to_bf(s);
+        }
 }
 
 } // namespace arbk

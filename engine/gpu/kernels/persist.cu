@@ -196,12 +196,13 @@ template <int T> __global__ void __launch_bounds__(kPersistThreads, 2)
 template <bool INT4, int T>
 __device__ __forceinline__ void moe_stage(const persist_moe_args &a, int s, int tile, const persist_sync &p)
 {
+    static_assert(moe_halves(T) == 1, "the persistent form runs the step's T <= kMaxT");
     constexpr int rowt = moe_rowt(T);
     if (s == PM_GATE_UP)
-        moe_gate_up_tile<INT4, rowt, moe_tiling<rowt>::unr, moe_tiling<rowt>::unrq>(p, p, a.w, a.rt, a.h, a.act,
-                                                                                    a.act_sh, T, tile);
+        moe_gate_up_tile<INT4, rowt, 1, moe_tiling<rowt>::unr, moe_tiling<rowt>::unrq>(p, p, a.w, a.rt, a.h, a.act,
+                                                                                       a.act_sh, T, tile);
     else
-        moe_down_tile<INT4, rowt, moe_unr_down(INT4, rowt)>(p, a.w, a.rt, a.act, a.act_sh, a.part, T, tile);
+        moe_down_tile<INT4, rowt, 1, moe_unr_down(INT4, rowt)>(p, a.w, a.rt, a.act, a.act_sh, a.part, T, tile);
 }
 
 // The top-k's choices per lane in the persistent form: E <= kPersistMaxExperts (persist_moe

@@ -10,6 +10,13 @@
  *
  *   engine_gpu_bench [--config kimi-k2] [--weights int4|bf16] [--tp-shape 8] [--layers L]
  *                    [--experts E] [--context 4096] [--steps 32] [--spec-k 2] [--eager]
+ *                    [--moe-t LIST]
+ *
+ * --moe-t LIST (the sweep's list grammar, e.g. 1:8,12,16; T up to ARB_GPU_MOE_MAX_T): the MoE
+ * block alone at each T over a synthetic selection (each token k distinct experts drawn
+ * uniformly, fixed seed; no step runs past ARB_GPU_MAX_T, so the router's choice is not
+ * available there), against the cuBLAS loop, then its spread of TB/s over T <= 8 (issue 22:
+ * flat within 20%).
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +26,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "base/sizes.h"
 #include "model/config.h"
 #include "gpu/gpu_dims.h"
 #include "gpu/gpu_model.h"
@@ -156,12 +164,65 @@ static void profile(run_t *r, unsigned T, const char *name)
     printf(" total=%.1f\n", total);
 }
 
+/* k distinct experts of E per token, uniform (splitmix64 from a fixed seed), every layer. */
+static void uniform_selection(unsigned layers, unsigned T, unsigned k, unsigned E, int32_t *out)
+{
+    uint64_t x = 0x9e3779b97f4a7c15ull * (T + 1);
+    for (unsigned i = 0; i < layers * T; i++)
+        for (unsigned j = 0; j < k; j++) {
+            int32_t e;
+            int dup;
+            do {
+                uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+                z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+                z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+                z ^= z >> 31;
+                e = (int32_t)(z % E);
+                dup = 0;
+                for (unsigned q = 0; q < j; q++)
+                    dup |= out[(size_t)i * k + q] == e;
+            } while (dup);
+            out[(size_t)i * k + j] = e;
+        }
+}
+
+/* The MoE block alone at each T of the list over uniform selections, and the TB/s spread over T <= 8. */
+static void moe_sweep(run_t *r, const unsigned *Ts, size_t n, unsigned E)
+{
+    double lo = 0, hi = 0;
+    unsigned tlo = 0, thi = 0;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned T = Ts[i];
+        int32_t *sel = malloc(sizeof(int32_t) * r->layers * T * r->k);
+        uniform_selection(r->layers, T, r->k, E, sel);
+        arb_gpu_moe_bench_t mb;
+        CK(arb_gpu_moe_bench_sel(r->m, T, sel, 5, r->st, &mb, why, sizeof why));
+        free(sel);
+        const double tbps = mb.ours_bytes / (mb.ours_us * 1e-6) / 1e12;
+        printf("moe_sel_T=%u routing=uniform layers_timed=%d/%d experts_per_layer=%.2f ours_us=%.2f ours_TBps=%.3f "
+               "cublas_us=%.2f cublas_TBps=%.3f speedup=%.2f\n",
+               T, mb.layers_timed, mb.layers_total, mb.experts_per_layer, mb.ours_us, tbps, mb.cublas_us,
+               mb.cublas_bytes / (mb.cublas_us * 1e-6) / 1e12, mb.cublas_us / mb.ours_us);
+        if (T <= ARB_GPU_MAX_T) {
+            if (!tlo || tbps < lo)
+                lo = tbps, tlo = T;
+            if (!thi || tbps > hi)
+                hi = tbps, thi = T;
+        }
+    }
+    if (tlo && tlo != thi)
+        printf("moe_flatness T<=%d: min %.3f TB/s (T=%u) max %.3f TB/s (T=%u) spread=%.1f%% of max (target: within 20%%)\n",
+               ARB_GPU_MAX_T, lo, tlo, hi, thi, 100.0 * (hi - lo) / hi);
+}
+
 int main(int argc, char **argv)
 {
     const char *config = "kimi-k2";
     arb_gpu_wformat_t wf = ARB_GPU_INT4;
     unsigned K = 8, context = 4096, spec_k = 2, layers = 0, experts = 0;
     int S = 32, eager = 0;
+    unsigned moe_ts[ARB_GPU_MOE_MAX_T];
+    size_t n_moe_ts = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--eager")) {
@@ -187,9 +248,16 @@ int main(int argc, char **argv)
             layers = (unsigned)atoi(v);
         else if (!strcmp(a, "--experts"))
             experts = (unsigned)atoi(v);
-        else
+        else if (!strcmp(a, "--moe-t")) {
+            char e[256];
+            if (arb_parse_uint_list(v, moe_ts, ARB_GPU_MOE_MAX_T, &n_moe_ts, e, sizeof e) != ARB_OK)
+                DIE("--moe-t %s: %s", v, e);
+            for (size_t j = 0; j < n_moe_ts; j++)
+                if (moe_ts[j] < 1 || moe_ts[j] > ARB_GPU_MOE_MAX_T)
+                    DIE("--moe-t %s: T %u, expected 1 .. %d", v, moe_ts[j], ARB_GPU_MOE_MAX_T);
+        } else
             DIE("unknown option or value: %s %s (accepted: --config --weights int4|bf16 --tp-shape --layers --experts "
-                "--context --steps --spec-k --eager)", a, v);
+                "--context --steps --spec-k --eager --moe-t)", a, v);
     }
     if (S < 1 || spec_k + 1 > ARB_GPU_MAX_T || context < ARB_GPU_MAX_T)
         DIE("--steps >= 1, --spec-k <= %d and --context >= %d", ARB_GPU_MAX_T - 1, ARB_GPU_MAX_T);
@@ -255,6 +323,8 @@ int main(int argc, char **argv)
            "speedup=%.2f\n",
            Tv, mb.experts_per_layer, mb.ours_us, mb.ours_bytes / (mb.ours_us * 1e-6) / 1e12, mb.cublas_us,
            mb.cublas_bytes / (mb.cublas_us * 1e-6) / 1e12, mb.cublas_us / mb.ours_us);
+    if (n_moe_ts)
+        moe_sweep(&r, moe_ts, n_moe_ts, cfg.n_routed_experts);
     arb_gpu_model_destroy(r.m);
     return 0;
 }

@@ -89,7 +89,7 @@ route_dev alloc_route(int T, int k, int H = 0, int Is = 0)
     cudaMalloc(&r.ticket, sizeof(unsigned));
     cudaMemset(r.ticket, 0, sizeof(unsigned));
     cudaMalloc(&r.experts, sizeof(int32_t) * T * k);
-    cudaMalloc(&r.rt.coef, sizeof(float) * arbk::kMaxSlots * arbk::kMaxT);
+    cudaMalloc(&r.rt.coef, sizeof(float) * arbk::kMaxSlots * arbk::moe_tstride(arbk::kMoeMaxT)); // any T's stride
     cudaMalloc(&r.rt.uniq, sizeof(int32_t) * arbk::kMaxSlots);
     cudaMalloc(&r.rt.n_uniq, sizeof(int32_t));
     r.rt.experts = r.experts;

@@ -5,7 +5,9 @@
 //   int4_layout   every (row, column) of a matrix to a distinct (word, nibble) and back;
 //                 every scale likewise
 //   moe_int4_T*   INT4 experts (row-major packed values, reshuffled into the layout on the
-//                 host) for T = 1, 3, 8, experts shared by two tokens; a rerun bit-identical
+//                 host) for T = 1, 3, 8, and 12 and 16 (two token halves, tree verify; act
+//                 and coef at moe_tstride(T)), experts shared by two tokens; a rerun
+//                 bit-identical; T = kMoeMaxT + 1 refused
 //   moe_bf16_T*   the same with bf16 experts
 // Tolerance: one bf16 rounding of the output (2^-8 relative), 1e-5 of sum |terms| for
 // accumulation order, and one-ulp flips of the stored act (bf16 on both sides) through
@@ -124,19 +126,20 @@ void moe_case(bool int4, int T)
     std::vector<int32_t> uniq(sel.begin(), sel.end());
     std::sort(uniq.begin(), uniq.end());
     uniq.erase(std::unique(uniq.begin(), uniq.end()), uniq.end());
-    std::vector<float> coef((size_t)arbk::kMaxSlots * arbk::kMaxT, 0.0f);
+    const int ts = arbk::moe_tstride(T); // act's and coef's token stride at this T
+    std::vector<float> coef((size_t)arbk::kMaxSlots * ts, 0.0f);
     for (int t = 0; t < T; t++)
         for (int j = 0; j < k; j++) {
             const size_t u = std::find(uniq.begin(), uniq.end(), sel[t * k + j]) - uniq.begin();
-            coef[u * arbk::kMaxT + t] = w[t * k + j];
+            coef[u * ts + t] = w[t * k + j];
         }
     const int32_t nu = (int32_t)uniq.size();
     cudaMemcpy(r.rt.uniq, uniq.data(), sizeof(int32_t) * nu, cudaMemcpyHostToDevice);
     cudaMemcpy(r.rt.coef, coef.data(), coef.size() * 4, cudaMemcpyHostToDevice);
     cudaMemcpy(r.rt.n_uniq, &nu, 4, cudaMemcpyHostToDevice);
     bf16 *dh = (bf16 *)to_dev(h), *act, *act_sh, *part;
-    cudaMalloc(&act, (size_t)arbk::kMaxSlots * arbk::kMaxT * I * 2);
-    cudaMalloc(&act_sh, (size_t)arbk::kMaxT * Is * 2);
+    cudaMalloc(&act, (size_t)arbk::kMaxSlots * ts * I * 2);
+    cudaMalloc(&act_sh, (size_t)ts * Is * 2);
     cudaMalloc(&part, (size_t)T * H * 2);
     TAP_REQUIRE(arbk::moe_block(g_lc, mw, r.rt, dh, act, act_sh, part, T, T * k) == cudaSuccess);
     TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
@@ -157,6 +160,14 @@ void moe_case(bool int4, int T)
         arbk::moe_route bare = r.rt;
         bare.sh_part = nullptr;
         TAP_CHECK(arbk::moe_gate_up(g_lc, mw, bare, dh, act, act_sh, T, T * k) == cudaErrorInvalidValue);
+    }
+    // more tokens than the kernels take: refused, and nothing written
+    TAP_CHECK(arbk::moe_block(g_lc, mw, r.rt, dh, act, act_sh, part, arbk::kMoeMaxT + 1, T * k) ==
+              cudaErrorInvalidValue);
+    TAP_CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    {
+        const auto after = from_dev((uint16_t *)part, (size_t)T * H);
+        TAP_CHECK(memcmp(after.data(), again.data(), after.size() * 2) == 0);
     }
     char name[32];
     snprintf(name, sizeof name, "moe %s T=%d", int4 ? "int4" : "bf16", T);
@@ -211,9 +222,12 @@ void moe_case(bool int4, int T)
 void t_moe_int4_t1() { moe_case(true, 1); }
 void t_moe_int4_t3() { moe_case(true, 3); }
 void t_moe_int4_t8() { moe_case(true, 8); }
+void t_moe_int4_t12() { moe_case(true, 12); }
+void t_moe_int4_t16() { moe_case(true, 16); }
 void t_moe_bf16_t1() { moe_case(false, 1); }
 void t_moe_bf16_t3() { moe_case(false, 3); }
 void t_moe_bf16_t8() { moe_case(false, 8); }
+void t_moe_bf16_t16() { moe_case(false, 16); }
 
 } // namespace
 
@@ -227,7 +241,8 @@ int main(int argc, char **argv)
     static const tap_test_t tests[] = {
         {"int4_layout", t_int4_layout}, {"moe_int4_T1", t_moe_int4_t1}, {"moe_int4_T3", t_moe_int4_t3},
         {"moe_int4_T8", t_moe_int4_t8}, {"moe_bf16_T1", t_moe_bf16_t1}, {"moe_bf16_T3", t_moe_bf16_t3},
-        {"moe_bf16_T8", t_moe_bf16_t8},
+        {"moe_bf16_T8", t_moe_bf16_t8}, {"moe_int4_T12", t_moe_int4_t12}, {"moe_int4_T16", t_moe_int4_t16},
+        {"moe_bf16_T16", t_moe_bf16_t16},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
