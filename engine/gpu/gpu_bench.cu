@@ -203,9 +203,12 @@ extern "C" arb_status_t arb_gpu_moe_bench_sel(arb_gpu_model_t *m, unsigned T, co
                       "gpu moe bench: layer %u selects %zu distinct experts at T %u, more than the kernels' %d",
                       ls.layer, ls.uniq.size(), T, arbk::kMaxSlots);
     const int H = (int)s.H, I = (int)s.I, Is = (int)s.Is;
-    // Beyond the step's T the model's h, act and part buffers are too small: the bench's own
-    // (h zero: the kernels' time does not depend on the values).
-    const bool own_io = T > ARB_GPU_MAX_T;
+    // The model's h, act and part buffers hold max_tokens rows and max_slots experts: past
+    // either (always past the step's T), the bench's own (h zero: the kernels' time does not
+    // depend on the values).
+    bool own_io = T > m->o.max_tokens;
+    for (const layer_sel &ls : sel)
+        own_io = own_io || ls.uniq.size() > (size_t)s.max_slots;
     const size_t ts = (size_t)arbk::moe_tstride((int)T);
     const size_t io_bytes = own_io ? (size_t)T * H * 2 * 2 + (size_t)arbk::kMaxSlots * ts * I * 2 + ts * Is * 2 + 4 * 256 : 0;
     const size_t expert_elems = (size_t)3 * I * H, ws_bytes = (size_t)32 << 20;

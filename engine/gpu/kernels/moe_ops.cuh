@@ -23,7 +23,8 @@ template <> struct moe_tiling<2, 1> {
     static constexpr int unr = 2, unrq = 4;
 };
 // T = 9 .. 16: each group's token vectors twice the registers (two halves), so half the
-// groups in flight of T 4 .. 8 (ptxas: no spill on sm_90 or sm_120, moe.cu).
+// groups in flight of T 4 .. 8 (ptxas -v, 128 registers: INT4 4 bytes of spill on sm_90
+// (gate/up) and sm_120 (both), bf16 4 on sm_90 and 16 on sm_120; kernels/README.md).
 template <> struct moe_tiling<2, 2> {
     static constexpr int unr = 1, unrq = 2;
 };

@@ -167,6 +167,8 @@ static void profile(run_t *r, unsigned T, const char *name)
 /* k distinct experts of E per token, uniform (splitmix64 from a fixed seed), every layer. */
 static void uniform_selection(unsigned layers, unsigned T, unsigned k, unsigned E, int32_t *out)
 {
+    if (k > E)
+        DIE("--moe-t: %u distinct experts a token out of %u", k, E);
     uint64_t x = 0x9e3779b97f4a7c15ull * (T + 1);
     for (unsigned i = 0; i < layers * T; i++)
         for (unsigned j = 0; j < k; j++) {
