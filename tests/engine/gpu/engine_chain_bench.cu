@@ -39,13 +39,22 @@
 //             fence, st.release): no atomics; warp 0 of every block polls the previous stage's
 //             G words, lane j the words j, j + 32, ... (ld.acquire)
 //   p-racy    no sync at all: a stage's work alone (its check may fail, as racy's)
+//   p-stream  as p-counter, but every block's weights stream D stages ahead (--stream-depth D,
+//             default 2) into a ring of D shared-memory slots: thread 0 issues one bulk copy
+//             (cp.async.bulk, the TMA; SM90 and SM120) a stage, completing on the slot's
+//             mbarrier, stages 0 .. D - 1 at the start and stage k + D once every thread has
+//             left stage k; a stage waits on the previous stage's counter and on its slot's
+//             mbarrier, then reads its weights from shared memory. While a block waits, the
+//             next D stages' weights are in flight (the design docs/notes.md asks a persistent
+//             form for: the bytes keep streaming across the boundaries). D x W KB of shared
+//             memory a block (skipped, row check "not-resident", where G blocks do not fit)
 // After the timed replays the last activation is compared with the same recurrence on the
 // host; a mismatch fails the run (exit 1), except for racy, where it is the expected outcome
 // and is reported. A counter poll past 2 s sets an error word; the run then fails.
 // Usage: engine_chain_bench [--kernels K] [--blocks G] [--weights-kb W] [--sleep-ns N]
-//                           [--replays R] [--out FILE.csv [--force]]
-// Rows: schema chain-bench-2 (chain-bench-1, in results/engine-h200/trigger-first-ab/, had no
-// git_rev column). --out follows the project's output rule (src/base/outfile.h: an existing file is refused
+//                           [--stream-depth D] [--replays R] [--out FILE.csv [--force]]
+// Rows: schema chain-bench-3 (chain-bench-2 had no stream_depth column, chain-bench-1, in
+// results/engine-h200/trigger-first-ab/, no git_rev column either). --out follows the project's output rule (src/base/outfile.h: an existing file is refused
 // unless --force, written whole through a temporary). No GPU: says so, exit 77.
 #include <algorithm>
 #include <cerrno>
@@ -69,9 +78,10 @@ constexpr int kThreads = 256;
 constexpr int kAct = 7168 / 4; // u32 words of the activation: 7168 bf16 = 14 KB
 constexpr unsigned long long kTimeoutNs = 2000000000ull;
 
-enum { PLAIN, PDL, PDL_LATE, COUNTER, FLAG, RACY, P_COUNTER, P_L2, P_AHEAD, P_FLAG, P_FLAGS, P_RACY, MODES };
-const char *const kModeName[MODES] = {"plain",     "pdl",  "pdl-late", "counter", "flag",    "racy",
-                                      "p-counter", "p-l2", "p-ahead",  "p-flag",  "p-flags", "p-racy"};
+enum { PLAIN, PDL, PDL_LATE, COUNTER, FLAG, RACY, P_COUNTER, P_L2, P_AHEAD, P_FLAG, P_FLAGS, P_RACY, P_STREAM, MODES };
+const char *const kModeName[MODES] = {"plain",     "pdl",  "pdl-late", "counter", "flag",    "racy",    "p-counter",
+                                      "p-l2",      "p-ahead", "p-flag", "p-flags", "p-racy", "p-stream"};
+constexpr int kMaxStreamDepth = 8; // p-stream's ring slots (one mbarrier each)
 constexpr int kAheadVec = 8; // p-ahead: a thread's share of one stage's weights in registers (32 KB a block)
 constexpr bool racy_mode(int m) { return m == RACY || m == P_RACY; }
 
@@ -220,6 +230,51 @@ template <int MODE> __device__ __forceinline__ void stage_arrive(unsigned *sync,
     }
 }
 
+// p-stream's ring: an mbarrier a slot, completed by the bulk copy's bytes (the TMA's async
+// proxy; SM90 and later, SM120 included).
+__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void mbar_init(unsigned long long *bar)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
+}
+
+// Slot `bar`'s next phase: this thread's arrival, expecting `bytes` from the copy (none: W = 0,
+// the phase completes at once), then the copy of stage weights src into dst.
+__device__ __forceinline__ void stream_issue(void *dst, const void *src, unsigned bytes, unsigned long long *bar)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+                 : "memory");
+    if (bytes)
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                         smem_addr(dst)),
+                     "l"(src), "r"(bytes), "r"(smem_addr(bar))
+                     : "memory");
+}
+
+// Waits for the phase of parity `parity` of slot `bar`; false past the deadline (the error word
+// then says 2000 + k) or once another wait gave up.
+__device__ __forceinline__ bool mbar_wait(unsigned long long *bar, unsigned parity, int *err, int k)
+{
+    unsigned long long t0 = 0;
+    for (unsigned it = 0;; it++) {
+        unsigned done;
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done)
+                     : "r"(smem_addr(bar)), "r"(parity)
+                     : "memory");
+        if (done)
+            return true;
+        const unsigned long long now = globaltimer();
+        if (it == 0)
+            t0 = now;
+        else if (now - t0 > kTimeoutNs || *reinterpret_cast<volatile int *>(err)) {
+            atomicCAS(err, 0, 2000 + k);
+            return false;
+        }
+    }
+}
+
 // p-ahead's registers: a thread's uint4 of one stage's weights (zero past the block's wvec).
 __device__ __forceinline__ void load_ahead(uint4 (&b)[kAheadVec], const uint4 *wb, size_t wvec)
 {
@@ -233,16 +288,33 @@ __device__ __forceinline__ void load_ahead(uint4 (&b)[kAheadVec], const uint4 *w
 // The K steps of `link` as the stages of one launch (the modes P_*): the same weights (stage
 // k's at kernel k's place), the same activation reads and writes.
 template <int MODE> __global__ void __launch_bounds__(kThreads)
-    stages(const uint4 *w, size_t wvec, unsigned *act, unsigned *sync, int *err, int nk, int sleep_ns, int fold)
+    stages(const uint4 *w, size_t wvec, unsigned *act, unsigned *sync, int *err, int nk, int sleep_ns, int fold,
+           int depth)
 {
-    constexpr int SYNC = MODE == P_AHEAD || MODE == P_L2 ? P_COUNTER : MODE; // they wait and arrive as p-counter
+    // p-ahead, p-l2 and p-stream wait and arrive as p-counter
+    constexpr int SYNC = MODE == P_AHEAD || MODE == P_L2 || MODE == P_STREAM ? P_COUNTER : MODE;
+    extern __shared__ uint4 ring[]; // p-stream: depth slots of wvec
+    __shared__ unsigned long long bars[kMaxStreamDepth];
     uint4 cur[kAheadVec], nxt[kAheadVec];
     if (MODE == P_AHEAD)
         load_ahead(cur, w + (size_t)blockIdx.x * wvec, wvec);
+    if (MODE == P_STREAM) { // the slots' barriers, then stages 0 .. depth - 1 in flight
+        if (threadIdx.x == 0) {
+            for (int j = 0; j < depth; j++)
+                mbar_init(bars + j);
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+            for (int j = 0; j < depth && j < nk; j++)
+                stream_issue(ring + (size_t)j * wvec, w + ((size_t)j * gridDim.x + blockIdx.x) * wvec,
+                             (unsigned)(wvec * 16), bars + j);
+        }
+        __syncthreads();
+    }
     for (int k = 0; k < nk; k++) {
         const uint4 *wk = w + ((size_t)k * gridDim.x + blockIdx.x) * wvec; // this block's weights of stage k
         uint4 acc = make_uint4(0, 0, 0, 0);
-        if (MODE == P_AHEAD) {
+        if (MODE == P_STREAM) {
+            // nothing before the wait: stage k's copy was issued depth stages ago
+        } else if (MODE == P_AHEAD) {
             if (k + 1 < nk)
                 load_ahead(nxt, wk + (size_t)gridDim.x * wvec, wvec); // stage k + 1's
         } else if (MODE == P_L2) {
@@ -256,6 +328,16 @@ template <int MODE> __global__ void __launch_bounds__(kThreads)
             return;
         if (MODE == P_L2)
             acc = block_weights(wk, wvec);
+        if (MODE == P_STREAM) { // stage k's slot, then its weights from shared memory
+            const int slot = k % depth;
+            if (!mbar_wait(bars + slot, (unsigned)(k / depth) & 1u, err, k))
+                return;
+            const uint4 *wb = ring + (size_t)slot * wvec;
+            for (size_t i = threadIdx.x; i < wvec; i += kThreads) {
+                const uint4 v = wb[i];
+                acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w;
+            }
+        }
         if (MODE == P_AHEAD) { // stage k's weights (loaded a stage ago) folded; stage k + 1's become cur
 #pragma unroll
             for (int j = 0; j < kAheadVec; j++)
@@ -263,9 +345,14 @@ template <int MODE> __global__ void __launch_bounds__(kThreads)
         }
         block_step(act + (size_t)k * kAct, act + (size_t)(k + 1) * kAct, acc, fold);
         if (MODE != P_RACY)
-            stage_arrive<SYNC>(sync, k, nk);
+            stage_arrive<SYNC>(sync, k, nk); // its barrier: every thread has read stage k's slot
         else
             __syncthreads();
+        if (MODE == P_STREAM && threadIdx.x == 0 && k + depth < nk) { // the freed slot: stage k + depth's
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); // the reads above, before the copy's writes
+            stream_issue(ring + (size_t)(k % depth) * wvec, wk + (size_t)depth * gridDim.x * wvec,
+                         (unsigned)(wvec * 16), bars + k % depth);
+        }
     }
 }
 
@@ -294,7 +381,7 @@ long parse(const char *opt, const char *v, long lo, long hi)
 
 int main(int argc, char **argv)
 {
-    int nk = 120, blocks = 264, sleep_ns = 0, replays = 20;
+    int nk = 120, blocks = 264, sleep_ns = 0, replays = 20, depth = 2;
     long wkb = 16;
     const char *out = nullptr;
     int force = 0;
@@ -302,7 +389,8 @@ int main(int argc, char **argv)
         {"force", no_argument, nullptr, 'f'},          {"kernels", required_argument, nullptr, 'k'},
         {"blocks", required_argument, nullptr, 'g'},   {"weights-kb", required_argument, nullptr, 'w'},
         {"sleep-ns", required_argument, nullptr, 's'}, {"replays", required_argument, nullptr, 'r'},
-        {"out", required_argument, nullptr, 'o'},      {nullptr, 0, nullptr, 0}};
+        {"out", required_argument, nullptr, 'o'},      {"stream-depth", required_argument, nullptr, 'd'},
+        {nullptr, 0, nullptr, 0}};
     for (int c; (c = getopt_long(argc, argv, "", opts, nullptr)) != -1;) {
         switch (c) {
         case 'k': nk = (int)parse("kernels", optarg, 3, 4096); break;
@@ -310,11 +398,12 @@ int main(int argc, char **argv)
         case 'w': wkb = parse("weights-kb", optarg, 0, 1024); break;
         case 's': sleep_ns = (int)parse("sleep-ns", optarg, 0, 100000); break;
         case 'r': replays = (int)parse("replays", optarg, 1, 100000); break;
+        case 'd': depth = (int)parse("stream-depth", optarg, 1, kMaxStreamDepth); break;
         case 'o': out = optarg; break;
         case 'f': force = 1; break;
         default:
             fprintf(stderr, "usage: engine_chain_bench [--kernels K] [--blocks G] [--weights-kb W] [--sleep-ns N] "
-                            "[--replays R] [--out FILE.csv [--force]]\n");
+                            "[--stream-depth D] [--replays R] [--out FILE.csv [--force]]\n");
             return 2;
         }
     }
@@ -363,34 +452,48 @@ int main(int argc, char **argv)
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     char host[256] = "?";
     gethostname(host, sizeof host - 1);
-    std::string csv = "schema,git_rev,host,gpu,sms,driver,runtime,mode,kernels,blocks,weights_kb,sleep_ns,replays,"
-                      "us_per_kernel_median,us_per_kernel_min,us_per_kernel_max,weights_floor_us_at_4.6TBps,check\n";
+    std::string csv = "schema,git_rev,host,gpu,sms,driver,runtime,mode,kernels,blocks,weights_kb,sleep_ns,stream_depth,"
+                      "replays,us_per_kernel_median,us_per_kernel_min,us_per_kernel_max,weights_floor_us_at_4.6TBps,"
+                      "check\n";
     void (*const kern[])(const uint4 *, size_t, const unsigned *, unsigned *, unsigned *, int *, int, int, unsigned,
                          int, int) = {link<PLAIN>, link<PDL>, link<PDL_LATE>, link<COUNTER>, link<FLAG>, link<RACY>};
     static_assert(sizeof kern / sizeof *kern == RACY + 1, "a kernel for every launch mode");
     // in mode order, one for each persistent mode (a short list would leave a null kernel and
     // shift every mode after the gap onto its neighbour's kernel: the static_assert)
-    void (*const pkern[])(const uint4 *, size_t, unsigned *, unsigned *, int *, int, int, int) = {
-        stages<P_COUNTER>, stages<P_L2>, stages<P_AHEAD>, stages<P_FLAG>, stages<P_FLAGS>, stages<P_RACY>};
+    void (*const pkern[])(const uint4 *, size_t, unsigned *, unsigned *, int *, int, int, int, int) = {
+        stages<P_COUNTER>, stages<P_L2>,    stages<P_AHEAD>,  stages<P_FLAG>,
+        stages<P_FLAGS>,   stages<P_RACY>, stages<P_STREAM>};
     static_assert(sizeof pkern / sizeof *pkern == MODES - P_COUNTER, "a kernel for every persistent mode");
     const double floor_us = blocks * (double)wkb * 1024 / 4.6e6;
     // one CSV row: the mode's us a kernel or stage (median, min, max; empty when it did not run), its check
     auto row = [&](int mode, const char *times, const char *check) {
         char line[512];
-        snprintf(line, sizeof line, "chain-bench-2,%s,%s,%s,%d,%d,%d,%s,%d,%d,%ld,%d,%d,%s,%.4f,%s\n", arb_git_rev(),
-                 host, prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks, wkb, sleep_ns,
-                 replays, times, floor_us, check);
+        snprintf(line, sizeof line, "chain-bench-3,%s,%s,%s,%d,%d,%d,%s,%d,%d,%ld,%d,%d,%d,%s,%.4f,%s\n",
+                 arb_git_rev(), host, prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks, wkb,
+                 sleep_ns, mode == P_STREAM ? depth : 0, replays, times, floor_us, check);
         csv += line;
     };
     int rc = 0;
     printf("# engine_chain_bench: %s, %d SMs, driver %d, runtime %d; %d kernels of %d blocks, %ld KB of weights a "
-           "block (%.2f MB a kernel), sleep %d ns, %d replays x 7\n",
-           prop.name, prop.multiProcessorCount, drv, rt, nk, blocks, wkb, blocks * wkb / 1024.0, sleep_ns, replays);
+           "block (%.2f MB a kernel), sleep %d ns, p-stream depth %d, %d replays x 7\n",
+           prop.name, prop.multiProcessorCount, drv, rt, nk, blocks, wkb, blocks * wkb / 1024.0, sleep_ns, depth,
+           replays);
+    // p-stream's ring: depth slots of the block's weights in dynamic shared memory
+    const size_t ring_bytes = (size_t)depth * wvec * 16;
     for (int mode = 0; mode < MODES; mode++) {
         const bool persistent = mode >= P_COUNTER;
+        const size_t dyn = mode == P_STREAM ? ring_bytes : 0;
         if (persistent) { // every block must be resident, or a wait never ends
             int per_sm = 0;
-            CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pkern[mode - P_COUNTER], kThreads, 0));
+            if (dyn > (size_t)prop.sharedMemPerBlockOptin) {
+                printf("%-9s skipped: its ring of %zu bytes is past the device's %zu a block\n", kModeName[mode], dyn,
+                       (size_t)prop.sharedMemPerBlockOptin);
+                row(mode, ",,", "not-resident");
+                continue;
+            }
+            if (dyn > 48 * 1024)
+                CK(cudaFuncSetAttribute(pkern[mode - P_COUNTER], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
+            CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pkern[mode - P_COUNTER], kThreads, dyn));
             const bool resident = (long)per_sm * prop.multiProcessorCount >= blocks;
             if (!resident || (mode == P_AHEAD && wvec > (size_t)kAheadVec * kThreads)) {
                 if (!resident)
@@ -412,7 +515,7 @@ int main(int argc, char **argv)
         CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
         if (persistent) { // the sync words cleared, then the one launch of nk stages
             CK(cudaMemsetAsync(ctr, 0, sync_words * 4, st));
-            pkern[mode - P_COUNTER]<<<blocks, kThreads, 0, st>>>(w, wvec, act, ctr, dev_err, nk, sleep_ns, 0);
+            pkern[mode - P_COUNTER]<<<blocks, kThreads, dyn, st>>>(w, wvec, act, ctr, dev_err, nk, sleep_ns, 0, depth);
             CK(cudaGetLastError());
         }
         for (int k = 0; k < nk && !persistent; k++) {
@@ -461,8 +564,9 @@ int main(int argc, char **argv)
                kModeName[mode], persistent ? "stage " : "kernel", t[3], t[0], t[6], floor_us, check,
                racy_mode(mode) ? (bad ? " (expected: no wait)" : " (the race did not show this time)") : "");
         if (e)
-            fprintf(stderr, "engine_chain_bench: %s: a wait of %s %d passed 2 s\n", kModeName[mode],
-                    e >= 1000 ? "stage" : "kernel", e >= 1000 ? e - 1000 : e);
+            fprintf(stderr, "engine_chain_bench: %s: a wait of %s %d%s passed 2 s\n", kModeName[mode],
+                    e >= 1000 ? "stage" : "kernel", e >= 2000 ? e - 2000 : e >= 1000 ? e - 1000 : e,
+                    e >= 2000 ? "'s weights (its slot's mbarrier)" : "");
         if (bad && !racy_mode(mode))
             fprintf(stderr, "engine_chain_bench: %s: %d of %d words differ from the host recurrence\n", kModeName[mode],
                     bad, kAct);
