@@ -79,10 +79,10 @@ constexpr int kAct = 7168 / 4; // u32 words of the activation: 7168 bf16 = 14 KB
 constexpr unsigned long long kTimeoutNs = 2000000000ull;
 
 enum { PLAIN, PDL, PDL_LATE, COUNTER, FLAG, RACY, P_COUNTER, P_L2, P_AHEAD, P_FLAG, P_FLAGS, P_RACY, P_STREAM, MODES };
-const char *const kModeName[MODES] = {"plain",     "pdl",  "pdl-late", "counter", "flag",    "racy",    "p-counter",
-                                      "p-l2",      "p-ahead", "p-flag", "p-flags", "p-racy", "p-stream"};
+const char *const kModeName[MODES] = {"plain", "pdl",     "pdl-late", "counter", "flag",   "racy",    "p-counter",
+                                      "p-l2",  "p-ahead", "p-flag",   "p-flags", "p-racy", "p-stream"};
 constexpr int kMaxStreamDepth = 8; // p-stream's ring slots (one mbarrier each)
-constexpr int kAheadVec = 8; // p-ahead: a thread's share of one stage's weights in registers (32 KB a block)
+constexpr int kAheadVec = 8;       // p-ahead: a thread's share of one stage's weights in registers (32 KB a block)
 constexpr bool racy_mode(int m) { return m == RACY || m == P_RACY; }
 
 __device__ __forceinline__ unsigned ld_acquire(const unsigned *p)
@@ -243,8 +243,7 @@ __device__ __forceinline__ void mbar_init(unsigned long long *bar)
 // the phase completes at once), then the copy of stage weights src into dst.
 __device__ __forceinline__ void stream_issue(void *dst, const void *src, unsigned bytes, unsigned long long *bar)
 {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
-                 : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
     if (bytes)
         asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
                          smem_addr(dst)),
@@ -348,7 +347,7 @@ template <int MODE> __global__ void __launch_bounds__(kThreads)
             stage_arrive<SYNC>(sync, k, nk); // its barrier: every thread has read stage k's slot
         else
             __syncthreads();
-        if (MODE == P_STREAM && threadIdx.x == 0 && k + depth < nk) { // the freed slot: stage k + depth's
+        if (MODE == P_STREAM && threadIdx.x == 0 && k + depth < nk) {    // the freed slot: stage k + depth's
             asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); // the reads above, before the copy's writes
             stream_issue(ring + (size_t)(k % depth) * wvec, wk + (size_t)depth * gridDim.x * wvec,
                          (unsigned)(wvec * 16), bars + k % depth);
@@ -385,12 +384,15 @@ int main(int argc, char **argv)
     long wkb = 16;
     const char *out = nullptr;
     int force = 0;
-    static const option opts[] = {
-        {"force", no_argument, nullptr, 'f'},          {"kernels", required_argument, nullptr, 'k'},
-        {"blocks", required_argument, nullptr, 'g'},   {"weights-kb", required_argument, nullptr, 'w'},
-        {"sleep-ns", required_argument, nullptr, 's'}, {"replays", required_argument, nullptr, 'r'},
-        {"out", required_argument, nullptr, 'o'},      {"stream-depth", required_argument, nullptr, 'd'},
-        {nullptr, 0, nullptr, 0}};
+    static const option opts[] = {{"force", no_argument, nullptr, 'f'},
+                                  {"kernels", required_argument, nullptr, 'k'},
+                                  {"blocks", required_argument, nullptr, 'g'},
+                                  {"weights-kb", required_argument, nullptr, 'w'},
+                                  {"sleep-ns", required_argument, nullptr, 's'},
+                                  {"replays", required_argument, nullptr, 'r'},
+                                  {"out", required_argument, nullptr, 'o'},
+                                  {"stream-depth", required_argument, nullptr, 'd'},
+                                  {nullptr, 0, nullptr, 0}};
     for (int c; (c = getopt_long(argc, argv, "", opts, nullptr)) != -1;) {
         switch (c) {
         case 'k': nk = (int)parse("kernels", optarg, 3, 4096); break;
@@ -460,17 +462,17 @@ int main(int argc, char **argv)
     static_assert(sizeof kern / sizeof *kern == RACY + 1, "a kernel for every launch mode");
     // in mode order, one for each persistent mode (a short list would leave a null kernel and
     // shift every mode after the gap onto its neighbour's kernel: the static_assert)
-    void (*const pkern[])(const uint4 *, size_t, unsigned *, unsigned *, int *, int, int, int, int) = {
-        stages<P_COUNTER>, stages<P_L2>,    stages<P_AHEAD>,  stages<P_FLAG>,
-        stages<P_FLAGS>,   stages<P_RACY>, stages<P_STREAM>};
+    void (*const pkern[])(const uint4 *, size_t, unsigned *, unsigned *, int *, int, int, int,
+                          int) = {stages<P_COUNTER>, stages<P_L2>,   stages<P_AHEAD>, stages<P_FLAG>,
+                                  stages<P_FLAGS>,   stages<P_RACY>, stages<P_STREAM>};
     static_assert(sizeof pkern / sizeof *pkern == MODES - P_COUNTER, "a kernel for every persistent mode");
     const double floor_us = blocks * (double)wkb * 1024 / 4.6e6;
     // one CSV row: the mode's us a kernel or stage (median, min, max; empty when it did not run), its check
     auto row = [&](int mode, const char *times, const char *check) {
         char line[512];
-        snprintf(line, sizeof line, "chain-bench-3,%s,%s,%s,%d,%d,%d,%s,%d,%d,%ld,%d,%d,%d,%s,%.4f,%s\n",
-                 arb_git_rev(), host, prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks, wkb,
-                 sleep_ns, mode == P_STREAM ? depth : 0, replays, times, floor_us, check);
+        snprintf(line, sizeof line, "chain-bench-3,%s,%s,%s,%d,%d,%d,%s,%d,%d,%ld,%d,%d,%d,%s,%.4f,%s\n", arb_git_rev(),
+                 host, prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks, wkb, sleep_ns,
+                 mode == P_STREAM ? depth : 0, replays, times, floor_us, check);
         csv += line;
     };
     int rc = 0;
@@ -492,7 +494,8 @@ int main(int argc, char **argv)
                 continue;
             }
             if (dyn > 48 * 1024)
-                CK(cudaFuncSetAttribute(pkern[mode - P_COUNTER], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
+                CK(cudaFuncSetAttribute(pkern[mode - P_COUNTER], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)dyn));
             CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pkern[mode - P_COUNTER], kThreads, dyn));
             const bool resident = (long)per_sm * prop.multiProcessorCount >= blocks;
             if (!resident || (mode == P_AHEAD && wvec > (size_t)kAheadVec * kThreads)) {
@@ -565,7 +568,10 @@ int main(int argc, char **argv)
                racy_mode(mode) ? (bad ? " (expected: no wait)" : " (the race did not show this time)") : "");
         if (e)
             fprintf(stderr, "engine_chain_bench: %s: a wait of %s %d%s passed 2 s\n", kModeName[mode],
-                    e >= 1000 ? "stage" : "kernel", e >= 2000 ? e - 2000 : e >= 1000 ? e - 1000 : e,
+                    e >= 1000 ? "stage" : "kernel",
+                    e >= 2000   ? e - 2000
+                    : e >= 1000 ? e - 1000
+                                : e,
                     e >= 2000 ? "'s weights (its slot's mbarrier)" : "");
         if (bad && !racy_mode(mode))
             fprintf(stderr, "engine_chain_bench: %s: %d of %d words differ from the host recurrence\n", kModeName[mode],
