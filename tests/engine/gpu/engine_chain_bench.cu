@@ -39,15 +39,18 @@
 //             fence, st.release): no atomics; warp 0 of every block polls the previous stage's
 //             G words, lane j the words j, j + 32, ... (ld.acquire)
 //   p-racy    no sync at all: a stage's work alone (its check may fail, as racy's)
-//   p-stream  as p-counter, but every block's weights stream D stages ahead (--stream-depth D,
-//             default 2) into a ring of D shared-memory slots: thread 0 issues one bulk copy
-//             (cp.async.bulk, the TMA; SM90 and SM120) a stage, completing on the slot's
-//             mbarrier, stages 0 .. D - 1 at the start and stage k + D once every thread has
-//             left stage k; a stage waits on the previous stage's counter and on its slot's
-//             mbarrier, then reads its weights from shared memory. While a block waits, the
-//             next D stages' weights are in flight (the design docs/notes.md asks a persistent
-//             form for: the bytes keep streaming across the boundaries). D x W KB of shared
-//             memory a block (skipped, row check "not-resident", where G blocks do not fit)
+//   p-stream  as p-counter, but every block's weights stream into a ring of D shared-memory
+//             slots (--stream-depth D, default 3): thread 0 issues one bulk copy (cp.async.bulk,
+//             the TMA; SM90 and SM120) a stage, completing on the slot's mbarrier, stages
+//             0 .. D - 1 at the start and stage k + D once every thread has left stage k; thread
+//             0 waits on the previous stage's counter and then on its slot's mbarrier, the block
+//             behind one barrier, then every thread reads the stage's weights from shared memory.
+//             While stage k waits, the copies of stages k .. k + D - 1 are in flight or landed:
+//             D = 2 looks one stage past the current one, as p-ahead does in registers; D >= 3
+//             deeper (the design docs/notes.md asks a persistent form for: the bytes keep
+//             streaming across the boundaries). D x W KB of shared memory a block (skipped, row
+//             check "not-resident", where G blocks do not fit); a block that gives up first
+//             waits out the copies it issued (no block exits with a copy in flight)
 // After the timed replays the last activation is compared with the same recurrence on the
 // host; a mismatch fails the run (exit 1), except for racy, where it is the expected outcome
 // and is reported. A counter poll past 2 s sets an error word; the run then fails.
@@ -77,6 +80,9 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kAct = 7168 / 4; // u32 words of the activation: 7168 bf16 = 14 KB
 constexpr unsigned long long kTimeoutNs = 2000000000ull;
+// The error word: a launch-mode kernel's wait k (k < 4096), a persistent stage's wait on the
+// previous stage kErrStage + k, a p-stream slot's wait for stage k's weights kErrSlot + k.
+constexpr int kErrStage = 10000, kErrSlot = 20000;
 
 enum { PLAIN, PDL, PDL_LATE, COUNTER, FLAG, RACY, P_COUNTER, P_L2, P_AHEAD, P_FLAG, P_FLAGS, P_RACY, P_STREAM, MODES };
 const char *const kModeName[MODES] = {"plain", "pdl",     "pdl-late", "counter", "flag",   "racy",    "p-counter",
@@ -198,10 +204,10 @@ __device__ __forceinline__ bool stage_wait(const unsigned *sync, int *err, int k
         bool ok = true;
         if (MODE == P_FLAGS) // lane j: the words j, j + 32, ... of stage k - 1
             for (unsigned j = threadIdx.x; j < G && ok; j += 32)
-                ok = poll_at_least<true>(sync + (size_t)(k - 1) * G + j, 1u, err, 1000 + k, sleep_ns);
+                ok = poll_at_least<true>(sync + (size_t)(k - 1) * G + j, 1u, err, kErrStage + k, sleep_ns);
         else if (threadIdx.x == 0) // the stage's counter (G counts) or its flag (1)
             ok = poll_at_least<true>(MODE == P_FLAG ? sync + nk + k - 1 : sync + k - 1, MODE == P_FLAG ? 1u : G, err,
-                                     1000 + k, sleep_ns);
+                                     kErrStage + k, sleep_ns);
         const bool bad = __any_sync(0xffffffffu, !ok);
         if (threadIdx.x == 0)
             give_up = bad;
@@ -251,9 +257,11 @@ __device__ __forceinline__ void stream_issue(void *dst, const void *src, unsigne
                      : "memory");
 }
 
-// Waits for the phase of parity `parity` of slot `bar`; false past the deadline (the error word
-// then says 2000 + k) or once another wait gave up.
-__device__ __forceinline__ bool mbar_wait(unsigned long long *bar, unsigned parity, int *err, int k)
+// Waits for the phase of parity `parity` of slot `bar` (a phase already complete returns on the
+// first try, before any timer read); false past the deadline (the error word then holds `code`,
+// if it held nothing) or, with OTHERS, once another wait gave up.
+template <bool OTHERS>
+__device__ __forceinline__ bool mbar_wait(unsigned long long *bar, unsigned parity, int *err, int code)
 {
     unsigned long long t0 = 0;
     for (unsigned it = 0;; it++) {
@@ -267,11 +275,34 @@ __device__ __forceinline__ bool mbar_wait(unsigned long long *bar, unsigned pari
         const unsigned long long now = globaltimer();
         if (it == 0)
             t0 = now;
-        else if (now - t0 > kTimeoutNs || *reinterpret_cast<volatile int *>(err)) {
-            atomicCAS(err, 0, 2000 + k);
+        else if (now - t0 > kTimeoutNs || (OTHERS && *reinterpret_cast<volatile int *>(err))) {
+            atomicCAS(err, 0, code);
             return false;
         }
     }
+}
+
+// p-stream's wait before stage k: thread 0 polls the previous stage's counter, then the slot's
+// mbarrier, and tells the block behind one barrier; then every thread's own wait on the slot,
+// complete by then (its acquire of the copy's bytes). On giving up, thread 0 first waits out the
+// copies still in flight (stages k .. k + depth - 1), each with its own deadline, so that no
+// block exits while a copy writes into its shared memory.
+__device__ __forceinline__ bool stream_wait(const unsigned *sync, unsigned long long *bars, int *err, int k, int nk,
+                                            int depth, int sleep_ns)
+{
+    __shared__ int give_up;
+    const int slot = k % depth;
+    const unsigned parity = (unsigned)(k / depth) & 1u;
+    if (threadIdx.x == 0) {
+        bool ok = k == 0 || poll_at_least<true>(sync + k - 1, gridDim.x, err, kErrStage + k, sleep_ns);
+        ok = ok && mbar_wait<true>(bars + slot, parity, err, kErrSlot + k);
+        give_up = !ok;
+        if (!ok)
+            for (int j = k; j < nk && j < k + depth; j++)
+                mbar_wait<false>(bars + j % depth, (unsigned)(j / depth) & 1u, err, kErrSlot + j);
+    }
+    __syncthreads();
+    return !give_up && mbar_wait<false>(bars + slot, parity, err, kErrSlot + k);
 }
 
 // p-ahead's registers: a thread's uint4 of one stage's weights (zero past the block's wvec).
@@ -323,15 +354,14 @@ template <int MODE> __global__ void __launch_bounds__(kThreads)
         } else {
             acc = block_weights(wk, wvec);
         }
-        if (MODE != P_RACY && k > 0 && !stage_wait<SYNC>(sync, err, k, nk, sleep_ns))
+        if (MODE != P_RACY && MODE != P_STREAM && k > 0 && !stage_wait<SYNC>(sync, err, k, nk, sleep_ns))
             return;
         if (MODE == P_L2)
             acc = block_weights(wk, wvec);
-        if (MODE == P_STREAM) { // stage k's slot, then its weights from shared memory
-            const int slot = k % depth;
-            if (!mbar_wait(bars + slot, (unsigned)(k / depth) & 1u, err, k))
+        if (MODE == P_STREAM) { // the previous stage and stage k's slot, then its weights from shared memory
+            if (!stream_wait(sync, bars, err, k, nk, depth, sleep_ns))
                 return;
-            const uint4 *wb = ring + (size_t)slot * wvec;
+            const uint4 *wb = ring + (size_t)(k % depth) * wvec;
             for (size_t i = threadIdx.x; i < wvec; i += kThreads) {
                 const uint4 v = wb[i];
                 acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w;
@@ -380,7 +410,7 @@ long parse(const char *opt, const char *v, long lo, long hi)
 
 int main(int argc, char **argv)
 {
-    int nk = 120, blocks = 264, sleep_ns = 0, replays = 20, depth = 2;
+    int nk = 120, blocks = 264, sleep_ns = 0, replays = 20, depth = 3;
     long wkb = 16;
     const char *out = nullptr;
     int force = 0;
@@ -487,15 +517,20 @@ int main(int argc, char **argv)
         const size_t dyn = mode == P_STREAM ? ring_bytes : 0;
         if (persistent) { // every block must be resident, or a wait never ends
             int per_sm = 0;
-            if (dyn > (size_t)prop.sharedMemPerBlockOptin) {
-                printf("%-9s skipped: its ring of %zu bytes is past the device's %zu a block\n", kModeName[mode], dyn,
-                       (size_t)prop.sharedMemPerBlockOptin);
+            cudaFuncAttributes fa;
+            CK(cudaFuncGetAttributes(&fa, pkern[mode - P_COUNTER]));
+            if (dyn + fa.sharedSizeBytes > (size_t)prop.sharedMemPerBlockOptin) {
+                printf("%-9s skipped: its ring of %zu bytes and %zu static are past the device's %zu a block\n",
+                       kModeName[mode], dyn, (size_t)fa.sharedSizeBytes, (size_t)prop.sharedMemPerBlockOptin);
                 row(mode, ",,", "not-resident");
                 continue;
             }
-            if (dyn > 48 * 1024)
+            if (dyn) { // the ring's room, and as much of the SM's L1 as shared memory as the occupancy query assumes
                 CK(cudaFuncSetAttribute(pkern[mode - P_COUNTER], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)dyn));
+                CK(cudaFuncSetAttribute(pkern[mode - P_COUNTER], cudaFuncAttributePreferredSharedMemoryCarveout,
+                                        cudaSharedmemCarveoutMaxShared));
+            }
             CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pkern[mode - P_COUNTER], kThreads, dyn));
             const bool resident = (long)per_sm * prop.multiProcessorCount >= blocks;
             if (!resident || (mode == P_AHEAD && wvec > (size_t)kAheadVec * kThreads)) {
@@ -568,11 +603,11 @@ int main(int argc, char **argv)
                racy_mode(mode) ? (bad ? " (expected: no wait)" : " (the race did not show this time)") : "");
         if (e)
             fprintf(stderr, "engine_chain_bench: %s: a wait of %s %d%s passed 2 s\n", kModeName[mode],
-                    e >= 1000 ? "stage" : "kernel",
-                    e >= 2000   ? e - 2000
-                    : e >= 1000 ? e - 1000
-                                : e,
-                    e >= 2000 ? "'s weights (its slot's mbarrier)" : "");
+                    e >= kErrStage ? "stage" : "kernel",
+                    e >= kErrSlot    ? e - kErrSlot
+                    : e >= kErrStage ? e - kErrStage
+                                     : e,
+                    e >= kErrSlot ? "'s weights (its slot's mbarrier)" : "");
         if (bad && !racy_mode(mode))
             fprintf(stderr, "engine_chain_bench: %s: %d of %d words differ from the host recurrence\n", kModeName[mode],
                     bad, kAct);
