@@ -172,7 +172,13 @@ arb_status_t capture(arb_gpu_model_t *m, unsigned T, cudaStream_t st, arb_gpu_pr
     arb_status_t rs = arb_gpu_model_step(m, T, st, why, len);
     m->prof_graph = nullptr;
     cudaError_t ce = cudaStreamEndCapture(st, graph);
-    ARB_TRY(rs);
+    if (rs != ARB_OK) { // the step's own reason; a failed launch also fails the capture: take that error back
+        if (ce == cudaSuccess && *graph)
+            cudaGraphDestroy(*graph), *graph = nullptr;
+        if (ce != cudaSuccess || pg.err != cudaSuccess)
+            (void)cudaGetLastError();
+        return rs;
+    }
     ARB_CUDA_TRY(ce, why, len);
     if (pg.err != cudaSuccess)
         ARB_RAISE(ARB_CUDA_STATUS_(pg.err), why, len, "gpu graph profile: reading the captured nodes: %s",
@@ -345,6 +351,11 @@ extern "C" arb_status_t arb_gpu_model_profile_chain(arb_gpu_model_t *m, unsigned
         layers->us[i] = layer_us[i];
     }
 out:
+    // a replay past its deadline may still run: cudaFree would wait for it, so the snapshot is
+    // left allocated then (the run reports the chain as not measured and goes on)
+    const bool busy = rs != ARB_OK && b && cudaEventQuery(b) == cudaErrorNotReady;
+    if (busy)
+        (void)cudaGetLastError();
     if (a)
         cudaEventDestroy(a);
     if (b)
@@ -354,7 +365,8 @@ out:
             cudaGraphExecDestroy(e);
     if (whole)
         cudaGraphExecDestroy(whole);
-    cudaFree(snap);
+    if (!busy)
+        cudaFree(snap);
     if (graph)
         cudaGraphDestroy(graph);
     arb_chain_plan_free(&plan);

@@ -6,7 +6,9 @@
  * logits bit-identical to the one before the profile. The chain profile
  * (arb_gpu_model_profile_chain): every layer of tiny measured, every kind but the
  * embedding's and mla_prep's, the layers' sums positive and the kinds' within a factor of
- * the whole step, the logits unchanged after it. Exit 77 without a CUDA device.
+ * the whole step, the last window (the tail, from the snapshot's restored state) leaving the
+ * step's own logits, the logits unchanged after it; captured without and with PDL. Exit 77
+ * without a CUDA device.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -28,10 +30,10 @@ static arb_model_config_t cfg;
 static arb_rope_t rope;
 static cudaStream_t stream;
 
-static arb_gpu_model_t *make(void)
+static arb_gpu_model_t *make(int pdl)
 {
-    arb_gpu_model_opts_t go = {.format = ARB_GPU_INT4, .seed = 5, .max_tokens = 8, .context = CONTEXT,
-                               .fusion = ARB_FUSION_AUTO, .pdl = 0};
+    arb_gpu_model_opts_t go = {
+        .format = ARB_GPU_INT4, .seed = 5, .max_tokens = 8, .context = CONTEXT, .fusion = ARB_FUSION_AUTO, .pdl = pdl};
     arb_gpu_model_t *m = NULL;
     if (arb_gpu_dims_from_config(&cfg, &rope, 1, 0, &go.dims, why, sizeof why) != ARB_OK ||
         arb_gpu_model_create(&go, &m, why, sizeof why) != ARB_OK ||
@@ -60,7 +62,7 @@ static int decode(arb_gpu_model_t *m, float *out)
 
 static void t_kinds_measured(void)
 {
-    arb_gpu_model_t *m = make();
+    arb_gpu_model_t *m = make(0);
     TAP_REQUIRE(m != NULL);
     const unsigned Vr = arb_gpu_model_vocab_rank(m);
     float *a = malloc(sizeof(float) * Vr), *b = malloc(sizeof(float) * Vr);
@@ -93,9 +95,11 @@ static void t_kinds_measured(void)
     arb_gpu_model_destroy(m);
 }
 
-static void t_chain(void)
+/* The chain profile with launches captured plain or with PDL (the engine's default: the windows'
+ * restore copies then sit before kernels whose programmatic predecessor was removed). */
+static void chain_case(int pdl)
 {
-    arb_gpu_model_t *m = make();
+    arb_gpu_model_t *m = make(pdl);
     TAP_REQUIRE(m != NULL);
     const unsigned Vr = arb_gpu_model_vocab_rank(m);
     float *a = malloc(sizeof(float) * Vr), *b = malloc(sizeof(float) * Vr);
@@ -107,6 +111,17 @@ static void t_chain(void)
         tap_diag("chain: %s", why);
     TAP_REQUIRE(st == ARB_OK);
     TAP_CHECK(isfinite(step) && step > 0);
+    { /* the last replay was the plan's last window: the tail (layers 1, 2, lm_head) from the state
+       * the snapshot restored at layer 1's start; with the restore right its logits are the step's */
+        TAP_REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess &&
+                    arb_gpu_model_read_logits(m, 1, b, why, sizeof why) == ARB_OK);
+        size_t rdiff = 0;
+        for (unsigned i = 0; i < Vr; i++)
+            rdiff += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+        if (rdiff)
+            tap_diag("the tail window's logits differ from the step's in %zu of %u (the restore?)", rdiff, Vr);
+        TAP_EQ_U64(rdiff, 0);
+    }
     for (int k = 0; k < ARB_GPU_PROF_KINDS; k++) {
         tap_diag("%-12s %9.2f us", arb_gpu_prof_name(k), us[k]);
         if (k == ARB_GPU_PROF_EMBED || k == ARB_GPU_PROF_MLA_PREP)
@@ -137,6 +152,8 @@ static void t_chain(void)
     free(a), free(b);
     arb_gpu_model_destroy(m);
 }
+static void t_chain(void) { chain_case(0); }
+static void t_chain_pdl(void) { chain_case(1); }
 
 int main(int argc, char **argv)
 {
@@ -145,11 +162,13 @@ int main(int argc, char **argv)
         printf("1..0 # SKIP no CUDA device visible\n");
         return 77;
     }
-    if (arb_config_load("tiny", &cfg, why, sizeof why) != ARB_OK || arb_rope_make(&cfg, &rope, why, sizeof why) != ARB_OK ||
+    if (arb_config_load("tiny", &cfg, why, sizeof why) != ARB_OK ||
+        arb_rope_make(&cfg, &rope, why, sizeof why) != ARB_OK ||
         cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
         fprintf(stderr, "setup: %s\n", why);
         return 1;
     }
-    static const tap_test_t tests[] = {{"kinds_measured", t_kinds_measured}, {"chain", t_chain}};
+    static const tap_test_t tests[] = {
+        {"kinds_measured", t_kinds_measured}, {"chain", t_chain}, {"chain_pdl", t_chain_pdl}};
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
