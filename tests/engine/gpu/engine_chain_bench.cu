@@ -75,14 +75,12 @@ extern "C" {
 #include "base/outfile.h"
 }
 
+#include "engine_chain_sync.cuh"
+
 namespace {
 
 constexpr int kThreads = 256;
 constexpr int kAct = 7168 / 4; // u32 words of the activation: 7168 bf16 = 14 KB
-constexpr unsigned long long kTimeoutNs = 2000000000ull;
-// The error word: a launch-mode kernel's wait k (k < 4096), a persistent stage's wait on the
-// previous stage kErrStage + k, a p-stream slot's wait for stage k's weights kErrSlot + k.
-constexpr int kErrStage = 10000, kErrSlot = 20000;
 
 enum { PLAIN, PDL, PDL_LATE, COUNTER, FLAG, RACY, P_COUNTER, P_L2, P_AHEAD, P_FLAG, P_FLAGS, P_RACY, P_STREAM, MODES };
 const char *const kModeName[MODES] = {"plain", "pdl",     "pdl-late", "counter", "flag",   "racy",    "p-counter",
@@ -90,41 +88,6 @@ const char *const kModeName[MODES] = {"plain", "pdl",     "pdl-late", "counter",
 constexpr int kMaxStreamDepth = 8; // p-stream's ring slots (one mbarrier each)
 constexpr int kAheadVec = 8;       // p-ahead: a thread's share of one stage's weights in registers (32 KB a block)
 constexpr bool racy_mode(int m) { return m == RACY || m == P_RACY; }
-
-__device__ __forceinline__ unsigned ld_acquire(const unsigned *p)
-{
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ unsigned long long globaltimer()
-{
-    unsigned long long now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    return now;
-}
-
-// Polls `word` (ld.acquire) until it holds at least `want`; false once the deadline passed (the
-// error word then holds `code`, if it held nothing) or, with OTHERS, once another wait already
-// gave up (a persistent launch: no block may spin on a stage that will never complete).
-template <bool OTHERS>
-__device__ __forceinline__ bool poll_at_least(const unsigned *word, unsigned want, int *err, int code, int sleep_ns)
-{
-    unsigned long long t0 = 0;
-    for (unsigned it = 0; ld_acquire(word) < want; it++) {
-        const unsigned long long now = globaltimer();
-        if (it == 0)
-            t0 = now;
-        else if (now - t0 > kTimeoutNs || (OTHERS && *reinterpret_cast<volatile int *>(err))) {
-            atomicCAS(err, 0, code);
-            return false;
-        }
-        if (sleep_ns)
-            __nanosleep(sleep_ns);
-    }
-    return true;
-}
 
 // A block's own weights, read before any wait (a fold of them, stored only when fold != 0: never).
 __device__ __forceinline__ uint4 block_weights(const uint4 *wb, size_t wvec)
@@ -233,52 +196,6 @@ template <int MODE> __device__ __forceinline__ void stage_arrive(unsigned *sync,
         }
     } else {
         atomicAdd(sync + k, 1u);
-    }
-}
-
-// p-stream's ring: an mbarrier a slot, completed by the bulk copy's bytes (the TMA's async
-// proxy; SM90 and later, SM120 included).
-__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-
-__device__ __forceinline__ void mbar_init(unsigned long long *bar)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
-}
-
-// Slot `bar`'s next phase: this thread's arrival, expecting `bytes` from the copy (none: W = 0,
-// the phase completes at once), then the copy of stage weights src into dst.
-__device__ __forceinline__ void stream_issue(void *dst, const void *src, unsigned bytes, unsigned long long *bar)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
-    if (bytes)
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                         smem_addr(dst)),
-                     "l"(src), "r"(bytes), "r"(smem_addr(bar))
-                     : "memory");
-}
-
-// Waits for the phase of parity `parity` of slot `bar` (a phase already complete returns on the
-// first try, before any timer read); false past the deadline (the error word then holds `code`,
-// if it held nothing) or, with OTHERS, once another wait gave up.
-template <bool OTHERS>
-__device__ __forceinline__ bool mbar_wait(unsigned long long *bar, unsigned parity, int *err, int code)
-{
-    unsigned long long t0 = 0;
-    for (unsigned it = 0;; it++) {
-        unsigned done;
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(done)
-                     : "r"(smem_addr(bar)), "r"(parity)
-                     : "memory");
-        if (done)
-            return true;
-        const unsigned long long now = globaltimer();
-        if (it == 0)
-            t0 = now;
-        else if (now - t0 > kTimeoutNs || (OTHERS && *reinterpret_cast<volatile int *>(err))) {
-            atomicCAS(err, 0, code);
-            return false;
-        }
     }
 }
 
