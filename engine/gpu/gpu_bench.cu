@@ -187,13 +187,16 @@ extern "C" arb_status_t arb_gpu_moe_bench_sel(arb_gpu_model_t *m, unsigned T, co
     if (reps < 1)
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu moe bench: reps %d: expected at least 1", reps);
     const std::vector<int32_t> experts(experts_in, experts_in + (size_t)s.Lz * T * s.k);
-    for (unsigned l = 0; l < s.Lz; l++)
-        for (unsigned i = 0; i < T * s.k && !m->layers[l].dense; i++) {
+    for (unsigned l = 0; l < s.Lz; l++) {
+        if (m->layers[l].dense)
+            continue;
+        for (unsigned i = 0; i < T * s.k; i++) {
             const int32_t e = experts[((size_t)l * T) * s.k + i];
             if (e < 0 || (unsigned)e >= s.E)
                 ARB_RAISE(ARB_ERR_INVALID, why, why_len,
                           "gpu moe bench: layer %u, choice %u: expert %d, expected 0 .. %u", l, i, (int)e, s.E - 1);
         }
+    }
     std::vector<layer_sel> sel = selections(m, T, experts);
     if (sel.empty())
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu moe bench: the model has no MoE layer");
@@ -210,7 +213,11 @@ extern "C" arb_status_t arb_gpu_moe_bench_sel(arb_gpu_model_t *m, unsigned T, co
     for (const layer_sel &ls : sel)
         own_io = own_io || ls.uniq.size() > (size_t)s.max_slots;
     const size_t ts = (size_t)arbk::moe_tstride((int)T);
-    const size_t io_bytes = own_io ? (size_t)T * H * 2 * 2 + (size_t)arbk::kMaxSlots * ts * I * 2 + ts * Is * 2 + 4 * 256 : 0;
+    // own buffers: h, part [T x H], act [kMaxSlots x ts x I], act_sh [ts x Is], bf16; each carve rounds to 256
+    const size_t io_size[4] = {(size_t)T * H * 2, (size_t)T * H * 2, (size_t)arbk::kMaxSlots * ts * I * 2, ts * Is * 2};
+    size_t io_bytes = 0;
+    for (size_t b : io_size)
+        io_bytes += own_io ? (b + 255) / 256 * 256 : 0;
     const size_t expert_elems = (size_t)3 * I * H, ws_bytes = (size_t)32 << 20;
     const int R = std::max(I, Is); // rows of the widest expert (routed or shared)
     // Device copies of the layers' routes, and for the cuBLAS loop bf16 copies of the
@@ -297,10 +304,10 @@ extern "C" arb_status_t arb_gpu_moe_bench_sel(arb_gpu_model_t *m, unsigned T, co
     float *coefs = reinterpret_cast<float *>(carve((size_t)T * 4 * (total_uniq + nl)));
     bf16 *h_in = m->h, *act_moe = m->act_moe, *act_sh = m->act_sh, *part = m->local_part;
     if (own_io) {
-        h_in = reinterpret_cast<bf16 *>(carve((size_t)T * H * 2));
-        part = reinterpret_cast<bf16 *>(carve((size_t)T * H * 2));
-        act_moe = reinterpret_cast<bf16 *>(carve((size_t)arbk::kMaxSlots * ts * I * 2));
-        act_sh = reinterpret_cast<bf16 *>(carve(ts * Is * 2));
+        h_in = reinterpret_cast<bf16 *>(carve(io_size[0]));
+        part = reinterpret_cast<bf16 *>(carve(io_size[1]));
+        act_moe = reinterpret_cast<bf16 *>(carve(io_size[2]));
+        act_sh = reinterpret_cast<bf16 *>(carve(io_size[3]));
         if (e == cudaSuccess)
             e = cudaMemsetAsync(h_in, 0, (size_t)T * H * 2, st);
     }
