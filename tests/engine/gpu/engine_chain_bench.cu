@@ -40,24 +40,30 @@
 //             G words, lane j the words j, j + 32, ... (ld.acquire)
 //   p-racy    no sync at all: a stage's work alone (its check may fail, as racy's)
 //   p-stream  as p-counter, but every block's weights stream into a ring of D shared-memory
-//             slots (--stream-depth D, default 3): thread 0 issues one bulk copy (cp.async.bulk,
-//             the TMA; SM90 and SM120) a stage, completing on the slot's mbarrier, stages
-//             0 .. D - 1 at the start and stage k + D once every thread has left stage k; thread
-//             0 waits on the previous stage's counter and then on its slot's mbarrier, the block
-//             behind one barrier, then every thread reads the stage's weights from shared memory.
-//             While stage k waits, the copies of stages k .. k + D - 1 are in flight or landed:
-//             D = 2 looks one stage past the current one, as p-ahead does in registers; D >= 3
-//             deeper (the design docs/notes.md asks a persistent form for: the bytes keep
-//             streaming across the boundaries). D x W KB of shared memory a block (skipped, row
-//             check "not-resident", where G blocks do not fit); a block that gives up first
-//             waits out the copies it issued (no block exits with a copy in flight)
+//             slots (--stream-depth D, default 3) as one continuous sequence of chunks across
+//             the stages: --chunk-kb C cuts each stage's weights into chunks of C KB (the last
+//             one shorter), 0 (the default) one chunk a stage. Thread 0 issues a bulk copy
+//             (cp.async.bulk, the TMA; SM90 and SM120) a chunk, completing on its slot's
+//             mbarrier: chunks 0 .. D - 1 at the start, chunk q + D once every thread has left
+//             chunk q, whatever stage either belongs to. Before stage k thread 0 waits on the
+//             previous stage's counter (the block behind one barrier); then, chunk by chunk,
+//             every thread waits on the slot's mbarrier and reads the chunk from shared memory.
+//             While stage k waits, the next D chunks are in flight or landed: with whole stages,
+//             D = 2 looks one stage past the current one, as p-ahead does in registers, D >= 3
+//             deeper; with chunks, the ring is D x C KB however large a stage is (the design
+//             docs/notes.md asks a persistent form for: the bytes keep streaming across the
+//             boundaries, a ring that covers one boundary's wait). The ring must fit with G
+//             blocks resident (else skipped, row check "not-resident"); a block that gives up
+//             first waits out the copies it issued (no block exits with a copy in flight)
+// --weights-kb takes one size or a list, stage k taking the list's entry k mod its length (a
+// layer's launches: the engine's per-kernel bytes over G blocks, docs/engine.md).
 // After the timed replays the last activation is compared with the same recurrence on the
 // host; a mismatch fails the run (exit 1), except for racy, where it is the expected outcome
 // and is reported. A counter poll past 2 s sets an error word; the run then fails.
-// Usage: engine_chain_bench [--kernels K] [--blocks G] [--weights-kb W] [--sleep-ns N]
-//                           [--stream-depth D] [--replays R] [--out FILE.csv [--force]]
-// Rows: schema chain-bench-3 (chain-bench-2 had no stream_depth column, chain-bench-1, in
-// results/engine-h200/trigger-first-ab/, no git_rev column either). --out follows the project's output rule (src/base/outfile.h: an existing file is refused
+// Usage: engine_chain_bench [--kernels K] [--blocks G] [--weights-kb W[,W...]] [--sleep-ns N]
+//                           [--stream-depth D] [--chunk-kb C] [--replays R] [--out FILE.csv [--force]]
+// Rows: schema chain-bench-4 (chain-bench-3 had no chunk_kb column and one weights_kb; -2 no
+// stream_depth column either; -1, in results/engine-h200/trigger-first-ab/, no git_rev). --out follows the project's output rule (src/base/outfile.h: an existing file is refused
 // unless --force, written whole through a temporary). No GPU: says so, exit 77.
 #include <algorithm>
 #include <cerrno>
@@ -199,27 +205,41 @@ template <int MODE> __device__ __forceinline__ void stage_arrive(unsigned *sync,
     }
 }
 
-// p-stream's wait before stage k: thread 0 polls the previous stage's counter, then the slot's
-// mbarrier, and tells the block behind one barrier; then every thread's own wait on the slot,
-// complete by then (its acquire of the copy's bytes). On giving up, thread 0 first waits out the
-// copies still in flight (stages k .. k + depth - 1), each with its own deadline, so that no
-// block exits while a copy writes into its shared memory.
-__device__ __forceinline__ bool stream_wait(const unsigned *sync, unsigned long long *bars, int *err, int k, int nk,
-                                            int depth, int sleep_ns)
-{
-    __shared__ int give_up;
-    const int slot = k % depth;
-    const unsigned parity = (unsigned)(k / depth) & 1u;
-    if (threadIdx.x == 0) {
-        bool ok = k == 0 || poll_at_least<true>(sync + k - 1, gridDim.x, err, kErrStage + k, sleep_ns);
-        ok = ok && mbar_wait<true>(bars + slot, parity, err, kErrSlot + k);
-        give_up = !ok;
-        if (!ok)
-            for (int j = k; j < nk && j < k + depth; j++)
-                mbar_wait<false>(bars + j % depth, (unsigned)(j / depth) & 1u, err, kErrSlot + j);
+// A stage's weights: block b's are w[base + b * wvec, + wvec) (uint4).
+struct stage_w {
+    unsigned long long base, wvec;
+};
+
+// p-stream's producer (thread 0): the next chunk of the block's sequence, at (stage k, offset
+// off) of its weights, at most `slot` uint4 long, into slot qi mod depth; false past the last
+// stage. Stages of no weights have no chunks.
+struct stream_producer {
+    int k = 0;
+    unsigned long long off = 0;
+    unsigned qi = 0; // chunks issued
+
+    __device__ __forceinline__ bool issue(const uint4 *w, const stage_w *stg, int nk, uint4 *ring,
+                                          unsigned long long slot, unsigned long long *bars, int depth)
+    {
+        while (k < nk && off >= stg[k].wvec)
+            k++, off = 0;
+        if (k >= nk)
+            return false;
+        const unsigned long long len = min(slot, stg[k].wvec - off);
+        const unsigned s = qi % depth;
+        stream_issue(ring + s * slot, w + stg[k].base + blockIdx.x * stg[k].wvec + off, (unsigned)(len * 16), bars + s);
+        off += len, qi++;
+        return true;
     }
-    __syncthreads();
-    return !give_up && mbar_wait<false>(bars + slot, parity, err, kErrSlot + k);
+};
+
+// A block giving up (thread 0): it waits out its copies still in flight, chunks q .. qi - 1,
+// each with its own deadline, so that it does not exit while a copy writes its shared memory.
+__device__ __forceinline__ void stream_drain(unsigned long long *bars, unsigned q, unsigned qi, int depth, int *err,
+                                             int k)
+{
+    for (unsigned j = q; j < qi; j++)
+        mbar_wait<false>(bars + j % depth, (j / depth) & 1u, err, kErrSlot + k);
 }
 
 // p-ahead's registers: a thread's uint4 of one stage's weights (zero past the block's wvec).
@@ -235,35 +255,37 @@ __device__ __forceinline__ void load_ahead(uint4 (&b)[kAheadVec], const uint4 *w
 // The K steps of `link` as the stages of one launch (the modes P_*): the same weights (stage
 // k's at kernel k's place), the same activation reads and writes.
 template <int MODE> __global__ void __launch_bounds__(kThreads)
-    stages(const uint4 *w, size_t wvec, unsigned *act, unsigned *sync, int *err, int nk, int sleep_ns, int fold,
-           int depth)
+    stages(const uint4 *w, const stage_w *stg, unsigned *act, unsigned *sync, int *err, int nk, int sleep_ns, int fold,
+           int depth, unsigned long long slot)
 {
     // p-ahead, p-l2 and p-stream wait and arrive as p-counter
     constexpr int SYNC = MODE == P_AHEAD || MODE == P_L2 || MODE == P_STREAM ? P_COUNTER : MODE;
-    extern __shared__ uint4 ring[]; // p-stream: depth slots of wvec
+    extern __shared__ uint4 ring[]; // p-stream: depth slots of `slot` uint4
     __shared__ unsigned long long bars[kMaxStreamDepth];
+    __shared__ int give_up;
+    stream_producer prod; // thread 0's
+    unsigned q = 0;       // p-stream: the chunks consumed (every thread)
     uint4 cur[kAheadVec], nxt[kAheadVec];
     if (MODE == P_AHEAD)
-        load_ahead(cur, w + (size_t)blockIdx.x * wvec, wvec);
-    if (MODE == P_STREAM) { // the slots' barriers, then stages 0 .. depth - 1 in flight
+        load_ahead(cur, w + stg[0].base + blockIdx.x * stg[0].wvec, stg[0].wvec);
+    if (MODE == P_STREAM) { // the slots' barriers, then chunks 0 .. depth - 1 in flight
         if (threadIdx.x == 0) {
             for (int j = 0; j < depth; j++)
                 mbar_init(bars + j);
             asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-            for (int j = 0; j < depth && j < nk; j++)
-                stream_issue(ring + (size_t)j * wvec, w + ((size_t)j * gridDim.x + blockIdx.x) * wvec,
-                             (unsigned)(wvec * 16), bars + j);
+            while (prod.qi < (unsigned)depth && prod.issue(w, stg, nk, ring, slot, bars, depth)) {}
         }
         __syncthreads();
     }
     for (int k = 0; k < nk; k++) {
-        const uint4 *wk = w + ((size_t)k * gridDim.x + blockIdx.x) * wvec; // this block's weights of stage k
+        const size_t wvec = stg[k].wvec;
+        const uint4 *wk = w + stg[k].base + blockIdx.x * wvec; // this block's weights of stage k
         uint4 acc = make_uint4(0, 0, 0, 0);
         if (MODE == P_STREAM) {
-            // nothing before the wait: stage k's copy was issued depth stages ago
+            // nothing before the wait: the copies run ahead of it
         } else if (MODE == P_AHEAD) {
             if (k + 1 < nk)
-                load_ahead(nxt, wk + (size_t)gridDim.x * wvec, wvec); // stage k + 1's
+                load_ahead(nxt, w + stg[k + 1].base + blockIdx.x * stg[k + 1].wvec, stg[k + 1].wvec); // stage k + 1's
         } else if (MODE == P_L2) {
             const char *wb = reinterpret_cast<const char *>(wk);
             for (size_t off = (size_t)threadIdx.x * 128; off < wvec * 16; off += (size_t)kThreads * 128)
@@ -275,13 +297,35 @@ template <int MODE> __global__ void __launch_bounds__(kThreads)
             return;
         if (MODE == P_L2)
             acc = block_weights(wk, wvec);
-        if (MODE == P_STREAM) { // the previous stage and stage k's slot, then its weights from shared memory
-            if (!stream_wait(sync, bars, err, k, nk, depth, sleep_ns))
+        if (MODE == P_STREAM) { // the previous stage, then stage k's chunks from the ring as they land
+            if (k > 0 && !stage_wait<SYNC>(sync, err, k, nk, sleep_ns)) {
+                if (threadIdx.x == 0)
+                    stream_drain(bars, q, prod.qi, depth, err, k);
                 return;
-            const uint4 *wb = ring + (size_t)(k % depth) * wvec;
-            for (size_t i = threadIdx.x; i < wvec; i += kThreads) {
-                const uint4 v = wb[i];
-                acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w;
+            }
+            for (size_t off = 0; off < wvec; q++) {
+                const size_t len = min((size_t)slot, wvec - off);
+                const unsigned s = q % depth, parity = (q / depth) & 1u;
+                if (threadIdx.x == 0) { // thread 0 alone polls; the block behind one barrier
+                    give_up = !mbar_wait<true>(bars + s, parity, err, kErrSlot + k);
+                    if (give_up)
+                        stream_drain(bars, q, prod.qi, depth, err, k);
+                }
+                __syncthreads();
+                if (give_up || !mbar_wait<false>(bars + s, parity, err, kErrSlot + k)) // done: every thread's acquire
+                    return;
+                const uint4 *wb = ring + s * slot;
+                for (size_t i = threadIdx.x; i < len; i += kThreads) {
+                    const uint4 v = wb[i];
+                    acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w;
+                }
+                off += len;
+                __syncthreads();        // every thread has read slot s
+                if (threadIdx.x == 0) { // chunk q + depth, if any, into the freed slot
+                    // the reads above, before the copy's writes
+                    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+                    prod.issue(w, stg, nk, ring, slot, bars, depth);
+                }
             }
         }
         if (MODE == P_AHEAD) { // stage k's weights (loaded a stage ago) folded; stage k + 1's become cur
@@ -291,14 +335,9 @@ template <int MODE> __global__ void __launch_bounds__(kThreads)
         }
         block_step(act + (size_t)k * kAct, act + (size_t)(k + 1) * kAct, acc, fold);
         if (MODE != P_RACY)
-            stage_arrive<SYNC>(sync, k, nk); // its barrier: every thread has read stage k's slot
+            stage_arrive<SYNC>(sync, k, nk);
         else
             __syncthreads();
-        if (MODE == P_STREAM && threadIdx.x == 0 && k + depth < nk) {    // the freed slot: stage k + depth's
-            asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); // the reads above, before the copy's writes
-            stream_issue(ring + (size_t)(k % depth) * wvec, wk + (size_t)depth * gridDim.x * wvec,
-                         (unsigned)(wvec * 16), bars + k % depth);
-        }
     }
 }
 
@@ -323,28 +362,47 @@ long parse(const char *opt, const char *v, long lo, long hi)
     return x;
 }
 
+// --weights-kb: one size or a comma-separated list of at most 64, each 0 .. 1024 KB.
+std::vector<long> parse_list(const char *opt, const char *v)
+{
+    std::vector<long> out;
+    std::string s(v);
+    for (size_t a = 0;;) {
+        const size_t b = s.find(',', a);
+        const std::string item = s.substr(a, b == std::string::npos ? std::string::npos : b - a);
+        if (item.empty() || out.size() == 64) {
+            fprintf(stderr, "engine_chain_bench: --%s '%s': expected 1 to 64 comma-separated integers in 0 .. 1024\n",
+                    opt, v);
+            exit(2);
+        }
+        out.push_back(parse(opt, item.c_str(), 0, 1024));
+        if (b == std::string::npos)
+            return out;
+        a = b + 1;
+    }
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
     int nk = 120, blocks = 264, sleep_ns = 0, replays = 20, depth = 3;
-    long wkb = 16;
+    long chunk_kb = 0;
+    std::vector<long> wkbs = {16};
     const char *out = nullptr;
     int force = 0;
-    static const option opts[] = {{"force", no_argument, nullptr, 'f'},
-                                  {"kernels", required_argument, nullptr, 'k'},
-                                  {"blocks", required_argument, nullptr, 'g'},
-                                  {"weights-kb", required_argument, nullptr, 'w'},
-                                  {"sleep-ns", required_argument, nullptr, 's'},
-                                  {"replays", required_argument, nullptr, 'r'},
-                                  {"out", required_argument, nullptr, 'o'},
-                                  {"stream-depth", required_argument, nullptr, 'd'},
-                                  {nullptr, 0, nullptr, 0}};
+    static const option opts[] = {
+        {"force", no_argument, nullptr, 'f'},          {"kernels", required_argument, nullptr, 'k'},
+        {"blocks", required_argument, nullptr, 'g'},   {"weights-kb", required_argument, nullptr, 'w'},
+        {"sleep-ns", required_argument, nullptr, 's'}, {"replays", required_argument, nullptr, 'r'},
+        {"out", required_argument, nullptr, 'o'},      {"stream-depth", required_argument, nullptr, 'd'},
+        {"chunk-kb", required_argument, nullptr, 'c'}, {nullptr, 0, nullptr, 0}};
     for (int c; (c = getopt_long(argc, argv, "", opts, nullptr)) != -1;) {
         switch (c) {
         case 'k': nk = (int)parse("kernels", optarg, 3, 4096); break;
         case 'g': blocks = (int)parse("blocks", optarg, 1, 65536); break;
-        case 'w': wkb = parse("weights-kb", optarg, 0, 1024); break;
+        case 'w': wkbs = parse_list("weights-kb", optarg); break;
+        case 'c': chunk_kb = parse("chunk-kb", optarg, 0, 1024); break;
         case 's': sleep_ns = (int)parse("sleep-ns", optarg, 0, 100000); break;
         case 'r': replays = (int)parse("replays", optarg, 1, 100000); break;
         case 'd': depth = (int)parse("stream-depth", optarg, 1, kMaxStreamDepth); break;
@@ -352,7 +410,7 @@ int main(int argc, char **argv)
         case 'f': force = 1; break;
         default:
             fprintf(stderr, "usage: engine_chain_bench [--kernels K] [--blocks G] [--weights-kb W] [--sleep-ns N] "
-                            "[--stream-depth D] [--replays R] [--out FILE.csv [--force]]\n");
+                            "[--stream-depth D] [--chunk-kb C] [--replays R] [--out FILE.csv [--force]]\n");
             return 2;
         }
     }
@@ -378,7 +436,23 @@ int main(int argc, char **argv)
     int drv = 0, rt = 0;
     CK(cudaDriverGetVersion(&drv));
     CK(cudaRuntimeGetVersion(&rt));
-    const size_t wvec = (size_t)wkb * 1024 / 16, wtot = (size_t)nk * blocks * wvec;
+    // stage k: its weights' place and size (uint4 a block), the list's entry k mod its length
+    std::vector<stage_w> stg(nk);
+    size_t wtot = 0, maxwv = 0;
+    double wkb_mean = 0;
+    for (int k = 0; k < nk; k++) {
+        stg[k].base = wtot, stg[k].wvec = (size_t)wkbs[k % wkbs.size()] * 1024 / 16;
+        wtot += (size_t)blocks * stg[k].wvec, maxwv = std::max(maxwv, (size_t)stg[k].wvec);
+        wkb_mean += (double)wkbs[k % wkbs.size()] / nk;
+    }
+    std::string wkb_text; // the list as given, '/'-separated in the rows and the header
+    for (size_t i = 0; i < wkbs.size(); i++)
+        wkb_text += (i ? "/" : "") + std::to_string(wkbs[i]);
+    // p-stream: a ring slot is a chunk, or (--chunk-kb 0) the largest stage
+    const unsigned long long slot = chunk_kb ? (unsigned long long)chunk_kb * 1024 / 16 : maxwv;
+    stage_w *dstg = nullptr;
+    CK(cudaMalloc(&dstg, nk * sizeof(stage_w)));
+    CK(cudaMemcpy(dstg, stg.data(), nk * sizeof(stage_w), cudaMemcpyHostToDevice));
     uint4 *w = nullptr;
     unsigned *act = nullptr, *ctr = nullptr;
     int *dev_err = nullptr;
@@ -401,34 +475,38 @@ int main(int argc, char **argv)
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     char host[256] = "?";
     gethostname(host, sizeof host - 1);
-    std::string csv = "schema,git_rev,host,gpu,sms,driver,runtime,mode,kernels,blocks,weights_kb,sleep_ns,stream_depth,"
-                      "replays,us_per_kernel_median,us_per_kernel_min,us_per_kernel_max,weights_floor_us_at_4.6TBps,"
-                      "check\n";
+    std::string csv =
+        "schema,git_rev,host,gpu,sms,driver,runtime,mode,kernels,blocks,weights_kb,sleep_ns,stream_depth,"
+        "chunk_kb,replays,us_per_kernel_median,us_per_kernel_min,us_per_kernel_max,weights_floor_us_at_4.6TBps,"
+        "check\n";
     void (*const kern[])(const uint4 *, size_t, const unsigned *, unsigned *, unsigned *, int *, int, int, unsigned,
                          int, int) = {link<PLAIN>, link<PDL>, link<PDL_LATE>, link<COUNTER>, link<FLAG>, link<RACY>};
     static_assert(sizeof kern / sizeof *kern == RACY + 1, "a kernel for every launch mode");
     // in mode order, one for each persistent mode (a short list would leave a null kernel and
     // shift every mode after the gap onto its neighbour's kernel: the static_assert)
-    void (*const pkern[])(const uint4 *, size_t, unsigned *, unsigned *, int *, int, int, int,
-                          int) = {stages<P_COUNTER>, stages<P_L2>,   stages<P_AHEAD>, stages<P_FLAG>,
-                                  stages<P_FLAGS>,   stages<P_RACY>, stages<P_STREAM>};
+    void (*const pkern[])(const uint4 *, const stage_w *, unsigned *, unsigned *, int *, int, int, int, int,
+                          unsigned long long) = {stages<P_COUNTER>, stages<P_L2>,   stages<P_AHEAD>, stages<P_FLAG>,
+                                                 stages<P_FLAGS>,   stages<P_RACY>, stages<P_STREAM>};
     static_assert(sizeof pkern / sizeof *pkern == MODES - P_COUNTER, "a kernel for every persistent mode");
-    const double floor_us = blocks * (double)wkb * 1024 / 4.6e6;
+    const double floor_us = blocks * wkb_mean * 1024 / 4.6e6; // a stage's mean
     // one CSV row: the mode's us a kernel or stage (median, min, max; empty when it did not run), its check
     auto row = [&](int mode, const char *times, const char *check) {
-        char line[512];
-        snprintf(line, sizeof line, "chain-bench-3,%s,%s,%s,%d,%d,%d,%s,%d,%d,%ld,%d,%d,%d,%s,%.4f,%s\n", arb_git_rev(),
-                 host, prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks, wkb, sleep_ns,
-                 mode == P_STREAM ? depth : 0, replays, times, floor_us, check);
+        char line[1024];
+        snprintf(line, sizeof line, "chain-bench-4,%s,%s,%s,%d,%d,%d,%s,%d,%d,%s,%d,%d,%ld,%d,%s,%.4f,%s\n",
+                 arb_git_rev(), host, prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks,
+                 wkb_text.c_str(), sleep_ns, mode == P_STREAM ? depth : 0, mode == P_STREAM ? chunk_kb : 0, replays,
+                 times, floor_us, check);
         csv += line;
     };
     int rc = 0;
-    printf("# engine_chain_bench: %s, %d SMs, driver %d, runtime %d; %d kernels of %d blocks, %ld KB of weights a "
-           "block (%.2f MB a kernel), sleep %d ns, p-stream depth %d, %d replays x 7\n",
-           prop.name, prop.multiProcessorCount, drv, rt, nk, blocks, wkb, blocks * wkb / 1024.0, sleep_ns, depth,
-           replays);
-    // p-stream's ring: depth slots of the block's weights in dynamic shared memory
-    const size_t ring_bytes = (size_t)depth * wvec * 16;
+    printf("# engine_chain_bench: %s, %d SMs, driver %d, runtime %d; %d kernels of %d blocks, %s KB of weights a "
+           "block (%.2f MB a kernel on average), sleep %d ns, p-stream depth %d, chunk %s, %d replays x 7\n",
+           prop.name, prop.multiProcessorCount, drv, rt, nk, blocks, wkb_text.c_str(), blocks * wkb_mean / 1024.0,
+           sleep_ns, depth, chunk_kb ? (std::to_string(chunk_kb) + " KB").c_str() : "a stage", replays);
+    if (wkbs.size() > 1 && nk % wkbs.size() == 0)
+        printf("# the list is a period of %zu stages: a period's time is %zu x a stage's\n", wkbs.size(), wkbs.size());
+    // p-stream's ring: depth slots in dynamic shared memory
+    const size_t ring_bytes = (size_t)depth * slot * 16;
     for (int mode = 0; mode < MODES; mode++) {
         const bool persistent = mode >= P_COUNTER;
         const size_t dyn = mode == P_STREAM ? ring_bytes : 0;
@@ -450,13 +528,13 @@ int main(int argc, char **argv)
             }
             CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pkern[mode - P_COUNTER], kThreads, dyn));
             const bool resident = (long)per_sm * prop.multiProcessorCount >= blocks;
-            if (!resident || (mode == P_AHEAD && wvec > (size_t)kAheadVec * kThreads)) {
+            if (!resident || (mode == P_AHEAD && maxwv > (size_t)kAheadVec * kThreads)) {
                 if (!resident)
                     printf("%-9s skipped: %d blocks are not all resident (at most %d a SM x %d SMs)\n", kModeName[mode],
                            blocks, per_sm, prop.multiProcessorCount);
                 else
-                    printf("%-9s skipped: %ld KB of weights a block do not fit its registers (at most %d KB)\n",
-                           kModeName[mode], wkb, kAheadVec * kThreads * 16 / 1024);
+                    printf("%-9s skipped: %zu KB of weights a block do not fit its registers (at most %d KB)\n",
+                           kModeName[mode], maxwv * 16 / 1024, kAheadVec * kThreads * 16 / 1024);
                 row(mode, ",,", resident ? "too-large" : "not-resident");
                 continue;
             }
@@ -470,7 +548,8 @@ int main(int argc, char **argv)
         CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
         if (persistent) { // the sync words cleared, then the one launch of nk stages
             CK(cudaMemsetAsync(ctr, 0, sync_words * 4, st));
-            pkern[mode - P_COUNTER]<<<blocks, kThreads, dyn, st>>>(w, wvec, act, ctr, dev_err, nk, sleep_ns, 0, depth);
+            pkern[mode - P_COUNTER]<<<blocks, kThreads, dyn, st>>>(w, dstg, act, ctr, dev_err, nk, sleep_ns, 0, depth,
+                                                                   slot);
             CK(cudaGetLastError());
         }
         for (int k = 0; k < nk && !persistent; k++) {
@@ -480,11 +559,11 @@ int main(int argc, char **argv)
             at[0].val.programmaticStreamSerializationAllowed = 1;
             cfg.gridDim = dim3(blocks), cfg.blockDim = dim3(kThreads), cfg.stream = st;
             cfg.attrs = at, cfg.numAttrs = mode == PLAIN ? 0 : 1;
-            const uint4 *wk = w + (size_t)k * blocks * wvec;
+            const uint4 *wk = w + stg[k].base;
             const unsigned *in = act + (size_t)k * kAct;
             unsigned *o = act + (size_t)(k + 1) * kAct;
-            CK(cudaLaunchKernelEx(&cfg, kern[mode], wk, wvec, in, o, ctr, dev_err, k, nk, (unsigned)blocks, sleep_ns,
-                                  0));
+            CK(cudaLaunchKernelEx(&cfg, kern[mode], wk, (size_t)stg[k].wvec, in, o, ctr, dev_err, k, nk,
+                                  (unsigned)blocks, sleep_ns, 0));
         }
         CK(cudaStreamEndCapture(st, &g));
         CK(cudaGraphInstantiate(&ge, g, 0));
