@@ -7,6 +7,7 @@
 #ifndef ARB_TESTS_ENGINE_CHAIN_SYNC_CUH
 #define ARB_TESTS_ENGINE_CHAIN_SYNC_CUH
 
+#include <cstdint>
 #include <cuda_runtime.h>
 
 namespace {
