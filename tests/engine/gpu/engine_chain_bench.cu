@@ -42,12 +42,15 @@
 //   p-stream  as p-counter, but every block's weights stream into a ring of D shared-memory
 //             slots (--stream-depth D, default 3) as one continuous sequence of chunks across
 //             the stages: --chunk-kb C cuts each stage's weights into chunks of C KB (the last
-//             one shorter), 0 (the default) one chunk a stage. Thread 0 issues a bulk copy
-//             (cp.async.bulk, the TMA; SM90 and SM120) a chunk, completing on its slot's
-//             mbarrier: chunks 0 .. D - 1 at the start, chunk q + D once every thread has left
-//             chunk q, whatever stage either belongs to. Before stage k thread 0 waits on the
-//             previous stage's counter (the block behind one barrier); then, chunk by chunk,
-//             every thread waits on the slot's mbarrier and reads the chunk from shared memory.
+//             one shorter), 0 (the default) one chunk a stage. A producer thread
+//             (--stream-producer T, default 32: not thread 0, whose fence before the counter's
+//             atomic would otherwise be issued behind its copies; 0 to measure that) issues a
+//             bulk copy (cp.async.bulk, the TMA; SM90 and SM120) a chunk, completing on its
+//             slot's mbarrier: chunks 0 .. D - 1 at the start, chunk q + D once every thread has
+//             left chunk q, whatever stage either belongs to. Before stage k warp 0 waits on the
+//             previous stage's counter (the block behind one barrier); then, chunk by chunk, the
+//             producer waits on the slot's mbarrier (the block behind one barrier), and every
+//             thread acquires the slot and reads the chunk from shared memory.
 //             While stage k waits, the next D chunks are in flight or landed: with whole stages,
 //             D = 2 looks one stage past the current one, as p-ahead does in registers, D >= 3
 //             deeper; with chunks, the ring is D x C KB however large a stage is (the design
@@ -210,7 +213,7 @@ struct stage_w {
     unsigned long long base, wvec;
 };
 
-// p-stream's producer (thread 0): the next chunk of the block's sequence, at (stage k, offset
+// p-stream's producer (--stream-producer: one thread): the next chunk of the block's sequence, at (stage k, offset
 // off) of its weights, at most `slot` uint4 long, into slot qi mod depth; false past the last
 // stage. Stages of no weights have no chunks.
 struct stream_producer {
@@ -256,20 +259,20 @@ __device__ __forceinline__ void load_ahead(uint4 (&b)[kAheadVec], const uint4 *w
 // k's at kernel k's place), the same activation reads and writes.
 template <int MODE> __global__ void __launch_bounds__(kThreads)
     stages(const uint4 *w, const stage_w *stg, unsigned *act, unsigned *sync, int *err, int nk, int sleep_ns, int fold,
-           int depth, unsigned long long slot)
+           int depth, unsigned long long slot, unsigned producer)
 {
     // p-ahead, p-l2 and p-stream wait and arrive as p-counter
     constexpr int SYNC = MODE == P_AHEAD || MODE == P_L2 || MODE == P_STREAM ? P_COUNTER : MODE;
     extern __shared__ uint4 ring[]; // p-stream: depth slots of `slot` uint4
     __shared__ unsigned long long bars[kMaxStreamDepth];
     __shared__ int give_up;
-    stream_producer prod; // thread 0's
+    stream_producer prod; // the producer thread's
     unsigned q = 0;       // p-stream: the chunks consumed (every thread)
     uint4 cur[kAheadVec], nxt[kAheadVec];
     if (MODE == P_AHEAD)
         load_ahead(cur, w + stg[0].base + blockIdx.x * stg[0].wvec, stg[0].wvec);
     if (MODE == P_STREAM) { // the slots' barriers, then chunks 0 .. depth - 1 in flight
-        if (threadIdx.x == 0) {
+        if (threadIdx.x == producer) {
             for (int j = 0; j < depth; j++)
                 mbar_init(bars + j);
             asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -299,14 +302,14 @@ template <int MODE> __global__ void __launch_bounds__(kThreads)
             acc = block_weights(wk, wvec);
         if (MODE == P_STREAM) { // the previous stage, then stage k's chunks from the ring as they land
             if (k > 0 && !stage_wait<SYNC>(sync, err, k, nk, sleep_ns)) {
-                if (threadIdx.x == 0)
+                if (threadIdx.x == producer)
                     stream_drain(bars, q, prod.qi, depth, err, k);
                 return;
             }
             for (size_t off = 0; off < wvec; q++) {
                 const size_t len = min((size_t)slot, wvec - off);
                 const unsigned s = q % depth, parity = (q / depth) & 1u;
-                if (threadIdx.x == 0) { // thread 0 alone polls; the block behind one barrier
+                if (threadIdx.x == producer) { // the producer alone polls; the block behind one barrier
                     give_up = !mbar_wait<true>(bars + s, parity, err, kErrSlot + k);
                     if (give_up)
                         stream_drain(bars, q, prod.qi, depth, err, k);
@@ -320,8 +323,8 @@ template <int MODE> __global__ void __launch_bounds__(kThreads)
                     acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w;
                 }
                 off += len;
-                __syncthreads();        // every thread has read slot s
-                if (threadIdx.x == 0) { // chunk q + depth, if any, into the freed slot
+                __syncthreads();               // every thread has read slot s
+                if (threadIdx.x == producer) { // chunk q + depth, if any, into the freed slot
                     // the reads above, before the copy's writes
                     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
                     prod.issue(w, stg, nk, ring, slot, bars, depth);
@@ -387,30 +390,38 @@ std::vector<long> parse_list(const char *opt, const char *v)
 int main(int argc, char **argv)
 {
     int nk = 120, blocks = 264, sleep_ns = 0, replays = 20, depth = 3;
-    long chunk_kb = 0;
+    long chunk_kb = 0, producer = 32;
     std::vector<long> wkbs = {16};
     const char *out = nullptr;
     int force = 0;
-    static const option opts[] = {
-        {"force", no_argument, nullptr, 'f'},          {"kernels", required_argument, nullptr, 'k'},
-        {"blocks", required_argument, nullptr, 'g'},   {"weights-kb", required_argument, nullptr, 'w'},
-        {"sleep-ns", required_argument, nullptr, 's'}, {"replays", required_argument, nullptr, 'r'},
-        {"out", required_argument, nullptr, 'o'},      {"stream-depth", required_argument, nullptr, 'd'},
-        {"chunk-kb", required_argument, nullptr, 'c'}, {nullptr, 0, nullptr, 0}};
+    static const option opts[] = {{"force", no_argument, nullptr, 'f'},
+                                  {"kernels", required_argument, nullptr, 'k'},
+                                  {"blocks", required_argument, nullptr, 'g'},
+                                  {"weights-kb", required_argument, nullptr, 'w'},
+                                  {"sleep-ns", required_argument, nullptr, 's'},
+                                  {"replays", required_argument, nullptr, 'r'},
+                                  {"out", required_argument, nullptr, 'o'},
+                                  {"stream-depth", required_argument, nullptr, 'd'},
+                                  {"chunk-kb", required_argument, nullptr, 'c'},
+                                  {"stream-producer", required_argument, nullptr, 'p'},
+                                  {nullptr, 0, nullptr, 0}};
     for (int c; (c = getopt_long(argc, argv, "", opts, nullptr)) != -1;) {
         switch (c) {
         case 'k': nk = (int)parse("kernels", optarg, 3, 4096); break;
         case 'g': blocks = (int)parse("blocks", optarg, 1, 65536); break;
         case 'w': wkbs = parse_list("weights-kb", optarg); break;
         case 'c': chunk_kb = parse("chunk-kb", optarg, 0, 1024); break;
+        case 'p': producer = parse("stream-producer", optarg, 0, kThreads - 1); break;
         case 's': sleep_ns = (int)parse("sleep-ns", optarg, 0, 100000); break;
         case 'r': replays = (int)parse("replays", optarg, 1, 100000); break;
         case 'd': depth = (int)parse("stream-depth", optarg, 1, kMaxStreamDepth); break;
         case 'o': out = optarg; break;
         case 'f': force = 1; break;
         default:
-            fprintf(stderr, "usage: engine_chain_bench [--kernels K] [--blocks G] [--weights-kb W] [--sleep-ns N] "
-                            "[--stream-depth D] [--chunk-kb C] [--replays R] [--out FILE.csv [--force]]\n");
+            fprintf(
+                stderr,
+                "usage: engine_chain_bench [--kernels K] [--blocks G] [--weights-kb W] [--sleep-ns N] "
+                "[--stream-depth D] [--chunk-kb C] [--stream-producer T] [--replays R] [--out FILE.csv [--force]]\n");
             return 2;
         }
     }
@@ -477,7 +488,7 @@ int main(int argc, char **argv)
     gethostname(host, sizeof host - 1);
     std::string csv =
         "schema,git_rev,host,gpu,sms,driver,runtime,mode,kernels,blocks,weights_kb,sleep_ns,stream_depth,"
-        "chunk_kb,replays,us_per_kernel_median,us_per_kernel_min,us_per_kernel_max,weights_floor_us_at_4.6TBps,"
+        "chunk_kb,stream_producer,replays,us_per_kernel_median,us_per_kernel_min,us_per_kernel_max,weights_floor_us_at_4.6TBps,"
         "check\n";
     void (*const kern[])(const uint4 *, size_t, const unsigned *, unsigned *, unsigned *, int *, int, int, unsigned,
                          int, int) = {link<PLAIN>, link<PDL>, link<PDL_LATE>, link<COUNTER>, link<FLAG>, link<RACY>};
@@ -485,24 +496,26 @@ int main(int argc, char **argv)
     // in mode order, one for each persistent mode (a short list would leave a null kernel and
     // shift every mode after the gap onto its neighbour's kernel: the static_assert)
     void (*const pkern[])(const uint4 *, const stage_w *, unsigned *, unsigned *, int *, int, int, int, int,
-                          unsigned long long) = {stages<P_COUNTER>, stages<P_L2>,   stages<P_AHEAD>, stages<P_FLAG>,
-                                                 stages<P_FLAGS>,   stages<P_RACY>, stages<P_STREAM>};
+                          unsigned long long, unsigned) = {stages<P_COUNTER>, stages<P_L2>,    stages<P_AHEAD>,
+                                                           stages<P_FLAG>,    stages<P_FLAGS>, stages<P_RACY>,
+                                                           stages<P_STREAM>};
     static_assert(sizeof pkern / sizeof *pkern == MODES - P_COUNTER, "a kernel for every persistent mode");
     const double floor_us = blocks * wkb_mean * 1024 / 4.6e6; // a stage's mean
     // one CSV row: the mode's us a kernel or stage (median, min, max; empty when it did not run), its check
     auto row = [&](int mode, const char *times, const char *check) {
         char line[1024];
-        snprintf(line, sizeof line, "chain-bench-4,%s,%s,%s,%d,%d,%d,%s,%d,%d,%s,%d,%d,%ld,%d,%s,%.4f,%s\n",
+        snprintf(line, sizeof line, "chain-bench-4,%s,%s,%s,%d,%d,%d,%s,%d,%d,%s,%d,%d,%ld,%ld,%d,%s,%.4f,%s\n",
                  arb_git_rev(), host, prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks,
-                 wkb_text.c_str(), sleep_ns, mode == P_STREAM ? depth : 0, mode == P_STREAM ? chunk_kb : 0, replays,
-                 times, floor_us, check);
+                 wkb_text.c_str(), sleep_ns, mode == P_STREAM ? depth : 0, mode == P_STREAM ? chunk_kb : 0,
+                 mode == P_STREAM ? producer : 0, replays, times, floor_us, check);
         csv += line;
     };
     int rc = 0;
     printf("# engine_chain_bench: %s, %d SMs, driver %d, runtime %d; %d kernels of %d blocks, %s KB of weights a "
-           "block (%.2f MB a kernel on average), sleep %d ns, p-stream depth %d, chunk %s, %d replays x 7\n",
+           "block (%.2f MB a kernel on average), sleep %d ns, p-stream depth %d, chunk %s, producer thread %ld, %d "
+           "replays x 7\n",
            prop.name, prop.multiProcessorCount, drv, rt, nk, blocks, wkb_text.c_str(), blocks * wkb_mean / 1024.0,
-           sleep_ns, depth, chunk_kb ? (std::to_string(chunk_kb) + " KB").c_str() : "a stage", replays);
+           sleep_ns, depth, chunk_kb ? (std::to_string(chunk_kb) + " KB").c_str() : "a stage", producer, replays);
     if (wkbs.size() > 1 && nk % wkbs.size() == 0)
         printf("# the list is a period of %zu stages: a period's time is %zu x a stage's\n", wkbs.size(), wkbs.size());
     // p-stream's ring: depth slots in dynamic shared memory
@@ -549,7 +562,7 @@ int main(int argc, char **argv)
         if (persistent) { // the sync words cleared, then the one launch of nk stages
             CK(cudaMemsetAsync(ctr, 0, sync_words * 4, st));
             pkern[mode - P_COUNTER]<<<blocks, kThreads, dyn, st>>>(w, dstg, act, ctr, dev_err, nk, sleep_ns, 0, depth,
-                                                                   slot);
+                                                                   slot, (unsigned)producer);
             CK(cudaGetLastError());
         }
         for (int k = 0; k < nk && !persistent; k++) {
