@@ -64,8 +64,12 @@
 // host; a mismatch fails the run (exit 1), except for racy, where it is the expected outcome
 // and is reported. A counter poll past 2 s sets an error word; the run then fails.
 // Usage: engine_chain_bench [--kernels K] [--blocks G] [--weights-kb W[,W...]] [--sleep-ns N]
-//                           [--stream-depth D] [--chunk-kb C] [--replays R] [--out FILE.csv [--force]]
-// Rows: schema chain-bench-4 (chain-bench-3 had no chunk_kb column and one weights_kb; -2 no
+//                           [--stream-depth D] [--chunk-kb C] [--stream-producer T]
+//                           [--arrive fence|release] [--replays R] [--out FILE.csv [--force]]
+// --arrive: how a persistent stage's counter is added to (p-counter, p-l2, p-ahead, p-stream):
+// thread 0's __threadfence() then atomicAdd (fence, the default, as persist.cu), or one
+// red.release.gpu (release) after the block's barrier.
+// Rows: schema chain-bench-4 (chain-bench-3 had no chunk_kb, stream_producer or arrive column and one weights_kb; -2 no
 // stream_depth column either; -1, in results/engine-h200/trigger-first-ab/, no git_rev). --out follows the project's output rule (src/base/outfile.h: an existing file is refused
 // unless --force, written whole through a temporary). No GPU: says so, exit 77.
 #include <algorithm>
@@ -188,12 +192,19 @@ __device__ __forceinline__ bool stage_wait(const unsigned *sync, int *err, int k
     return !give_up;
 }
 
-// Stage k is done in this block (every thread's writes are before the barrier).
-template <int MODE> __device__ __forceinline__ void stage_arrive(unsigned *sync, int k, int nk)
+// Stage k is done in this block (every thread's writes are before the barrier). The counter's
+// add: after __threadfence() (fence.sc), or with release (--arrive release: red.release.gpu, no
+// separate fence; release is cumulative, so it orders the block's writes that the barrier put
+// before it).
+template <int MODE> __device__ __forceinline__ void stage_arrive(unsigned *sync, int k, int nk, bool release)
 {
     __syncthreads();
     if (threadIdx.x != 0)
         return;
+    if (MODE == P_COUNTER && release) {
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(sync + k) : "memory");
+        return;
+    }
     __threadfence();
     if (MODE == P_FLAGS) {
         asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(sync + (size_t)k * gridDim.x + blockIdx.x), "r"(1u)
@@ -259,7 +270,7 @@ __device__ __forceinline__ void load_ahead(uint4 (&b)[kAheadVec], const uint4 *w
 // k's at kernel k's place), the same activation reads and writes.
 template <int MODE> __global__ void __launch_bounds__(kThreads)
     stages(const uint4 *w, const stage_w *stg, unsigned *act, unsigned *sync, int *err, int nk, int sleep_ns, int fold,
-           int depth, unsigned long long slot, unsigned producer)
+           int depth, unsigned long long slot, unsigned producer, bool release)
 {
     // p-ahead, p-l2 and p-stream wait and arrive as p-counter
     constexpr int SYNC = MODE == P_AHEAD || MODE == P_L2 || MODE == P_STREAM ? P_COUNTER : MODE;
@@ -338,7 +349,7 @@ template <int MODE> __global__ void __launch_bounds__(kThreads)
         }
         block_step(act + (size_t)k * kAct, act + (size_t)(k + 1) * kAct, acc, fold);
         if (MODE != P_RACY)
-            stage_arrive<SYNC>(sync, k, nk);
+            stage_arrive<SYNC>(sync, k, nk, release);
         else
             __syncthreads();
     }
@@ -391,20 +402,17 @@ int main(int argc, char **argv)
 {
     int nk = 120, blocks = 264, sleep_ns = 0, replays = 20, depth = 3;
     long chunk_kb = 0, producer = 32;
+    bool release = false;
     std::vector<long> wkbs = {16};
     const char *out = nullptr;
     int force = 0;
-    static const option opts[] = {{"force", no_argument, nullptr, 'f'},
-                                  {"kernels", required_argument, nullptr, 'k'},
-                                  {"blocks", required_argument, nullptr, 'g'},
-                                  {"weights-kb", required_argument, nullptr, 'w'},
-                                  {"sleep-ns", required_argument, nullptr, 's'},
-                                  {"replays", required_argument, nullptr, 'r'},
-                                  {"out", required_argument, nullptr, 'o'},
-                                  {"stream-depth", required_argument, nullptr, 'd'},
-                                  {"chunk-kb", required_argument, nullptr, 'c'},
-                                  {"stream-producer", required_argument, nullptr, 'p'},
-                                  {nullptr, 0, nullptr, 0}};
+    static const option opts[] = {
+        {"force", no_argument, nullptr, 'f'},          {"kernels", required_argument, nullptr, 'k'},
+        {"blocks", required_argument, nullptr, 'g'},   {"weights-kb", required_argument, nullptr, 'w'},
+        {"sleep-ns", required_argument, nullptr, 's'}, {"replays", required_argument, nullptr, 'r'},
+        {"out", required_argument, nullptr, 'o'},      {"stream-depth", required_argument, nullptr, 'd'},
+        {"chunk-kb", required_argument, nullptr, 'c'}, {"stream-producer", required_argument, nullptr, 'p'},
+        {"arrive", required_argument, nullptr, 'a'},   {nullptr, 0, nullptr, 0}};
     for (int c; (c = getopt_long(argc, argv, "", opts, nullptr)) != -1;) {
         switch (c) {
         case 'k': nk = (int)parse("kernels", optarg, 3, 4096); break;
@@ -412,6 +420,13 @@ int main(int argc, char **argv)
         case 'w': wkbs = parse_list("weights-kb", optarg); break;
         case 'c': chunk_kb = parse("chunk-kb", optarg, 0, 1024); break;
         case 'p': producer = parse("stream-producer", optarg, 0, kThreads - 1); break;
+        case 'a':
+            if (strcmp(optarg, "fence") && strcmp(optarg, "release")) {
+                fprintf(stderr, "engine_chain_bench: --arrive '%s': expected fence or release\n", optarg);
+                return 2;
+            }
+            release = !strcmp(optarg, "release");
+            break;
         case 's': sleep_ns = (int)parse("sleep-ns", optarg, 0, 100000); break;
         case 'r': replays = (int)parse("replays", optarg, 1, 100000); break;
         case 'd': depth = (int)parse("stream-depth", optarg, 1, kMaxStreamDepth); break;
@@ -421,7 +436,7 @@ int main(int argc, char **argv)
             fprintf(
                 stderr,
                 "usage: engine_chain_bench [--kernels K] [--blocks G] [--weights-kb W] [--sleep-ns N] "
-                "[--stream-depth D] [--chunk-kb C] [--stream-producer T] [--replays R] [--out FILE.csv [--force]]\n");
+                "[--stream-depth D] [--chunk-kb C] [--stream-producer T] [--arrive fence|release] [--replays R] [--out FILE.csv [--force]]\n");
             return 2;
         }
     }
@@ -488,7 +503,7 @@ int main(int argc, char **argv)
     gethostname(host, sizeof host - 1);
     std::string csv =
         "schema,git_rev,host,gpu,sms,driver,runtime,mode,kernels,blocks,weights_kb,sleep_ns,stream_depth,"
-        "chunk_kb,stream_producer,replays,us_per_kernel_median,us_per_kernel_min,us_per_kernel_max,weights_floor_us_at_4.6TBps,"
+        "chunk_kb,stream_producer,arrive,replays,us_per_kernel_median,us_per_kernel_min,us_per_kernel_max,weights_floor_us_at_4.6TBps,"
         "check\n";
     void (*const kern[])(const uint4 *, size_t, const unsigned *, unsigned *, unsigned *, int *, int, int, unsigned,
                          int, int) = {link<PLAIN>, link<PDL>, link<PDL_LATE>, link<COUNTER>, link<FLAG>, link<RACY>};
@@ -496,26 +511,31 @@ int main(int argc, char **argv)
     // in mode order, one for each persistent mode (a short list would leave a null kernel and
     // shift every mode after the gap onto its neighbour's kernel: the static_assert)
     void (*const pkern[])(const uint4 *, const stage_w *, unsigned *, unsigned *, int *, int, int, int, int,
-                          unsigned long long, unsigned) = {stages<P_COUNTER>, stages<P_L2>,    stages<P_AHEAD>,
-                                                           stages<P_FLAG>,    stages<P_FLAGS>, stages<P_RACY>,
-                                                           stages<P_STREAM>};
+                          unsigned long long, unsigned, bool) = {stages<P_COUNTER>, stages<P_L2>,    stages<P_AHEAD>,
+                                                                 stages<P_FLAG>,    stages<P_FLAGS>, stages<P_RACY>,
+                                                                 stages<P_STREAM>};
     static_assert(sizeof pkern / sizeof *pkern == MODES - P_COUNTER, "a kernel for every persistent mode");
     const double floor_us = blocks * wkb_mean * 1024 / 4.6e6; // a stage's mean
     // one CSV row: the mode's us a kernel or stage (median, min, max; empty when it did not run), its check
     auto row = [&](int mode, const char *times, const char *check) {
         char line[1024];
-        snprintf(line, sizeof line, "chain-bench-4,%s,%s,%s,%d,%d,%d,%s,%d,%d,%s,%d,%d,%ld,%ld,%d,%s,%.4f,%s\n",
+        snprintf(line, sizeof line, "chain-bench-4,%s,%s,%s,%d,%d,%d,%s,%d,%d,%s,%d,%d,%ld,%ld,%s,%d,%s,%.4f,%s\n",
                  arb_git_rev(), host, prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks,
                  wkb_text.c_str(), sleep_ns, mode == P_STREAM ? depth : 0, mode == P_STREAM ? chunk_kb : 0,
-                 mode == P_STREAM ? producer : 0, replays, times, floor_us, check);
+                 mode == P_STREAM ? producer : 0,
+                 mode == P_COUNTER || mode == P_AHEAD || mode == P_L2 || mode == P_STREAM
+                     ? (release ? "release" : "fence")
+                     : "",
+                 replays, times, floor_us, check);
         csv += line;
     };
     int rc = 0;
     printf("# engine_chain_bench: %s, %d SMs, driver %d, runtime %d; %d kernels of %d blocks, %s KB of weights a "
            "block (%.2f MB a kernel on average), sleep %d ns, p-stream depth %d, chunk %s, producer thread %ld, %d "
-           "replays x 7\n",
+           "replays x 7, the persistent counters' add %s\n",
            prop.name, prop.multiProcessorCount, drv, rt, nk, blocks, wkb_text.c_str(), blocks * wkb_mean / 1024.0,
-           sleep_ns, depth, chunk_kb ? (std::to_string(chunk_kb) + " KB").c_str() : "a stage", producer, replays);
+           sleep_ns, depth, chunk_kb ? (std::to_string(chunk_kb) + " KB").c_str() : "a stage", producer, replays,
+           release ? "with release (no fence)" : "after a fence");
     if (wkbs.size() > 1 && nk % wkbs.size() == 0)
         printf("# the list is a period of %zu stages: a period's time is %zu x a stage's\n", wkbs.size(), wkbs.size());
     // p-stream's ring: depth slots in dynamic shared memory
@@ -562,7 +582,7 @@ int main(int argc, char **argv)
         if (persistent) { // the sync words cleared, then the one launch of nk stages
             CK(cudaMemsetAsync(ctr, 0, sync_words * 4, st));
             pkern[mode - P_COUNTER]<<<blocks, kThreads, dyn, st>>>(w, dstg, act, ctr, dev_err, nk, sleep_ns, 0, depth,
-                                                                   slot, (unsigned)producer);
+                                                                   slot, (unsigned)producer, release);
             CK(cudaGetLastError());
         }
         for (int k = 0; k < nk && !persistent; k++) {
