@@ -69,9 +69,11 @@
 // --arrive: how a persistent stage's counter is added to (p-counter, p-l2, p-ahead, p-stream):
 // thread 0's __threadfence() then atomicAdd (fence, the default, as persist.cu), or one
 // red.release.gpu (release) after the block's barrier.
-// Rows: schema chain-bench-4 (chain-bench-3 had no chunk_kb, stream_producer or arrive column and one weights_kb; -2 no
-// stream_depth column either; -1, in results/engine-h200/trigger-first-ab/, no git_rev). --out follows the project's output rule (src/base/outfile.h: an existing file is refused
-// unless --force, written whole through a temporary). No GPU: says so, exit 77.
+// Rows: schema chain-bench-4 (chain-bench-3 had no chunk_kb, stream_producer or arrive column
+// and one weights_kb; -2 no stream_depth column either; -1, in
+// results/engine-h200/trigger-first-ab/, no git_rev). --out follows the project's output rule
+// (src/base/outfile.h: an existing file is refused unless --force, written whole through a
+// temporary). No GPU: says so, exit 77.
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
