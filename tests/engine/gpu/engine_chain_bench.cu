@@ -65,11 +65,15 @@
 // and is reported. A counter poll past 2 s sets an error word; the run then fails.
 // Usage: engine_chain_bench [--kernels K] [--blocks G] [--weights-kb W[,W...]] [--sleep-ns N]
 //                           [--stream-depth D] [--chunk-kb C] [--stream-producer T]
-//                           [--arrive fence|release] [--replays R] [--out FILE.csv [--force]]
+//                           [--arrive fence|release|relaxed] [--poll acquire|relaxed] [--replays R]
+//                           [--out FILE.csv [--force]]
 // --arrive: how a persistent stage's counter is added to (p-counter, p-l2, p-ahead, p-stream):
-// thread 0's __threadfence() then atomicAdd (fence, the default, as persist.cu), or one
-// red.release.gpu (release) after the block's barrier.
-// Rows: schema chain-bench-4 (chain-bench-3 had no chunk_kb, stream_producer or arrive column
+// thread 0's __threadfence() then atomicAdd (fence, the default, as persist.cu), one
+// red.release.gpu (release) after the block's barrier, or red.relaxed.gpu (relaxed); --poll:
+// how the counter is polled, ld.acquire.gpu (the default) or ld.relaxed.gpu (relaxed). The two
+// relaxed forms order nothing: they are measurements of what the ordering costs (the host check
+// still runs), not synchronizations.
+// Rows: schema chain-bench-4 (chain-bench-3 had no chunk_kb, stream_producer, arrive or poll column
 // and one weights_kb; -2 no stream_depth column either; -1, in
 // results/engine-h200/trigger-first-ab/, no git_rev). --out follows the project's output rule
 // (src/base/outfile.h: an existing file is refused unless --force, written whole through a
@@ -100,6 +104,8 @@ constexpr int kAct = 7168 / 4; // u32 words of the activation: 7168 bf16 = 14 KB
 enum { PLAIN, PDL, PDL_LATE, COUNTER, FLAG, RACY, P_COUNTER, P_L2, P_AHEAD, P_FLAG, P_FLAGS, P_RACY, P_STREAM, MODES };
 const char *const kModeName[MODES] = {"plain", "pdl",     "pdl-late", "counter", "flag",   "racy",    "p-counter",
                                       "p-l2",  "p-ahead", "p-flag",   "p-flags", "p-racy", "p-stream"};
+constexpr int kArriveFence = 0, kArriveRelease = 1, kArriveRelaxed = 2; // --arrive
+const char *const kArriveName[] = {"fence", "release", "relaxed"};
 constexpr int kMaxStreamDepth = 8; // p-stream's ring slots (one mbarrier each)
 constexpr int kAheadVec = 8;       // p-ahead: a thread's share of one stage's weights in registers (32 KB a block)
 constexpr bool racy_mode(int m) { return m == RACY || m == P_RACY; }
@@ -173,8 +179,8 @@ template <int MODE> __global__ void __launch_bounds__(kThreads)
 
 // Stage k's wait in a persistent launch (MODE's sync words of stage k - 1); false once any
 // block's wait passed the deadline, so that no block spins on a stage that will never complete.
-template <int MODE>
-__device__ __forceinline__ bool stage_wait(const unsigned *sync, int *err, int k, int nk, int sleep_ns)
+template <int MODE> __device__ __forceinline__ bool stage_wait(const unsigned *sync, int *err, int k, int nk,
+                                                               int sleep_ns, bool relaxed = false)
 {
     __shared__ int give_up;
     const unsigned G = gridDim.x;
@@ -185,7 +191,7 @@ __device__ __forceinline__ bool stage_wait(const unsigned *sync, int *err, int k
                 ok = poll_at_least<true>(sync + (size_t)(k - 1) * G + j, 1u, err, kErrStage + k, sleep_ns);
         else if (threadIdx.x == 0) // the stage's counter (G counts) or its flag (1)
             ok = poll_at_least<true>(MODE == P_FLAG ? sync + nk + k - 1 : sync + k - 1, MODE == P_FLAG ? 1u : G, err,
-                                     kErrStage + k, sleep_ns);
+                                     kErrStage + k, sleep_ns, relaxed);
         const bool bad = __any_sync(0xffffffffu, !ok);
         if (threadIdx.x == 0)
             give_up = bad;
@@ -198,13 +204,17 @@ __device__ __forceinline__ bool stage_wait(const unsigned *sync, int *err, int k
 // add: after __threadfence() (fence.sc), or with release (--arrive release: red.release.gpu, no
 // separate fence; release is cumulative, so it orders the block's writes that the barrier put
 // before it).
-template <int MODE> __device__ __forceinline__ void stage_arrive(unsigned *sync, int k, int nk, bool release)
+template <int MODE> __device__ __forceinline__ void stage_arrive(unsigned *sync, int k, int nk, int arrive)
 {
     __syncthreads();
     if (threadIdx.x != 0)
         return;
-    if (MODE == P_COUNTER && release) {
+    if (MODE == P_COUNTER && arrive == kArriveRelease) {
         asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(sync + k) : "memory");
+        return;
+    }
+    if (MODE == P_COUNTER && arrive == kArriveRelaxed) { // a measurement, not a synchronization
+        asm volatile("red.relaxed.gpu.global.add.u32 [%0], 1;" ::"l"(sync + k) : "memory");
         return;
     }
     __threadfence();
@@ -272,7 +282,7 @@ __device__ __forceinline__ void load_ahead(uint4 (&b)[kAheadVec], const uint4 *w
 // k's at kernel k's place), the same activation reads and writes.
 template <int MODE> __global__ void __launch_bounds__(kThreads)
     stages(const uint4 *w, const stage_w *stg, unsigned *act, unsigned *sync, int *err, int nk, int sleep_ns, int fold,
-           int depth, unsigned long long slot, unsigned producer, bool release)
+           int depth, unsigned long long slot, unsigned producer, int arrive, bool relaxed_poll)
 {
     // p-ahead, p-l2 and p-stream wait and arrive as p-counter
     constexpr int SYNC = MODE == P_AHEAD || MODE == P_L2 || MODE == P_STREAM ? P_COUNTER : MODE;
@@ -309,12 +319,12 @@ template <int MODE> __global__ void __launch_bounds__(kThreads)
         } else {
             acc = block_weights(wk, wvec);
         }
-        if (MODE != P_RACY && MODE != P_STREAM && k > 0 && !stage_wait<SYNC>(sync, err, k, nk, sleep_ns))
+        if (MODE != P_RACY && MODE != P_STREAM && k > 0 && !stage_wait<SYNC>(sync, err, k, nk, sleep_ns, relaxed_poll))
             return;
         if (MODE == P_L2)
             acc = block_weights(wk, wvec);
         if (MODE == P_STREAM) { // the previous stage, then stage k's chunks from the ring as they land
-            if (k > 0 && !stage_wait<SYNC>(sync, err, k, nk, sleep_ns)) {
+            if (k > 0 && !stage_wait<SYNC>(sync, err, k, nk, sleep_ns, relaxed_poll)) {
                 if (threadIdx.x == producer)
                     stream_drain(bars, q, prod.qi, depth, err, k);
                 return;
@@ -351,7 +361,7 @@ template <int MODE> __global__ void __launch_bounds__(kThreads)
         }
         block_step(act + (size_t)k * kAct, act + (size_t)(k + 1) * kAct, acc, fold);
         if (MODE != P_RACY)
-            stage_arrive<SYNC>(sync, k, nk, release);
+            stage_arrive<SYNC>(sync, k, nk, arrive);
         else
             __syncthreads();
     }
@@ -404,17 +414,24 @@ int main(int argc, char **argv)
 {
     int nk = 120, blocks = 264, sleep_ns = 0, replays = 20, depth = 3;
     long chunk_kb = 0, producer = 32;
-    bool release = false;
+    int arrive = kArriveFence;
+    bool relaxed_poll = false;
     std::vector<long> wkbs = {16};
     const char *out = nullptr;
     int force = 0;
-    static const option opts[] = {
-        {"force", no_argument, nullptr, 'f'},          {"kernels", required_argument, nullptr, 'k'},
-        {"blocks", required_argument, nullptr, 'g'},   {"weights-kb", required_argument, nullptr, 'w'},
-        {"sleep-ns", required_argument, nullptr, 's'}, {"replays", required_argument, nullptr, 'r'},
-        {"out", required_argument, nullptr, 'o'},      {"stream-depth", required_argument, nullptr, 'd'},
-        {"chunk-kb", required_argument, nullptr, 'c'}, {"stream-producer", required_argument, nullptr, 'p'},
-        {"arrive", required_argument, nullptr, 'a'},   {nullptr, 0, nullptr, 0}};
+    static const option opts[] = {{"force", no_argument, nullptr, 'f'},
+                                  {"kernels", required_argument, nullptr, 'k'},
+                                  {"blocks", required_argument, nullptr, 'g'},
+                                  {"weights-kb", required_argument, nullptr, 'w'},
+                                  {"sleep-ns", required_argument, nullptr, 's'},
+                                  {"replays", required_argument, nullptr, 'r'},
+                                  {"out", required_argument, nullptr, 'o'},
+                                  {"stream-depth", required_argument, nullptr, 'd'},
+                                  {"chunk-kb", required_argument, nullptr, 'c'},
+                                  {"stream-producer", required_argument, nullptr, 'p'},
+                                  {"arrive", required_argument, nullptr, 'a'},
+                                  {"poll", required_argument, nullptr, 'P'},
+                                  {nullptr, 0, nullptr, 0}};
     for (int c; (c = getopt_long(argc, argv, "", opts, nullptr)) != -1;) {
         switch (c) {
         case 'k': nk = (int)parse("kernels", optarg, 3, 4096); break;
@@ -423,11 +440,21 @@ int main(int argc, char **argv)
         case 'c': chunk_kb = parse("chunk-kb", optarg, 0, 1024); break;
         case 'p': producer = parse("stream-producer", optarg, 0, kThreads - 1); break;
         case 'a':
-            if (strcmp(optarg, "fence") && strcmp(optarg, "release")) {
-                fprintf(stderr, "engine_chain_bench: --arrive '%s': expected fence or release\n", optarg);
+            arrive = !strcmp(optarg, "fence")     ? kArriveFence
+                     : !strcmp(optarg, "release") ? kArriveRelease
+                     : !strcmp(optarg, "relaxed") ? kArriveRelaxed
+                                                  : -1;
+            if (arrive < 0) {
+                fprintf(stderr, "engine_chain_bench: --arrive '%s': expected fence, release or relaxed\n", optarg);
                 return 2;
             }
-            release = !strcmp(optarg, "release");
+            break;
+        case 'P':
+            if (strcmp(optarg, "acquire") && strcmp(optarg, "relaxed")) {
+                fprintf(stderr, "engine_chain_bench: --poll '%s': expected acquire or relaxed\n", optarg);
+                return 2;
+            }
+            relaxed_poll = !strcmp(optarg, "relaxed");
             break;
         case 's': sleep_ns = (int)parse("sleep-ns", optarg, 0, 100000); break;
         case 'r': replays = (int)parse("replays", optarg, 1, 100000); break;
@@ -438,7 +465,7 @@ int main(int argc, char **argv)
             fprintf(
                 stderr,
                 "usage: engine_chain_bench [--kernels K] [--blocks G] [--weights-kb W] [--sleep-ns N] "
-                "[--stream-depth D] [--chunk-kb C] [--stream-producer T] [--arrive fence|release] [--replays R] [--out FILE.csv [--force]]\n");
+                "[--stream-depth D] [--chunk-kb C] [--stream-producer T] [--arrive fence|release|relaxed] [--poll acquire|relaxed] [--replays R] [--out FILE.csv [--force]]\n");
             return 2;
         }
     }
@@ -505,7 +532,7 @@ int main(int argc, char **argv)
     gethostname(host, sizeof host - 1);
     std::string csv =
         "schema,git_rev,host,gpu,sms,driver,runtime,mode,kernels,blocks,weights_kb,sleep_ns,stream_depth,"
-        "chunk_kb,stream_producer,arrive,replays,us_per_kernel_median,us_per_kernel_min,us_per_kernel_max,weights_floor_us_at_4.6TBps,"
+        "chunk_kb,stream_producer,arrive,poll,replays,us_per_kernel_median,us_per_kernel_min,us_per_kernel_max,weights_floor_us_at_4.6TBps,"
         "check\n";
     void (*const kern[])(const uint4 *, size_t, const unsigned *, unsigned *, unsigned *, int *, int, int, unsigned,
                          int, int) = {link<PLAIN>, link<PDL>, link<PDL_LATE>, link<COUNTER>, link<FLAG>, link<RACY>};
@@ -513,31 +540,33 @@ int main(int argc, char **argv)
     // in mode order, one for each persistent mode (a short list would leave a null kernel and
     // shift every mode after the gap onto its neighbour's kernel: the static_assert)
     void (*const pkern[])(const uint4 *, const stage_w *, unsigned *, unsigned *, int *, int, int, int, int,
-                          unsigned long long, unsigned, bool) = {stages<P_COUNTER>, stages<P_L2>,    stages<P_AHEAD>,
-                                                                 stages<P_FLAG>,    stages<P_FLAGS>, stages<P_RACY>,
-                                                                 stages<P_STREAM>};
+                          unsigned long long, unsigned, int,
+                          bool) = {stages<P_COUNTER>, stages<P_L2>,   stages<P_AHEAD>, stages<P_FLAG>,
+                                   stages<P_FLAGS>,   stages<P_RACY>, stages<P_STREAM>};
     static_assert(sizeof pkern / sizeof *pkern == MODES - P_COUNTER, "a kernel for every persistent mode");
     const double floor_us = blocks * wkb_mean * 1024 / 4.6e6; // a stage's mean
     // one CSV row: the mode's us a kernel or stage (median, min, max; empty when it did not run), its check
     auto row = [&](int mode, const char *times, const char *check) {
         char line[1024];
-        snprintf(line, sizeof line, "chain-bench-4,%s,%s,%s,%d,%d,%d,%s,%d,%d,%s,%d,%d,%ld,%ld,%s,%d,%s,%.4f,%s\n",
+        snprintf(line, sizeof line, "chain-bench-4,%s,%s,%s,%d,%d,%d,%s,%d,%d,%s,%d,%d,%ld,%ld,%s,%s,%d,%s,%.4f,%s\n",
                  arb_git_rev(), host, prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks,
                  wkb_text.c_str(), sleep_ns, mode == P_STREAM ? depth : 0, mode == P_STREAM ? chunk_kb : 0,
                  mode == P_STREAM ? producer : 0,
-                 mode == P_COUNTER || mode == P_AHEAD || mode == P_L2 || mode == P_STREAM
-                     ? (release ? "release" : "fence")
-                     : "",
+                 mode == P_COUNTER || mode == P_AHEAD || mode == P_L2 || mode == P_STREAM ? kArriveName[arrive] : "",
+                 mode >= P_COUNTER && mode != P_FLAGS && mode != P_RACY ? (relaxed_poll ? "relaxed" : "acquire") : "",
                  replays, times, floor_us, check);
         csv += line;
     };
     int rc = 0;
     printf("# engine_chain_bench: %s, %d SMs, driver %d, runtime %d; %d kernels of %d blocks, %s KB of weights a "
            "block (%.2f MB a kernel on average), sleep %d ns, p-stream depth %d, chunk %s, producer thread %ld, %d "
-           "replays x 7, the persistent counters' add %s\n",
+           "replays x 7, the persistent counters' add %s, their poll %s\n",
            prop.name, prop.multiProcessorCount, drv, rt, nk, blocks, wkb_text.c_str(), blocks * wkb_mean / 1024.0,
            sleep_ns, depth, chunk_kb ? (std::to_string(chunk_kb) + " KB").c_str() : "a stage", producer, replays,
-           release ? "with release (no fence)" : "after a fence");
+           arrive == kArriveRelease   ? "with release (no fence)"
+           : arrive == kArriveRelaxed ? "relaxed (not a synchronization)"
+                                      : "after a fence",
+           relaxed_poll ? "relaxed (not a synchronization)" : "acquire");
     if (wkbs.size() > 1 && nk % wkbs.size() == 0)
         printf("# the list is a period of %zu stages: a period's time is %zu x a stage's\n", wkbs.size(), wkbs.size());
     // p-stream's ring: depth slots in dynamic shared memory
@@ -584,7 +613,7 @@ int main(int argc, char **argv)
         if (persistent) { // the sync words cleared, then the one launch of nk stages
             CK(cudaMemsetAsync(ctr, 0, sync_words * 4, st));
             pkern[mode - P_COUNTER]<<<blocks, kThreads, dyn, st>>>(w, dstg, act, ctr, dev_err, nk, sleep_ns, 0, depth,
-                                                                   slot, (unsigned)producer, release);
+                                                                   slot, (unsigned)producer, arrive, relaxed_poll);
             CK(cudaGetLastError());
         }
         for (int k = 0; k < nk && !persistent; k++) {

@@ -24,6 +24,13 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned *p)
     return v;
 }
 
+__device__ __forceinline__ unsigned ld_relaxed(const unsigned *p)
+{
+    unsigned v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
 __device__ __forceinline__ unsigned long long globaltimer()
 {
     unsigned long long now;
@@ -53,11 +60,13 @@ __device__ __forceinline__ bool wait_until(Ready ready, int *err, int code, int 
     return true;
 }
 
-// Polls `word` (ld.acquire) until it holds at least `want`.
-template <bool OTHERS>
-__device__ __forceinline__ bool poll_at_least(const unsigned *word, unsigned want, int *err, int code, int sleep_ns)
+// Polls `word` (ld.acquire; relaxed: ld.relaxed, which orders nothing after it: engine_chain_bench's
+// --poll relaxed, a measurement, not a synchronization) until it holds at least `want`.
+template <bool OTHERS> __device__ __forceinline__ bool poll_at_least(const unsigned *word, unsigned want, int *err,
+                                                                     int code, int sleep_ns, bool relaxed = false)
 {
-    return wait_until<OTHERS>([&] { return ld_acquire(word) >= want; }, err, code, sleep_ns);
+    return wait_until<OTHERS>([&] { return (relaxed ? ld_relaxed(word) : ld_acquire(word)) >= want; }, err, code,
+                              sleep_ns);
 }
 
 // p-stream's ring: an mbarrier a slot, completed by the bulk copy's bytes (the TMA's async proxy).
