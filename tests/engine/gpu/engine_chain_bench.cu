@@ -73,9 +73,9 @@
 // how the counter is polled, ld.acquire.gpu (the default) or ld.relaxed.gpu (relaxed). The two
 // relaxed forms order nothing: they are measurements of what the ordering costs (the host check
 // still runs), not synchronizations.
-// Rows: schema chain-bench-4 (chain-bench-3 had no chunk_kb, stream_producer, arrive or poll column
-// and one weights_kb; -2 no stream_depth column either; -1, in
-// results/engine-h200/trigger-first-ab/, no git_rev). --out follows the project's output rule
+// Rows: schema chain-bench-5 (-4 had no poll column, and at d199eae no stream_producer or arrive
+// column either: the header row names them; -3 had one weights_kb and no chunk_kb; -2 no
+// stream_depth either; -1, in results/engine-h200/trigger-first-ab/, no git_rev). --out follows the project's output rule
 // (src/base/outfile.h: an existing file is refused unless --force, written whole through a
 // temporary). No GPU: says so, exit 77.
 #include <algorithm>
@@ -548,7 +548,7 @@ int main(int argc, char **argv)
     // one CSV row: the mode's us a kernel or stage (median, min, max; empty when it did not run), its check
     auto row = [&](int mode, const char *times, const char *check) {
         char line[1024];
-        snprintf(line, sizeof line, "chain-bench-4,%s,%s,%s,%d,%d,%d,%s,%d,%d,%s,%d,%d,%ld,%ld,%s,%s,%d,%s,%.4f,%s\n",
+        snprintf(line, sizeof line, "chain-bench-5,%s,%s,%s,%d,%d,%d,%s,%d,%d,%s,%d,%d,%ld,%ld,%s,%s,%d,%s,%.4f,%s\n",
                  arb_git_rev(), host, prop.name, prop.multiProcessorCount, drv, rt, kModeName[mode], nk, blocks,
                  wkb_text.c_str(), sleep_ns, mode == P_STREAM ? depth : 0, mode == P_STREAM ? chunk_kb : 0,
                  mode == P_STREAM ? producer : 0,
