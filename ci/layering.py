@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: MIT
 """Layering check: every #include "..." of every C/CUDA file, resolved to a file, must name a
 folder the including folder may include (ci/layering.rules), and the module graph (a .c/.cu
-and its .h/.cuh of the same stem are one module) must have no circle.
+and its .h/.cuh of the same stem are one module) must have no circle. And a file that names a
+<stdint.h> type (uint32_t, int64_t, uintptr_t, ...) must include <stdint.h> (or <cstdint>,
+<inttypes.h>, <cinttypes>) itself or through a header of the tree: a system header that brings
+it in today may not tomorrow (gcc 13's libstdc++ stopped, and a device build failed so).
 
 Usage: python3 ci/layering.py [ROOT [RULES]]   (ROOT: the source root, default the checkout;
 RULES: default ROOT/ci/layering.rules). Exit 0 clean, 1 on a violation, 2 on bad rules.
@@ -12,6 +15,15 @@ import sys
 
 SOURCE_EXT = ('.c', '.h', '.cu', '.cuh')
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+SYS_INCLUDE_RE = re.compile(r'^\s*#\s*include\s*<([^>]+)>')
+STDINT_HEADERS = ('stdint.h', 'cstdint', 'inttypes.h', 'cinttypes')
+STDINT_NAME_RE = re.compile(r'\b(u?int(?:8|16|32|64)_t|u?intptr_t|u?intmax_t)\b')
+COMMENT_RE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
+
+
+def code_lines(text):
+    """The text with comments and string literals blanked, lines kept."""
+    return COMMENT_RE.sub(lambda m: re.sub(r'[^\n]', ' ', m.group(0)), text).split('\n')
 
 
 class Rules:
@@ -164,6 +176,7 @@ def main(argv):
     edges = {}   # module -> {module: "file:line"}
     nfiles = ninc = 0
     seen_dirs, seen_files = set(), []
+    stdint_direct, project_incs, stdint_use = set(), {}, {}
     for path in source_files(root, rules):
         nfiles += 1
         src_dir = os.path.dirname(path)
@@ -175,7 +188,17 @@ def main(argv):
                           f'{rules_name}')
             allowed = []
         with open(os.path.join(root, path), encoding='utf-8', errors='replace') as f:
-            for lineno, line in enumerate(f, 1):
+            text = f.read()
+        for lineno, line in enumerate(code_lines(text), 1):
+            u = STDINT_NAME_RE.search(line)
+            if u and path not in stdint_use:
+                stdint_use[path] = (lineno, u.group(1))
+        project_incs[path] = []
+        if True:
+            for lineno, line in enumerate(text.split('\n'), 1):
+                sm = SYS_INCLUDE_RE.match(line)
+                if sm and sm.group(1) in STDINT_HEADERS:
+                    stdint_direct.add(path)
                 m = INCLUDE_RE.match(line)
                 if not m:
                     continue
@@ -196,9 +219,28 @@ def main(argv):
                     errors.append(f'{where}: #include "{inc}" ({target}) is not allowed: '
                                   f'{src_dir} may include {" ".join(allowed) or "only itself"}'
                                   f' (allow {src_dir} in {rules_name})')
+                project_incs[path].append(target)
                 a, b = module_of(rules, path), module_of(rules, target)
                 if a != b:
                     edges.setdefault(a, {}).setdefault(b, where)
+    provides = {}
+
+    def has_stdint(p, seen=()):
+        """p includes a <stdint.h> header itself or through the tree's headers."""
+        if p in provides:
+            return provides[p]
+        if p in seen:
+            return False
+        r = p in stdint_direct or any(has_stdint(q, seen + (p,)) for q in project_incs.get(p, []))
+        provides[p] = r
+        return r
+
+    for path in sorted(stdint_use):
+        if not has_stdint(path):
+            lineno, name = stdint_use[path]
+            errors.append(f'{path}:{lineno}: uses {name} but includes no <stdint.h>, <cstdint>, '
+                          '<inttypes.h> or <cinttypes>, itself or through a header of the tree '
+                          '(another header may stop bringing it in: include it)')
     for folder in sorted(set(rules.allow) | set(rules.search)):
         if folder not in seen_dirs:
             errors.append(f'{rules_name}: a rule for {folder}, which holds no source file (a stale '
@@ -221,7 +263,8 @@ def main(argv):
     if errors:
         print(f'layering: FAIL: {len(errors)} problem(s) in {nfiles} files', file=sys.stderr)
         return 1
-    print(f'layering: ok: {nfiles} files, {ninc} includes, no upward include, no circle')
+    print(f'layering: ok: {nfiles} files, {ninc} includes, no upward include, no circle, '
+          'every <stdint.h> name included')
     return 0
 
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* `arbench plugins`: what this build can load, and whether a GPU is visible. */
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "commands.h"

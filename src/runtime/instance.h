@@ -17,6 +17,7 @@
 #define ARB_INSTANCE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "arbench/plugin.h"
 #include "runtime/hostops.h"

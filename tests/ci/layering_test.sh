@@ -82,6 +82,24 @@ run priv
 echo 'module lib/low/m lib/low/m_priv' >>"$t/priv/rules"; run priv
 [ $rc = 0 ] && tap OK "module rule joins the private header" || tap FAIL "module rule joins the private header (rc $rc: $(cat "$t/priv.out"))"
 
+# A <stdint.h> name: included by the file itself, through a header of the tree (two deep, a
+# circle among them being no proof), in a comment or a string only (no use); not included at all.
+clean "$t/int"
+src "$t/int" lib/low/w.h "$(printf '#include <stdint.h>\nuint32_t w(void);')"
+src "$t/int" lib/high/b.h "$(printf '#include "low/a.h"\n#include "low/w.h"\nint64_t b(void);')"
+src "$t/int" app/c.cu "$(printf '#include <cstdint>\nstd::uint8_t c;')"
+src "$t/int" app/d.c "$(printf '/* uint32_t in a comment */\nconst char *d = "uint16_t";')"
+run int
+[ $rc = 0 ] && tap OK "<stdint.h> names included directly or through the tree's headers pass" ||
+    tap FAIL "<stdint.h> names included directly or through the tree's headers pass (rc $rc: $(cat "$t/int.out"))"
+src "$t/int" app/e.cu "$(printf '#include <cuda_runtime.h>\n#include "high/b.h"\n\n__device__ uintptr_t e;')"
+src "$t/int" lib/low/v.h "$(printf '#include <cstdlib>\n#include "v2.h"\nsize_t v; uint64_t v1;')"
+src "$t/int" lib/low/v2.h '#include "v.h"'
+run int
+[ $rc = 1 ] && has int 'lib/low/v.h:3: uses uint64_t but includes no <stdint.h>' && ! has int 'app/e.cu' &&
+    ! has int 'app/c.cu' && ! has int 'app/d.c' && tap OK "a <stdint.h> name without the include fails, named" ||
+    tap FAIL "a <stdint.h> name without the include fails, named (rc $rc: $(cat "$t/int.out"))"
+
 echo 'allow lib/low' >>"$t/clean/rules"; run clean
 [ $rc = 2 ] && has clean 'allow lib/low given twice' && tap OK "bad rules: exit 2" || tap FAIL "bad rules: exit 2 (rc $rc: $(cat "$t/clean.out"))"
 echo "1..$n"
