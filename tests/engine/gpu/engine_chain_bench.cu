@@ -408,17 +408,20 @@ std::vector<long> parse_list(const char *opt, const char *v)
     }
 }
 
-} // namespace
-
-int main(int argc, char **argv)
-{
+// The bench's settings, from its options (bad ones: a message naming the option, exit 2).
+struct settings {
     int nk = 120, blocks = 264, sleep_ns = 0, replays = 20, depth = 3;
     long chunk_kb = 0, producer = 32;
     int arrive = kArriveFence;
     bool relaxed_poll = false;
     std::vector<long> wkbs = {16};
     const char *out = nullptr;
-    int force = 0;
+    bool force = false;
+};
+
+settings parse_args(int argc, char **argv)
+{
+    settings o;
     static const option opts[] = {{"force", no_argument, nullptr, 'f'},
                                   {"kernels", required_argument, nullptr, 'k'},
                                   {"blocks", required_argument, nullptr, 'g'},
@@ -434,45 +437,59 @@ int main(int argc, char **argv)
                                   {nullptr, 0, nullptr, 0}};
     for (int c; (c = getopt_long(argc, argv, "", opts, nullptr)) != -1;) {
         switch (c) {
-        case 'k': nk = (int)parse("kernels", optarg, 3, 4096); break;
-        case 'g': blocks = (int)parse("blocks", optarg, 1, 65536); break;
-        case 'w': wkbs = parse_list("weights-kb", optarg); break;
-        case 'c': chunk_kb = parse("chunk-kb", optarg, 0, 1024); break;
-        case 'p': producer = parse("stream-producer", optarg, 0, kThreads - 1); break;
+        case 'k': o.nk = (int)parse("kernels", optarg, 3, 4096); break;
+        case 'g': o.blocks = (int)parse("blocks", optarg, 1, 65536); break;
+        case 'w': o.wkbs = parse_list("weights-kb", optarg); break;
+        case 'c': o.chunk_kb = parse("chunk-kb", optarg, 0, 1024); break;
+        case 'p': o.producer = parse("stream-producer", optarg, 0, kThreads - 1); break;
         case 'a':
-            arrive = !strcmp(optarg, "fence")     ? kArriveFence
-                     : !strcmp(optarg, "release") ? kArriveRelease
-                     : !strcmp(optarg, "relaxed") ? kArriveRelaxed
-                                                  : -1;
-            if (arrive < 0) {
+            o.arrive = !strcmp(optarg, "fence")     ? kArriveFence
+                       : !strcmp(optarg, "release") ? kArriveRelease
+                       : !strcmp(optarg, "relaxed") ? kArriveRelaxed
+                                                    : -1;
+            if (o.arrive < 0) {
                 fprintf(stderr, "engine_chain_bench: --arrive '%s': expected fence, release or relaxed\n", optarg);
-                return 2;
+                exit(2);
             }
             break;
         case 'P':
             if (strcmp(optarg, "acquire") && strcmp(optarg, "relaxed")) {
                 fprintf(stderr, "engine_chain_bench: --poll '%s': expected acquire or relaxed\n", optarg);
-                return 2;
+                exit(2);
             }
-            relaxed_poll = !strcmp(optarg, "relaxed");
+            o.relaxed_poll = !strcmp(optarg, "relaxed");
             break;
-        case 's': sleep_ns = (int)parse("sleep-ns", optarg, 0, 100000); break;
-        case 'r': replays = (int)parse("replays", optarg, 1, 100000); break;
-        case 'd': depth = (int)parse("stream-depth", optarg, 1, kMaxStreamDepth); break;
-        case 'o': out = optarg; break;
-        case 'f': force = 1; break;
+        case 's': o.sleep_ns = (int)parse("sleep-ns", optarg, 0, 100000); break;
+        case 'r': o.replays = (int)parse("replays", optarg, 1, 100000); break;
+        case 'd': o.depth = (int)parse("stream-depth", optarg, 1, kMaxStreamDepth); break;
+        case 'o': o.out = optarg; break;
+        case 'f': o.force = true; break;
         default:
-            fprintf(
-                stderr,
-                "usage: engine_chain_bench [--kernels K] [--blocks G] [--weights-kb W] [--sleep-ns N] "
-                "[--stream-depth D] [--chunk-kb C] [--stream-producer T] [--arrive fence|release|relaxed] [--poll acquire|relaxed] [--replays R] [--out FILE.csv [--force]]\n");
-            return 2;
+            fprintf(stderr,
+                    "usage: engine_chain_bench [--kernels K] [--blocks G] [--weights-kb W[,W...]] [--sleep-ns N] "
+                    "[--stream-depth D] [--chunk-kb C] [--stream-producer T] [--arrive fence|release|relaxed] "
+                    "[--poll acquire|relaxed] [--replays R] [--out FILE.csv [--force]]\n");
+            exit(2);
         }
     }
     if (optind < argc) {
         fprintf(stderr, "engine_chain_bench: unexpected argument '%s'\n", argv[optind]);
-        return 2;
+        exit(2);
     }
+    return o;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    const settings o = parse_args(argc, argv);
+    const int nk = o.nk, blocks = o.blocks, sleep_ns = o.sleep_ns, replays = o.replays, depth = o.depth;
+    const long chunk_kb = o.chunk_kb, producer = o.producer;
+    const int arrive = o.arrive;
+    const bool relaxed_poll = o.relaxed_poll, force = o.force;
+    const std::vector<long> &wkbs = o.wkbs;
+    const char *out = o.out;
     char err[512];
     if (out &&
         arb_out_check("--out", out, force ? ARB_OUT_FORCE : ARB_OUT_NEW, "--force", nullptr, 0, err, sizeof err)) {
