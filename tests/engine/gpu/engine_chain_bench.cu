@@ -43,8 +43,8 @@
 //             slots (--stream-depth D, default 3) as one continuous sequence of chunks across
 //             the stages: --chunk-kb C cuts each stage's weights into chunks of C KB (the last
 //             one shorter), 0 (the default) one chunk a stage. A producer thread
-//             (--stream-producer T, default 32: not thread 0, whose fence before the counter's
-//             atomic would otherwise be issued behind its copies; 0 to measure that) issues a
+//             (--stream-producer T, default 32: not thread 0, which also fences before the
+//             counter's atomic; 2-3% faster on an H100, results/engine-h100/d199eae-stream/) issues a
 //             bulk copy (cp.async.bulk, the TMA; SM90 and SM120) a chunk, completing on its
 //             slot's mbarrier: chunks 0 .. D - 1 at the start, chunk q + D once every thread has
 //             left chunk q, whatever stage either belongs to. Before stage k warp 0 waits on the
