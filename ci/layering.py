@@ -194,49 +194,46 @@ def main(argv):
             if u and path not in stdint_use:
                 stdint_use[path] = (lineno, u.group(1))
         project_incs[path] = []
-        if True:
-            for lineno, line in enumerate(text.split('\n'), 1):
-                sm = SYS_INCLUDE_RE.match(line)
-                if sm and sm.group(1) in STDINT_HEADERS:
-                    stdint_direct.add(path)
-                m = INCLUDE_RE.match(line)
-                if not m:
-                    continue
-                ninc += 1
-                inc = m.group(1)
-                where = f'{path}:{lineno}'
-                if inc in rules.generated:
-                    continue
-                target = resolve(root, rules, src_dir, inc)
-                if target is None:
-                    searched = [src_dir] + rules.roots + rules.search.get(src_dir, [])
-                    errors.append(f'{where}: #include "{inc}" names no file (searched '
-                                  f'{" ".join(searched)})')
-                    continue
-                tdir = os.path.dirname(target)
-                ok = tdir == src_dir or any(under(tdir, d) for d in allowed + rules.everyone)
-                if not ok:
-                    errors.append(f'{where}: #include "{inc}" ({target}) is not allowed: '
-                                  f'{src_dir} may include {" ".join(allowed) or "only itself"}'
-                                  f' (allow {src_dir} in {rules_name})')
-                project_incs[path].append(target)
-                a, b = module_of(rules, path), module_of(rules, target)
-                if a != b:
-                    edges.setdefault(a, {}).setdefault(b, where)
-    provides = {}
-
-    def has_stdint(p, seen=()):
-        """p includes a <stdint.h> header itself or through the tree's headers."""
-        if p in provides:
-            return provides[p]
-        if p in seen:
-            return False
-        r = p in stdint_direct or any(has_stdint(q, seen + (p,)) for q in project_incs.get(p, []))
-        provides[p] = r
-        return r
-
+        for lineno, line in enumerate(text.split('\n'), 1):
+            sm = SYS_INCLUDE_RE.match(line)
+            if sm and sm.group(1) in STDINT_HEADERS:
+                stdint_direct.add(path)
+            m = INCLUDE_RE.match(line)
+            if not m:
+                continue
+            ninc += 1
+            inc = m.group(1)
+            where = f'{path}:{lineno}'
+            if inc in rules.generated:
+                continue
+            target = resolve(root, rules, src_dir, inc)
+            if target is None:
+                searched = [src_dir] + rules.roots + rules.search.get(src_dir, [])
+                errors.append(f'{where}: #include "{inc}" names no file (searched '
+                              f'{" ".join(searched)})')
+                continue
+            tdir = os.path.dirname(target)
+            ok = tdir == src_dir or any(under(tdir, d) for d in allowed + rules.everyone)
+            if not ok:
+                errors.append(f'{where}: #include "{inc}" ({target}) is not allowed: '
+                              f'{src_dir} may include {" ".join(allowed) or "only itself"}'
+                              f' (allow {src_dir} in {rules_name})')
+            project_incs[path].append(target)
+            a, b = module_of(rules, path), module_of(rules, target)
+            if a != b:
+                edges.setdefault(a, {}).setdefault(b, where)
+    # The files that have <stdint.h>: those that include it, then, until nothing changes, those
+    # that include one of them (a fixed point: include circles need no special case).
+    provides = set(stdint_direct)
+    grew = True
+    while grew:
+        grew = False
+        for path, incs in project_incs.items():
+            if path not in provides and any(q in provides for q in incs):
+                provides.add(path)
+                grew = True
     for path in sorted(stdint_use):
-        if not has_stdint(path):
+        if path not in provides:
             lineno, name = stdint_use[path]
             errors.append(f'{path}:{lineno}: uses {name} but includes no <stdint.h>, <cstdint>, '
                           '<inttypes.h> or <cinttypes>, itself or through a header of the tree '

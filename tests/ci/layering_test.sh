@@ -89,6 +89,10 @@ src "$t/int" lib/low/w.h "$(printf '#include <stdint.h>\nuint32_t w(void);')"
 src "$t/int" lib/high/b.h "$(printf '#include "low/a.h"\n#include "low/w.h"\nint64_t b(void);')"
 src "$t/int" app/c.cu "$(printf '#include <cstdint>\nstd::uint8_t c;')"
 src "$t/int" app/d.c "$(printf '/* uint32_t in a comment */\nconst char *d = "uint16_t";')"
+# a module's two headers including each other, the <stdint.h> reached from one of them only
+src "$t/int" lib/low/m.h "$(printf '#include "m_priv.h"\n#include "w.h"\nuint32_t m;')"
+src "$t/int" lib/low/m_priv.h "$(printf '#include "m.h"\nuint16_t p;')"
+echo 'module lib/low/m lib/low/m_priv' >>"$t/int/rules"
 run int
 [ $rc = 0 ] && tap OK "<stdint.h> names included directly or through the tree's headers pass" ||
     tap FAIL "<stdint.h> names included directly or through the tree's headers pass (rc $rc: $(cat "$t/int.out"))"
