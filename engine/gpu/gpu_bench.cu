@@ -137,7 +137,7 @@ struct layer_sel {
     std::vector<float> coef; // [uniq x moe_tstride(T)]
 };
 
-std::vector<layer_sel> selections(arb_gpu_model_t *m, unsigned T, const std::vector<int32_t> &experts)
+std::vector<layer_sel> selections(arb_gpu_model_t *m, unsigned T, const int32_t *experts)
 {
     std::vector<layer_sel> out;
     const unsigned k = m->s.k;
@@ -146,7 +146,7 @@ std::vector<layer_sel> selections(arb_gpu_model_t *m, unsigned T, const std::vec
             continue;
         layer_sel ls;
         ls.layer = l;
-        const int32_t *sel = experts.data() + (size_t)l * T * k;
+        const int32_t *sel = experts + (size_t)l * T * k;
         for (unsigned i = 0; i < T * k; i++)
             if (std::find(ls.uniq.begin(), ls.uniq.end(), sel[i]) == ls.uniq.end())
                 ls.uniq.push_back(sel[i]);
@@ -177,7 +177,7 @@ extern "C" arb_status_t arb_gpu_moe_bench(arb_gpu_model_t *m, unsigned T, int re
     return arb_gpu_moe_bench_sel(m, T, experts.data(), reps, stream, out, why, why_len);
 }
 
-extern "C" arb_status_t arb_gpu_moe_bench_sel(arb_gpu_model_t *m, unsigned T, const int32_t *experts_in, int reps,
+extern "C" arb_status_t arb_gpu_moe_bench_sel(arb_gpu_model_t *m, unsigned T, const int32_t *experts, int reps,
                                               void *stream, arb_gpu_moe_bench_t *out, char *why, size_t why_len)
 {
     const arb_gpu_shapes &s = m->s;
@@ -186,7 +186,6 @@ extern "C" arb_status_t arb_gpu_moe_bench_sel(arb_gpu_model_t *m, unsigned T, co
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu moe bench: T %u: expected 1 .. %d tokens", T, ARB_GPU_MOE_MAX_T);
     if (reps < 1)
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu moe bench: reps %d: expected at least 1", reps);
-    const std::vector<int32_t> experts(experts_in, experts_in + (size_t)s.Lz * T * s.k);
     for (unsigned l = 0; l < s.Lz; l++) {
         if (m->layers[l].dense)
             continue;
