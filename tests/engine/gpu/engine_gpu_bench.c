@@ -26,6 +26,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "analysis/resample.h"
 #include "base/sizes.h"
 #include "model/config.h"
 #include "gpu/gpu_dims.h"
@@ -164,22 +165,19 @@ static void profile(run_t *r, unsigned T, const char *name)
     printf(" total=%.1f\n", total);
 }
 
-/* k distinct experts of E per token, uniform (splitmix64 from a fixed seed), every layer. */
+/* k distinct experts of E per token, uniform (the library's seeded splitmix64), every layer. */
 static void uniform_selection(unsigned layers, unsigned T, unsigned k, unsigned E, int32_t *out)
 {
     if (k > E)
         DIE("--moe-t: %u distinct experts a token out of %u", k, E);
-    uint64_t x = 0x9e3779b97f4a7c15ull * (T + 1);
+    arb_rng_t rng;
+    arb_rng_seed(&rng, 0x9e3779b97f4a7c15ull * (T + 1));
     for (unsigned i = 0; i < layers * T; i++)
         for (unsigned j = 0; j < k; j++) {
             int32_t e;
             int dup;
             do {
-                uint64_t z = (x += 0x9e3779b97f4a7c15ull);
-                z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-                z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-                z ^= z >> 31;
-                e = (int32_t)(z % E);
+                e = (int32_t)arb_rng_below(&rng, E);
                 dup = 0;
                 for (unsigned q = 0; q < j; q++)
                     dup |= out[(size_t)i * k + q] == e;
