@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// engine_chain_bench's waits (its header says which mode uses which): every spin-wait of the
-// bench has one deadline loop (wait_until), on a counter or flag in global memory
-// (poll_at_least) or on a p-stream ring slot's mbarrier (mbar_wait), and the ring's bulk
+// engine_chain_bench's waits (engine_chain_modes.cuh says which mode uses which): every
+// spin-wait of the bench has one deadline loop (wait_until), on a counter or flag in global
+// memory (poll_at_least) or on a p-stream ring slot's mbarrier (mbar_wait), and the ring's bulk
 // copies (stream_issue: cp.async.bulk completing on an mbarrier; SM90 and later, SM120
 // included).
 #ifndef ARB_TESTS_ENGINE_CHAIN_SYNC_CUH
