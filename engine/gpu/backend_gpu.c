@@ -68,6 +68,7 @@ static arb_status_t model_opts(const arb_engine_setup_t *s, arb_inst_t *const *s
     o->l2_ahead = s->opts->l2_ahead;
     o->wave_fit = s->opts->wave_fit;
     o->wave_from = s->opts->wave_from;
+    o->fuse = s->opts->fuse;
     o->persistent = s->opts->step_form == ARB_STEP_PERSISTENT ? 3 : s->opts->step_form == ARB_STEP_PERSISTENT_ATTN ? 1 : 0;
     if (s->naux > 4)
         ARB_RAISE(ARB_ERR_INVALID, why, len, "gpu backend: %u draft layers to keep; at most 4", s->naux);

@@ -11,6 +11,7 @@
 
 #include "arbench/status.h"
 #include "gpu/gpu_layout.h"
+#include "model/engine_opts.h"
 #include "model/wgen.h"
 
 using arbk::bf16;
@@ -69,6 +70,12 @@ arb_status_t shapes_of(const arb_gpu_model_opts_t *o, arb_gpu_shapes *s, char *w
     for (const auto &l : lim)
         if (l.bad)
             ARB_RAISE(ARB_ERR_INVALID, why, len, "gpu model: %s must be %s", l.what, l.need);
+    if ((o->fuse & ARB_FUSE_QB_ABSORB) && !arbk::mla_qb_absorb_fits((int)s->rq, (int)s->dn, (int)s->dr, (int)s->rkv))
+        ARB_RAISE(ARB_ERR_INVALID, why, len,
+                  "gpu model: --fuse qb_absorb needs qk_nope_head_dim 128, qk_rope_head_dim a multiple of 16 and "
+                  "q_lora_rank of at most 4088 (q_b's rows in one or two parts); this model has %u, %u and %u "
+                  "(give --fuse none)",
+                  s->dn, s->dr, s->rq);
     s->max_slots = o->max_tokens * s->k < s->E ? o->max_tokens * s->k : s->E;
     s->chunks = (o->context + arbk::kAttnChunk - 1) / arbk::kAttnChunk;
     return ARB_OK;
@@ -181,6 +188,11 @@ void layout(arb_gpu_model_t *m, bump &w, bump &c, bump &a)
     take(a, m->best_index, Tm, act);
     take(a, m->local_part, (size_t)Tm * s.H, act);
     take(a, m->tickets, ARB_GPU_TICKETS, act);
+    m->qb_scratch = nullptr, m->qb_tickets = nullptr;
+    if (m->o.fuse & ARB_FUSE_QB_ABSORB) { // the fused q_b + absorb's part sums and a ticket per head
+        take(a, m->qb_scratch, arbk::mla_qb_absorb_scratch_floats((int)s.nh_r, (int)s.rkv), act);
+        take(a, m->qb_tickets, s.nh_r, act);
+    }
     mem.total = mem.embed + mem.attention + mem.norms_router + mem.dense_mlp + mem.shared_expert +
                 mem.routed_experts + mem.lm_head + mem.kv_cache + mem.activations;
 }

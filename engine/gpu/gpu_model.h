@@ -119,6 +119,7 @@ typedef struct arb_gpu_model_opts {
     unsigned l2_ahead;     /* ARB_L2_AHEAD_* bits (engine_opts.h): the launches form's pulls toward L2 */
     unsigned wave_fit;     /* ARB_WAVE_FIT_* bits (engine_opts.h): the launches form's grids folded into one wave */
     unsigned wave_from;    /* ... in steps of at least this many tokens */
+    unsigned fuse;         /* ARB_FUSE_* bits (engine_opts.h): the launches form's fused kernels, where the shapes fit */
     /* bits: 1 each layer's attention (between the call sites before and after it), 2 each
      * MoE block, as one persistent launch (engine/gpu/gpu_persist.cu); 0: a launch per kernel */
     int persistent;

@@ -63,10 +63,6 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
                            m->tickets + ARB_GPU_TICKET_QKVA, t),
                  why, len);
     mark(m, lc.stream, ARB_GPU_PROF_QKV_A);
-    // q = qa @ q_b_r^T                                             [T x nh_r x (dn + dr)]
-    ARB_CUDA_TRY(gemv(lc, GEMV_BF16, L.q_b, nullptr, m->qa, s.rq, qw, s.rq, m->q, qw, t), why, len);
-    mark(m, lc.stream, ARB_GPU_PROF_Q_B);
-    // qlat = q_nope @ W_uk[h]; qpe = rope(q_pe, P)                 [T x nh_r x rkv], [T x nh_r x dr]
     // --l2-ahead: absorb's CTAs pull o_proj's weights toward L2 after their wait, W_uv's the
     // router's; the chain from absorb to o_proj is latency-bound (its own bytes ~6 MB) and
     // o_proj's 14.7 MB then come from L2 (Kimi-K2, TP = 8)
@@ -75,9 +71,21 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
         la.ahead = {L.o_proj, (size_t)H * ow * sizeof(bf16)};
     if ((m->o.l2_ahead & ARB_L2_AHEAD_ROUTER) && !L.dense)
         lu.ahead = {L.router, (size_t)s.E * H * sizeof(bf16)};
-    ARB_CUDA_TRY(mla_absorb(la, m->q, L.kv_b, m->rope_cs, m->pos0, m->qlat, m->qpe, s.nh_r, s.dn, s.dr, s.dv, s.rkv, t),
-                 why, len);
-    mark(m, lc.stream, ARB_GPU_PROF_ABSORB);
+    if (m->o.fuse & ARB_FUSE_QB_ABSORB) { // --fuse qb_absorb: the two launches below as one, the same bits
+        ARB_CUDA_TRY(mla_qb_absorb(la, m->qa, L.q_b, L.kv_b, m->rope_cs, m->pos0, m->q, m->qlat, m->qpe, m->qb_scratch,
+                                   m->qb_tickets, s.nh_r, s.rq, s.dn, s.dr, s.dv, s.rkv, t),
+                     why, len);
+        mark(m, lc.stream, ARB_GPU_PROF_Q_B); // absorb then has no launch of its own (as mla_prep)
+    } else {
+        // q = qa @ q_b_r^T                                             [T x nh_r x (dn + dr)]
+        ARB_CUDA_TRY(gemv(lc, GEMV_BF16, L.q_b, nullptr, m->qa, s.rq, qw, s.rq, m->q, qw, t), why, len);
+        mark(m, lc.stream, ARB_GPU_PROF_Q_B);
+        // qlat = q_nope @ W_uk[h]; qpe = rope(q_pe, P)                 [T x nh_r x rkv], [T x nh_r x dr]
+        ARB_CUDA_TRY(
+            mla_absorb(la, m->q, L.kv_b, m->rope_cs, m->pos0, m->qlat, m->qpe, s.nh_r, s.dn, s.dr, s.dv, s.rkv, t), why,
+            len);
+        mark(m, lc.stream, ARB_GPU_PROF_ABSORB);
+    }
     // per chunk of the cache: softmax(qlat . ckv + qpe . kpe) partial sums of ckv, causal
     ARB_CUDA_TRY(mla_attend_pos(lc, m->qlat, m->qpe, L.cache_ckv, L.cache_kpe, m->pos0, m->partial, s.nh_r, s.dr, s.rkv,
                                 m->o.dims.softmax_scale, t, m->o.context),

@@ -77,6 +77,8 @@ void arb_engine_opts_usage(FILE *f)
             "                      toward L2 before the wait: none, or a comma list of qkv_a and o_proj\n"
             "                      (default none)\n"
             "  --wave-fit-from T   the fold only in steps of at least T tokens, 1..8 (default 1)\n"
+            "  --fuse LIST         gpu, launches form: launches run as one kernel, bit-identical: none, or\n"
+            "                      qb_absorb (q_b and the absorption, where dn is 128) (default none)\n"
             "  --quiet             no progress lines\n"
             "  --profile FILE      per-site choice from a profile of arbench profile (CSV or JSON); no match: nccl\n"
             "  --tune              first sweep exactly the call-site shapes, write that profile next to --out, use it\n"
@@ -84,7 +86,7 @@ void arb_engine_opts_usage(FILE *f)
 }
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
-       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_WAVE, O_WAVEFROM, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
+       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_WAVE, O_WAVEFROM, O_FUSE, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
        O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE, O_DRAFT,
        O_WDIR, O_PROMPT, O_OUTIDS };
 
@@ -238,15 +240,18 @@ static int parse_bits(const char *opt, const char *v, const char *const *names, 
 
 static const char *const ahead_names[] = {"o_proj", "router"};  /* ARB_L2_AHEAD_* bit order */
 static const char *const wave_names[] = {"qkv_a", "o_proj"};    /* ARB_WAVE_FIT_* bit order */
+static const char *const fuse_names[] = {"qb_absorb"};           /* ARB_FUSE_* bit order */
 _Static_assert(ARB_L2_AHEAD_O_PROJ == 1 << 0 && ARB_L2_AHEAD_ROUTER == 1 << 1, "ahead_names: one name a bit, in order");
 _Static_assert(ARB_WAVE_FIT_QKV_A == 1 << 0 && ARB_WAVE_FIT_O_PROJ == 1 << 1, "wave_names: one name a bit, in order");
+_Static_assert(ARB_FUSE_QB_ABSORB == 1 << 0, "fuse_names: one name a bit, in order");
 
-const char *arb_engine_opts_bits_str(int wave_fit, unsigned bits, char *buf, size_t n)
+const char *arb_engine_opts_bits_str(int which, unsigned bits, char *buf, size_t n)
 {
-    const char *const *names = wave_fit ? wave_names : ahead_names;
+    const char *const *names = which == 2 ? fuse_names : which == 1 ? wave_names : ahead_names;
+    const unsigned nn = which == 2 ? 1 : 2;
     size_t at = 0;
     buf[0] = 0;
-    for (unsigned i = 0; i < 2 && at < n; i++)
+    for (unsigned i = 0; i < nn && at < n; i++)
         if (bits & (1u << i))
             at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? "+" : "", names[i]);
     return bits ? buf : "none";
@@ -277,6 +282,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"l2-ahead", required_argument, 0, O_AHEAD},
         {"wave-fit", required_argument, 0, O_WAVE},
         {"wave-fit-from", required_argument, 0, O_WAVEFROM},
+        {"fuse", required_argument, 0, O_FUSE},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0},
     };
     arb_engine_opts_defaults(o);
@@ -356,6 +362,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         case O_AHEAD: bad = parse_bits("--l2-ahead", optarg, ahead_names, 2, &o->l2_ahead, err, len); break;
         case O_WAVE: bad = parse_bits("--wave-fit", optarg, wave_names, 2, &o->wave_fit, err, len); break;
         case O_WAVEFROM: bad = parse_uint("--wave-fit-from", optarg, 1, 8, &o->wave_from, err, len); break;
+        case O_FUSE: bad = parse_bits("--fuse", optarg, fuse_names, 1, &o->fuse, err, len); break;
         case O_APPEND: o->append = 1; break;
         case O_FORCE: o->force = 1; break;
         case O_ACCEPT: bad = parse_rates(optarg, o, err, len); break;
@@ -403,6 +410,13 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
     if ((o->wave_fit || o->wave_from != 1) && (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES)) {
         snprintf(err, len, "--wave-fit with %s: the folded grids are the GPU's launches form's (give --backend gpu "
                  "--step-form launches, or --wave-fit none)", o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
+                 : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
+                                                       : "--step-form persistent-attn");
+        return -1;
+    }
+    if (o->fuse && (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES)) {
+        snprintf(err, len, "--fuse with %s: the fused kernels are the GPU's launches form's (give --backend gpu "
+                 "--step-form launches, or --fuse none)", o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
                  : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
                                                        : "--step-form persistent-attn");
         return -1;

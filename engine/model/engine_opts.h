@@ -44,6 +44,12 @@ enum {
     ARB_WAVE_FIT_O_PROJ = 2, /* o_proj */
 };
 
+/* --fuse: launches of the launches form run as one (engine/gpu/kernels), bits; each fused
+ * kernel's results are bit-identical to the launches it replaces */
+enum {
+    ARB_FUSE_QB_ABSORB = 1, /* q_b and the absorption (mla_qb.cu), where the shapes fit it */
+};
+
 #define ARB_ENGINE_DEFAULT_CONFIG "kimi-k2"
 #define ARB_ENGINE_DEFAULT_CONTEXT 4096u
 #define ARB_ENGINE_DEFAULT_STEPS 32u
@@ -97,13 +103,14 @@ typedef struct arb_engine_opts {
     unsigned l2_ahead;         /* --l2-ahead none|LIST: ARB_L2_AHEAD_* bits */
     unsigned wave_fit;         /* --wave-fit none|LIST: ARB_WAVE_FIT_* bits (default none) */
     unsigned wave_from;        /* --wave-fit-from T: the fold in steps of at least T tokens (default 1) */
+    unsigned fuse;             /* --fuse none|LIST: ARB_FUSE_* bits (default none) */
 } arb_engine_opts_t;
 
 void arb_engine_opts_defaults(arb_engine_opts_t *o);
 
-/* The names of --l2-ahead's (wave_fit 0) or --wave-fit's (1) bits joined by '+', as the
- * options take them, into buf [n]; "none" for no bit. */
-const char *arb_engine_opts_bits_str(int wave_fit, unsigned bits, char *buf, size_t n);
+/* The names of --l2-ahead's (which 0), --wave-fit's (1) or --fuse's (2) bits joined by '+', as
+ * the options take them, into buf [n]; "none" for no bit. */
+const char *arb_engine_opts_bits_str(int which, unsigned bits, char *buf, size_t n);
 
 /* Parses `arbench engine` arguments (argv[0] is the subcommand). Returns 0, 1 when
  * --help was given, -1 on bad input with a one-line message naming the option and the

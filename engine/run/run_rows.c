@@ -106,15 +106,19 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
     f[EC_fusion] = c->fusion;
     snprintf(t->b[EC_note], 96, "%s", c->note); /* a fallback serving these sites, if any */
     if (o->backend == ARB_ENGINE_GPU) { /* how the step's kernels were launched */
-        char ahead[32], wave[32], from[16] = "";
+        char ahead[32], wave[32], from[16] = "", fuse[32] = "";
         if (o->wave_fit && o->wave_from != 1) /* the fold's first T, where it is not 1 */
             snprintf(from, sizeof from, "@T>=%u", o->wave_from);
-        snprintf(t->b[EC_step_form], 96, "%s,pdl=%s,l2_ahead=%s,wave_fit=%s%s",
+        if (o->fuse) { /* only when asked: the rows of before keep their form */
+            char b[24];
+            snprintf(fuse, sizeof fuse, ",fuse=%s", arb_engine_opts_bits_str(2, o->fuse, b, sizeof b));
+        }
+        snprintf(t->b[EC_step_form], 96, "%s,pdl=%s,l2_ahead=%s,wave_fit=%s%s%s",
                  o->step_form == ARB_STEP_PERSISTENT        ? "persistent"
                  : o->step_form == ARB_STEP_PERSISTENT_ATTN ? "persistent-attn"
                                                             : "launches",
                  o->pdl ? "on" : "off", arb_engine_opts_bits_str(0, o->l2_ahead, ahead, sizeof ahead),
-                 arb_engine_opts_bits_str(1, o->wave_fit, wave, sizeof wave), from);
+                 arb_engine_opts_bits_str(1, o->wave_fit, wave, sizeof wave), from, fuse);
     }
     if (r->wload) { /* --weights-dir: the checkpoint and the last load of it (engine/run/run_weights.h) */
         f[EC_weights_source] = r->wload->dir;

@@ -87,6 +87,14 @@ cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas,
 // toward L2 after the wait (as mla_uv does)
 cudaError_t mla_absorb(const launch_ctx &c, const bf16 *q, const bf16 *kv_b, const float2 *rope_cs,
                        const int32_t *pos0, bf16 *qlat, bf16 *qpe, int nh_r, int dn, int dr, int dv, int rkv, int T);
+// q = qa @ q_b^T, then mla_absorb's qlat and qpe, in one launch with the bits of the two
+// (mla_qb.cu): where mla_qb_absorb_fits (dn 128, dr a multiple of 16, q_b's rows in one or two
+// parts); scratch [mla_qb_absorb_scratch_floats], tickets [nh_r] zero before the first launch
+bool mla_qb_absorb_fits(int rq, int dn, int dr, int rkv);
+size_t mla_qb_absorb_scratch_floats(int nh_r, int rkv);
+cudaError_t mla_qb_absorb(const launch_ctx &c, const bf16 *qa, const bf16 *Wqb, const bf16 *kv_b, const float2 *rope_cs,
+                          const int32_t *pos0, bf16 *q, bf16 *qlat, bf16 *qpe, float *scratch, unsigned *tickets,
+                          int nh_r, int rq, int dn, int dr, int dv, int rkv, int T);
 // mla_attend_pos writes a chunk's partials; mla_merge leaves olat (bf16, [T nh_r x rkv],
 // the layout of qlat) and mla_uv projects it: o[t,h] = olat[t,h] @ W_uv[h]^T.
 size_t mla_attend_pos_smem(int rkv, int dr, int rows);

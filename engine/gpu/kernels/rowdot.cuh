@@ -14,8 +14,10 @@ constexpr int kRowdotUnroll = 8;
 // acc[t] = W[row] . x[t] (and acc2[t] = W2[row] . x[t] when TWO), K % 8 == 0, ldx % 8 == 0.
 // WAIT: the first round of weight loads is issued, then the kernel waits on its PDL
 // predecessor (x is its output; the weights are not), so the row streams meanwhile.
-// P: how to wait and how x is loaded (common.cuh's pdl_sync or persist_sync).
-template <int T, bool TWO, bool WAIT = false, class P = pdl_sync>
+// P: how to wait and how x is loaded (common.cuh's pdl_sync or persist_sync). U: the vectors
+// a lane loads per round (the first round before the wait); each lane still adds its vectors
+// lane, lane + 32, .. in ascending order, so the sums do not depend on it.
+template <int T, bool TWO, bool WAIT = false, class P = pdl_sync, int U = kRowdotUnroll>
 __device__ __forceinline__ void warp_rowdot(const bf16 *__restrict__ wrow, const bf16 *__restrict__ wrow2,
                                             const bf16 *x, int ldx, int K, float (&acc)[T], float (&acc2)[T],
                                             const P &p = P())
@@ -27,10 +29,10 @@ __device__ __forceinline__ void warp_rowdot(const bf16 *__restrict__ wrow, const
 #pragma unroll
     for (int t = 0; t < T; t++)
         acc[t] = 0.0f, acc2[t] = 0.0f;
-    for (int v0 = lane; v0 < nvec; v0 += kWarp * kRowdotUnroll) {
-        uint4 wv[kRowdotUnroll], wv2[kRowdotUnroll];
+    for (int v0 = lane; v0 < nvec; v0 += kWarp * U) {
+        uint4 wv[U], wv2[U];
 #pragma unroll
-        for (int u = 0; u < kRowdotUnroll; u++) {
+        for (int u = 0; u < U; u++) {
             const int v = v0 + u * kWarp;
             if (v < nvec) {
                 wv[u] = ld_stream(w + v);
@@ -41,7 +43,7 @@ __device__ __forceinline__ void warp_rowdot(const bf16 *__restrict__ wrow, const
         if (WAIT && v0 == lane)
             p.wait();
 #pragma unroll
-        for (int u = 0; u < kRowdotUnroll; u++) {
+        for (int u = 0; u < U; u++) {
             const int v = v0 + u * kWarp;
             if (v < nvec) {
                 float wf[8], wf2[8];

@@ -13,6 +13,8 @@
 //               the first token), the merge and W_uv, T = 1, 3, 8; twice: bit-identical;
 //               the one-launch projection + prep (qkva_prep) bit-identical to gemv + mla_prep,
 //               also with its grid folded into one wave
+//   qb_absorb   q_b and the absorption in one launch (--fuse qb_absorb) bit-identical to
+//               the two launches, T = 1, 3, 8, and the shapes it refuses
 // The MoE block is test_engine_gpu_moe.cu. Tolerances: fp32 outputs within 1e-5 of sum |terms| (accumulation order); bf16 outputs
 // additionally one rounding, 2^-8 relative; where a bf16 intermediate is rounded on both
 // sides (act, qlat, olat) a flip of one ulp is allowed through 4 x that.
@@ -405,6 +407,86 @@ void t_mla()
         mla_case(T);
 }
 
+// --fuse qb_absorb (mla_qb.cu): q, qlat and qpe bit-identical to q_b's GEMV then the absorption,
+// at Kimi-K2's per-rank shapes (q_b's rows in two parts), T = 1, 3, 8; the outputs poisoned
+// before each fused launch, twice (the per-head tickets back at zero between), the second time
+// with a pull toward L2 (--l2-ahead); and the shapes it refuses.
+void t_qb_absorb()
+{
+    const int nh = 8, dn = 128, dr = 64, dv = 128, rkv = 512, rq = 1536, P0 = 287, ctx = 320;
+    const int qw = nh * (dn + dr), pairs = dr / 2;
+    TAP_CHECK(arbk::mla_qb_absorb_fits(rq, dn, dr, rkv));
+    TAP_CHECK(!arbk::mla_qb_absorb_fits(rq, 64, dr, rkv));       // absorb's warps would take 8 rows
+    TAP_CHECK(!arbk::mla_qb_absorb_fits(rq, dn, 40, rkv));       // RoPE rows not in CTAs of 16
+    TAP_CHECK(!arbk::mla_qb_absorb_fits(8192, dn, dr, rkv));     // q_b's rows in four parts
+    std::vector<float2> cs((size_t)ctx * pairs);
+    for (int p = 0; p < ctx; p++)
+        for (int i = 0; i < pairs; i++) {
+            const double f = pow(10000.0, -2.0 * i / dr);
+            cs[(size_t)p * pairs + i] = make_float2((float)cos(p * f), (float)sin(p * f));
+        }
+    std::vector<int32_t> posv = {P0};
+    float2 *d_cs = to_dev(cs);
+    int32_t *d_pos = to_dev(posv);
+    auto W = rand_bf((size_t)qw * rq, 0.05f), kvb = rand_bf((size_t)nh * (dn + dv) * rkv, 0.05f);
+    bf16 *d_W = (bf16 *)to_dev(W), *d_kvb = (bf16 *)to_dev(kvb);
+    float *scratch;
+    unsigned *tickets;
+    TAP_REQUIRE(cudaMalloc(&scratch, arbk::mla_qb_absorb_scratch_floats(nh, rkv) * 4) == cudaSuccess);
+    TAP_REQUIRE(cudaMalloc(&tickets, nh * sizeof(unsigned)) == cudaSuccess);
+    cudaMemset(tickets, 0, nh * sizeof(unsigned));
+    for (int T : {1, 3, 8}) {
+        auto qa = rand_bf((size_t)T * rq, 1.0f);
+        bf16 *d_qa = (bf16 *)to_dev(qa), *q[2], *qlat[2], *qpe[2];
+        for (int f = 0; f < 2; f++) {
+            cudaMalloc(&q[f], (size_t)T * qw * 2), cudaMalloc(&qlat[f], (size_t)T * nh * rkv * 2);
+            cudaMalloc(&qpe[f], (size_t)T * nh * dr * 2);
+        }
+        TAP_REQUIRE(arbk::gemv(g_lc, arbk::GEMV_BF16, d_W, nullptr, d_qa, rq, qw, rq, q[0], qw, T) == cudaSuccess);
+        TAP_REQUIRE(arbk::mla_absorb(g_lc, q[0], d_kvb, d_cs, d_pos, qlat[0], qpe[0], nh, dn, dr, dv, rkv, T) ==
+                    cudaSuccess);
+        auto q0 = from_dev((uint16_t *)q[0], (size_t)T * qw);
+        auto l0 = from_dev((uint16_t *)qlat[0], (size_t)T * nh * rkv), p0 = from_dev((uint16_t *)qpe[0], (size_t)T * nh * dr);
+        size_t nonzero = 0;
+        for (uint16_t v : l0)
+            nonzero += (v & 0x7fff) != 0;
+        TAP_CHECK(nonzero > l0.size() / 2); // the split form's qlat is a real one to compare with
+        for (int rep = 0; rep < 2; rep++) {
+            cudaMemset(q[1], 0xff, (size_t)T * qw * 2), cudaMemset(qlat[1], 0xff, (size_t)T * nh * rkv * 2);
+            cudaMemset(qpe[1], 0xff, (size_t)T * nh * dr * 2);
+            arbk::launch_ctx la = g_lc;
+            if (rep == 1)
+                la.ahead = {d_kvb, kvb.size() * 2 - 70};
+            TAP_REQUIRE(arbk::mla_qb_absorb(la, d_qa, d_W, d_kvb, d_cs, d_pos, q[1], qlat[1], qpe[1], scratch, tickets,
+                                            nh, rq, dn, dr, dv, rkv, T) == cudaSuccess);
+            TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+            const bool qs = from_dev((uint16_t *)q[1], (size_t)T * qw) == q0;
+            const bool ls = from_dev((uint16_t *)qlat[1], (size_t)T * nh * rkv) == l0;
+            const bool ps = from_dev((uint16_t *)qpe[1], (size_t)T * nh * dr) == p0;
+            if (!qs || !ls || !ps)
+                tap_diag("T %d run %d: q %s, qlat %s, qpe %s", T, rep, qs ? "same" : "DIFFERS", ls ? "same" : "DIFFERS",
+                         ps ? "same" : "DIFFERS");
+            TAP_CHECK(qs && ls && ps);
+            auto tk = from_dev(tickets, nh);
+            size_t left = 0;
+            for (unsigned v : tk)
+                left += v != 0;
+            TAP_EQ_U64(left, 0);
+        }
+        cudaFree(d_qa);
+        for (int f = 0; f < 2; f++)
+            cudaFree(q[f]), cudaFree(qlat[f]), cudaFree(qpe[f]);
+    }
+    // refused, nothing launched: a shape it does not fit, T past kMaxT, no scratch
+    TAP_CHECK(arbk::mla_qb_absorb(g_lc, nullptr, d_W, d_kvb, d_cs, d_pos, nullptr, nullptr, nullptr, scratch, tickets,
+                                  nh, rq, 64, dr, dv, rkv, 1) == cudaErrorInvalidValue);
+    TAP_CHECK(arbk::mla_qb_absorb(g_lc, nullptr, d_W, d_kvb, d_cs, d_pos, nullptr, nullptr, nullptr, scratch, tickets,
+                                  nh, rq, dn, dr, dv, rkv, 9) == cudaErrorInvalidValue);
+    TAP_CHECK(arbk::mla_qb_absorb(g_lc, nullptr, d_W, d_kvb, d_cs, d_pos, nullptr, nullptr, nullptr, nullptr, tickets,
+                                  nh, rq, dn, dr, dv, rkv, 1) == cudaErrorInvalidValue);
+    cudaFree(d_cs), cudaFree(d_pos), cudaFree(d_W), cudaFree(d_kvb), cudaFree(scratch), cudaFree(tickets);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -415,7 +497,7 @@ int main(int argc, char **argv)
         return 77;
     }
     static const tap_test_t tests[] = {
-        {"gemv", t_gemv}, {"wgen", t_wgen}, {"router", t_router}, {"mla", t_mla},
+        {"gemv", t_gemv}, {"wgen", t_wgen}, {"router", t_router}, {"mla", t_mla}, {"qb_absorb", t_qb_absorb},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

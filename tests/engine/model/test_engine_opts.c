@@ -27,6 +27,8 @@ static void t_names(void)
             TAP_EQ_STR(arb_engine_opts_bits_str(w, x, b, sizeof b), want[w][x]);
     char small[5]; /* truncated, still terminated */
     TAP_EQ_STR(arb_engine_opts_bits_str(1, 3, small, sizeof small), "qkv_");
+    TAP_EQ_STR(arb_engine_opts_bits_str(2, 0, b, sizeof b), "none"); /* --fuse */
+    TAP_EQ_STR(arb_engine_opts_bits_str(2, ARB_FUSE_QB_ABSORB, b, sizeof b), "qb_absorb");
 }
 
 static void t_parse_round_trip(void)
@@ -37,6 +39,14 @@ static void t_parse_round_trip(void)
     TAP_EQ_INT(o.wave_fit, ARB_WAVE_FIT_QKV_A | ARB_WAVE_FIT_O_PROJ);
     TAP_EQ_INT(o.wave_from, 3);
     TAP_EQ_INT(o.l2_ahead, ARB_L2_AHEAD_ROUTER);
+    TAP_EQ_INT(o.fuse, 0); /* not given: none */
+    char *a3[] = {"engine", "--fuse", "qb_absorb", NULL};
+    TAP_REQUIRE(parse(&o, 3, a3) == 0);
+    TAP_EQ_INT(o.fuse, ARB_FUSE_QB_ABSORB);
+    char *a4[] = {"engine", "--fuse", "qb_absorb", "--fuse", "none", NULL}; /* the last one given */
+    TAP_REQUIRE(parse(&o, 5, a4) == 0);
+    TAP_EQ_INT(o.fuse, 0);
+    TAP_REQUIRE(parse(&o, 7, a1) == 0);
     char b[32];
     TAP_EQ_STR(arb_engine_opts_bits_str(1, o.wave_fit, b, sizeof b), "qkv_a+o_proj");
     char *a2[] = {"engine", NULL};
@@ -60,6 +70,18 @@ static void t_refusals(void)
     char *a4[] = {"engine", "--wave-fit", "qkv_a,,o_proj", NULL};
     TAP_CHECK(parse(&o, 3, a4) != 0);
     TAP_HAS_STR(err, "--wave-fit 'qkv_a,,o_proj'");
+    char *a5[] = {"engine", "--config", "tiny", "--backend", "cpu", "--fuse", "qb_absorb", NULL};
+    TAP_CHECK(parse(&o, 7, a5) != 0);
+    TAP_HAS_STR(err, "--fuse with --backend cpu");
+    char *a6[] = {"engine", "--step-form", "persistent", "--fuse", "qb_absorb", NULL};
+    TAP_CHECK(parse(&o, 5, a6) != 0);
+    TAP_HAS_STR(err, "--fuse with --step-form persistent");
+    char *a7[] = {"engine", "--fuse", "absorb", NULL};
+    TAP_CHECK(parse(&o, 3, a7) != 0);
+    TAP_HAS_STR(err, "--fuse 'absorb': unknown 'absorb'");
+    char *a8[] = {"engine", "--fuse", "qb_absorb,qb_absorb", NULL};
+    TAP_CHECK(parse(&o, 3, a8) != 0);
+    TAP_HAS_STR(err, "repeated 'qb_absorb'");
 }
 
 int main(int argc, char **argv)
