@@ -10,6 +10,7 @@
 #include "model/config.h"
 #include "gpu/gpu_dims.h"
 #include "gpu/gpu_model.h"
+#include "model/engine_opts.h"
 #include "model/rope.h"
 
 static char why[1024];
@@ -43,6 +44,15 @@ static void t_kimi_plan(void)
     TAP_EQ_U64(mem.total, mem.embed + mem.attention + mem.norms_router + mem.dense_mlp + mem.shared_expert +
                               mem.routed_experts + mem.lm_head + mem.kv_cache + mem.activations);
     tap_diag("kimi-k2 int4 tp-shape 8: %.3f GB per rank", mem.total / 1e9);
+    /* --fuse qb_absorb: the part sums [8 heads x 8 parts x 8 tokens x 512] fp32 and a ticket a
+     * head in the activations, nothing else */
+    arb_gpu_mem_t fused;
+    o.fuse = ARB_FUSE_QB_ABSORB;
+    TAP_REQUIRE(arb_gpu_model_plan(&o, &fused, why, sizeof why) == ARB_OK);
+    TAP_CHECK(fused.activations >= mem.activations + 8 * 8 * 8 * 512 * 4 + 8 * 4);
+    TAP_CHECK(fused.activations <= mem.activations + 8 * 8 * 8 * 512 * 4 + 8 * 4 + 2 * 256); /* two roundings */
+    TAP_EQ_U64(fused.total - fused.activations, mem.total - mem.activations);
+    o.fuse = 0;
     o.format = ARB_GPU_BF16;
     TAP_REQUIRE(arb_gpu_model_plan(&o, &mem, why, sizeof why) == ARB_OK);
     TAP_EQ_U64(mem.routed_experts, moe_layers * E * 3 * Ir * H * 2);
@@ -76,6 +86,9 @@ static void t_refusals(void)
     c.moe_intermediate_size = 128; /* 32 rows per shard of 4, the shared expert's too */
     o = opts(&c, &tiny_rope, 4, ARB_GPU_BF16);
     TAP_EQ_INT(arb_gpu_model_plan(&o, &mem, why, sizeof why), ARB_OK);
+    o = opts(&tiny, &tiny_rope, 1, ARB_GPU_BF16); /* --fuse qb_absorb where dn is not 128 */
+    o.fuse = ARB_FUSE_QB_ABSORB;
+    refused(o, "--fuse qb_absorb needs qk_nope_head_dim 128");
     c = tiny;
     strcpy(c.scoring_func, "softmax");
     arb_gpu_dims_t d;
