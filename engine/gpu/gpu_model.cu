@@ -73,8 +73,8 @@ arb_status_t shapes_of(const arb_gpu_model_opts_t *o, arb_gpu_shapes *s, char *w
     if ((o->fuse & ARB_FUSE_QB_ABSORB) && !arbk::mla_qb_absorb_fits((int)s->rq, (int)s->dn, (int)s->dr, (int)s->rkv))
         ARB_RAISE(ARB_ERR_INVALID, why, len,
                   "gpu model: --fuse qb_absorb needs qk_nope_head_dim 128, qk_rope_head_dim a multiple of 16 and "
-                  "q_lora_rank of at most 4088 (q_b's rows in one or two parts); this model has %u, %u and %u "
-                  "(give --fuse none)",
+                  "a q_lora_rank whose q_b rows split in at most two parts (not q_lora_rank / 8 >= 512 and a "
+                  "multiple of 4); this model has %u, %u and %u (give --fuse none)",
                   s->dn, s->dr, s->rq);
     s->max_slots = o->max_tokens * s->k < s->E ? o->max_tokens * s->k : s->E;
     s->chunks = (o->context + arbk::kAttnChunk - 1) / arbk::kAttnChunk;

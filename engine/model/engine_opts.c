@@ -22,6 +22,7 @@ void arb_engine_opts_defaults(arb_engine_opts_t *o)
     o->pdl = 1;
     o->step_form = ARB_STEP_LAUNCHES;
     o->wave_from = 1; /* --wave-fit none: folding lost on an H200 wherever it did not also lower the registers */
+    o->fuse = ARB_FUSE_QB_ABSORB; /* where the shapes fit it: one launch and its round trips fewer, the same bits (results/engine-h100/d86afbb-fuse/) */
 }
 
 void arb_engine_opts_usage(FILE *f)
@@ -78,7 +79,8 @@ void arb_engine_opts_usage(FILE *f)
             "                      (default none)\n"
             "  --wave-fit-from T   the fold only in steps of at least T tokens, 1..8 (default 1)\n"
             "  --fuse LIST         gpu, launches form: launches run as one kernel, bit-identical: none, or\n"
-            "                      qb_absorb (q_b and the absorption, where dn is 128) (default none)\n"
+            "                      qb_absorb (q_b and the absorption; needs qk_nope_head_dim 128) (default\n"
+            "                      qb_absorb where the model's shapes fit it, else none)\n"
             "  --quiet             no progress lines\n"
             "  --profile FILE      per-site choice from a profile of arbench profile (CSV or JSON); no match: nccl\n"
             "  --tune              first sweep exactly the call-site shapes, write that profile next to --out, use it\n"
@@ -362,7 +364,10 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         case O_AHEAD: bad = parse_bits("--l2-ahead", optarg, ahead_names, 2, &o->l2_ahead, err, len); break;
         case O_WAVE: bad = parse_bits("--wave-fit", optarg, wave_names, 2, &o->wave_fit, err, len); break;
         case O_WAVEFROM: bad = parse_uint("--wave-fit-from", optarg, 1, 8, &o->wave_from, err, len); break;
-        case O_FUSE: bad = parse_bits("--fuse", optarg, fuse_names, 1, &o->fuse, err, len); break;
+        case O_FUSE:
+            bad = parse_bits("--fuse", optarg, fuse_names, 1, &o->fuse, err, len);
+            o->fuse_given = 1;
+            break;
         case O_APPEND: o->append = 1; break;
         case O_FORCE: o->force = 1; break;
         case O_ACCEPT: bad = parse_rates(optarg, o, err, len); break;
@@ -414,7 +419,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
                                                        : "--step-form persistent-attn");
         return -1;
     }
-    if (o->fuse && (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES)) {
+    if (o->fuse && o->fuse_given && (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES)) {
         snprintf(err, len, "--fuse with %s: the fused kernels are the GPU's launches form's (give --backend gpu "
                  "--step-form launches, or --fuse none)", o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
                  : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"

@@ -45,7 +45,8 @@ enum {
 };
 
 /* --fuse: launches of the launches form run as one (engine/gpu/kernels), bits; each fused
- * kernel's results are bit-identical to the launches it replaces */
+ * kernel's results are bit-identical to the launches it replaces. Which apply to a model:
+ * engine/gpu/kernels/qb_fit.h's arb_fuse_applied. */
 enum {
     ARB_FUSE_QB_ABSORB = 1, /* q_b and the absorption (mla_qb.cu), where the shapes fit it */
 };
@@ -103,7 +104,8 @@ typedef struct arb_engine_opts {
     unsigned l2_ahead;         /* --l2-ahead none|LIST: ARB_L2_AHEAD_* bits */
     unsigned wave_fit;         /* --wave-fit none|LIST: ARB_WAVE_FIT_* bits (default none) */
     unsigned wave_from;        /* --wave-fit-from T: the fold in steps of at least T tokens (default 1) */
-    unsigned fuse;             /* --fuse none|LIST: ARB_FUSE_* bits (default none) */
+    unsigned fuse;             /* --fuse none|LIST: ARB_FUSE_* bits (default qb_absorb, where the shapes fit it) */
+    int fuse_given;            /* --fuse was given: what it names must fit the model (else refused) */
 } arb_engine_opts_t;
 
 void arb_engine_opts_defaults(arb_engine_opts_t *o);

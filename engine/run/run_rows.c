@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/kernels/qb_fit.h"
 #include "results/results.h"
 #include "run/run_weights.h"
 
@@ -109,9 +110,12 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
         char ahead[32], wave[32], from[16] = "", fuse[32] = "";
         if (o->wave_fit && o->wave_from != 1) /* the fold's first T, where it is not 1 */
             snprintf(from, sizeof from, "@T>=%u", o->wave_from);
-        if (o->fuse) { /* only when asked: the rows of before keep their form */
+        const unsigned fused = arb_fuse_applied(o->fuse, o->fuse_given, o->step_form == ARB_STEP_LAUNCHES,
+                                                (int)r->cfg.q_lora_rank, (int)r->cfg.qk_nope_head_dim,
+                                                (int)r->cfg.qk_rope_head_dim, (int)r->cfg.kv_lora_rank);
+        if (fused) { /* what ran, only where a kernel was fused: rows without it ran the split launches */
             char b[24];
-            snprintf(fuse, sizeof fuse, ",fuse=%s", arb_engine_opts_bits_str(2, o->fuse, b, sizeof b));
+            snprintf(fuse, sizeof fuse, ",fuse=%s", arb_engine_opts_bits_str(2, fused, b, sizeof b));
         }
         snprintf(t->b[EC_step_form], 96, "%s,pdl=%s,l2_ahead=%s,wave_fit=%s%s%s",
                  o->step_form == ARB_STEP_PERSISTENT        ? "persistent"

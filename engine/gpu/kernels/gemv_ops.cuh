@@ -4,6 +4,7 @@
 #ifndef ARB_ENGINE_KERNELS_GEMV_OPS_CUH
 #define ARB_ENGINE_KERNELS_GEMV_OPS_CUH
 
+#include "gpu/kernels/qb_fit.h"
 #include "gpu/kernels/rowdot.cuh"
 
 namespace arbk {
@@ -146,18 +147,8 @@ __host__ __device__ constexpr bool gemv_pair(int S, int EPI, int T) { return S =
 // Rows per block of gemv_tile<.., S, PAIR>.
 __host__ __device__ constexpr int gemv_rows_per_block(int S, bool pair) { return kGemvWarps / S * (pair ? 2 : 1); }
 
-// The split of a row: four parts of at least 128 vectors (four loads per lane), else two
-// of at least 96, K / 8 a multiple of the parts; else one (measured against one part
-// for every row: README).
-__host__ __device__ inline int gemv_parts(int K)
-{
-    const int nvec = K / 8;
-    if (nvec >= 4 * 128 && nvec % 4 == 0)
-        return 4;
-    if (nvec >= 2 * 96 && nvec % 2 == 0)
-        return 2;
-    return 1;
-}
+// The split of a row (qb_fit.h's arb_gemv_parts; measured against one part for every row: README).
+__host__ __device__ inline int gemv_parts(int K) { return arb_gemv_parts(K); }
 
 } // namespace arbk
 

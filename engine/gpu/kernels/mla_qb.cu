@@ -23,6 +23,7 @@
 
 #include "gpu/kernels/gemv_ops.cuh"
 #include "gpu/kernels/mla_ops.cuh"
+#include "gpu/kernels/qb_fit.h"
 
 namespace arbk {
 namespace {
@@ -149,9 +150,8 @@ template <int S> cudaError_t qb_absorb_s(const launch_ctx &c, const bf16 *qa, co
 
 bool mla_qb_absorb_fits(int rq, int dn, int dr, int rkv)
 {
-    const int S = gemv_parts(rq);
-    return dn == kQbParts * kQbRows && (dn + kAbsorbWarps - 1) / kAbsorbWarps == kQbRows && dr > 0 &&
-           dr % kQbRows == 0 && rkv > 0 && rkv % 8 == 0 && rkv <= kMaxLatent && rq % 8 == 0 && (S == 1 || S == 2);
+    static_assert(kQbParts * kQbRows == 128 && kMaxLatent == 512, "qb_fit.h's rule: dn 128, rkv up to 512");
+    return arb_qb_absorb_fits(rq, dn, dr, rkv) != 0;
 }
 
 size_t mla_qb_absorb_scratch_floats(int nh_r, int rkv) { return (size_t)nh_r * kQbParts * kMaxT * rkv; }

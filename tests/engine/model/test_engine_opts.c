@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tap.h"
+#include "gpu/kernels/qb_fit.h"
 #include "model/engine_opts.h"
 
 static char err[1024];
@@ -39,13 +40,16 @@ static void t_parse_round_trip(void)
     TAP_EQ_INT(o.wave_fit, ARB_WAVE_FIT_QKV_A | ARB_WAVE_FIT_O_PROJ);
     TAP_EQ_INT(o.wave_from, 3);
     TAP_EQ_INT(o.l2_ahead, ARB_L2_AHEAD_ROUTER);
-    TAP_EQ_INT(o.fuse, 0); /* not given: none */
+    TAP_EQ_INT(o.fuse, ARB_FUSE_QB_ABSORB); /* not given: qb_absorb where the shapes fit */
+    TAP_EQ_INT(o.fuse_given, 0);
     char *a3[] = {"engine", "--fuse", "qb_absorb", NULL};
     TAP_REQUIRE(parse(&o, 3, a3) == 0);
     TAP_EQ_INT(o.fuse, ARB_FUSE_QB_ABSORB);
+    TAP_EQ_INT(o.fuse_given, 1);
     char *a4[] = {"engine", "--fuse", "qb_absorb", "--fuse", "none", NULL}; /* the last one given */
     TAP_REQUIRE(parse(&o, 5, a4) == 0);
     TAP_EQ_INT(o.fuse, 0);
+    TAP_EQ_INT(o.fuse_given, 1);
     TAP_REQUIRE(parse(&o, 7, a1) == 0);
     char b[32];
     TAP_EQ_STR(arb_engine_opts_bits_str(1, o.wave_fit, b, sizeof b), "qkv_a+o_proj");
@@ -54,6 +58,26 @@ static void t_parse_round_trip(void)
     TAP_EQ_INT(o.wave_fit, 0);
     TAP_EQ_INT(o.wave_from, 1);
     TAP_EQ_INT(o.l2_ahead, 0);
+}
+
+/* Which fused kernels a model runs (qb_fit.h): the default drops what the shapes do not fit, an
+ * explicit --fuse keeps it (the GPU model refuses it, naming the shapes); none outside the launches
+ * form. Kimi-K2 / DeepSeek-V3: q_lora 1536, dn 128, dr 64, kv_lora 512. */
+static void t_fuse_applied(void)
+{
+    TAP_EQ_INT(arb_fuse_applied(ARB_FUSE_QB_ABSORB, 0, 1, 1536, 128, 64, 512), ARB_FUSE_QB_ABSORB);
+    TAP_EQ_INT(arb_fuse_applied(ARB_FUSE_QB_ABSORB, 0, 1, 64, 16, 16, 32), 0); /* tiny: dn 16 */
+    TAP_EQ_INT(arb_fuse_applied(ARB_FUSE_QB_ABSORB, 1, 1, 64, 16, 16, 32), ARB_FUSE_QB_ABSORB);
+    TAP_EQ_INT(arb_fuse_applied(ARB_FUSE_QB_ABSORB, 0, 0, 1536, 128, 64, 512), 0); /* persistent */
+    TAP_EQ_INT(arb_fuse_applied(0, 1, 1, 1536, 128, 64, 512), 0);                   /* --fuse none */
+    TAP_CHECK(arb_qb_absorb_fits(1536, 128, 64, 512));
+    TAP_CHECK(!arb_qb_absorb_fits(1536, 128, 40, 512)); /* RoPE rows not in CTAs of 16 */
+    TAP_CHECK(!arb_qb_absorb_fits(1536, 128, 64, 520)); /* past the kernels' latent row */
+    TAP_CHECK(!arb_qb_absorb_fits(4096, 128, 64, 512)); /* q_b's rows in four parts */
+    TAP_CHECK(arb_qb_absorb_fits(4088, 128, 64, 512));  /* 511 vectors: two parts */
+    TAP_EQ_INT(arb_gemv_parts(1536), 2);
+    TAP_EQ_INT(arb_gemv_parts(7168), 4);
+    TAP_EQ_INT(arb_gemv_parts(1000), 1);
 }
 
 static void t_refusals(void)
@@ -76,6 +100,10 @@ static void t_refusals(void)
     char *a6[] = {"engine", "--step-form", "persistent", "--fuse", "qb_absorb", NULL};
     TAP_CHECK(parse(&o, 5, a6) != 0);
     TAP_HAS_STR(err, "--fuse with --step-form persistent");
+    char *a9[] = {"engine", "--config", "tiny", "--backend", "cpu", NULL}; /* the default's fuse: not refused */
+    TAP_EQ_INT(parse(&o, 5, a9), 0);
+    char *a10[] = {"engine", "--step-form", "persistent", NULL};
+    TAP_EQ_INT(parse(&o, 3, a10), 0);
     char *a7[] = {"engine", "--fuse", "absorb", NULL};
     TAP_CHECK(parse(&o, 3, a7) != 0);
     TAP_HAS_STR(err, "--fuse 'absorb': unknown 'absorb'");
@@ -86,6 +114,7 @@ static void t_refusals(void)
 
 int main(int argc, char **argv)
 {
-    static const tap_test_t tests[] = {{"names", t_names}, {"parse_round_trip", t_parse_round_trip}, {"refusals", t_refusals}};
+    static const tap_test_t tests[] = {{"names", t_names}, {"parse_round_trip", t_parse_round_trip}, {"fuse_applied", t_fuse_applied},
+                                         {"refusals", t_refusals}};
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
