@@ -5,8 +5,9 @@
  * the launches form and in the two persistent forms (attention only; attention and MoE),
  * stepped with the same inputs (prefill to 1000 positions in steps of 8, then T = 1, 3, 8
  * and 2), gives bit-identical logits and experts after every step (the same operations in
- * the same order: a tile is one block index of the kernel form), and so does the launches
- * form with its projections' grids folded into one wave (--wave-fit qkv_a,o_proj). Then a captured persistent
+ * the same order: a tile is one block index of the kernel form), and so do the launches
+ * form with its projections' grids folded into one wave (--wave-fit qkv_a,o_proj) and with q_b
+ * and the absorption in one launch (--fuse qb_absorb: prefill at T = 8 included). Then a captured persistent
  * step replays bit-identically, with PDL on and off. And the wait's deadline: a counter
  * that never reaches its target sets the error word with the wait's code and returns (no
  * hang), one that does leaves it 0. Exit 77 without a CUDA device.
@@ -26,20 +27,23 @@
 
 #define CONTEXT 1024u
 #define MAX_T 8u
-#define FORMS 4
+#define FORMS 5
 
 static char why[1024];
 static arb_model_config_t cfg;
 static arb_rope_t rope;
 static cudaStream_t stream;
 
-/* persistent-form bits per form: launches, attention only, attention and MoE, and the
- * launches with qkv_a's and o_proj's grids folded into one wave at every T (--wave-fit) */
-static const int form_bits[FORMS] = {0, 1, 3, 0};
-static const unsigned form_wave[FORMS] = {0, 0, 0, ARB_WAVE_FIT_QKV_A | ARB_WAVE_FIT_O_PROJ};
-static const char *const form_name[FORMS] = {"launches", "persistent-attn", "persistent", "launches, wave fit"};
+/* persistent-form bits per form: launches, attention only, attention and MoE, the launches
+ * with qkv_a's and o_proj's grids folded into one wave at every T (--wave-fit), and the
+ * launches with q_b and the absorption in one launch (--fuse qb_absorb, mla_qb.cu) */
+static const int form_bits[FORMS] = {0, 1, 3, 0, 0};
+static const unsigned form_wave[FORMS] = {0, 0, 0, ARB_WAVE_FIT_QKV_A | ARB_WAVE_FIT_O_PROJ, 0};
+static const unsigned form_fuse[FORMS] = {0, 0, 0, 0, ARB_FUSE_QB_ABSORB};
+static const char *const form_name[FORMS] = {"launches", "persistent-attn", "persistent", "launches, wave fit",
+                                             "launches, q_b + absorb fused"};
 
-static arb_gpu_model_t *make_wave(int persistent, int pdl, unsigned wave)
+static arb_gpu_model_t *make_fused(int persistent, int pdl, unsigned wave, unsigned fuse)
 {
     arb_gpu_model_opts_t o = {.format = ARB_GPU_INT4,
                               .seed = 5,
@@ -50,19 +54,20 @@ static arb_gpu_model_t *make_wave(int persistent, int pdl, unsigned wave)
                               .pdl = pdl,
                               .wave_fit = wave,
                               .wave_from = 1,
+                              .fuse = fuse,
                               .persistent = persistent};
     arb_gpu_model_t *m = NULL;
     if (arb_gpu_dims_from_config(&cfg, &rope, 8, 3, &o.dims, why, sizeof why) != ARB_OK ||
         arb_gpu_model_create(&o, &m, why, sizeof why) != ARB_OK ||
         arb_gpu_model_generate(m, why, sizeof why) != ARB_OK) {
-        tap_diag("create (persistent %d, pdl %d, wave fit %u): %s", persistent, pdl, wave, why);
+        tap_diag("create (persistent %d, pdl %d, wave fit %u, fuse %u): %s", persistent, pdl, wave, fuse, why);
         arb_gpu_model_destroy(m);
         return NULL;
     }
     return m;
 }
 
-static arb_gpu_model_t *make(int persistent, int pdl) { return make_wave(persistent, pdl, 0); }
+static arb_gpu_model_t *make(int persistent, int pdl) { return make_fused(persistent, pdl, 0, 0); }
 
 static int step(arb_gpu_model_t *m, const uint32_t *tok, unsigned T, unsigned pos0, float *logits, int32_t *experts)
 {
@@ -88,7 +93,7 @@ static void t_forms_bit_identical(void)
 {
     arb_gpu_model_t *m[FORMS] = {NULL};
     for (int f = 0; f < FORMS; f++)
-        TAP_REQUIRE((m[f] = make_wave(form_bits[f], 1, form_wave[f])) != NULL);
+        TAP_REQUIRE((m[f] = make_fused(form_bits[f], 1, form_wave[f], form_fuse[f])) != NULL);
     const unsigned Vr = arb_gpu_model_vocab_rank(m[0]), nex = cfg.num_hidden_layers * MAX_T * cfg.num_experts_per_tok;
     float *lg[FORMS];
     int32_t *ex[FORMS];
