@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "base/outfile.h"
+#include "gpu/kernels/qb_fit.h"
+#include "model/engine_opts.h"
 #include "model/memplan.h"
 #include "run/run_state.h"
 #include "run/step.h"
@@ -59,6 +61,17 @@ void arb_floor_bytes(const arb_model_config_t *c, const arb_shard_t *sh, arb_wei
         o->step[f] = p[f] * o->layers[f];
         o->total += o->step[f];
     }
+}
+
+int arb_floor_fold(arb_floor_bytes_t *b, arb_floor_family_t into, arb_floor_family_t from)
+{
+    if (into == from || b->layers[into] != b->layers[from] || !b->layers[into])
+        return -1;
+    b->per_layer[into] += b->per_layer[from];
+    b->step[into] += b->step[from];
+    b->per_layer[from] = b->step[from] = 0;
+    b->layers[from] = 0;
+    return 0;
 }
 
 static double ratio(double us, double floor_us)
@@ -154,6 +167,8 @@ void arb_floor_table_print(FILE *f, const arb_floor_table_t *t)
             t->pos0, t->experts, t->bytes_per_s / 1e9);
     fprintf(f, "#   chain: %s\n#   graph: %s\n#   eager: %s\n", t->chain_method, t->graph_method, t->eager_method);
     fprintf(f, "#   per layer (embed, lm_head: per step); us\n");
+    if (t->note[0])
+        fprintf(f, "#   %s\n", t->note);
     fprintf(f, "#   %-12s %6s %10s %9s %9s %7s %9s %7s %9s %7s\n", "family", "layers", "MB/layer", "floor_us", "chain_us",
             "x_floor", "graph_us", "x_floor", "eager_us", "x_floor");
     for (int i = 0; i < ARB_FLOOR_FAMILIES; i++) {
@@ -332,8 +347,19 @@ static int one_table(arb_stepper_t *s, const uint32_t *tokens, unsigned T, int p
     int have_e = measure(r, model, tokens, T, pos0, 0, &ke, fe, sizeof fe) == 0;
     arb_floor_bytes_t b;
     arb_floor_bytes(&r->cfg, &r->s.shard, r->o->weights, T, pos0, experts, &b);
+    /* q_b and the absorption in one launch (qb_fit.h's rule, as the GPU backend applies it): its
+     * time is filed under q_b, so absorb's bytes are counted there */
+    const int fused = r->o->backend == ARB_ENGINE_GPU &&
+                      (arb_fuse_applied(r->o->fuse, r->o->fuse_given, r->o->step_form == ARB_STEP_LAUNCHES,
+                                        (int)r->cfg.q_lora_rank, (int)r->cfg.qk_nope_head_dim,
+                                        (int)r->cfg.qk_rope_head_dim, (int)r->cfg.kv_lora_rank) &
+                       ARB_FUSE_QB_ABSORB);
+    if (fused)
+        arb_floor_fold(&b, ARB_FLOOR_Q_B, ARB_FLOOR_ABSORB);
     arb_floor_table_fill(t, &b, T, pos0, experts, r->bandwidth, have_c ? &kc : NULL, have_g ? &kg : NULL,
                          have_e ? &ke : NULL);
+    if (fused)
+        snprintf(t->note, sizeof t->note, "q_b: q_b and the absorption in one launch (--fuse qb_absorb), their bytes together");
     if (fc[0]) /* a measurement that failed says why in its method */
         snprintf(t->chain_method, sizeof t->chain_method, "%s", fc);
     if (fg[0])

@@ -60,6 +60,12 @@ typedef struct arb_floor_bytes {
 void arb_floor_bytes(const arb_model_config_t *cfg, const arb_shard_t *sh, arb_weight_format_t wf, unsigned T,
                      unsigned pos0, double distinct_experts, arb_floor_bytes_t *out);
 
+/* One launch runs two families (a fused kernel: `arbench engine --fuse`): from's bytes counted in
+ * into's row, which the launch's time is filed under; from then runs in no layer, so its row is
+ * neither printed nor written. The total is unchanged. Both must run in the same layers (else
+ * nothing moves and -1). */
+int arb_floor_fold(arb_floor_bytes_t *b, arb_floor_family_t into, arb_floor_family_t from);
+
 /* One row: per-layer figures (per step for embed, lm_head); times NAN when not measured, ratios
  * NAN then or when the family reads no bytes. A graph time may be negative (noise around 0). */
 typedef struct arb_floor_row {
@@ -86,6 +92,7 @@ typedef struct arb_floor_table {
     unsigned chain_layer[3];
     int chain_dense[3];
     double chain_layer_us[3];
+    char note[160];              /* a line printed under the header (a fused launch's rows), "" for none */
 } arb_floor_table_t;
 
 /* The rows from the bytes and the measurements (any may be NULL): chain (the backend's

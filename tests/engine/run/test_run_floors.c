@@ -107,6 +107,46 @@ static void t_table(void)
     arb_floor_table_print(stdout, &t);
 }
 
+/* A fused launch's two families in one row (--fuse qb_absorb): absorb's bytes in q_b's row, absorb in
+ * no layer (neither printed nor written), the total unchanged; a fold of families that do not run
+ * in the same layers moves nothing. */
+static void t_fold(void)
+{
+    arb_floor_bytes_t b, a;
+    arb_floor_bytes(&kimi, &sh, ARB_WEIGHTS_INT4, 1, 4096, 8, &b);
+    a = b;
+    TAP_EQ_INT(arb_floor_fold(&b, ARB_FLOOR_Q_B, ARB_FLOOR_ABSORB), 0);
+    TAP_NEAR(b.per_layer[ARB_FLOOR_Q_B], 4718592.0 + 1048576.0, 0);
+    TAP_NEAR(b.step[ARB_FLOOR_Q_B], 61 * (4718592.0 + 1048576.0), 0);
+    TAP_CHECK(b.layers[ARB_FLOOR_ABSORB] == 0 && b.per_layer[ARB_FLOOR_ABSORB] == 0 && b.step[ARB_FLOOR_ABSORB] == 0);
+    TAP_NEAR(b.total, a.total, 0);
+    double sum = 0;
+    for (int f = 0; f < ARB_FLOOR_FAMILIES; f++)
+        sum += b.step[f];
+    TAP_NEAR(sum, b.total, 1e-3);
+    arb_floor_bytes_t c = a; /* the router runs in 60 layers, q_b in 61: refused, nothing moved */
+    TAP_EQ_INT(arb_floor_fold(&c, ARB_FLOOR_Q_B, ARB_FLOOR_ROUTER), -1);
+    TAP_CHECK(memcmp(&c, &a, sizeof a) == 0);
+    TAP_EQ_INT(arb_floor_fold(&c, ARB_FLOOR_Q_B, ARB_FLOOR_Q_B), -1);
+    arb_kernel_times_t g = {.n = 2, .name = {"q_b", "absorb"}, .us = {61 * 3.0, NAN}, .step_us = 1000,
+                            .method = "graph test"};
+    arb_floor_table_t t;
+    arb_floor_table_fill(&t, &b, 1, 4096, 8, 4e12, NULL, &g, NULL);
+    TAP_NEAR(t.row[ARB_FLOOR_Q_B].floor_us, (4718592.0 + 1048576.0) / 4e12 * 1e6, 1e-9);
+    TAP_NEAR(t.row[ARB_FLOOR_Q_B].graph_us, 3.0, 1e-12);
+    snprintf(t.note, sizeof t.note, "q_b: fused test note");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    TAP_REQUIRE(f != NULL);
+    arb_floor_table_print(f, &t);
+    fclose(f);
+    TAP_HAS_STR(buf, "#   q_b: fused test note\n");
+    TAP_CHECK(strstr(buf, "#   absorb ") == NULL);
+    TAP_CHECK(strstr(buf, "#   q_b ") != NULL);
+    free(buf);
+}
+
 /* The chain column: per layer like the others, the step row the whole step of the same
  * measurement, the measured layers carried and printed with their floors. */
 static void t_chain(void)
@@ -204,6 +244,7 @@ int main(int argc, char **argv)
         return 1;
     }
     static const tap_test_t tests[] = {
-        {"kimi_t1", t_kimi_t1}, {"kimi_t3", t_kimi_t3}, {"table", t_table}, {"chain", t_chain}, {"csv", t_csv}};
+        {"kimi_t1", t_kimi_t1}, {"kimi_t3", t_kimi_t3}, {"table", t_table}, {"fold", t_fold},
+        {"chain", t_chain}, {"csv", t_csv}};
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
