@@ -81,6 +81,8 @@ void arb_engine_opts_usage(FILE *f)
             "  --fuse LIST         gpu, launches form: launches run as one kernel, bit-identical: none, or\n"
             "                      qb_absorb (q_b and the absorption; needs qk_nope_head_dim 128) (default\n"
             "                      qb_absorb where the model's shapes fit it, else none)\n"
+            "  --moe-stage M       gpu, launches form: none, or smem (the routed INT4 gate/up tiles at T <= 3\n"
+            "                      stage more groups a round in shared memory; the same bits; default none)\n"
             "  --quiet             no progress lines\n"
             "  --profile FILE      per-site choice from a profile of arbench profile (CSV or JSON); no match: nccl\n"
             "  --tune              first sweep exactly the call-site shapes, write that profile next to --out, use it\n"
@@ -88,7 +90,7 @@ void arb_engine_opts_usage(FILE *f)
 }
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
-       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_WAVE, O_WAVEFROM, O_FUSE, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
+       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
        O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE, O_DRAFT,
        O_WDIR, O_PROMPT, O_OUTIDS };
 
@@ -285,6 +287,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"wave-fit", required_argument, 0, O_WAVE},
         {"wave-fit-from", required_argument, 0, O_WAVEFROM},
         {"fuse", required_argument, 0, O_FUSE},
+        {"moe-stage", required_argument, 0, O_MOESTAGE},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0},
     };
     arb_engine_opts_defaults(o);
@@ -368,6 +371,11 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             bad = parse_bits("--fuse", optarg, fuse_names, 1, &o->fuse, err, len);
             o->fuse_given = 1;
             break;
+        case O_MOESTAGE: {
+            static const char *const names[] = {"none", "smem"};
+            bad = parse_choice("--moe-stage", optarg, names, 2, &o->moe_stage, err, len);
+            break;
+        }
         case O_APPEND: o->append = 1; break;
         case O_FORCE: o->force = 1; break;
         case O_ACCEPT: bad = parse_rates(optarg, o, err, len); break;
@@ -424,6 +432,12 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
                  "--step-form launches, or --fuse none)", o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
                  : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
                                                        : "--step-form persistent-attn");
+        return -1;
+    }
+    if (o->moe_stage && (o->backend == ARB_ENGINE_CPU || o->step_form == ARB_STEP_PERSISTENT)) {
+        snprintf(err, len, "--moe-stage smem with %s: the staged gate/up is the GPU's MoE launches' (give --backend "
+                 "gpu with --step-form launches or persistent-attn, or --moe-stage none)",
+                 o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent");
         return -1;
     }
     if (o->check_steps && o->backend == ARB_ENGINE_CPU) {

@@ -106,6 +106,8 @@ typedef struct arb_engine_opts {
     unsigned wave_from;        /* --wave-fit-from T: the fold in steps of at least T tokens (default 1) */
     unsigned fuse;             /* --fuse none|LIST: ARB_FUSE_* bits (default qb_absorb, where the shapes fit it) */
     int fuse_given;            /* --fuse was given: what it names must fit the model (else refused) */
+    int moe_stage;             /* --moe-stage none|smem: 1 smem (the routed INT4 gate/up at T <= 3 stages more
+                                  groups in shared memory; an experiment, default none) */
 } arb_engine_opts_t;
 
 void arb_engine_opts_defaults(arb_engine_opts_t *o);

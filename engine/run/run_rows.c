@@ -107,7 +107,7 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
     f[EC_fusion] = c->fusion;
     snprintf(t->b[EC_note], 96, "%s", c->note); /* a fallback serving these sites, if any */
     if (o->backend == ARB_ENGINE_GPU) { /* how the step's kernels were launched */
-        char ahead[32], wave[32], from[16] = "", fuse[32] = "";
+        char ahead[32], wave[32], from[16] = "", fuse[48] = "";
         if (o->wave_fit && o->wave_from != 1) /* the fold's first T, where it is not 1 */
             snprintf(from, sizeof from, "@T>=%u", o->wave_from);
         const unsigned fused = arb_fuse_applied(o->fuse, o->fuse_given, o->step_form == ARB_STEP_LAUNCHES,
@@ -117,6 +117,8 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
             char b[24];
             snprintf(fuse, sizeof fuse, ",fuse=%s", arb_engine_opts_bits_str(2, fused, b, sizeof b));
         }
+        if (o->moe_stage) /* only when asked, as fuse */
+            snprintf(fuse + strlen(fuse), sizeof fuse - strlen(fuse), ",moe_stage=smem");
         snprintf(t->b[EC_step_form], 96, "%s,pdl=%s,l2_ahead=%s,wave_fit=%s%s%s",
                  o->step_form == ARB_STEP_PERSISTENT        ? "persistent"
                  : o->step_form == ARB_STEP_PERSISTENT_ATTN ? "persistent-attn"

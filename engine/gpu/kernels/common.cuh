@@ -256,6 +256,27 @@ __device__ __forceinline__ void pdl_begin()
     pdl_launch_dependents();
 }
 
+// Asynchronous copies global -> shared (cp.async, SM80+: SM90 and SM120 alike), waited for with
+// cp_async_wait_all by the issuing thread (then a barrier for other threads' reads). 16 bytes
+// through L2 only (.cg: for activations an earlier kernel wrote), 8 and 4 through L1 (.ca: weights).
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async8(void *smem, const void *gmem)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(a), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async4(void *smem, const void *gmem)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(a), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
 // Pull `bytes` at p (a weight row: nothing a predecessor writes) toward L2 before waiting
 // on the predecessor, one 128-byte line per lane and step: under PDL the fetch overlaps
 // the previous kernel's tail.

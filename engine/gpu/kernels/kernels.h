@@ -30,6 +30,7 @@ struct launch_ctx {
     int pdl;        // 1: launch with programmatic stream serialization (PDL)
     l2_ahead ahead; // none unless set
     int wave;       // 1: a projection's grid folded into one wave (wave_fit.h); gemv and qkva_prep honour it
+    int moe_stage;  // 1: the routed INT4 gate/up tiles at T <= 3 stage more groups in shared memory (moe.cu)
 };
 
 constexpr int kMaxT = 8;          // tokens per step (ARB_GPU_MAX_T)

@@ -33,14 +33,6 @@ constexpr int kQbParts = kAbsorbWarps; // nope CTAs per head: absorb's warps
 constexpr int kQbUnroll = 4;           // vectors a lane loads per round: a q_b part of up to 1024 inputs in one
 static_assert(kQbRows == 2 * 8, "a warp takes rows i and i + 8 of its part");
 
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem)
-{
-    const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
-
 // Block (j, h): j < kQbParts the nope rows 16 j .. of head h, else its RoPE rows 16 (j - kQbParts) ...
 // scratch [nh_r][kQbParts][T][rkv] fp32; tickets [nh_r], zero before the first launch (each
 // head's last CTA resets its own).

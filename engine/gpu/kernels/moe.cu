@@ -27,13 +27,19 @@
 namespace arbk {
 namespace {
 
-template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, int MINB>
+template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, int MINB, int SMG = 0>
 __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
     moe_gate_up_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ h, bf16 *__restrict__ act,
                        bf16 *__restrict__ act_sh, int T)
 {
-    moe_gate_up_tile<INT4, ROWT, NH, UNR, UNRQ>(pdl_sync(), pdl_sync(), w, rt, h, act, act_sh, T, (int)blockIdx.x);
+    moe_gate_up_tile<INT4, ROWT, NH, UNR, UNRQ, pdl_sync, SMG>(pdl_sync(), pdl_sync(), w, rt, h, act, act_sh, T,
+                                                               (int)blockIdx.x);
 }
+
+// --moe-stage smem: INT4 groups a warp stages in shared memory a round on top of UNRQ in registers
+// (one tile, T <= 3: 28 groups a warp at Kimi-K2 in rounds of 7 + 3; 30 KB a CTA, two CTAs an SM on
+// SM90 and SM120 alike). Not measured yet: not the default.
+constexpr int kMoeStageGroups = 3;
 
 template <bool INT4, int ROWT, int NH, int UNR>
 __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
@@ -73,9 +79,17 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
     const dim3 block(kMoeWarps * kWarp);
     const int rows = 16 * ROWT;
     cudaError_t e = cudaSuccess;
-    if (which & 1)
-        e = launch(c, moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB>,
-                   dim3(moe_sh_items(w.H, w.Is, T) + max_slots * (w.I / rows)), block, 0, w, rt, h, act, act_sh, T);
+    const dim3 grid_gu(moe_sh_items(w.H, w.Is, T) + max_slots * (w.I / rows));
+    bool staged = false;
+    if constexpr (INT4 && ROWT == 1 && NH == 1) // --moe-stage smem: where it is built (one tile, T <= 3)
+        if ((which & 1) && c.moe_stage) {
+            e = launch(c, moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups>, grid_gu, block, 0, w,
+                       rt, h, act, act_sh, T);
+            staged = true;
+        }
+    if ((which & 1) && !staged)
+        e = launch(c, moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB>, grid_gu, block, 0, w, rt, h, act, act_sh,
+                   T);
     if (e == cudaSuccess && (which & 2))
         e = launch(c, moe_down_kernel<INT4, kDown, NH, kUnrDown>, dim3(w.H / (16 * kDown)), block, 0, w, rt, (const bf16 *)act,
                    (const bf16 *)act_sh, part, T);

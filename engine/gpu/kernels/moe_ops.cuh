@@ -97,6 +97,98 @@ __device__ __forceinline__ void gate_up_int4(const uint2 *__restrict__ gq, const
     }
 }
 
+// --moe-stage smem (launch_ctx.moe_stage): a warp's share of shared memory for SMG more INT4
+// groups a round, each lane's fragments, scale pairs and token vectors, lane-major.
+template <int SMG, int ROWT, int NH> struct gate_up_stage {
+    uint2 qa[SMG][ROWT][kWarp], qb[SMG][ROWT][kWarp];
+    uint32_t sa[SMG][ROWT][kWarp], sb[SMG][ROWT][kWarp];
+    uint4 xb[SMG][NH][kWarp];
+};
+
+// gate_up_int4 with SMG more groups in flight a round, copied into the warp's shared memory by
+// cp.async (no registers held): each round's UNR register groups and SMG staged groups are
+// issued together, then added in ascending group order as gate_up_int4 adds them, so the sums
+// are bit-identical to it; a round is UNR + SMG groups (Kimi-K2 at T <= 3: 28 groups a warp in 3
+// round trips instead of 4).
+template <int ROWT, int NH, int UNR, bool COH, int SMG> __device__ __forceinline__ void
+gate_up_int4_staged(const uint2 *__restrict__ gq, const uint2 *__restrict__ uq, const uint32_t *__restrict__ gs,
+                    const uint32_t *__restrict__ us, int G, const bf16 *__restrict__ x, int ldx, int T, int g0, int g1,
+                    float (&ag)[ROWT][NH][4], float (&au)[ROWT][NH][4], gate_up_stage<SMG, ROWT, NH> &st)
+{
+    const int lane = threadIdx.x % kWarp, gi = lane / 4, ti = lane % 4;
+    for (int g = g0; g < g1; g += UNR + SMG) {
+        uint2 qa[UNR][ROWT], qb[UNR][ROWT];
+        uint32_t sa[UNR][ROWT], sb[UNR][ROWT];
+        uint4 xb[UNR][NH];
+#pragma unroll
+        for (int j = 0; j < UNR; j++) {
+            if (g + j >= g1)
+                break;
+            ld_b_halves<NH, COH>(xb[j], x, ldx, g + j, T);
+#pragma unroll
+            for (int k = 0; k < ROWT; k++) {
+                const size_t o = ((size_t)k * G + g + j) * kWarp + lane, so = ((size_t)k * G + g + j) * 8 + gi;
+                qa[j][k] = ld_stream2(gq + o), qb[j][k] = ld_stream2(uq + o);
+                sa[j][k] = __ldg(gs + so), sb[j][k] = __ldg(us + so);
+            }
+        }
+#pragma unroll
+        for (int s = 0; s < SMG; s++) { // the staged groups, issued with the register loads
+            const int gg = g + UNR + s;
+            if (gg >= g1)
+                break;
+#pragma unroll
+            for (int hf = 0; hf < NH; hf++) { // ld_b's vector, zero past T
+                const int n = 8 * hf + gi;
+                if (n < T)
+                    cp_async16(&st.xb[s][hf][lane], x + (size_t)n * ldx + gg * 32 + ti * 8);
+                else
+                    st.xb[s][hf][lane] = make_uint4(0u, 0u, 0u, 0u);
+            }
+#pragma unroll
+            for (int k = 0; k < ROWT; k++) {
+                const size_t o = ((size_t)k * G + gg) * kWarp + lane, so = ((size_t)k * G + gg) * 8 + gi;
+                cp_async8(&st.qa[s][k][lane], gq + o), cp_async8(&st.qb[s][k][lane], uq + o);
+                cp_async4(&st.sa[s][k][lane], gs + so), cp_async4(&st.sb[s][k][lane], us + so);
+            }
+        }
+        cp_async_commit();
+#pragma unroll
+        for (int j = 0; j < UNR; j++) {
+            if (g + j >= g1)
+                break;
+#pragma unroll
+            for (int k = 0; k < ROWT; k++) {
+                float p[NH][4];
+                mma_int4_group<NH>(p, qa[j][k], xb[j]);
+                add_scaled<NH>(ag[k], p, sa[j][k]);
+                mma_int4_group<NH>(p, qb[j][k], xb[j]);
+                add_scaled<NH>(au[k], p, sb[j][k]);
+            }
+        }
+        cp_async_wait_all();
+        __syncwarp();
+#pragma unroll
+        for (int s = 0; s < SMG; s++) {
+            if (g + UNR + s >= g1)
+                break;
+            uint4 xs[NH];
+#pragma unroll
+            for (int hf = 0; hf < NH; hf++)
+                xs[hf] = st.xb[s][hf][lane];
+#pragma unroll
+            for (int k = 0; k < ROWT; k++) {
+                float p[NH][4];
+                mma_int4_group<NH>(p, st.qa[s][k][lane], xs);
+                add_scaled<NH>(ag[k], p, st.sa[s][k][lane]);
+                mma_int4_group<NH>(p, st.qb[s][k][lane], xs);
+                add_scaled<NH>(au[k], p, st.sb[s][k][lane]);
+            }
+        }
+        __syncwarp(); // every lane's reads before the next round's copies overwrite the stage
+    }
+}
+
 // The same for bf16 tiles of row-major [rows x K] matrices from their first rows (tiles 16 K apart).
 template <int ROWT, int NH, int UNR, bool COH>
 __device__ __forceinline__ void gate_up_bf16(const bf16 *__restrict__ wg, const bf16 *__restrict__ wu, int K,
@@ -181,11 +273,13 @@ __device__ __forceinline__ void gate_up_store(bf16 *dst, int ld, int row0, int k
 // to rt.sh_part and the item's last part to arrive (rt.sh_ticket) adds the parts in part order
 // and stores the item. pol_sh: the shared items' wait, pol: the routed tiles' (both forms pass
 // the same policy). NH token halves: T <= 8 NH; act's token stride 8 NH (moe_tstride).
-template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, class P>
+// SMG > 0 (INT4 only; --moe-stage smem): the routed tiles' groups through gate_up_int4_staged.
+template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, class P, int SMG = 0>
 __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, const moe_weights &w,
                                                  const moe_route &rt, const bf16 *h, bf16 *act, bf16 *act_sh, int T,
                                                  int bx)
 {
+    static_assert(SMG == 0 || INT4, "the staged groups are INT4 tiles'");
     __shared__ float red[kMoeWarps][2 * ROWT][NH][4][kWarp];
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
     const int H = w.H, I = w.I, G = H / 32, rows = 16 * ROWT;
@@ -209,7 +303,14 @@ __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, 
             return;                                         // the whole CTA
         const size_t r = (size_t)e * I + (size_t)it * rows; // first row of the [E x I x H] tensors
         row0 = it * rows, dst = act + (size_t)slot * (8 * NH) * I, ld = I;
-        if (INT4)
+        if constexpr (SMG > 0) {
+            __shared__ gate_up_stage<(SMG > 0 ? SMG : 1), ROWT, NH> stage[kMoeWarps];
+            gate_up_int4_staged<ROWT, NH, UNRQ, coh, SMG>(
+                reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.gate) + r * (H / 8)),
+                reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.up) + r * (H / 8)),
+                reinterpret_cast<const uint32_t *>(w.gate_s + r * G),
+                reinterpret_cast<const uint32_t *>(w.up_s + r * G), G, h, H, T, g0, g1, ag, au, stage[warp]);
+        } else if (INT4)
             gate_up_int4<ROWT, NH, UNRQ, coh>(
                 reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.gate) + r * (H / 8)),
                 reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.up) + r * (H / 8)),

@@ -7,7 +7,8 @@
 //   moe_int4_T*   INT4 experts (row-major packed values, reshuffled into the layout on the
 //                 host) for T = 1, 3, 8, and 12 and 16 (two token halves, tree verify; act
 //                 and coef at moe_tstride(T)), experts shared by two tokens; a rerun
-//                 bit-identical; T = kMoeMaxT + 1 refused
+//                 bit-identical; at T <= 3 the staged gate/up (--moe-stage smem) bit-identical,
+//                 output and act; T = kMoeMaxT + 1 refused
 //   moe_bf16_T*   the same with bf16 experts
 // Tolerance: one bf16 rounding of the output (2^-8 relative), 1e-5 of sum |terms| for
 // accumulation order, and one-ulp flips of the stored act (bf16 on both sides) through
@@ -149,6 +150,26 @@ void moe_case(bool int4, int T)
     TAP_REQUIRE(arbk::moe_down(g_lc, mw, r.rt, act, act_sh, part, T) == cudaSuccess);
     auto again = from_dev((uint16_t *)part, (size_t)T * H);
     TAP_CHECK(memcmp(got.data(), again.data(), got.size() * 2) == 0);
+    if (int4 && T <= 3) { // --moe-stage smem (staged groups in shared memory): the same bits, act too
+        auto act0 = from_dev((uint16_t *)act, (size_t)arbk::kMaxSlots * ts * I);
+        cudaMemset(part, 0xff, (size_t)T * H * 2), cudaMemset(act, 0xff, (size_t)arbk::kMaxSlots * ts * I * 2);
+        arbk::launch_ctx ls = g_lc;
+        ls.moe_stage = 1;
+        TAP_REQUIRE(arbk::moe_block(ls, mw, r.rt, dh, act, act_sh, part, T, T * k) == cudaSuccess);
+        TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+        const auto staged = from_dev((uint16_t *)part, (size_t)T * H);
+        const auto act1 = from_dev((uint16_t *)act, (size_t)arbk::kMaxSlots * ts * I);
+        size_t same_act = 0; // what the kernel writes: every distinct expert's rows of its T tokens
+        const size_t n_act = uniq.size() * (size_t)T * I;
+        for (size_t u = 0; u < uniq.size(); u++)
+            for (size_t i = (u * ts) * I; i < (u * ts + T) * I; i++)
+                same_act += act0[i] == act1[i];
+        if (memcmp(got.data(), staged.data(), got.size() * 2) != 0 || same_act != n_act)
+            tap_diag("moe int4 T=%d staged: part %s, act %zu of %zu the same", T,
+                     memcmp(got.data(), staged.data(), got.size() * 2) ? "DIFFERS" : "same", same_act, n_act);
+        TAP_CHECK(memcmp(got.data(), staged.data(), got.size() * 2) == 0);
+        TAP_EQ_U64(same_act, n_act);
+    }
     // The shared expert runs in parts at this shape (7168 columns), and its tickets are left zero.
     TAP_CHECK(arbk::moe_sh_part_floats(H, Is) > 0);
     const auto tickets = from_dev(r.rt.sh_ticket, (size_t)arbk::moe_sh_tickets(Is));

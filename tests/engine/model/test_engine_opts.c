@@ -104,6 +104,21 @@ static void t_refusals(void)
     TAP_EQ_INT(parse(&o, 5, a9), 0);
     char *a10[] = {"engine", "--step-form", "persistent", NULL};
     TAP_EQ_INT(parse(&o, 3, a10), 0);
+    char *b1[] = {"engine", "--config", "tiny", "--backend", "cpu", "--moe-stage", "smem", NULL};
+    TAP_CHECK(parse(&o, 7, b1) != 0);
+    TAP_HAS_STR(err, "--moe-stage smem with --backend cpu");
+    char *b2[] = {"engine", "--step-form", "persistent", "--moe-stage", "smem", NULL};
+    TAP_CHECK(parse(&o, 5, b2) != 0);
+    TAP_HAS_STR(err, "--moe-stage smem with --step-form persistent");
+    char *b3[] = {"engine", "--step-form", "persistent-attn", "--moe-stage", "smem", NULL}; /* MoE as launches */
+    TAP_EQ_INT(parse(&o, 5, b3), 0);
+    TAP_EQ_INT(o.moe_stage, 1);
+    char *b4[] = {"engine", "--moe-stage", "registers", NULL};
+    TAP_CHECK(parse(&o, 3, b4) != 0);
+    TAP_HAS_STR(err, "--moe-stage");
+    char *b5[] = {"engine", NULL}; /* default none */
+    TAP_EQ_INT(parse(&o, 1, b5), 0);
+    TAP_EQ_INT(o.moe_stage, 0);
     char *a7[] = {"engine", "--fuse", "absorb", NULL};
     TAP_CHECK(parse(&o, 3, a7) != 0);
     TAP_HAS_STR(err, "--fuse 'absorb': unknown 'absorb'");
