@@ -54,49 +54,6 @@ __host__ __device__ constexpr int moe_unr_down(bool int4, int rowt, int nh = 1)
 // stage keeps moe_rowt(T): the sums do not depend on it, and the forms' results are equal).
 __host__ __device__ constexpr int moe_rowt_down() { return 2; }
 
-// ROWT tiles of gate and up over groups [g0, g1) of the lane's share: INT4 fragments
-// (gq, uq: the first tile's uint2 per (group, lane); tiles 32 G apart) and scale pairs
-// (gs, us: per (group, gi); tiles 8 G apart), for NH token halves. UNR groups' loads in
-// flight per lane.
-template <int ROWT, int NH, int UNR, bool COH>
-__device__ __forceinline__ void gate_up_int4(const uint2 *__restrict__ gq, const uint2 *__restrict__ uq,
-                                             const uint32_t *__restrict__ gs, const uint32_t *__restrict__ us, int G,
-                                             const bf16 *__restrict__ x, int ldx, int T, int g0, int g1,
-                                             float (&ag)[ROWT][NH][4], float (&au)[ROWT][NH][4])
-{
-    const int lane = threadIdx.x % kWarp, gi = lane / 4;
-    for (int g = g0; g < g1; g += UNR) {
-        uint2 qa[UNR][ROWT], qb[UNR][ROWT];
-        uint32_t sa[UNR][ROWT], sb[UNR][ROWT];
-        uint4 xb[UNR][NH];
-#pragma unroll
-        for (int j = 0; j < UNR; j++) {
-            if (g + j >= g1)
-                break;
-            ld_b_halves<NH, COH>(xb[j], x, ldx, g + j, T);
-#pragma unroll
-            for (int k = 0; k < ROWT; k++) {
-                const size_t o = ((size_t)k * G + g + j) * kWarp + lane, so = ((size_t)k * G + g + j) * 8 + gi;
-                qa[j][k] = ld_stream2(gq + o), qb[j][k] = ld_stream2(uq + o);
-                sa[j][k] = __ldg(gs + so), sb[j][k] = __ldg(us + so);
-            }
-        }
-#pragma unroll
-        for (int j = 0; j < UNR; j++) {
-            if (g + j >= g1)
-                break;
-#pragma unroll
-            for (int k = 0; k < ROWT; k++) {
-                float p[NH][4];
-                mma_int4_group<NH>(p, qa[j][k], xb[j]);
-                add_scaled<NH>(ag[k], p, sa[j][k]);
-                mma_int4_group<NH>(p, qb[j][k], xb[j]);
-                add_scaled<NH>(au[k], p, sb[j][k]);
-            }
-        }
-    }
-}
-
 // --moe-stage smem (launch_ctx.moe_stage): a warp's share of shared memory for SMG more INT4
 // groups a round, each lane's fragments, scale pairs and token vectors, lane-major.
 template <int SMG, int ROWT, int NH> struct gate_up_stage {
@@ -105,17 +62,37 @@ template <int SMG, int ROWT, int NH> struct gate_up_stage {
     uint4 xb[SMG][NH][kWarp];
 };
 
-// gate_up_int4 with SMG more groups in flight a round, copied into the warp's shared memory by
-// cp.async (no registers held): each round's UNR register groups and SMG staged groups are
-// issued together, then added in ascending group order as gate_up_int4 adds them, so the sums
-// are bit-identical to it; a round is UNR + SMG groups (Kimi-K2 at T <= 3: 28 groups a warp in 3
-// round trips instead of 4).
-template <int ROWT, int NH, int UNR, bool COH, int SMG> __device__ __forceinline__ void
-gate_up_int4_staged(const uint2 *__restrict__ gq, const uint2 *__restrict__ uq, const uint32_t *__restrict__ gs,
-                    const uint32_t *__restrict__ us, int G, const bf16 *__restrict__ x, int ldx, int T, int g0, int g1,
-                    float (&ag)[ROWT][NH][4], float (&au)[ROWT][NH][4], gate_up_stage<SMG, ROWT, NH> &st)
+// One INT4 group of ROWT tiles into the gate and up sums: the group's two k16 steps, times its
+// scale pair.
+template <int ROWT, int NH> __device__ __forceinline__ void
+gate_up_int4_group(float (&ag)[ROWT][NH][4], float (&au)[ROWT][NH][4], const uint2 (&qa)[ROWT], const uint2 (&qb)[ROWT],
+                   const uint32_t (&sa)[ROWT], const uint32_t (&sb)[ROWT], const uint4 (&xb)[NH])
 {
-    const int lane = threadIdx.x % kWarp, gi = lane / 4, ti = lane % 4;
+#pragma unroll
+    for (int k = 0; k < ROWT; k++) {
+        float p[NH][4];
+        mma_int4_group<NH>(p, qa[k], xb);
+        add_scaled<NH>(ag[k], p, sa[k]);
+        mma_int4_group<NH>(p, qb[k], xb);
+        add_scaled<NH>(au[k], p, sb[k]);
+    }
+}
+
+// ROWT tiles of gate and up over groups [g0, g1) of the lane's share: INT4 fragments
+// (gq, uq: the first tile's uint2 per (group, lane); tiles 32 G apart) and scale pairs
+// (gs, us: per (group, gi); tiles 8 G apart), for NH token halves. UNR groups' loads in
+// flight per lane. SMG > 0 (--moe-stage smem): SMG more groups a round copied into the warp's
+// shared memory `st` by cp.async (no registers held), issued with the register loads and added
+// after them, so the groups are still added in ascending order and the sums are the same bits
+// (Kimi-K2 at T <= 3: 28 groups a warp in 3 round trips instead of 4).
+template <int ROWT, int NH, int UNR, bool COH, int SMG = 0>
+__device__ __forceinline__ void gate_up_int4(const uint2 *__restrict__ gq, const uint2 *__restrict__ uq,
+                                             const uint32_t *__restrict__ gs, const uint32_t *__restrict__ us, int G,
+                                             const bf16 *__restrict__ x, int ldx, int T, int g0, int g1,
+                                             float (&ag)[ROWT][NH][4], float (&au)[ROWT][NH][4],
+                                             gate_up_stage<(SMG > 0 ? SMG : 1), ROWT, NH> *st = nullptr)
+{
+    const int lane = threadIdx.x % kWarp, gi = lane / 4;
     for (int g = g0; g < g1; g += UNR + SMG) {
         uint2 qa[UNR][ROWT], qb[UNR][ROWT];
         uint32_t sa[UNR][ROWT], sb[UNR][ROWT];
@@ -132,60 +109,54 @@ gate_up_int4_staged(const uint2 *__restrict__ gq, const uint2 *__restrict__ uq, 
                 sa[j][k] = __ldg(gs + so), sb[j][k] = __ldg(us + so);
             }
         }
+        if constexpr (SMG > 0) {
 #pragma unroll
-        for (int s = 0; s < SMG; s++) { // the staged groups, issued with the register loads
-            const int gg = g + UNR + s;
-            if (gg >= g1)
-                break;
+            for (int s = 0; s < SMG; s++) { // the staged groups, issued with the register loads
+                const int gg = g + UNR + s;
+                if (gg >= g1)
+                    break;
 #pragma unroll
-            for (int hf = 0; hf < NH; hf++) { // ld_b's vector, zero past T
-                const int n = 8 * hf + gi;
-                if (n < T)
-                    cp_async16(&st.xb[s][hf][lane], x + (size_t)n * ldx + gg * 32 + ti * 8);
-                else
-                    st.xb[s][hf][lane] = make_uint4(0u, 0u, 0u, 0u);
+                for (int hf = 0; hf < NH; hf++) { // ld_b's vector, zero past T
+                    const int n = 8 * hf + gi;
+                    if (n < T)
+                        cp_async16(&st->xb[s][hf][lane], x + (size_t)n * ldx + gg * 32 + lane % 4 * 8);
+                    else
+                        st->xb[s][hf][lane] = make_uint4(0u, 0u, 0u, 0u);
+                }
+#pragma unroll
+                for (int k = 0; k < ROWT; k++) {
+                    const size_t o = ((size_t)k * G + gg) * kWarp + lane, so = ((size_t)k * G + gg) * 8 + gi;
+                    cp_async8(&st->qa[s][k][lane], gq + o), cp_async8(&st->qb[s][k][lane], uq + o);
+                    cp_async4(&st->sa[s][k][lane], gs + so), cp_async4(&st->sb[s][k][lane], us + so);
+                }
             }
-#pragma unroll
-            for (int k = 0; k < ROWT; k++) {
-                const size_t o = ((size_t)k * G + gg) * kWarp + lane, so = ((size_t)k * G + gg) * 8 + gi;
-                cp_async8(&st.qa[s][k][lane], gq + o), cp_async8(&st.qb[s][k][lane], uq + o);
-                cp_async4(&st.sa[s][k][lane], gs + so), cp_async4(&st.sb[s][k][lane], us + so);
-            }
+            cp_async_commit();
         }
-        cp_async_commit();
 #pragma unroll
         for (int j = 0; j < UNR; j++) {
             if (g + j >= g1)
                 break;
+            gate_up_int4_group<ROWT, NH>(ag, au, qa[j], qb[j], sa[j], sb[j], xb[j]);
+        }
+        if constexpr (SMG > 0) {
+            cp_async_wait_all(); // the lane's own copies; each lane reads only its own slots
 #pragma unroll
-            for (int k = 0; k < ROWT; k++) {
-                float p[NH][4];
-                mma_int4_group<NH>(p, qa[j][k], xb[j]);
-                add_scaled<NH>(ag[k], p, sa[j][k]);
-                mma_int4_group<NH>(p, qb[j][k], xb[j]);
-                add_scaled<NH>(au[k], p, sb[j][k]);
+            for (int s = 0; s < SMG; s++) {
+                if (g + UNR + s >= g1)
+                    break;
+                uint2 qa_s[ROWT], qb_s[ROWT];
+                uint32_t sa_s[ROWT], sb_s[ROWT];
+                uint4 xs[NH];
+#pragma unroll
+                for (int k = 0; k < ROWT; k++)
+                    qa_s[k] = st->qa[s][k][lane], qb_s[k] = st->qb[s][k][lane], sa_s[k] = st->sa[s][k][lane],
+                    sb_s[k] = st->sb[s][k][lane];
+#pragma unroll
+                for (int hf = 0; hf < NH; hf++)
+                    xs[hf] = st->xb[s][hf][lane];
+                gate_up_int4_group<ROWT, NH>(ag, au, qa_s, qb_s, sa_s, sb_s, xs);
             }
         }
-        cp_async_wait_all();
-        __syncwarp();
-#pragma unroll
-        for (int s = 0; s < SMG; s++) {
-            if (g + UNR + s >= g1)
-                break;
-            uint4 xs[NH];
-#pragma unroll
-            for (int hf = 0; hf < NH; hf++)
-                xs[hf] = st.xb[s][hf][lane];
-#pragma unroll
-            for (int k = 0; k < ROWT; k++) {
-                float p[NH][4];
-                mma_int4_group<NH>(p, st.qa[s][k][lane], xs);
-                add_scaled<NH>(ag[k], p, st.sa[s][k][lane]);
-                mma_int4_group<NH>(p, st.qb[s][k][lane], xs);
-                add_scaled<NH>(au[k], p, st.sb[s][k][lane]);
-            }
-        }
-        __syncwarp(); // every lane's reads before the next round's copies overwrite the stage
     }
 }
 
@@ -303,20 +274,18 @@ __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, 
             return;                                         // the whole CTA
         const size_t r = (size_t)e * I + (size_t)it * rows; // first row of the [E x I x H] tensors
         row0 = it * rows, dst = act + (size_t)slot * (8 * NH) * I, ld = I;
-        if constexpr (SMG > 0) {
-            __shared__ gate_up_stage<(SMG > 0 ? SMG : 1), ROWT, NH> stage[kMoeWarps];
-            gate_up_int4_staged<ROWT, NH, UNRQ, coh, SMG>(
+        if (INT4) {
+            gate_up_stage<(SMG > 0 ? SMG : 1), ROWT, NH> *st = nullptr;
+            if constexpr (SMG > 0) {
+                __shared__ gate_up_stage<SMG, ROWT, NH> stage[kMoeWarps];
+                st = &stage[warp];
+            }
+            gate_up_int4<ROWT, NH, UNRQ, coh, SMG>(
                 reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.gate) + r * (H / 8)),
                 reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.up) + r * (H / 8)),
                 reinterpret_cast<const uint32_t *>(w.gate_s + r * G),
-                reinterpret_cast<const uint32_t *>(w.up_s + r * G), G, h, H, T, g0, g1, ag, au, stage[warp]);
-        } else if (INT4)
-            gate_up_int4<ROWT, NH, UNRQ, coh>(
-                reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.gate) + r * (H / 8)),
-                reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.up) + r * (H / 8)),
-                reinterpret_cast<const uint32_t *>(w.gate_s + r * G),
-                reinterpret_cast<const uint32_t *>(w.up_s + r * G), G, h, H, T, g0, g1, ag, au);
-        else
+                reinterpret_cast<const uint32_t *>(w.up_s + r * G), G, h, H, T, g0, g1, ag, au, st);
+        } else
             gate_up_bf16<ROWT, NH, UNR, coh>(static_cast<const bf16 *>(w.gate) + r * H,
                                              static_cast<const bf16 *>(w.up) + r * H, H, h, T, g0, g1, ag, au);
     }
