@@ -14,6 +14,7 @@
 
 #include "arbench/status.h"
 #include "base/common.h"
+#include "gpu/kernels/qb_fit.h"
 #include "model/engine_outputs.h"
 #include "model/memplan.h"
 #include "run/run.h"
@@ -68,6 +69,11 @@ static int setup_model(arb_engine_run_t *r, char *msg, size_t len)
         snprintf(msg, len, "--tp-shape %u: %u ranks need at least %u shards (give --tp-shape >= %u)", K, N, N, N);
         return -1;
     }
+    /* --fuse: the fused kernels this model's step runs (qb_fit.h: the default's where the shapes fit),
+     * once, so the rows and the per-kernel tables say what ran; the GPU backend applies the same rule */
+    const int launches = o->backend == ARB_ENGINE_GPU && o->step_form == ARB_STEP_LAUNCHES;
+    r->opts.fuse = arb_fuse_applied(o->fuse, o->fuse_given, launches, (int)r->cfg.q_lora_rank,
+                                    (int)r->cfg.qk_nope_head_dim, (int)r->cfg.qk_rope_head_dim, (int)r->cfg.kv_lora_rank);
     s->opts = o, s->cfg = &r->cfg, s->tp_shape = K;
     if (o->backend == ARB_ENGINE_CPU) {
         if (K % N) {

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "base/outfile.h"
-#include "gpu/kernels/qb_fit.h"
 #include "model/engine_opts.h"
 #include "model/memplan.h"
 #include "run/run_state.h"
@@ -347,13 +346,9 @@ static int one_table(arb_stepper_t *s, const uint32_t *tokens, unsigned T, int p
     int have_e = measure(r, model, tokens, T, pos0, 0, &ke, fe, sizeof fe) == 0;
     arb_floor_bytes_t b;
     arb_floor_bytes(&r->cfg, &r->s.shard, r->o->weights, T, pos0, experts, &b);
-    /* q_b and the absorption in one launch (qb_fit.h's rule, as the GPU backend applies it): its
-     * time is filed under q_b, so absorb's bytes are counted there */
-    const int fused = r->o->backend == ARB_ENGINE_GPU &&
-                      (arb_fuse_applied(r->o->fuse, r->o->fuse_given, r->o->step_form == ARB_STEP_LAUNCHES,
-                                        (int)r->cfg.q_lora_rank, (int)r->cfg.qk_nope_head_dim,
-                                        (int)r->cfg.qk_rope_head_dim, (int)r->cfg.kv_lora_rank) &
-                       ARB_FUSE_QB_ABSORB);
+    /* q_b and the absorption in one launch (run.c resolved --fuse for this model): its time is
+     * filed under q_b, so absorb's bytes are counted there */
+    const int fused = (r->o->fuse & ARB_FUSE_QB_ABSORB) != 0;
     if (fused)
         arb_floor_fold(&b, ARB_FLOOR_Q_B, ARB_FLOOR_ABSORB);
     arb_floor_table_fill(t, &b, T, pos0, experts, r->bandwidth, have_c ? &kc : NULL, have_g ? &kg : NULL,

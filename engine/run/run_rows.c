@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/kernels/qb_fit.h"
 #include "results/results.h"
 #include "run/run_weights.h"
 
@@ -110,12 +109,9 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
         char ahead[32], wave[32], from[16] = "", fuse[48] = "";
         if (o->wave_fit && o->wave_from != 1) /* the fold's first T, where it is not 1 */
             snprintf(from, sizeof from, "@T>=%u", o->wave_from);
-        const unsigned fused = arb_fuse_applied(o->fuse, o->fuse_given, o->step_form == ARB_STEP_LAUNCHES,
-                                                (int)r->cfg.q_lora_rank, (int)r->cfg.qk_nope_head_dim,
-                                                (int)r->cfg.qk_rope_head_dim, (int)r->cfg.kv_lora_rank);
-        if (fused) { /* what ran, only where a kernel was fused: rows without it ran the split launches */
+        if (o->fuse) { /* what ran (run.c resolved it), only where a kernel was fused: rows without it ran the split launches */
             char b[24];
-            snprintf(fuse, sizeof fuse, ",fuse=%s", arb_engine_opts_bits_str(2, fused, b, sizeof b));
+            snprintf(fuse, sizeof fuse, ",fuse=%s", arb_engine_opts_bits_str(2, o->fuse, b, sizeof b));
         }
         if (o->moe_stage) /* only when asked, as fuse */
             snprintf(fuse + strlen(fuse), sizeof fuse - strlen(fuse), ",moe_stage=smem");
