@@ -107,6 +107,19 @@ static void t_table(void)
     arb_floor_table_print(stdout, &t);
 }
 
+/* The table as arb_floor_table_print writes it (free it), NULL when the stream cannot open. */
+static char *printed(const arb_floor_table_t *t)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    arb_floor_table_print(f, t);
+    fclose(f);
+    return buf;
+}
+
 /* A fused launch's two families in one row (--fuse qb_absorb): absorb's bytes in q_b's row, absorb in
  * no layer (neither printed nor written), the total unchanged; a fold of families that do not run
  * in the same layers moves nothing. */
@@ -135,12 +148,8 @@ static void t_fold(void)
     TAP_NEAR(t.row[ARB_FLOOR_Q_B].floor_us, (4718592.0 + 1048576.0) / 4e12 * 1e6, 1e-9);
     TAP_NEAR(t.row[ARB_FLOOR_Q_B].graph_us, 3.0, 1e-12);
     snprintf(t.note, sizeof t.note, "q_b: fused test note");
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    TAP_REQUIRE(f != NULL);
-    arb_floor_table_print(f, &t);
-    fclose(f);
+    char *buf = printed(&t);
+    TAP_REQUIRE(buf != NULL);
     TAP_HAS_STR(buf, "#   q_b: fused test note\n");
     TAP_CHECK(strstr(buf, "#   absorb ") == NULL);
     TAP_CHECK(strstr(buf, "#   q_b ") != NULL);
@@ -169,12 +178,8 @@ static void t_chain(void)
     TAP_CHECK(t.chain_layer[1] == 20 && !t.chain_dense[1] && t.chain_dense[0]);
     TAP_NEAR(t.chain_layer_us[2], 71.5, 0);
     TAP_CHECK(isnan(t.row[ARB_FLOOR_QKV_A].graph_us) && strcmp(t.graph_method, "not measured") == 0);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    TAP_REQUIRE(f != NULL);
-    arb_floor_table_print(f, &t);
-    fclose(f);
+    char *buf = printed(&t);
+    TAP_REQUIRE(buf != NULL);
     /* a MoE layer's floor: every per-layer family but dense_mlp (30.28 + .. + 11.93 MB at 4 TB/s = 24.45 us; the dense one 38.89) */
     TAP_CHECK(strstr(buf, "#   chain: layer 20 (MoE) added 72.0 us, its floor 24.5 us\n") != NULL);
     TAP_CHECK(strstr(buf, "#   chain: layer 0 (dense) added 80.0 us, its floor 38.9 us\n") != NULL);
@@ -183,11 +188,8 @@ static void t_chain(void)
     free(buf);
     /* no bandwidth measured: no floor to print, not 0.0 */
     arb_floor_table_fill(&t, &b, 1, 4096, 8, -1, &c, NULL, NULL);
-    buf = NULL, len = 0;
-    f = open_memstream(&buf, &len);
-    TAP_REQUIRE(f != NULL);
-    arb_floor_table_print(f, &t);
-    fclose(f);
+    buf = printed(&t);
+    TAP_REQUIRE(buf != NULL);
     TAP_CHECK(strstr(buf, "#   chain: layer 20 (MoE) added 72.0 us, its floor - us\n") != NULL);
     free(buf);
 }
