@@ -79,17 +79,14 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
     const dim3 block(kMoeWarps * kWarp);
     const int rows = 16 * ROWT;
     cudaError_t e = cudaSuccess;
-    const dim3 grid_gu(moe_sh_items(w.H, w.Is, T) + max_slots * (w.I / rows));
-    bool staged = false;
-    if constexpr (INT4 && ROWT == 1 && NH == 1) // --moe-stage smem: where it is built (one tile, T <= 3)
-        if ((which & 1) && c.moe_stage) {
-            e = launch(c, moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups>, grid_gu, block, 0, w,
-                       rt, h, act, act_sh, T);
-            staged = true;
-        }
-    if ((which & 1) && !staged)
-        e = launch(c, moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB>, grid_gu, block, 0, w, rt, h, act, act_sh,
-                   T);
+    if (which & 1) {
+        auto gate_up = moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB>;
+        if constexpr (INT4 && ROWT == 1 && NH == 1) // --moe-stage smem: where it is built (one tile, T <= 3)
+            if (c.moe_stage)
+                gate_up = moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups>;
+        e = launch(c, gate_up, dim3(moe_sh_items(w.H, w.Is, T) + max_slots * (w.I / rows)), block, 0, w, rt, h, act,
+                   act_sh, T);
+    }
     if (e == cudaSuccess && (which & 2))
         e = launch(c, moe_down_kernel<INT4, kDown, NH, kUnrDown>, dim3(w.H / (16 * kDown)), block, 0, w, rt, (const bf16 *)act,
                    (const bf16 *)act_sh, part, T);
