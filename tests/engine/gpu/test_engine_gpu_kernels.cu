@@ -259,6 +259,19 @@ void qkva_prep_case(int T, int rq, int rkv, int dr, float eps, int ctx, int P0, 
         cudaFree(y[f]), cudaFree(qa[f]), cudaFree(ckv[f]), cudaFree(kpe[f]);
 }
 
+// A RoPE table of forward.md's form, (cos * m, sin * m) per position and pair, base 10000.
+std::vector<float2> rope_table(int ctx, int dr, double m)
+{
+    const int pairs = dr / 2;
+    std::vector<float2> cs((size_t)ctx * pairs);
+    for (int p = 0; p < ctx; p++)
+        for (int i = 0; i < pairs; i++) {
+            const double f = pow(10000.0, -2.0 * i / dr);
+            cs[(size_t)p * pairs + i] = make_float2((float)(cos(p * f) * m), (float)(sin(p * f) * m));
+        }
+    return cs;
+}
+
 void mla_case(int T)
 {
     const int nh = 8, dn = 128, dr = 64, dv = 128, rkv = 512, rq = 1536, P0 = 287, ctx = 320;
@@ -267,12 +280,7 @@ void mla_case(int T)
     auto qkva = rand_bf((size_t)T * width, 1.0f), qan = rand_bf(rq, 1.0f), kvn = rand_bf(rkv, 1.0f);
     auto q = rand_bf((size_t)T * qw, 1.0f), kvb = rand_bf((size_t)nh * (dn + dv) * rkv, 0.05f);
     auto ckv0 = rand_bf((size_t)ctx * rkv, 1.0f), kpe0 = rand_bf((size_t)ctx * dr, 1.0f);
-    std::vector<float2> cs((size_t)ctx * pairs);
-    for (int p = 0; p < ctx; p++)
-        for (int i = 0; i < pairs; i++) {
-            const double f = pow(10000.0, -2.0 * i / dr), m = 1.1;
-            cs[(size_t)p * pairs + i] = make_float2((float)(cos(p * f) * m), (float)(sin(p * f) * m));
-        }
+    const std::vector<float2> cs = rope_table(ctx, dr, 1.1);
     std::vector<int32_t> posv = {P0};
     bf16 *d_qkva = (bf16 *)to_dev(qkva), *d_qan = (bf16 *)to_dev(qan), *d_kvn = (bf16 *)to_dev(kvn);
     bf16 *d_q = (bf16 *)to_dev(q), *d_kvb = (bf16 *)to_dev(kvb), *d_ckv = (bf16 *)to_dev(ckv0),
@@ -414,17 +422,12 @@ void t_mla()
 void t_qb_absorb()
 {
     const int nh = 8, dn = 128, dr = 64, dv = 128, rkv = 512, rq = 1536, P0 = 287, ctx = 320;
-    const int qw = nh * (dn + dr), pairs = dr / 2;
+    const int qw = nh * (dn + dr);
     TAP_CHECK(arbk::mla_qb_absorb_fits(rq, dn, dr, rkv));
     TAP_CHECK(!arbk::mla_qb_absorb_fits(rq, 64, dr, rkv));       // absorb's warps would take 8 rows
     TAP_CHECK(!arbk::mla_qb_absorb_fits(rq, dn, 40, rkv));       // RoPE rows not in CTAs of 16
     TAP_CHECK(!arbk::mla_qb_absorb_fits(8192, dn, dr, rkv));     // q_b's rows in four parts
-    std::vector<float2> cs((size_t)ctx * pairs);
-    for (int p = 0; p < ctx; p++)
-        for (int i = 0; i < pairs; i++) {
-            const double f = pow(10000.0, -2.0 * i / dr);
-            cs[(size_t)p * pairs + i] = make_float2((float)cos(p * f), (float)sin(p * f));
-        }
+    const std::vector<float2> cs = rope_table(ctx, dr, 1.0);
     std::vector<int32_t> posv = {P0};
     float2 *d_cs = to_dev(cs);
     int32_t *d_pos = to_dev(posv);
