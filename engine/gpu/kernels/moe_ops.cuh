@@ -244,7 +244,7 @@ __device__ __forceinline__ void gate_up_store(bf16 *dst, int ld, int row0, int k
 // to rt.sh_part and the item's last part to arrive (rt.sh_ticket) adds the parts in part order
 // and stores the item. pol_sh: the shared items' wait, pol: the routed tiles' (both forms pass
 // the same policy). NH token halves: T <= 8 NH; act's token stride 8 NH (moe_tstride).
-// SMG > 0 (INT4 only; --moe-stage smem): the routed tiles' groups through gate_up_int4_staged.
+// SMG > 0 (INT4 only; --moe-stage smem): the routed tiles stage SMG more groups a round (gate_up_int4).
 template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, class P, int SMG = 0>
 __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, const moe_weights &w,
                                                  const moe_route &rt, const bf16 *h, bf16 *act, bf16 *act_sh, int T,
