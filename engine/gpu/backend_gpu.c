@@ -72,7 +72,8 @@ static arb_status_t model_opts(const arb_engine_setup_t *s, arb_inst_t *const *s
     o->wave_from = s->opts->wave_from;
     o->moe_stage = s->opts->moe_stage;
     o->fuse = arb_fuse_applied(s->opts->fuse, s->opts->fuse_given, s->opts->step_form == ARB_STEP_LAUNCHES,
-                               (int)o->dims.q_lora, (int)o->dims.nope, (int)o->dims.rope, (int)o->dims.kv_lora);
+                               (int)o->dims.q_lora, (int)o->dims.nope, (int)o->dims.rope, (int)o->dims.v_head,
+                               (int)o->dims.kv_lora);
     o->persistent = s->opts->step_form == ARB_STEP_PERSISTENT ? 3 : s->opts->step_form == ARB_STEP_PERSISTENT_ATTN ? 1 : 0;
     if (s->naux > 4)
         ARB_RAISE(ARB_ERR_INVALID, why, len, "gpu backend: %u draft layers to keep; at most 4", s->naux);

@@ -83,6 +83,8 @@ struct arb_gpu_model {
     unsigned *tickets;            /* [ARB_GPU_TICKETS] the one-launch kernels' last-block tickets, left zero */
     float *qb_scratch;            /* --fuse qb_absorb: [nh_r x 8 x kMaxT x rkv] the absorption's part sums, else NULL */
     unsigned *qb_tickets;         /* --fuse qb_absorb: [nh_r] a ticket per head, left zero, else NULL */
+    float *uv_scratch;            /* --fuse merge_uv: [rkv / 64 x kMaxT nh_r x dv] W_uv's block sums, else NULL */
+    unsigned *uv_tickets;         /* --fuse merge_uv: [kMaxT nh_r] a ticket per row, left zero, else NULL */
     arbk::bf16 *aux;              /* [context x naux x H]: opts.aux_layers' outputs per position (cache allocation) */
     arb_gpu_site *sites;          /* [4 Lz]: steps of T > 1 at [0, 2 Lz), of T = 1 at [2 Lz, 4 Lz) (arb_gpu_site_at) */
     /* profiling (arb_gpu_model_profile): an event after every launch of one step */

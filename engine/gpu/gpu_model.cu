@@ -76,6 +76,11 @@ arb_status_t shapes_of(const arb_gpu_model_opts_t *o, arb_gpu_shapes *s, char *w
                   "a q_lora_rank whose q_b rows split in at most two parts (not q_lora_rank / 8 >= 512 and a "
                   "multiple of 4); this model has %u, %u and %u (give --fuse none)",
                   s->dn, s->dr, s->rq);
+    if ((o->fuse & ARB_FUSE_MERGE_UV) && !arbk::mla_merge_uv_fits((int)s->dv, (int)s->rkv))
+        ARB_RAISE(ARB_ERR_INVALID, why, len,
+                  "gpu model: --fuse merge_uv needs v_head_dim 1 .. 128 and kv_lora_rank a multiple of 8 up to 512; "
+                  "this model has %u and %u (give --fuse none or qb_absorb)",
+                  s->dv, s->rkv);
     s->max_slots = o->max_tokens * s->k < s->E ? o->max_tokens * s->k : s->E;
     s->chunks = (o->context + arbk::kAttnChunk - 1) / arbk::kAttnChunk;
     return ARB_OK;
@@ -192,6 +197,11 @@ void layout(arb_gpu_model_t *m, bump &w, bump &c, bump &a)
     if (m->o.fuse & ARB_FUSE_QB_ABSORB) { // the fused q_b + absorb's part sums and a ticket per head
         take(a, m->qb_scratch, arbk::mla_qb_absorb_scratch_floats((int)s.nh_r, (int)s.rkv), act);
         take(a, m->qb_tickets, s.nh_r, act);
+    }
+    m->uv_scratch = nullptr, m->uv_tickets = nullptr;
+    if (m->o.fuse & ARB_FUSE_MERGE_UV) { // the fused merge + W_uv's block sums and a ticket per row
+        take(a, m->uv_scratch, arbk::mla_merge_uv_scratch_floats((int)s.nh_r, (int)s.dv, (int)s.rkv), act);
+        take(a, m->uv_tickets, (size_t)arbk::kMaxT * s.nh_r, act);
     }
     mem.total = mem.embed + mem.attention + mem.norms_router + mem.dense_mlp + mem.shared_expert +
                 mem.routed_experts + mem.lm_head + mem.kv_cache + mem.activations;

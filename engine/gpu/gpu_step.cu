@@ -93,10 +93,17 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     mark(m, lc.stream, ARB_GPU_PROF_ATTEND);
     // olat = merged chunks (bf16), in qlat's buffer (dead once the partials exist);
     // o = olat @ W_uv[h]^T                                         [T x nh_r x dv]
-    ARB_CUDA_TRY(mla_merge(lc, m->partial, m->pos0, m->qlat, s.nh_r, s.rkv, t), why, len);
-    mark(m, lc.stream, ARB_GPU_PROF_COMBINE);
-    ARB_CUDA_TRY(mla_uv(lu, m->qlat, L.kv_b, m->o_heads, s.nh_r, s.dn, s.dv, s.rkv, t), why, len);
-    mark(m, lc.stream, ARB_GPU_PROF_COMBINE);
+    if (m->o.fuse & ARB_FUSE_MERGE_UV) { // --fuse merge_uv: the two launches as one, W_uv summed in its own order
+        ARB_CUDA_TRY(mla_merge_uv(lc, m->partial, m->pos0, L.kv_b, m->o_heads, m->uv_scratch, m->uv_tickets, s.nh_r,
+                                  s.dn, s.dv, s.rkv, t),
+                     why, len);
+        mark(m, lc.stream, ARB_GPU_PROF_COMBINE);
+    } else {
+        ARB_CUDA_TRY(mla_merge(lc, m->partial, m->pos0, m->qlat, s.nh_r, s.rkv, t), why, len);
+        mark(m, lc.stream, ARB_GPU_PROF_COMBINE);
+        ARB_CUDA_TRY(mla_uv(lu, m->qlat, L.kv_b, m->o_heads, s.nh_r, s.dn, s.dv, s.rkv, t), why, len);
+        mark(m, lc.stream, ARB_GPU_PROF_COMBINE);
+    }
     // part = o @ o_proj_r^T                                        [T x H], this rank's partial sums
     ARB_CUDA_TRY(gemv(lo, GEMV_BF16, L.o_proj, nullptr, m->o_heads, ow, H, ow, arb_gpu_site_at(m, 2 * l, T).part, H, t), why, len);
     mark(m, lc.stream, ARB_GPU_PROF_O_PROJ);

@@ -78,9 +78,10 @@ void arb_engine_opts_usage(FILE *f)
             "                      toward L2 before the wait: none, or a comma list of qkv_a and o_proj\n"
             "                      (default none)\n"
             "  --wave-fit-from T   the fold only in steps of at least T tokens, 1..8 (default 1)\n"
-            "  --fuse LIST         gpu, launches form: launches run as one kernel, bit-identical: none, or\n"
-            "                      qb_absorb (q_b and the absorption; needs qk_nope_head_dim 128) (default\n"
-            "                      qb_absorb where the model's shapes fit it, else none)\n"
+            "  --fuse LIST         gpu, launches form: launches run as one kernel: none, or a comma list of\n"
+            "                      qb_absorb (q_b and the absorption, bit-identical; needs qk_nope_head_dim 128)\n"
+            "                      and merge_uv (the attention's merge and W_uv; W_uv summed in its own order;\n"
+            "                      needs v_head_dim <= 128) (default qb_absorb where the model's shapes fit it)\n"
             "  --moe-stage M       gpu, launches form: none, or smem (the routed INT4 gate/up tiles at T <= 3\n"
             "                      stage more groups a round in shared memory; the same bits; default none)\n"
             "  --quiet             no progress lines\n"
@@ -244,15 +245,15 @@ static int parse_bits(const char *opt, const char *v, const char *const *names, 
 
 static const char *const ahead_names[] = {"o_proj", "router"};  /* ARB_L2_AHEAD_* bit order */
 static const char *const wave_names[] = {"qkv_a", "o_proj"};    /* ARB_WAVE_FIT_* bit order */
-static const char *const fuse_names[] = {"qb_absorb"};           /* ARB_FUSE_* bit order */
+static const char *const fuse_names[] = {"qb_absorb", "merge_uv"}; /* ARB_FUSE_* bit order */
 _Static_assert(ARB_L2_AHEAD_O_PROJ == 1 << 0 && ARB_L2_AHEAD_ROUTER == 1 << 1, "ahead_names: one name a bit, in order");
 _Static_assert(ARB_WAVE_FIT_QKV_A == 1 << 0 && ARB_WAVE_FIT_O_PROJ == 1 << 1, "wave_names: one name a bit, in order");
-_Static_assert(ARB_FUSE_QB_ABSORB == 1 << 0, "fuse_names: one name a bit, in order");
+_Static_assert(ARB_FUSE_QB_ABSORB == 1 << 0 && ARB_FUSE_MERGE_UV == 1 << 1, "fuse_names: one name a bit, in order");
 
 const char *arb_engine_opts_bits_str(int which, unsigned bits, char *buf, size_t n)
 {
     const char *const *names = which == 2 ? fuse_names : which == 1 ? wave_names : ahead_names;
-    const unsigned nn = which == 2 ? 1 : 2;
+    const unsigned nn = 2;
     size_t at = 0;
     buf[0] = 0;
     for (unsigned i = 0; i < nn && at < n; i++)
@@ -368,7 +369,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         case O_WAVE: bad = parse_bits("--wave-fit", optarg, wave_names, 2, &o->wave_fit, err, len); break;
         case O_WAVEFROM: bad = parse_uint("--wave-fit-from", optarg, 1, 8, &o->wave_from, err, len); break;
         case O_FUSE:
-            bad = parse_bits("--fuse", optarg, fuse_names, 1, &o->fuse, err, len);
+            bad = parse_bits("--fuse", optarg, fuse_names, 2, &o->fuse, err, len);
             o->fuse_given = 1;
             break;
         case O_MOESTAGE: {

@@ -44,11 +44,14 @@ enum {
     ARB_WAVE_FIT_O_PROJ = 2, /* o_proj */
 };
 
-/* --fuse: launches of the launches form run as one (engine/gpu/kernels), bits; each fused
- * kernel's results are bit-identical to the launches it replaces. Which apply to a model:
+/* --fuse: launches of the launches form run as one (engine/gpu/kernels), bits. qb_absorb's
+ * results are bit-identical to the launches it replaces; merge_uv sums W_uv's products in its own
+ * order (per 64 latent columns, then the blocks in order), so its o differs from the two launches'
+ * in the last bits (both are checked against a double reference). Which apply to a model:
  * engine/gpu/kernels/qb_fit.h's arb_fuse_applied. */
 enum {
     ARB_FUSE_QB_ABSORB = 1, /* q_b and the absorption (mla_qb.cu), where the shapes fit it */
+    ARB_FUSE_MERGE_UV = 2,  /* the attention's merge and W_uv (attend_ops.cuh), where the shapes fit it */
 };
 
 #define ARB_ENGINE_DEFAULT_CONFIG "kimi-k2"

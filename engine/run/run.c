@@ -73,7 +73,8 @@ static int setup_model(arb_engine_run_t *r, char *msg, size_t len)
      * once, so the rows and the per-kernel tables say what ran; the GPU backend applies the same rule */
     const int launches = o->backend == ARB_ENGINE_GPU && o->step_form == ARB_STEP_LAUNCHES;
     r->opts.fuse = arb_fuse_applied(o->fuse, o->fuse_given, launches, (int)r->cfg.q_lora_rank,
-                                    (int)r->cfg.qk_nope_head_dim, (int)r->cfg.qk_rope_head_dim, (int)r->cfg.kv_lora_rank);
+                                    (int)r->cfg.qk_nope_head_dim, (int)r->cfg.qk_rope_head_dim, (int)r->cfg.v_head_dim,
+                                    (int)r->cfg.kv_lora_rank);
     s->opts = o, s->cfg = &r->cfg, s->tp_shape = K;
     if (o->backend == ARB_ENGINE_CPU) {
         if (K % N) {

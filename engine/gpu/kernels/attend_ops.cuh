@@ -229,22 +229,22 @@ struct merge_smem {
     float scratch[kWarp];
 };
 
-// Block (row r, column block y).
-template <class P> __device__ __forceinline__ void mla_merge_tile(const P &pol, const float *partial,
-                                                                  const int32_t *__restrict__ pos0, bf16 *olat, int R,
-                                                                  int rkv, int T, int r, int y, merge_smem &sm)
+// The merge of row r's columns y kMergeCols .. (after the PDL wait; every thread of the block
+// calls it): true in the threads of strand 0 whose four columns c .. c + 3 are within the row,
+// with their sums over the chunks in s (sixteen strands added in order) and the row's softmax
+// denominator in lsum; olat's value is s / lsum rounded to bf16.
+template <class P> __device__ __forceinline__ bool merge_cols(const float *partial, const int32_t *__restrict__ pos0,
+                                                              int R, int rkv, int T, int r, int y, merge_smem &sm,
+                                                              float4 &s, float &lsum, int &c)
 {
     float *wch = sm.wch;
     float4(*red)[kMergeQuads] = sm.red;
-    float *scratch = sm.scratch;
-    pol.launch_dependents(); // W_uv's launch overlaps the wait (it waits for this launch itself)
-    pol.wait();
     const int ps = rkv + 4;
     const int nch = (*pos0 + T + kAttnChunk - 1) / kAttnChunk;
     const size_t cstride = (size_t)R * ps; // floats, a multiple of 4 (rkv % 8 == 0)
     const float *base = partial + (size_t)r * ps;
     const int q = threadIdx.x % kMergeQuads, strand = threadIdx.x / kMergeQuads;
-    const int c = y * kMergeCols + 4 * q;
+    c = y * kMergeCols + 4 * q;
     // the strand's first kMergeAhead chunks' columns (all of them up to 4096 positions) loaded
     // before the chunk weights, so that their round trip and the weights' overlap (loaded
     // after the weights until the twelfth session); the sum's order is unchanged
@@ -255,7 +255,7 @@ template <class P> __device__ __forceinline__ void mla_merge_tile(const P &pol, 
         const float4 *pv = reinterpret_cast<const float4 *>(base + ch * cstride + c);
         ahead[u] = c < rkv && ch < nch ? (P::coherent ? __ldcg(pv) : *pv) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
-    const float lsum = chunk_weights<P::coherent>(base, cstride, rkv, nch, wch, scratch);
+    lsum = chunk_weights<P::coherent>(base, cstride, rkv, nch, wch, sm.scratch);
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (c < rkv) {
 #pragma unroll
@@ -279,15 +279,86 @@ template <class P> __device__ __forceinline__ void mla_merge_tile(const P &pol, 
     }
     red[strand][q] = acc;
     __syncthreads();
-    if (strand == 0 && c < rkv) {
-        float4 s = red[0][q];
+    if (strand != 0 || c >= rkv)
+        return false;
+    s = red[0][q];
 #pragma unroll
-        for (int j = 1; j < kMergeStrands; j++) { // fixed order
-            const float4 v = red[j][q];
-            s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
-        }
+    for (int j = 1; j < kMergeStrands; j++) { // fixed order
+        const float4 v = red[j][q];
+        s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
+    }
+    return true;
+}
+
+// Block (row r, column block y).
+template <class P> __device__ __forceinline__ void mla_merge_tile(const P &pol, const float *partial,
+                                                                  const int32_t *__restrict__ pos0, bf16 *olat, int R,
+                                                                  int rkv, int T, int r, int y, merge_smem &sm)
+{
+    pol.launch_dependents(); // W_uv's launch overlaps the wait (it waits for this launch itself)
+    pol.wait();
+    float4 s;
+    float lsum;
+    int c;
+    if (merge_cols<P>(partial, pos0, R, rkv, T, r, y, sm, s, lsum, c)) {
         bf16 *dst = olat + (size_t)r * rkv + c; // olat is stored bf16 (forward.md)
         dst[0] = to_bf(s.x / lsum), dst[1] = to_bf(s.y / lsum), dst[2] = to_bf(s.z / lsum), dst[3] = to_bf(s.w / lsum);
+    }
+}
+
+// --fuse merge_uv: block (row r = t nh_r + h, column block y of ny) merges its kMergeCols columns
+// of olat (bf16-rounded, as mla_merge stores them) into shared memory, then two threads a W_uv row
+// d sum its products over half of them each (ascending columns, fp32), the halves added; the
+// block's sums go to scratch [ny][R][dv], and the row's last block to arrive (tickets[r]) adds the
+// ny blocks in order from 0 and rounds o[t, h] to bf16. W_uv's columns of the block (16 KB at dv
+// 128) are loaded into registers before the PDL wait: weights, not the predecessor's output.
+constexpr int kMergeUvRows = kMergeQuads * kMergeStrands / 2; // W_uv rows a block covers: dv at most
+template <class P>
+__device__ __forceinline__ void mla_merge_uv_tile(const P &pol, const float *partial, const int32_t *__restrict__ pos0,
+                                                  const bf16 *__restrict__ kv_b, bf16 *__restrict__ o, float *scratch,
+                                                  unsigned *tickets, int nh_r, int dn, int dv, int rkv, int T, int r,
+                                                  int y, int ny, merge_smem &sm, float *ol)
+{
+    constexpr int kHalf = kMergeCols / 2, kVecs = kHalf / 8;
+    const int R = T * nh_r, h = r % nh_r, d = threadIdx.x / 2, half = threadIdx.x % 2;
+    const int c0 = y * kMergeCols + half * kHalf;
+    pol.launch_dependents(); // o_proj's launch overlaps the wait (it waits for this launch itself)
+    uint4 w[kVecs];
+    const uint4 *wr = reinterpret_cast<const uint4 *>(kv_b + ((size_t)h * (dn + dv) + dn + d) * rkv + c0);
+#pragma unroll
+    for (int k = 0; k < kVecs; k++)
+        w[k] = d < dv && c0 + 8 * k < rkv ? ld_stream(wr + k) : make_uint4(0u, 0u, 0u, 0u);
+    pol.wait();
+    float4 s;
+    float lsum;
+    int c;
+    if (merge_cols<P>(partial, pos0, R, rkv, T, r, y, sm, s, lsum, c)) {
+        float *dst = ol + (c - y * kMergeCols);
+        dst[0] = bf(to_bf(s.x / lsum)), dst[1] = bf(to_bf(s.y / lsum));
+        dst[2] = bf(to_bf(s.z / lsum)), dst[3] = bf(to_bf(s.w / lsum));
+    }
+    __syncthreads();
+    float acc = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kVecs; k++) {
+        if (c0 + 8 * k >= rkv)
+            break;
+        float wf[8];
+        unpack8(w[k], wf);
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            acc = fmaf(wf[j], ol[half * kHalf + 8 * k + j], acc);
+    }
+    const float other = __shfl_xor_sync(0xffffffffu, acc, 1);
+    if (half == 0 && d < dv)
+        __stcg(scratch + ((size_t)y * R + r) * dv + d, acc + other); // the lower half's first
+    if (!last_to_arrive(tickets + r, (unsigned)ny))
+        return;
+    for (int j = threadIdx.x; j < dv; j += blockDim.x) { // the blocks in order, from 0
+        float sum = 0.0f;
+        for (int b = 0; b < ny; b++)
+            sum += __ldcg(scratch + ((size_t)b * R + r) * dv + j);
+        o[(size_t)r * dv + j] = to_bf(sum);
     }
 }
 

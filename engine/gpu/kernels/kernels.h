@@ -109,6 +109,16 @@ cudaError_t mla_merge(const launch_ctx &c, const float *partial, const int32_t *
                       int T);
 cudaError_t mla_uv(const launch_ctx &c, const bf16 *olat, const bf16 *kv_b, bf16 *o, int nh_r, int dn, int dv, int rkv,
                    int T);
+// --fuse merge_uv: the merge and W_uv in one launch, a block per (row, 64 latent columns) as the
+// merge's, each block's W_uv columns loaded before the PDL wait and its products over them summed
+// into scratch; a row's last block to arrive (a ticket per row) adds the blocks in order. Not
+// bit-identical to mla_merge + mla_uv (W_uv's products in another order). Where
+// mla_merge_uv_fits (dv <= 128, rkv a multiple of 8 up to 512); scratch
+// [mla_merge_uv_scratch_floats], tickets [kMaxT nh_r] zero before the first launch (left zero).
+bool mla_merge_uv_fits(int dv, int rkv);
+size_t mla_merge_uv_scratch_floats(int nh_r, int dv, int rkv);
+cudaError_t mla_merge_uv(const launch_ctx &c, const float *partial, const int32_t *pos0, const bf16 *kv_b, bf16 *o,
+                         float *scratch, unsigned *tickets, int nh_r, int dn, int dv, int rkv, int T);
 
 // ---- router.cu and moe.cu ----
 struct moe_route {   // device buffers the router fills and the MoE kernels read

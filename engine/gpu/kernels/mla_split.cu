@@ -14,10 +14,14 @@
 //                   thread's eight loads in flight at once), the strands added in a
 //                   fixed order; olat rounded to bf16
 //   mla_uv          o[t,h] = olat[t,h] @ W_uv[h]^T: a warp per W_uv row (rowdot.cuh)
+//   mla_merge_uv    (--fuse merge_uv) the merge's blocks, each also projecting its 64 columns
+//                   of olat by W_uv (its columns loaded before the PDL wait), a row's last
+//                   block adding the blocks' sums in order: one launch for the two above
 // Every sum has a fixed order (no atomics), so replays are bit-identical.
 #include "gpu/kernels/kernels.h"
 
 #include "gpu/kernels/attend_ops.cuh"
+#include "gpu/kernels/qb_fit.h"
 
 namespace arbk {
 namespace {
@@ -39,6 +43,17 @@ __global__ void __launch_bounds__(kMergeQuads *kMergeStrands)
 {
     __shared__ merge_smem sm;
     mla_merge_tile(pdl_sync(), partial, pos0, olat, R, rkv, T, (int)blockIdx.x, (int)blockIdx.y, sm);
+}
+
+__global__ void __launch_bounds__(kMergeQuads *kMergeStrands)
+    mla_merge_uv_kernel(const float *__restrict__ partial, const int32_t *__restrict__ pos0,
+                        const bf16 *__restrict__ kv_b, bf16 *__restrict__ o, float *scratch, unsigned *tickets,
+                        int nh_r, int dn, int dv, int rkv, int T)
+{
+    __shared__ merge_smem sm;
+    __shared__ float ol[kMergeCols];
+    mla_merge_uv_tile(pdl_sync(), partial, pos0, kv_b, o, scratch, tickets, nh_r, dn, dv, rkv, T, (int)blockIdx.x,
+                      (int)blockIdx.y, (int)gridDim.y, sm, ol);
 }
 
 template <int T>
@@ -125,6 +140,27 @@ cudaError_t mla_merge(const launch_ctx &c, const float *partial, const int32_t *
     const dim3 grid(T * nh_r, (rkv + kMergeCols - 1) / kMergeCols);
     return launch(c, mla_merge_kernel, grid, dim3(kMergeQuads * kMergeStrands), 0, partial, pos0, olat, T * nh_r,
                   rkv, T);
+}
+
+bool mla_merge_uv_fits(int dv, int rkv)
+{
+    static_assert(kMergeUvRows == 128 && kMergeCols * 8 == kMaxLatent, "qb_fit.h's rule: dv up to 128, rkv up to 512");
+    return arb_merge_uv_fits(dv, rkv) != 0;
+}
+
+size_t mla_merge_uv_scratch_floats(int nh_r, int dv, int rkv)
+{
+    return (size_t)((rkv + kMergeCols - 1) / kMergeCols) * kMaxT * nh_r * dv;
+}
+
+cudaError_t mla_merge_uv(const launch_ctx &c, const float *partial, const int32_t *pos0, const bf16 *kv_b, bf16 *o,
+                         float *scratch, unsigned *tickets, int nh_r, int dn, int dv, int rkv, int T)
+{
+    if (!mla_merge_uv_fits(dv, rkv) || T < 1 || T > kMaxT || nh_r < 1 || !scratch || !tickets)
+        return cudaErrorInvalidValue;
+    const dim3 grid(T * nh_r, (rkv + kMergeCols - 1) / kMergeCols);
+    return launch(c, mla_merge_uv_kernel, grid, dim3(kMergeQuads * kMergeStrands), 0, partial, pos0, kv_b, o, scratch,
+                  tickets, nh_r, dn, dv, rkv, T);
 }
 
 cudaError_t mla_uv(const launch_ctx &c, const bf16 *olat, const bf16 *kv_b, bf16 *o, int nh_r, int dn, int dv, int rkv,

@@ -36,16 +36,26 @@ ARB_QB_FIT_FN int arb_qb_absorb_fits(int rq, int dn, int dr, int rkv)
            arb_gemv_parts(rq) <= 2;
 }
 
+/* Whether the attention's merge and W_uv run as one launch (attend_ops.cuh's mla_merge_uv_tile):
+ * two threads of a merge block to a W_uv row (v_head_dim up to 128), the latent row a multiple of
+ * 8 up to 512 (the merge's blocks of 64 columns, at most 8 of them). */
+ARB_QB_FIT_FN int arb_merge_uv_fits(int dv, int rkv)
+{
+    return dv > 0 && dv <= 128 && rkv > 0 && rkv % 8 == 0 && rkv <= 512;
+}
+
 /* The fused kernels a step of the launches form runs (ARB_FUSE_* bits, engine_opts.h's values:
- * 1 qb_absorb): `fuse` as the options hold it; given 0 (the default) drops what the shapes do not
- * fit, given 1 keeps it (the GPU model then refuses the shapes, naming them); none outside the
- * launches form. */
-ARB_QB_FIT_FN unsigned arb_fuse_applied(unsigned fuse, int given, int launches, int rq, int dn, int dr, int rkv)
+ * 1 qb_absorb, 2 merge_uv): `fuse` as the options hold it; given 0 (the default) drops what the
+ * shapes do not fit, given 1 keeps it (the GPU model then refuses the shapes, naming them); none
+ * outside the launches form. */
+ARB_QB_FIT_FN unsigned arb_fuse_applied(unsigned fuse, int given, int launches, int rq, int dn, int dr, int dv, int rkv)
 {
     if (!launches)
         return 0;
     if (!given && !arb_qb_absorb_fits(rq, dn, dr, rkv))
         fuse &= ~1u;
+    if (!given && !arb_merge_uv_fits(dv, rkv))
+        fuse &= ~2u;
     return fuse;
 }
 

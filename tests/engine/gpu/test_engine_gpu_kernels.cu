@@ -11,6 +11,8 @@
 //               logits (T = 1, 3, 8 for Kimi)
 //   mla         prep, absorb, attend over 10 chunks (the last partial and wholly masked for
 //               the first token), the merge and W_uv, T = 1, 3, 8; twice: bit-identical;
+//               the merge and W_uv in one launch (--fuse merge_uv) against the same double
+//               reference, twice bit-identical, its tickets left zero, its refusals;
 //               the one-launch projection + prep (qkva_prep) bit-identical to gemv + mla_prep,
 //               also with its grid folded into one wave
 //   qb_absorb   q_b and the absorption in one launch (--fuse qb_absorb) bit-identical to
@@ -328,6 +330,43 @@ void mla_case(int T)
             TAP_CHECK(ob == o);
         o = ob;
     }
+    // --fuse merge_uv over the same partials: twice, the output poisoned before each, the same
+    // bits both times and the tickets back at zero; its own W_uv order, so checked against the
+    // double reference below (o's tolerance), not against o's bits
+    std::vector<uint16_t> ofu;
+    {
+        float *uv_s;
+        unsigned *uv_t;
+        TAP_REQUIRE(cudaMalloc(&uv_s, arbk::mla_merge_uv_scratch_floats(nh, dv, rkv) * 4) == cudaSuccess);
+        TAP_REQUIRE(cudaMalloc(&uv_t, (size_t)arbk::kMaxT * nh * sizeof(unsigned)) == cudaSuccess);
+        cudaMemset(uv_t, 0, (size_t)arbk::kMaxT * nh * sizeof(unsigned));
+        TAP_CHECK(arbk::mla_merge_uv_fits(dv, rkv));
+        for (int rep = 0; rep < 2; rep++) {
+            cudaMemset(d_o, 0xff, (size_t)T * nh * dv * 2);
+            TAP_REQUIRE(arbk::mla_merge_uv(g_lc, d_part, d_pos, d_kvb, d_o, uv_s, uv_t, nh, dn, dv, rkv, T) ==
+                        cudaSuccess);
+            TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+            auto ob = from_dev((uint16_t *)d_o, (size_t)T * nh * dv);
+            if (rep)
+                TAP_CHECK(ob == ofu);
+            ofu = ob;
+        }
+        size_t left = 0, same = 0;
+        for (unsigned v : from_dev(uv_t, (size_t)arbk::kMaxT * nh))
+            left += v != 0;
+        TAP_EQ_U64(left, 0);
+        for (size_t i = 0; i < o.size(); i++)
+            same += ofu[i] == o[i];
+        tap_diag("merge_uv T %d: %zu of %zu outputs bit-equal to the two launches'", T, same, o.size());
+        // refused: v_head_dim past two threads a row, a latent row past 512, no scratch
+        TAP_CHECK(arbk::mla_merge_uv(g_lc, d_part, d_pos, d_kvb, d_o, uv_s, uv_t, nh, dn, 129, rkv, T) ==
+                  cudaErrorInvalidValue);
+        TAP_CHECK(arbk::mla_merge_uv(g_lc, d_part, d_pos, d_kvb, d_o, uv_s, uv_t, nh, dn, dv, 520, T) ==
+                  cudaErrorInvalidValue);
+        TAP_CHECK(arbk::mla_merge_uv(g_lc, d_part, d_pos, d_kvb, d_o, nullptr, uv_t, nh, dn, dv, rkv, T) ==
+                  cudaErrorInvalidValue);
+        cudaFree(uv_s), cudaFree(uv_t);
+    }
     auto qa = from_dev((uint16_t *)d_qa, (size_t)T * rq);
     auto ckv = from_dev((uint16_t *)d_ckv, (size_t)ctx * rkv), kpe = from_dev((uint16_t *)d_kpe, (size_t)ctx * dr);
     auto qlat = from_dev((uint16_t *)d_qlat, (size_t)T * nh * rkv), qpe = from_dev((uint16_t *)d_qpe, (size_t)T * nh * dr);
@@ -365,7 +404,7 @@ void mla_case(int T)
     TAP_CHECK(memcmp(ckv.data(), ckv0.data(), (size_t)P0 * rkv * 2) == 0);
     TAP_CHECK(cp.ok());
     // absorb, attention and the W_uv projection, from the GPU's own cache rows and qlat
-    cmp ca{"mla absorb"}, co{"mla attention output"};
+    cmp ca{"mla absorb"}, co{"mla attention output"}, cu{"mla attention output, --fuse merge_uv"};
     for (int t = 0; t < T; t++)
         for (int hd = 0; hd < nh; hd++) {
             const uint16_t *qh = &q[((size_t)t * nh + hd) * (dn + dr)];
@@ -404,10 +443,12 @@ void mla_case(int T)
                 for (int c = 0; c < rkv; c++)
                     a += olat[c] * bfd(wuv[(size_t)j * rkv + c]), aa += fabs(olat[c] * bfd(wuv[(size_t)j * rkv + c]));
                 co(bfd(o[((size_t)t * nh + hd) * dv + j]), a, fabs(a) / 256 + aa * (1e-5 + 4.0 / 256 / 16));
+                cu(bfd(ofu[((size_t)t * nh + hd) * dv + j]), a, fabs(a) / 256 + aa * (1e-5 + 4.0 / 256 / 16));
             }
         }
     TAP_CHECK(ca.ok());
     TAP_CHECK(co.ok());
+    TAP_CHECK(cu.ok());
 }
 void t_mla()
 {

@@ -30,6 +30,8 @@ static void t_names(void)
     TAP_EQ_STR(arb_engine_opts_bits_str(1, 3, small, sizeof small), "qkv_");
     TAP_EQ_STR(arb_engine_opts_bits_str(2, 0, b, sizeof b), "none"); /* --fuse */
     TAP_EQ_STR(arb_engine_opts_bits_str(2, ARB_FUSE_QB_ABSORB, b, sizeof b), "qb_absorb");
+    TAP_EQ_STR(arb_engine_opts_bits_str(2, ARB_FUSE_MERGE_UV, b, sizeof b), "merge_uv");
+    TAP_EQ_STR(arb_engine_opts_bits_str(2, ARB_FUSE_QB_ABSORB | ARB_FUSE_MERGE_UV, b, sizeof b), "qb_absorb+merge_uv");
 }
 
 static void t_parse_round_trip(void)
@@ -50,6 +52,12 @@ static void t_parse_round_trip(void)
     TAP_REQUIRE(parse(&o, 5, a4) == 0);
     TAP_EQ_INT(o.fuse, 0);
     TAP_EQ_INT(o.fuse_given, 1);
+    char *a5[] = {"engine", "--fuse", "merge_uv,qb_absorb", NULL};
+    TAP_REQUIRE(parse(&o, 3, a5) == 0);
+    TAP_EQ_INT(o.fuse, ARB_FUSE_QB_ABSORB | ARB_FUSE_MERGE_UV);
+    char *a6[] = {"engine", "--fuse", "merge_uv", NULL};
+    TAP_REQUIRE(parse(&o, 3, a6) == 0);
+    TAP_EQ_INT(o.fuse, ARB_FUSE_MERGE_UV);
     TAP_REQUIRE(parse(&o, 7, a1) == 0);
     char b[32];
     TAP_EQ_STR(arb_engine_opts_bits_str(1, o.wave_fit, b, sizeof b), "qkv_a+o_proj");
@@ -65,11 +73,22 @@ static void t_parse_round_trip(void)
  * form. Kimi-K2 / DeepSeek-V3: q_lora 1536, dn 128, dr 64, kv_lora 512. */
 static void t_fuse_applied(void)
 {
-    TAP_EQ_INT(arb_fuse_applied(ARB_FUSE_QB_ABSORB, 0, 1, 1536, 128, 64, 512), ARB_FUSE_QB_ABSORB);
-    TAP_EQ_INT(arb_fuse_applied(ARB_FUSE_QB_ABSORB, 0, 1, 64, 16, 16, 32), 0); /* tiny: dn 16 */
-    TAP_EQ_INT(arb_fuse_applied(ARB_FUSE_QB_ABSORB, 1, 1, 64, 16, 16, 32), ARB_FUSE_QB_ABSORB);
-    TAP_EQ_INT(arb_fuse_applied(ARB_FUSE_QB_ABSORB, 0, 0, 1536, 128, 64, 512), 0); /* persistent */
-    TAP_EQ_INT(arb_fuse_applied(0, 1, 1, 1536, 128, 64, 512), 0);                   /* --fuse none */
+    const unsigned both = ARB_FUSE_QB_ABSORB | ARB_FUSE_MERGE_UV;
+    TAP_EQ_INT(arb_fuse_applied(ARB_FUSE_QB_ABSORB, 0, 1, 1536, 128, 64, 128, 512), ARB_FUSE_QB_ABSORB);
+    TAP_EQ_INT(arb_fuse_applied(ARB_FUSE_QB_ABSORB, 0, 1, 64, 16, 16, 16, 32), 0); /* tiny: dn 16 */
+    TAP_EQ_INT(arb_fuse_applied(ARB_FUSE_QB_ABSORB, 1, 1, 64, 16, 16, 16, 32), ARB_FUSE_QB_ABSORB);
+    TAP_EQ_INT(arb_fuse_applied(ARB_FUSE_QB_ABSORB, 0, 0, 1536, 128, 64, 128, 512), 0); /* persistent */
+    TAP_EQ_INT(arb_fuse_applied(0, 1, 1, 1536, 128, 64, 128, 512), 0);                   /* --fuse none */
+    TAP_EQ_INT(arb_fuse_applied(both, 0, 1, 1536, 128, 64, 128, 512), both);
+    TAP_EQ_INT(arb_fuse_applied(both, 0, 1, 64, 16, 16, 16, 32), ARB_FUSE_MERGE_UV); /* tiny: merge_uv fits */
+    TAP_EQ_INT(arb_fuse_applied(both, 0, 1, 1536, 128, 64, 192, 512), ARB_FUSE_QB_ABSORB); /* dv 192: dropped */
+    TAP_EQ_INT(arb_fuse_applied(both, 1, 1, 1536, 128, 64, 192, 512), both);       /* given: kept, then refused */
+    TAP_EQ_INT(arb_fuse_applied(both, 0, 0, 64, 16, 16, 16, 32), 0);               /* persistent */
+    TAP_CHECK(arb_merge_uv_fits(128, 512));
+    TAP_CHECK(arb_merge_uv_fits(16, 32));
+    TAP_CHECK(!arb_merge_uv_fits(129, 512)); /* two threads a row of a 256-thread block */
+    TAP_CHECK(!arb_merge_uv_fits(128, 520)); /* past the kernels' latent row */
+    TAP_CHECK(!arb_merge_uv_fits(128, 36));  /* not a multiple of 8 */
     TAP_CHECK(arb_qb_absorb_fits(1536, 128, 64, 512));
     TAP_CHECK(!arb_qb_absorb_fits(1536, 128, 40, 512)); /* RoPE rows not in CTAs of 16 */
     TAP_CHECK(!arb_qb_absorb_fits(1536, 128, 64, 520)); /* past the kernels' latent row */
@@ -100,6 +119,12 @@ static void t_refusals(void)
     char *a6[] = {"engine", "--step-form", "persistent", "--fuse", "qb_absorb", NULL};
     TAP_CHECK(parse(&o, 5, a6) != 0);
     TAP_HAS_STR(err, "--fuse with --step-form persistent");
+    char *c1[] = {"engine", "--step-form", "persistent-attn", "--fuse", "merge_uv", NULL};
+    TAP_CHECK(parse(&o, 5, c1) != 0);
+    TAP_HAS_STR(err, "--fuse with --step-form persistent-attn");
+    char *c2[] = {"engine", "--fuse", "merge_uv,merge_uv", NULL};
+    TAP_CHECK(parse(&o, 3, c2) != 0);
+    TAP_HAS_STR(err, "repeated 'merge_uv'");
     char *a9[] = {"engine", "--config", "tiny", "--backend", "cpu", NULL}; /* the default's fuse: not refused */
     TAP_EQ_INT(parse(&o, 5, a9), 0);
     char *a10[] = {"engine", "--step-form", "persistent", NULL};
