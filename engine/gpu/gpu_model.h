@@ -121,6 +121,7 @@ typedef struct arb_gpu_model_opts {
     unsigned wave_from;    /* ... in steps of at least this many tokens */
     unsigned fuse;         /* ARB_FUSE_* bits (engine_opts.h): the launches form's fused kernels, where the shapes fit */
     int moe_stage;         /* 1: the MoE launches' routed INT4 gate/up at T <= 3 stage more groups in shared memory */
+    int attn_min_rows;     /* the attention's row groups keep at least this many rows (0: the kernels' default) */
     /* bits: 1 each layer's attention (between the call sites before and after it), 2 each
      * MoE block, as one persistent launch (engine/gpu/gpu_persist.cu); 0: a launch per kernel */
     int persistent;

@@ -82,6 +82,9 @@ void arb_engine_opts_usage(FILE *f)
             "                      qb_absorb (q_b and the absorption, bit-identical; needs qk_nope_head_dim 128)\n"
             "                      and merge_uv (the attention's merge and W_uv; W_uv summed in its own order;\n"
             "                      needs v_head_dim <= 128) (default qb_absorb where the model's shapes fit it)\n"
+            "  --attn-min-rows N   gpu: the attention's row groups keep at least N of the step's T x heads\n"
+            "                      rows, 1..64; fewer, fuller groups (one m16 tile holds 16 rows), the same bits\n"
+            "                      (default 4: T = 1 two groups of 4 at Kimi-K2's 8 heads a rank)\n"
             "  --moe-stage M       gpu, launches form: none, or smem (the routed INT4 gate/up tiles at T <= 3\n"
             "                      stage more groups a round in shared memory; the same bits; default none)\n"
             "  --quiet             no progress lines\n"
@@ -91,7 +94,7 @@ void arb_engine_opts_usage(FILE *f)
 }
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
-       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
+       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_ATTNROWS, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
        O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE, O_DRAFT,
        O_WDIR, O_PROMPT, O_OUTIDS };
 
@@ -289,6 +292,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"wave-fit-from", required_argument, 0, O_WAVEFROM},
         {"fuse", required_argument, 0, O_FUSE},
         {"moe-stage", required_argument, 0, O_MOESTAGE},
+        {"attn-min-rows", required_argument, 0, O_ATTNROWS},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0},
     };
     arb_engine_opts_defaults(o);
@@ -372,6 +376,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             bad = parse_bits("--fuse", optarg, fuse_names, 2, &o->fuse, err, len);
             o->fuse_given = 1;
             break;
+        case O_ATTNROWS: bad = parse_uint("--attn-min-rows", optarg, 1, 64, &o->attn_min_rows, err, len); break;
         case O_MOESTAGE: {
             static const char *const names[] = {"none", "smem"};
             bad = parse_choice("--moe-stage", optarg, names, 2, &o->moe_stage, err, len);
@@ -433,6 +438,11 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
                  "--step-form launches, or --fuse none)", o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
                  : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
                                                        : "--step-form persistent-attn");
+        return -1;
+    }
+    if (o->attn_min_rows && o->backend == ARB_ENGINE_CPU) {
+        snprintf(err, len, "--attn-min-rows with --backend cpu: the row groups are the GPU attention's (give --backend "
+                 "gpu, or leave --attn-min-rows out)");
         return -1;
     }
     if (o->moe_stage && (o->backend == ARB_ENGINE_CPU || o->step_form == ARB_STEP_PERSISTENT)) {

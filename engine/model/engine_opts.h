@@ -111,6 +111,8 @@ typedef struct arb_engine_opts {
     int fuse_given;            /* --fuse was given: what it names must fit the model (else refused) */
     int moe_stage;             /* --moe-stage none|smem: 1 smem (the routed INT4 gate/up at T <= 3 stages more
                                   groups in shared memory; an experiment, default none) */
+    unsigned attn_min_rows;    /* --attn-min-rows N: the attention's row groups keep at least N of the step's
+                                  T x heads rows, 1..64 (0: the kernels' default, 4) */
 } arb_engine_opts_t;
 
 void arb_engine_opts_defaults(arb_engine_opts_t *o);

@@ -144,6 +144,18 @@ static void t_refusals(void)
     char *b5[] = {"engine", NULL}; /* default none */
     TAP_EQ_INT(parse(&o, 1, b5), 0);
     TAP_EQ_INT(o.moe_stage, 0);
+    TAP_EQ_INT(o.attn_min_rows, 0); /* the kernels' default */
+    char *d1[] = {"engine", "--attn-min-rows", "8", "--step-form", "persistent", NULL}; /* every form */
+    TAP_EQ_INT(parse(&o, 5, d1), 0);
+    TAP_EQ_INT(o.attn_min_rows, 8);
+    char *d2[] = {"engine", "--attn-min-rows", "65", NULL};
+    TAP_CHECK(parse(&o, 3, d2) != 0);
+    TAP_HAS_STR(err, "--attn-min-rows");
+    char *d3[] = {"engine", "--attn-min-rows", "0", NULL};
+    TAP_CHECK(parse(&o, 3, d3) != 0);
+    char *d4[] = {"engine", "--config", "tiny", "--backend", "cpu", "--attn-min-rows", "8", NULL};
+    TAP_CHECK(parse(&o, 7, d4) != 0);
+    TAP_HAS_STR(err, "--attn-min-rows with --backend cpu");
     char *a7[] = {"engine", "--fuse", "absorb", NULL};
     TAP_CHECK(parse(&o, 3, a7) != 0);
     TAP_HAS_STR(err, "--fuse 'absorb': unknown 'absorb'");
