@@ -85,6 +85,8 @@ void arb_engine_opts_usage(FILE *f)
             "  --attn-min-rows N   gpu: the attention's row groups keep at least N of the step's T x heads\n"
             "                      rows, 1..64; fewer, fuller groups (one m16 tile holds 16 rows), the same bits\n"
             "                      (default 4: T = 1 two groups of 4 at Kimi-K2's 8 heads a rank)\n"
+            "  --attn-fill N       gpu: the attention's grid aims at N CTAs an SM, 1..16, as many row groups\n"
+            "                      as that takes (past 3 an SM: more than one wave); the same bits (default 3)\n"
             "  --moe-stage M       gpu, launches form: none, or smem (the routed INT4 gate/up tiles at T <= 3\n"
             "                      stage more groups a round in shared memory; the same bits; default none)\n"
             "  --quiet             no progress lines\n"
@@ -94,7 +96,7 @@ void arb_engine_opts_usage(FILE *f)
 }
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
-       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_ATTNROWS, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
+       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_ATTNROWS, O_ATTNFILL, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
        O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE, O_DRAFT,
        O_WDIR, O_PROMPT, O_OUTIDS };
 
@@ -293,6 +295,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"fuse", required_argument, 0, O_FUSE},
         {"moe-stage", required_argument, 0, O_MOESTAGE},
         {"attn-min-rows", required_argument, 0, O_ATTNROWS},
+        {"attn-fill", required_argument, 0, O_ATTNFILL},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0},
     };
     arb_engine_opts_defaults(o);
@@ -377,6 +380,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             o->fuse_given = 1;
             break;
         case O_ATTNROWS: bad = parse_uint("--attn-min-rows", optarg, 1, 64, &o->attn_min_rows, err, len); break;
+        case O_ATTNFILL: bad = parse_uint("--attn-fill", optarg, 1, 16, &o->attn_fill, err, len); break;
         case O_MOESTAGE: {
             static const char *const names[] = {"none", "smem"};
             bad = parse_choice("--moe-stage", optarg, names, 2, &o->moe_stage, err, len);
@@ -440,9 +444,9 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
                                                        : "--step-form persistent-attn");
         return -1;
     }
-    if (o->attn_min_rows && o->backend == ARB_ENGINE_CPU) {
-        snprintf(err, len, "--attn-min-rows with --backend cpu: the row groups are the GPU attention's (give --backend "
-                 "gpu, or leave --attn-min-rows out)");
+    if ((o->attn_min_rows || o->attn_fill) && o->backend == ARB_ENGINE_CPU) {
+        snprintf(err, len, "%s with --backend cpu: the row groups are the GPU attention's (give --backend gpu, or leave "
+                 "it out)", o->attn_min_rows ? "--attn-min-rows" : "--attn-fill");
         return -1;
     }
     if (o->moe_stage && (o->backend == ARB_ENGINE_CPU || o->step_form == ARB_STEP_PERSISTENT)) {

@@ -117,6 +117,8 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
             snprintf(fuse + strlen(fuse), sizeof fuse - strlen(fuse), ",moe_stage=smem");
         if (o->attn_min_rows)
             snprintf(fuse + strlen(fuse), sizeof fuse - strlen(fuse), ",attn_min_rows=%u", o->attn_min_rows);
+        if (o->attn_fill)
+            snprintf(fuse + strlen(fuse), sizeof fuse - strlen(fuse), ",attn_fill=%u", o->attn_fill);
         snprintf(t->b[EC_step_form], sizeof t->b[EC_step_form], "%s,pdl=%s,l2_ahead=%s,wave_fit=%s%s%s",
                  o->step_form == ARB_STEP_PERSISTENT        ? "persistent"
                  : o->step_form == ARB_STEP_PERSISTENT_ATTN ? "persistent-attn"

@@ -156,6 +156,15 @@ static void t_refusals(void)
     char *d4[] = {"engine", "--config", "tiny", "--backend", "cpu", "--attn-min-rows", "8", NULL};
     TAP_CHECK(parse(&o, 7, d4) != 0);
     TAP_HAS_STR(err, "--attn-min-rows with --backend cpu");
+    char *d5[] = {"engine", "--attn-fill", "6", NULL};
+    TAP_EQ_INT(parse(&o, 3, d5), 0);
+    TAP_EQ_INT(o.attn_fill, 6);
+    char *d6[] = {"engine", "--attn-fill", "17", NULL};
+    TAP_CHECK(parse(&o, 3, d6) != 0);
+    TAP_HAS_STR(err, "--attn-fill");
+    char *d7[] = {"engine", "--config", "tiny", "--backend", "cpu", "--attn-fill", "6", NULL};
+    TAP_CHECK(parse(&o, 7, d7) != 0);
+    TAP_HAS_STR(err, "--attn-fill with --backend cpu");
     char *a7[] = {"engine", "--fuse", "absorb", NULL};
     TAP_CHECK(parse(&o, 3, a7) != 0);
     TAP_HAS_STR(err, "--fuse 'absorb': unknown 'absorb'");
