@@ -52,6 +52,14 @@ static void t_kimi_plan(void)
     TAP_CHECK(fused.activations >= mem.activations + 8 * 8 * 8 * 512 * 4 + 8 * 4);
     TAP_CHECK(fused.activations <= mem.activations + 8 * 8 * 8 * 512 * 4 + 8 * 4 + 2 * 256); /* two roundings */
     TAP_EQ_U64(fused.total - fused.activations, mem.total - mem.activations);
+    /* --fuse merge_uv besides: the block sums [8 blocks x 8 tokens x 8 heads x 128] fp32 and a
+     * ticket a row (8 tokens x 8 heads) more */
+    arb_gpu_mem_t both;
+    o.fuse = ARB_FUSE_QB_ABSORB | ARB_FUSE_MERGE_UV;
+    TAP_REQUIRE(arb_gpu_model_plan(&o, &both, why, sizeof why) == ARB_OK);
+    TAP_CHECK(both.activations >= fused.activations + 8 * 8 * 8 * 128 * 4 + 64 * 4);
+    TAP_CHECK(both.activations <= fused.activations + 8 * 8 * 8 * 128 * 4 + 64 * 4 + 2 * 256);
+    TAP_EQ_U64(both.total - both.activations, mem.total - mem.activations);
     o.fuse = 0;
     o.format = ARB_GPU_BF16;
     TAP_REQUIRE(arb_gpu_model_plan(&o, &mem, why, sizeof why) == ARB_OK);
@@ -89,6 +97,13 @@ static void t_refusals(void)
     o = opts(&tiny, &tiny_rope, 1, ARB_GPU_BF16); /* --fuse qb_absorb where dn is not 128 */
     o.fuse = ARB_FUSE_QB_ABSORB;
     refused(o, "--fuse qb_absorb needs qk_nope_head_dim 128");
+    o.fuse = ARB_FUSE_MERGE_UV; /* fits the tiny model (v_head_dim 16, kv_lora_rank 32) */
+    TAP_EQ_INT(arb_gpu_model_plan(&o, &mem, why, sizeof why), ARB_OK);
+    c = tiny;
+    c.v_head_dim = 160; /* past two threads a W_uv row of a merge block */
+    o = opts(&c, &tiny_rope, 1, ARB_GPU_BF16);
+    o.fuse = ARB_FUSE_MERGE_UV;
+    refused(o, "--fuse merge_uv needs v_head_dim 1 .. 128");
     c = tiny;
     strcpy(c.scoring_func, "softmax");
     arb_gpu_dims_t d;
