@@ -300,16 +300,19 @@ void mla_case(int T)
     qkva_prep_case(T, rq, rkv, dr, eps, ctx, P0, d_cs, d_pos);
     TAP_REQUIRE(arbk::mla_absorb(g_lc, d_q, d_kvb, d_cs, d_pos, d_qlat, d_qpe, nh, dn, dr, dv, rkv, T) == cudaSuccess);
     std::vector<uint16_t> o;
-    // four times, the output bit-identical: all rows per block (a fill target of one CTA),
+    // five times, the output bit-identical: all rows per block (a fill target of one CTA),
     // the rows split over blocks as SM120's shared memory makes them at T >= 7 (here: 3
-    // groups), one row per block (a fill of chunks x rows, no row floor), and the engine's
-    // default (three CTAs per SM, groups of at least four rows)
+    // groups), one row per block (a fill of chunks x rows, no row floor), the engine's
+    // default (three CTAs per SM, groups of at least four rows), and a fill of four CTAs an SM
+    // (--attn-fill 4: on SM90 the kernel compiled for four blocks an SM)
     const int chunks_all = (ctx + arbk::kAttnChunk - 1) / arbk::kAttnChunk;
-    for (int rep = 0; rep < 4; rep++) {
+    int sms = 0;
+    TAP_REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+    for (int rep = 0; rep < 5; rep++) {
         const int rows = rep == 1 ? (T * nh + 2) / 3 : 0;
-        TAP_REQUIRE(arbk::mla_setup(rkv, dr, nh, rows ? arbk::mla_attend_pos_smem(rkv, dr, rows) : 0,
-                                    rep == 2 ? chunks_all * T * nh : rep == 3 ? 0 : 1, rep == 2 ? 1 : 0) ==
-                    cudaSuccess);
+        const int fill = rep == 2 ? chunks_all * T * nh : rep == 3 ? 0 : rep == 4 ? 4 * sms : 1;
+        TAP_REQUIRE(arbk::mla_setup(rkv, dr, nh, rows ? arbk::mla_attend_pos_smem(rkv, dr, rows) : 0, fill,
+                                    rep == 2 ? 1 : 0) == cudaSuccess);
         if (rep >= 2) { // the grid the launch below takes
             int chunks, groups, Rg;
             arbk::mla_attend_grid(T, nh, ctx, 0, &chunks, &groups, &Rg);
@@ -321,7 +324,7 @@ void mla_case(int T)
         // the last time with a pull toward L2 (--l2-ahead) of a range whose lines do not split
         // evenly over the grid and whose end is not a line's: the same output
         arbk::launch_ctx lu = g_lc;
-        if (rep == 3)
+        if (rep >= 3)
             lu.ahead = {d_kvb, kvb.size() * 2 - 70};
         TAP_REQUIRE(arbk::mla_uv(lu, d_olat, d_kvb, d_o, nh, dn, dv, rkv, T) == cudaSuccess);
         TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
@@ -330,6 +333,7 @@ void mla_case(int T)
             TAP_CHECK(ob == o);
         o = ob;
     }
+    TAP_REQUIRE(arbk::mla_setup(rkv, dr, nh, 0, 0, 0) == cudaSuccess); // the engine's default again
     // --fuse merge_uv over the same partials: twice, the output poisoned before each, the same
     // bits both times and the tickets back at zero; its own W_uv order, so checked against the
     // double reference below (o's tolerance), not against o's bits
