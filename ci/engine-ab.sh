@@ -6,7 +6,7 @@
 # `git archive`); several names may share one tree, each with its own engine options in
 # ENGINE_ARGS_<NAME> (e.g. ENGINE_ARGS_pers="--step-form persistent"). Each distinct tree is
 # built once, for sm_90 (GENCODE overrides), in parallel: BASE's tree with only
-# what the engine run needs (arbench, the noop and modeled plugins, engine_gpu_bench), the
+# what the engine run needs (arbench, the noop, modeled and nccl plugins, engine_gpu_bench), the
 # others with the engine's GPU tests too. Then, under OUT:
 #   build-NAME.log, tests-NAME.log   the builds; each non-base tree's engine GPU tests
 #   ncu-NAME.log                     Nsight Compute (--clock-control none) on the router and
@@ -37,7 +37,8 @@ for i in "${!trees[@]}"; do
 done
 [ -n "${DEBS:-}" ] && bash "${trees[1]}/ci/deps.sh" --debs "$DEBS" >"$out/deps.log" 2>&1
 gen=${GENCODE:-"['arch=compute_90,code=sm_90']"}
-engine_targets="harness/arbench collectives/noop/arb-noop.so collectives/modeled/arb-modeled.so tests/engine/gpu/engine_gpu_bench"
+# nccl too: `--check-steps` needs a real all-reduce at the sites (noop is refused there)
+engine_targets="harness/arbench collectives/noop/arb-noop.so collectives/modeled/arb-modeled.so collectives/nccl/arb-nccl.so tests/engine/gpu/engine_gpu_bench"
 tests=("engine gpu kernels" "engine gpu moe" "engine gpu vs cpu" "engine gpu profile")
 test_bins="test_engine_gpu_kernels test_engine_gpu_moe test_engine_gpu_vs_cpu test_engine_gpu_profile"
 if [ -f "${trees[$#-1]}/tests/engine/gpu/test_engine_gpu_persist.c" ]; then # a tree with the persistent form
