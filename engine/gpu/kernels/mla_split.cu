@@ -26,28 +26,19 @@
 namespace arbk {
 namespace {
 
-__global__ void __launch_bounds__(kPosWarps *kWarp)
+// MINB 0: no second __launch_bounds__ argument (80 registers on sm_90 and sm_120, three CTAs an
+// SM); 4: compiled for four blocks an SM (64 registers: no spill on sm_90; on sm_120 the bound spills
+// 44 bytes and the shared memory holds two such CTAs an SM anyway), on SM90 where mla_setup's fill
+// target asks for four or more CTAs an SM (`--attn-fill 4`): the default's 80 registers hold three,
+// so a grid of four an SM ran in two waves (verify +2.65% on an H100,
+// results/engine-h100/33e58bd-attn-fill/). MINB 0 emits no .minnctapersm: its PTX is the
+// unbounded kernel's of before, on compute_90 and compute_120 alike.
+template <int MINB>
+__global__ void __launch_bounds__(kPosWarps *kWarp, MINB)
     mla_attend_pos_kernel(const bf16 *__restrict__ qlat, const bf16 *__restrict__ qpe,
                           const bf16 *__restrict__ cache_ckv, const bf16 *__restrict__ cache_kpe,
                           const int32_t *__restrict__ pos0, float *__restrict__ partial, int nh_r, int dr, int rkv,
                           float scale, int T, int Rg)
-{
-    extern __shared__ uint4 smem_v[];
-    mla_attend_tile(pdl_sync(), qlat, qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale, T, Rg,
-                    (int)blockIdx.x, (int)blockIdx.y, smem_v);
-}
-
-// The same compiled for four blocks an SM (64 registers at 256 threads: no spill on sm_90; on
-// sm_120 the bound spills 44 bytes and the shared memory holds two such CTAs an SM anyway), on SM90
-// where mla_setup's fill target asks for four or more CTAs an SM (`--attn-fill 4`): the default's
-// 80 registers hold three, so a grid of four an SM ran in two waves (verify +2.65% on an H100,
-// results/engine-h100/33e58bd-attn-fill/). A separate kernel, as gemv_kernel_4 (gemv.cu): a second
-// __launch_bounds__ argument changes what ptxas picks.
-__global__ void __launch_bounds__(kPosWarps *kWarp, 4)
-    mla_attend_pos_kernel_4(const bf16 *__restrict__ qlat, const bf16 *__restrict__ qpe,
-                            const bf16 *__restrict__ cache_ckv, const bf16 *__restrict__ cache_kpe,
-                            const int32_t *__restrict__ pos0, float *__restrict__ partial, int nh_r, int dr, int rkv,
-                            float scale, int T, int Rg)
 {
     extern __shared__ uint4 smem_v[];
     mla_attend_tile(pdl_sync(), qlat, qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale, T, Rg,
@@ -86,7 +77,7 @@ __global__ void __launch_bounds__(kUvWarps *kWarp)
 static int g_attend_rows; // rows per block at most (mla_setup): every row of a step where they fit
 static int g_attend_fill; // CTAs a launch aims for (mla_setup): three per SM unless the caller says
 static int g_attend_min_rows; // rows a group keeps at least (mla_setup), where the step has them
-static bool g_attend_four;    // mla_attend_pos_kernel_4 (mla_setup): SM90 with a fill of four or more CTAs an SM
+static bool g_attend_four;    // mla_attend_pos_kernel<4> (mla_setup): SM90 with a fill of four or more CTAs an SM
 
 size_t mla_attend_pos_smem(int rkv, int dr, int rows)
 {
@@ -123,10 +114,10 @@ cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas,
     g_attend_fill = fill_ctas;
     g_attend_min_rows = min_rows > 0 ? min_rows : 4;
     g_attend_four = d.major == 9 && fill_ctas >= 4 * d.sms;
-    e = cudaFuncSetAttribute(mla_attend_pos_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    e = cudaFuncSetAttribute(mla_attend_pos_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)mla_attend_pos_smem(rkv, dr, rows));
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(mla_attend_pos_kernel_4, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        e = cudaFuncSetAttribute(mla_attend_pos_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)mla_attend_pos_smem(rkv, dr, rows));
     return e;
 }
@@ -151,7 +142,7 @@ cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qp
     int chunks, groups, Rg;
     mla_attend_grid(T, nh_r, context, 0, &chunks, &groups, &Rg);
     const dim3 grid(chunks, groups);
-    return launch(c, g_attend_four ? mla_attend_pos_kernel_4 : mla_attend_pos_kernel, grid, dim3(kPosWarps * kWarp),
+    return launch(c, g_attend_four ? mla_attend_pos_kernel<4> : mla_attend_pos_kernel<0>, grid, dim3(kPosWarps * kWarp),
                   mla_attend_pos_smem(rkv, dr, Rg), qlat, qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale,
                   T, Rg);
 }
