@@ -268,6 +268,11 @@ const char *arb_engine_opts_bits_str(int which, unsigned bits, char *buf, size_t
     return bits ? buf : "none";
 }
 
+int arb_engine_opts_fuse_parse(const char *v, unsigned *bits, char *err, size_t err_len)
+{
+    return parse_bits("--fuse", v, fuse_names, 2, bits, err, err_len);
+}
+
 int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err, size_t len)
 {
     static const struct option lo[] = {
@@ -377,7 +382,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         case O_WAVE: bad = parse_bits("--wave-fit", optarg, wave_names, 2, &o->wave_fit, err, len); break;
         case O_WAVEFROM: bad = parse_uint("--wave-fit-from", optarg, 1, 8, &o->wave_from, err, len); break;
         case O_FUSE:
-            bad = parse_bits("--fuse", optarg, fuse_names, 2, &o->fuse, err, len);
+            bad = arb_engine_opts_fuse_parse(optarg, &o->fuse, err, len);
             o->fuse_given = 1;
             break;
         case O_ATTNROWS: bad = parse_uint("--attn-min-rows", optarg, 1, 64, &o->attn_min_rows, err, len); break;

@@ -123,6 +123,10 @@ void arb_engine_opts_defaults(arb_engine_opts_t *o);
  * the options take them, into buf [n]; "none" for no bit. */
 const char *arb_engine_opts_bits_str(int which, unsigned bits, char *buf, size_t n);
 
+/* --fuse's value (none, or a comma list of its names) into ARB_FUSE_* bits; 0, or -1 with a
+ * message naming the value and the accepted form in err (the parser of arb_engine_opts_parse). */
+int arb_engine_opts_fuse_parse(const char *v, unsigned *bits, char *err, size_t err_len);
+
 /* Parses `arbench engine` arguments (argv[0] is the subcommand). Returns 0, 1 when
  * --help was given, -1 on bad input with a one-line message naming the option and the
  * accepted form in err. */

@@ -10,7 +10,7 @@
  *
  *   engine_gpu_bench [--config kimi-k2] [--weights int4|bf16] [--tp-shape 8] [--layers L]
  *                    [--experts E] [--context 4096] [--steps 32] [--spec-k 2] [--eager]
- *                    [--moe-t LIST] [--fuse none|qb_absorb|merge_uv|qb_absorb,merge_uv]
+ *                    [--moe-t LIST] [--fuse LIST: as arbench engine's]
  *
  * --moe-t LIST (the sweep's list grammar, e.g. 1:8,12,16; T up to ARB_GPU_MOE_MAX_T): the MoE
  * block alone at each T over a synthetic selection (each token k distinct experts drawn
@@ -251,11 +251,11 @@ int main(int argc, char **argv)
             layers = (unsigned)atoi(v);
         else if (!strcmp(a, "--experts"))
             experts = (unsigned)atoi(v);
-        else if (!strcmp(a, "--fuse") && (!strcmp(v, "none") || !strcmp(v, "qb_absorb") || !strcmp(v, "merge_uv") ||
-                                          !strcmp(v, "qb_absorb,merge_uv")))
-            fuse = (strstr(v, "qb_absorb") ? ARB_FUSE_QB_ABSORB : 0u) | (strstr(v, "merge_uv") ? ARB_FUSE_MERGE_UV : 0u),
+        else if (!strcmp(a, "--fuse")) { /* the engine's own parser: the same names and messages */
+            if (arb_engine_opts_fuse_parse(v, &fuse, why, sizeof why) != 0)
+                DIE("%s", why);
             fuse_given = 1;
-        else if (!strcmp(a, "--moe-t")) {
+        } else if (!strcmp(a, "--moe-t")) {
             char e[256];
             if (arb_parse_uint_list(v, moe_ts, ARB_GPU_MOE_MAX_T, &n_moe_ts, e, sizeof e) != ARB_OK)
                 DIE("--moe-t %s: %s", v, e);
@@ -264,7 +264,7 @@ int main(int argc, char **argv)
                     DIE("--moe-t %s: T %u, expected 1 .. %d", v, moe_ts[j], ARB_GPU_MOE_MAX_T);
         } else
             DIE("unknown option or value: %s %s (accepted: --config --weights int4|bf16 --tp-shape --layers --experts "
-                "--context --steps --spec-k --eager --moe-t --fuse none|qb_absorb|merge_uv|qb_absorb,merge_uv)", a, v);
+                "--context --steps --spec-k --eager --moe-t --fuse LIST)", a, v);
     }
     if (S < 1 || spec_k + 1 > ARB_GPU_MAX_T || context < ARB_GPU_MAX_T)
         DIE("--steps >= 1, --spec-k <= %d and --context >= %d", ARB_GPU_MAX_T - 1, ARB_GPU_MAX_T);
@@ -285,13 +285,10 @@ int main(int argc, char **argv)
         o.pdl = 0;
     arb_gpu_mem_t mem;
     CK(arb_gpu_model_plan(&o, &mem, why, sizeof why));
+    char fuse_name[48];
     printf("config=%s layers=%u experts=%u weights=%s tp_shape=%u context=%u capacity=%u pdl=%d fuse=%s\n",
            cfg.name, cfg.num_hidden_layers, cfg.n_routed_experts, wf == ARB_GPU_INT4 ? "int4" : "bf16", K, context,
-           capacity, o.pdl,
-           o.fuse == (ARB_FUSE_QB_ABSORB | ARB_FUSE_MERGE_UV) ? "qb_absorb+merge_uv"
-           : o.fuse == ARB_FUSE_QB_ABSORB                    ? "qb_absorb"
-           : o.fuse == ARB_FUSE_MERGE_UV                     ? "merge_uv"
-                                                             : "none");
+           capacity, o.pdl, arb_engine_opts_bits_str(2, o.fuse, fuse_name, sizeof fuse_name));
     printf("memory_GB: embed=%.3f attention=%.3f norms_router=%.3f dense=%.3f shared=%.3f routed=%.3f lm_head=%.3f "
            "kv_cache=%.3f activations=%.3f total=%.3f\n",
            mem.embed / 1e9, mem.attention / 1e9, mem.norms_router / 1e9, mem.dense_mlp / 1e9, mem.shared_expert / 1e9,

@@ -32,6 +32,14 @@ static void t_names(void)
     TAP_EQ_STR(arb_engine_opts_bits_str(2, ARB_FUSE_QB_ABSORB, b, sizeof b), "qb_absorb");
     TAP_EQ_STR(arb_engine_opts_bits_str(2, ARB_FUSE_MERGE_UV, b, sizeof b), "merge_uv");
     TAP_EQ_STR(arb_engine_opts_bits_str(2, ARB_FUSE_QB_ABSORB | ARB_FUSE_MERGE_UV, b, sizeof b), "qb_absorb+merge_uv");
+    unsigned f = 99; /* --fuse's parser, as engine_gpu_bench calls it */
+    char e[160];
+    TAP_EQ_INT(arb_engine_opts_fuse_parse("merge_uv,qb_absorb", &f, e, sizeof e), 0);
+    TAP_EQ_INT(f, ARB_FUSE_QB_ABSORB | ARB_FUSE_MERGE_UV);
+    TAP_EQ_INT(arb_engine_opts_fuse_parse("none", &f, e, sizeof e), 0);
+    TAP_EQ_INT(f, 0);
+    TAP_CHECK(arb_engine_opts_fuse_parse("merge", &f, e, sizeof e) != 0);
+    TAP_HAS_STR(e, "unknown 'merge'");
 }
 
 static void t_parse_round_trip(void)
