@@ -106,25 +106,25 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
     f[EC_fusion] = c->fusion;
     snprintf(t->b[EC_note], 96, "%s", c->note); /* a fallback serving these sites, if any */
     if (o->backend == ARB_ENGINE_GPU) { /* how the step's kernels were launched */
-        char ahead[32], wave[32], from[16] = "", fuse[80] = "";
+        char ahead[32], wave[32], from[16] = "", tail[80] = ""; /* the options named only when given or applied */
         if (o->wave_fit && o->wave_from != 1) /* the fold's first T, where it is not 1 */
             snprintf(from, sizeof from, "@T>=%u", o->wave_from);
         if (o->fuse) { /* what ran (run.c resolved it), only where a kernel was fused: rows without it ran the split launches */
             char b[24];
-            snprintf(fuse, sizeof fuse, ",fuse=%s", arb_engine_opts_bits_str(2, o->fuse, b, sizeof b));
+            snprintf(tail, sizeof tail, ",fuse=%s", arb_engine_opts_bits_str(2, o->fuse, b, sizeof b));
         }
-        if (o->moe_stage) /* only when asked, as fuse */
-            snprintf(fuse + strlen(fuse), sizeof fuse - strlen(fuse), ",moe_stage=smem");
+        if (o->moe_stage)
+            snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",moe_stage=smem");
         if (o->attn_min_rows)
-            snprintf(fuse + strlen(fuse), sizeof fuse - strlen(fuse), ",attn_min_rows=%u", o->attn_min_rows);
+            snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",attn_min_rows=%u", o->attn_min_rows);
         if (o->attn_fill)
-            snprintf(fuse + strlen(fuse), sizeof fuse - strlen(fuse), ",attn_fill=%u", o->attn_fill);
+            snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",attn_fill=%u", o->attn_fill);
         snprintf(t->b[EC_step_form], sizeof t->b[EC_step_form], "%s,pdl=%s,l2_ahead=%s,wave_fit=%s%s%s",
                  o->step_form == ARB_STEP_PERSISTENT        ? "persistent"
                  : o->step_form == ARB_STEP_PERSISTENT_ATTN ? "persistent-attn"
                                                             : "launches",
                  o->pdl ? "on" : "off", arb_engine_opts_bits_str(0, o->l2_ahead, ahead, sizeof ahead),
-                 arb_engine_opts_bits_str(1, o->wave_fit, wave, sizeof wave), from, fuse);
+                 arb_engine_opts_bits_str(1, o->wave_fit, wave, sizeof wave), from, tail);
     }
     if (r->wload) { /* --weights-dir: the checkpoint and the last load of it (engine/run/run_weights.h) */
         f[EC_weights_source] = r->wload->dir;
