@@ -37,8 +37,9 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
 }
 
 // --moe-stage smem: INT4 groups a warp stages in shared memory a round on top of UNRQ in registers
-// (one tile, T <= 3: 28 groups a warp at Kimi-K2 in rounds of 7 + 3; 30 KB a CTA, two CTAs an SM on
-// SM90 and SM120 alike). Not measured yet: not the default.
+// (one tile, T <= 3: 28 groups a warp at Kimi-K2 in rounds of 7 + 3; 30 KB of staging a CTA, two
+// CTAs an SM on SM90 and SM120 alike). Not the default: slower on an H100 (decode +1.53%, verify
+// +1.61%, results/engine-h100/3744719-stage/).
 constexpr int kMoeStageGroups = 3;
 
 template <bool INT4, int ROWT, int NH, int UNR>
