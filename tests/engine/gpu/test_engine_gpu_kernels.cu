@@ -274,6 +274,48 @@ std::vector<float2> rope_table(int ctx, int dr, double m)
     return cs;
 }
 
+// --fuse merge_uv over the partials attend left in d_part: twice, the output poisoned before each,
+// the same bits both times, the tickets back at zero, its refusals; its o (bf16 bits) in ofu, left
+// empty where a required step failed. o2: the two launches' o, for the count of equal outputs printed.
+void merge_uv_case(const float *d_part, const int32_t *d_pos, const bf16 *d_kvb, bf16 *d_o,
+                   const std::vector<uint16_t> &o2, int nh, int dn, int dv, int rkv, int T, std::vector<uint16_t> &ofu)
+{
+    ofu.clear();
+    std::vector<uint16_t> got;
+    float *uv_s;
+    unsigned *uv_t;
+    TAP_REQUIRE(cudaMalloc(&uv_s, arbk::mla_merge_uv_scratch_floats(nh, dv, rkv) * 4) == cudaSuccess);
+    TAP_REQUIRE(cudaMalloc(&uv_t, (size_t)arbk::kMaxT * nh * sizeof(unsigned)) == cudaSuccess);
+    cudaMemset(uv_t, 0, (size_t)arbk::kMaxT * nh * sizeof(unsigned));
+    TAP_CHECK(arbk::mla_merge_uv_fits(dv, rkv));
+    for (int rep = 0; rep < 2; rep++) {
+        cudaMemset(d_o, 0xff, (size_t)T * nh * dv * 2);
+        TAP_REQUIRE(arbk::mla_merge_uv(g_lc, d_part, d_pos, d_kvb, d_o, uv_s, uv_t, nh, dn, dv, rkv, T) ==
+                    cudaSuccess);
+        TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+        auto ob = from_dev((uint16_t *)d_o, (size_t)T * nh * dv);
+        if (rep)
+            TAP_CHECK(ob == got);
+        got = ob;
+    }
+    size_t left = 0, same = 0;
+    for (unsigned v : from_dev(uv_t, (size_t)arbk::kMaxT * nh))
+        left += v != 0;
+    TAP_EQ_U64(left, 0);
+    for (size_t i = 0; i < o2.size(); i++)
+        same += got[i] == o2[i];
+    tap_diag("merge_uv T %d: %zu of %zu outputs bit-equal to the two launches'", T, same, o2.size());
+    // refused: v_head_dim past two threads a row, a latent row past 512, no scratch
+    TAP_CHECK(arbk::mla_merge_uv(g_lc, d_part, d_pos, d_kvb, d_o, uv_s, uv_t, nh, dn, 129, rkv, T) ==
+              cudaErrorInvalidValue);
+    TAP_CHECK(arbk::mla_merge_uv(g_lc, d_part, d_pos, d_kvb, d_o, uv_s, uv_t, nh, dn, dv, 520, T) ==
+              cudaErrorInvalidValue);
+    TAP_CHECK(arbk::mla_merge_uv(g_lc, d_part, d_pos, d_kvb, d_o, nullptr, uv_t, nh, dn, dv, rkv, T) ==
+              cudaErrorInvalidValue);
+    cudaFree(uv_s), cudaFree(uv_t);
+    ofu = got;
+}
+
 void mla_case(int T)
 {
     const int nh = 8, dn = 128, dr = 64, dv = 128, rkv = 512, rq = 1536, P0 = 287, ctx = 320;
@@ -334,43 +376,11 @@ void mla_case(int T)
         o = ob;
     }
     TAP_REQUIRE(arbk::mla_setup(rkv, dr, nh, 0, 0, 0) == cudaSuccess); // the engine's default again
-    // --fuse merge_uv over the same partials: twice, the output poisoned before each, the same
-    // bits both times and the tickets back at zero; its own W_uv order, so checked against the
-    // double reference below (o's tolerance), not against o's bits
+    // --fuse merge_uv over the same partials (its own W_uv order: checked against the double
+    // reference below with o's tolerance, not against o's bits)
     std::vector<uint16_t> ofu;
-    {
-        float *uv_s;
-        unsigned *uv_t;
-        TAP_REQUIRE(cudaMalloc(&uv_s, arbk::mla_merge_uv_scratch_floats(nh, dv, rkv) * 4) == cudaSuccess);
-        TAP_REQUIRE(cudaMalloc(&uv_t, (size_t)arbk::kMaxT * nh * sizeof(unsigned)) == cudaSuccess);
-        cudaMemset(uv_t, 0, (size_t)arbk::kMaxT * nh * sizeof(unsigned));
-        TAP_CHECK(arbk::mla_merge_uv_fits(dv, rkv));
-        for (int rep = 0; rep < 2; rep++) {
-            cudaMemset(d_o, 0xff, (size_t)T * nh * dv * 2);
-            TAP_REQUIRE(arbk::mla_merge_uv(g_lc, d_part, d_pos, d_kvb, d_o, uv_s, uv_t, nh, dn, dv, rkv, T) ==
-                        cudaSuccess);
-            TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-            auto ob = from_dev((uint16_t *)d_o, (size_t)T * nh * dv);
-            if (rep)
-                TAP_CHECK(ob == ofu);
-            ofu = ob;
-        }
-        size_t left = 0, same = 0;
-        for (unsigned v : from_dev(uv_t, (size_t)arbk::kMaxT * nh))
-            left += v != 0;
-        TAP_EQ_U64(left, 0);
-        for (size_t i = 0; i < o.size(); i++)
-            same += ofu[i] == o[i];
-        tap_diag("merge_uv T %d: %zu of %zu outputs bit-equal to the two launches'", T, same, o.size());
-        // refused: v_head_dim past two threads a row, a latent row past 512, no scratch
-        TAP_CHECK(arbk::mla_merge_uv(g_lc, d_part, d_pos, d_kvb, d_o, uv_s, uv_t, nh, dn, 129, rkv, T) ==
-                  cudaErrorInvalidValue);
-        TAP_CHECK(arbk::mla_merge_uv(g_lc, d_part, d_pos, d_kvb, d_o, uv_s, uv_t, nh, dn, dv, 520, T) ==
-                  cudaErrorInvalidValue);
-        TAP_CHECK(arbk::mla_merge_uv(g_lc, d_part, d_pos, d_kvb, d_o, nullptr, uv_t, nh, dn, dv, rkv, T) ==
-                  cudaErrorInvalidValue);
-        cudaFree(uv_s), cudaFree(uv_t);
-    }
+    merge_uv_case(d_part, d_pos, d_kvb, d_o, o, nh, dn, dv, rkv, T, ofu);
+    TAP_REQUIRE(ofu.size() == o.size()); // its required steps passed
     auto qa = from_dev((uint16_t *)d_qa, (size_t)T * rq);
     auto ckv = from_dev((uint16_t *)d_ckv, (size_t)ctx * rkv), kpe = from_dev((uint16_t *)d_kpe, (size_t)ctx * dr);
     auto qlat = from_dev((uint16_t *)d_qlat, (size_t)T * nh * rkv), qpe = from_dev((uint16_t *)d_qpe, (size_t)T * nh * dr);
