@@ -98,6 +98,11 @@ struct arb_gpu_model {
     arb_gpu_persist *persist;
     unsigned *pcnt;
     int *perr;
+    /* --l2-side (opts.l2_side): the side branch's stream, forked from the step's stream at
+     * side_fork and joined back at side_join (gpu_step.cu); NULL without it */
+    cudaStream_t side;
+    cudaEvent_t side_fork, side_join;
+    int side_forked; /* this step has forked the side branch (its end joins it then) */
 };
 
 /* While prof_graph is set (a capture of one step): files the nodes captured since the

@@ -81,6 +81,13 @@ arb_status_t shapes_of(const arb_gpu_model_opts_t *o, arb_gpu_shapes *s, char *w
                   "gpu model: --fuse merge_uv needs v_head_dim 1 .. 128 and kv_lora_rank a multiple of 8 up to 512; "
                   "this model has %u and %u (give --fuse none or qb_absorb)",
                   s->dv, s->rkv);
+    if (o->l2_side && o->persistent)
+        ARB_RAISE(ARB_ERR_INVALID, why, len,
+                  "gpu model: --l2-side with a persistent form: the side branch is the launches form's (give "
+                  "--step-form launches or --l2-side none)");
+    if (o->l2_side & ~(unsigned)(ARB_L2_SIDE_O_PROJ | ARB_L2_SIDE_ROUTER | ARB_L2_SIDE_SHARED | ARB_L2_SIDE_QKV_A))
+        ARB_RAISE(ARB_ERR_INVALID, why, len, "gpu model: l2_side bits 0x%x: expected ARB_L2_SIDE_* (0x1 .. 0xf)",
+                  o->l2_side);
     s->max_slots = o->max_tokens * s->k < s->E ? o->max_tokens * s->k : s->E;
     s->chunks = (o->context + arbk::kAttnChunk - 1) / arbk::kAttnChunk;
     return ARB_OK;
@@ -337,6 +344,11 @@ extern "C" arb_status_t arb_gpu_model_create(const arb_gpu_model_opts_t *opts, a
                      err_free_sites);
         site.part = static_cast<bf16 *>(p);
     }
+    if (m->o.l2_side) { // --l2-side: the side branch's stream and its fork and join events
+        ARB_CUDA_GOTO(st, cudaStreamCreateWithFlags(&m->side, cudaStreamNonBlocking), err_free_sites, why, why_len);
+        ARB_CUDA_GOTO(st, cudaEventCreateWithFlags(&m->side_fork, cudaEventDisableTiming), err_free_sites, why, why_len);
+        ARB_CUDA_GOTO(st, cudaEventCreateWithFlags(&m->side_join, cudaEventDisableTiming), err_free_sites, why, why_len);
+    }
     *out = m;
     return ARB_OK;
 
@@ -502,6 +514,12 @@ extern "C" void arb_gpu_model_destroy(arb_gpu_model_t *m)
             arb_inst_free(site.inst, site.part);
     }
     arb_gpu_persist_free(m);
+    if (m->side_join)
+        cudaEventDestroy(m->side_join);
+    if (m->side_fork)
+        cudaEventDestroy(m->side_fork);
+    if (m->side)
+        cudaStreamDestroy(m->side);
     cudaFree(m->weights), cudaFree(m->cache), cudaFree(m->act);
     model_free_host(m);
 }

@@ -43,6 +43,28 @@ arb_status_t call_site(arb_gpu_model_t *m, unsigned i, const bf16 *norm, unsigne
     return arb_inst_allreduce_rmsnorm(site.inst, &args, m->o.fusion, st, nullptr, why, len);
 }
 
+// --l2-side: a's ranges pulled toward L2 on the side branch (l2_pull.cu) once what the step
+// has launched on st so far is done (the fork: an event on st that the side stream waits for);
+// nothing on st waits for the pull until the step's end (side_join). The event between two
+// launches on st leaves their programmatic edge as it was (test_engine_gpu_persist counts the
+// captured step's programmatic edges with and without the branch).
+arb_status_t side_pull(arb_gpu_model_t *m, cudaStream_t st, const l2_pulls &a, char *why, size_t len)
+{
+    if (!a.n)
+        return ARB_OK;
+    ARB_CUDA_TRY(cudaEventRecord(m->side_fork, st), why, len);
+    ARB_CUDA_TRY(cudaStreamWaitEvent(m->side, m->side_fork, 0), why, len);
+    ARB_CUDA_TRY(l2_pull(m->side, a), why, len);
+    m->side_forked = 1;
+    return ARB_OK;
+}
+
+void pull_add(l2_pulls &a, const void *p, size_t bytes)
+{
+    if (a.n < kL2PullRanges)
+        a.r[a.n++] = {p, bytes};
+}
+
 // MLA attention of layer l; leaves this rank's partial o_proj output in site 2l's buffer.
 arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_ctx &lc, char *why, size_t len)
 {
@@ -63,6 +85,24 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
                            m->tickets + ARB_GPU_TICKET_QKVA, t),
                  why, len);
     mark(m, lc.stream, ARB_GPU_PROF_QKV_A);
+    // --l2-side: from here to o_proj the chain is latency-bound (Kimi-K2 at TP = 8: q_b .. W_uv
+    // read ~12 MB in ~17 us of an H100's decode layer), so the side branch pulls this layer's
+    // o_proj, router and shared expert (14.7 + 5.5 + 11 MB) toward L2 meanwhile. In a graph
+    // profile its node is filed with the next mark's kind (q_b).
+    {
+        l2_pulls pa = {};
+        if (m->o.l2_side & ARB_L2_SIDE_O_PROJ)
+            pull_add(pa, L.o_proj, (size_t)H * ow * sizeof(bf16));
+        if ((m->o.l2_side & ARB_L2_SIDE_ROUTER) && !L.dense)
+            pull_add(pa, L.router, (size_t)s.E * H * sizeof(bf16));
+        if ((m->o.l2_side & ARB_L2_SIDE_SHARED) && !L.dense) {
+            const size_t sh = (size_t)s.Is * H * sizeof(bf16);
+            pull_add(pa, L.moe.sh_gate, sh);
+            pull_add(pa, L.moe.sh_up, sh);
+            pull_add(pa, L.moe.sh_down, sh);
+        }
+        ARB_TRY(side_pull(m, lc.stream, pa, why, len));
+    }
     // --l2-ahead: absorb's CTAs pull o_proj's weights toward L2 after their wait, W_uv's the
     // router's; the chain from absorb to o_proj is latency-bound (its own bytes ~6 MB) and
     // o_proj's 14.7 MB then come from L2 (Kimi-K2, TP = 8)
@@ -140,6 +180,11 @@ arb_status_t moe(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_ctx &l
                         m->tickets + ARB_GPU_TICKET_ROUTER, (int)T),
                  why, len);
     mark(m, lc.stream, ARB_GPU_PROF_ROUTER);
+    if ((m->o.l2_side & ARB_L2_SIDE_QKV_A) && l + 1 < s.Lz) { // --l2-side qkv_a: the next layer's, during this MoE block
+        l2_pulls pa = {};
+        pull_add(pa, m->layers[l + 1].qkv_a, (size_t)(s.rq + s.rkv + s.dr) * s.H * sizeof(bf16));
+        ARB_TRY(side_pull(m, lc.stream, pa, why, len));
+    }
     // act_u = silu(gate_u h) * (up_u h) per distinct expert u and the shared expert
     // part = shared_down(act_sh) + sum_u coef_u down_u(act_u)      [T x H]
     // --moe-stage smem: the routed INT4 tiles at T <= 3 stage more groups in shared memory (same bits)
@@ -170,6 +215,7 @@ extern "C" arb_status_t arb_gpu_model_step(arb_gpu_model_t *m, unsigned T, void 
     const arb_gpu_shapes &s = m->s;
     cudaStream_t st = static_cast<cudaStream_t>(stream);
     const launch_ctx lc = {st, m->o.pdl, {}, 0, 0};
+    m->side_forked = 0;
     if (m->persist)
         ARB_TRY(arb_gpu_persist_begin(m, st, why, why_len));
     // res = embed_tokens[token]; h = input_layernorm[0](res)        [T x H]
@@ -204,6 +250,11 @@ extern "C" arb_status_t arb_gpu_model_step(arb_gpu_model_t *m, unsigned T, void 
     mark(m, st, ARB_GPU_PROF_LM_HEAD);
     ARB_CUDA_TRY(argmax(lc, m->logits, s.Vr, s.V0, m->best_logit, m->best_index, (int)T), why, why_len);
     mark(m, st, ARB_GPU_PROF_LM_HEAD);
+    if (m->side_forked) { // --l2-side: the branch joined back (a capture must end on the one stream)
+        ARB_CUDA_TRY(cudaEventRecord(m->side_join, m->side), why, why_len);
+        ARB_CUDA_TRY(cudaStreamWaitEvent(st, m->side_join, 0), why, why_len);
+        m->side_forked = 0;
+    }
     m->last_T = T;
     return ARB_OK;
 }

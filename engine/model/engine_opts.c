@@ -73,6 +73,10 @@ void arb_engine_opts_usage(FILE *f)
             "  --l2-ahead LIST     gpu, launches form: later kernels' weights pulled toward L2 by earlier\n"
             "                      latency-bound ones after their wait: none, or a comma list of o_proj (by the\n"
             "                      absorption) and router (by W_uv) (default none)\n"
+            "  --l2-side LIST      gpu, launches form: a side branch of the step pulls a layer's weights toward\n"
+            "                      L2 while the chain runs: none, or a comma list of o_proj, router and shared\n"
+            "                      (the shared expert; these three during the attention) and qkv_a (the next\n"
+            "                      layer's, during the MoE block); the same bits (default none)\n"
             "  --wave-fit LIST     gpu, launches form: projections whose grid is folded into one wave of\n"
             "                      resident blocks, each block several tiles, the later ones' weights pulled\n"
             "                      toward L2 before the wait: none, or a comma list of qkv_a and o_proj\n"
@@ -97,7 +101,7 @@ void arb_engine_opts_usage(FILE *f)
 }
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
-       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_ATTNROWS, O_ATTNFILL, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
+       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_SIDE, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_ATTNROWS, O_ATTNFILL, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
        O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE, O_DRAFT,
        O_WDIR, O_PROMPT, O_OUTIDS };
 
@@ -252,14 +256,18 @@ static int parse_bits(const char *opt, const char *v, const char *const *names, 
 static const char *const ahead_names[] = {"o_proj", "router"};  /* ARB_L2_AHEAD_* bit order */
 static const char *const wave_names[] = {"qkv_a", "o_proj"};    /* ARB_WAVE_FIT_* bit order */
 static const char *const fuse_names[] = {"qb_absorb", "merge_uv"}; /* ARB_FUSE_* bit order */
+static const char *const side_names[] = {"o_proj", "router", "shared", "qkv_a"}; /* ARB_L2_SIDE_* bit order */
 _Static_assert(ARB_L2_AHEAD_O_PROJ == 1 << 0 && ARB_L2_AHEAD_ROUTER == 1 << 1, "ahead_names: one name a bit, in order");
 _Static_assert(ARB_WAVE_FIT_QKV_A == 1 << 0 && ARB_WAVE_FIT_O_PROJ == 1 << 1, "wave_names: one name a bit, in order");
 _Static_assert(ARB_FUSE_QB_ABSORB == 1 << 0 && ARB_FUSE_MERGE_UV == 1 << 1, "fuse_names: one name a bit, in order");
+_Static_assert(ARB_L2_SIDE_O_PROJ == 1 << 0 && ARB_L2_SIDE_ROUTER == 1 << 1 && ARB_L2_SIDE_SHARED == 1 << 2 &&
+                   ARB_L2_SIDE_QKV_A == 1 << 3,
+               "side_names: one name a bit, in order");
 
 const char *arb_engine_opts_bits_str(int which, unsigned bits, char *buf, size_t n)
 {
-    const char *const *names = which == 2 ? fuse_names : which == 1 ? wave_names : ahead_names;
-    const unsigned nn = 2;
+    const char *const *names = which == 3 ? side_names : which == 2 ? fuse_names : which == 1 ? wave_names : ahead_names;
+    const unsigned nn = which == 3 ? 4 : 2;
     size_t at = 0;
     buf[0] = 0;
     for (unsigned i = 0; i < nn && at < n; i++)
@@ -296,6 +304,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"out-ids", required_argument, 0, O_OUTIDS},
         {"pdl", required_argument, 0, O_PDL},         {"step-form", required_argument, 0, O_FORM},
         {"l2-ahead", required_argument, 0, O_AHEAD},
+        {"l2-side", required_argument, 0, O_SIDE},
         {"wave-fit", required_argument, 0, O_WAVE},
         {"wave-fit-from", required_argument, 0, O_WAVEFROM},
         {"fuse", required_argument, 0, O_FUSE},
@@ -379,6 +388,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             break;
         }
         case O_AHEAD: bad = parse_bits("--l2-ahead", optarg, ahead_names, 2, &o->l2_ahead, err, len); break;
+        case O_SIDE: bad = parse_bits("--l2-side", optarg, side_names, 4, &o->l2_side, err, len); break;
         case O_WAVE: bad = parse_bits("--wave-fit", optarg, wave_names, 2, &o->wave_fit, err, len); break;
         case O_WAVEFROM: bad = parse_uint("--wave-fit-from", optarg, 1, 8, &o->wave_from, err, len); break;
         case O_FUSE:
@@ -432,6 +442,13 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
     if (o->l2_ahead && (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES)) {
         snprintf(err, len, "--l2-ahead with %s: the pulls are kernels' of the GPU's launches form (give --backend gpu "
                  "--step-form launches, or --l2-ahead none)", o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
+                 : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
+                                                       : "--step-form persistent-attn");
+        return -1;
+    }
+    if (o->l2_side && (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES)) {
+        snprintf(err, len, "--l2-side with %s: the side branch is the GPU's launches form's (give --backend gpu "
+                 "--step-form launches, or --l2-side none)", o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
                  : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
                                                        : "--step-form persistent-attn");
         return -1;

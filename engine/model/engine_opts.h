@@ -37,6 +37,15 @@ enum {
     ARB_L2_AHEAD_ROUTER = 2, /* the router's, by W_uv's CTAs */
 };
 
+/* --l2-side: a layer's weights that a side branch of the launches form's step (its own stream,
+ * forked from the main one) pulls toward L2 while the chain runs (engine/gpu/gpu_step.cu), bits */
+enum {
+    ARB_L2_SIDE_O_PROJ = 1, /* o_proj's, forked after qkv_a (during the attention's chain) */
+    ARB_L2_SIDE_ROUTER = 2, /* the router's, forked after qkv_a */
+    ARB_L2_SIDE_SHARED = 4, /* the shared expert's gate, up and down, forked after qkv_a */
+    ARB_L2_SIDE_QKV_A = 8,  /* the next layer's q_a + kv_a, forked after this layer's router */
+};
+
 /* --wave-fit: projections of the launches form whose grid is folded into one wave of
  * co-resident blocks, each block running several tiles (engine/gpu/kernels/wave_fit.h), bits */
 enum {
@@ -105,6 +114,7 @@ typedef struct arb_engine_opts {
     int pdl;              /* --pdl on|off: programmatic dependent launch between the step's kernels (default on) */
     arb_step_form_t step_form; /* --step-form launches|persistent|persistent-attn (default launches) */
     unsigned l2_ahead;         /* --l2-ahead none|LIST: ARB_L2_AHEAD_* bits */
+    unsigned l2_side;          /* --l2-side none|LIST: ARB_L2_SIDE_* bits (default none) */
     unsigned wave_fit;         /* --wave-fit none|LIST: ARB_WAVE_FIT_* bits (default none) */
     unsigned wave_from;        /* --wave-fit-from T: the fold in steps of at least T tokens (default 1) */
     unsigned fuse;             /* --fuse none|LIST: ARB_FUSE_* bits (default qb_absorb, where the shapes fit it) */
@@ -119,7 +129,7 @@ typedef struct arb_engine_opts {
 
 void arb_engine_opts_defaults(arb_engine_opts_t *o);
 
-/* The names of --l2-ahead's (which 0), --wave-fit's (1) or --fuse's (2) bits joined by '+', as
+/* The names of --l2-ahead's (which 0), --wave-fit's (1), --fuse's (2) or --l2-side's (3) bits joined by '+', as
  * the options take them, into buf [n]; "none" for no bit. */
 const char *arb_engine_opts_bits_str(int which, unsigned bits, char *buf, size_t n);
 

@@ -61,7 +61,7 @@ static const arb_runcfg_t *compute_only(const arb_engine_run_t *r)
 }
 
 typedef struct rowtext {
-    char b[EC_COUNT][160]; /* step_form with every option named: ~122 characters */
+    char b[EC_COUNT][224]; /* step_form with every option named: ~180 characters */
     char *samples, *greedy;
 } rowtext_t;
 
@@ -106,7 +106,7 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
     f[EC_fusion] = c->fusion;
     snprintf(t->b[EC_note], 96, "%s", c->note); /* a fallback serving these sites, if any */
     if (o->backend == ARB_ENGINE_GPU) { /* how the step's kernels were launched */
-        char ahead[32], wave[32], from[16] = "", tail[80] = ""; /* the options named only when given or applied */
+        char ahead[32], wave[32], from[16] = "", tail[128] = ""; /* the options named only when given or applied */
         if (o->wave_fit && o->wave_from != 1) /* the fold's first T, where it is not 1 */
             snprintf(from, sizeof from, "@T>=%u", o->wave_from);
         if (o->fuse) { /* what ran (run.c resolved it), only where a kernel was fused: rows without it ran the split launches */
@@ -119,6 +119,11 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",attn_min_rows=%u", o->attn_min_rows);
         if (o->attn_fill)
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",attn_fill=%u", o->attn_fill);
+        if (o->l2_side) {
+            char b[40];
+            snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",l2_side=%s",
+                     arb_engine_opts_bits_str(3, o->l2_side, b, sizeof b));
+        }
         snprintf(t->b[EC_step_form], sizeof t->b[EC_step_form], "%s,pdl=%s,l2_ahead=%s,wave_fit=%s%s%s",
                  o->step_form == ARB_STEP_PERSISTENT        ? "persistent"
                  : o->step_form == ARB_STEP_PERSISTENT_ATTN ? "persistent-attn"

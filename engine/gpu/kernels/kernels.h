@@ -234,6 +234,21 @@ cudaError_t gen_int4(cudaStream_t s, uint32_t *packed, bf16 *scale, const wgen_b
 // ---- bw.cu: read `bytes` (a multiple of 16) once; sink: one word per block (4 per SM) ----
 cudaError_t stream_read(cudaStream_t s, const void *src, size_t bytes, uint32_t *sink, int sms);
 
+// ---- l2_pull.cu: weights toward L2 from a side branch of the step (--l2-side) ----
+// Up to kL2PullRanges ranges (each 16-byte aligned at its start, or its first bytes are left
+// out up to the next 16; the last bytes short of 16 too), pulled toward L2 by kL2PullCtas CTAs of
+// one warp, each lane issuing whole pieces of kL2PullPiece bytes (cp.async.bulk.prefetch.L2 on
+// SM90 and later: one instruction a piece). A hint: nothing waits for the bytes, and the results
+// of every kernel are the same with or without it. A plain launch (no PDL) on `s`.
+constexpr int kL2PullRanges = 8;
+constexpr int kL2PullCtas = 32;
+constexpr size_t kL2PullPiece = 64 * 1024;
+struct l2_pulls {
+    l2_ahead r[kL2PullRanges];
+    int n;
+};
+cudaError_t l2_pull(cudaStream_t s, const l2_pulls &a);
+
 } // namespace arbk
 
 #endif

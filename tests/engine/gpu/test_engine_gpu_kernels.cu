@@ -17,6 +17,8 @@
 //               also with its grid folded into one wave
 //   qb_absorb   q_b and the absorption in one launch (--fuse qb_absorb) bit-identical to
 //               the two launches, T = 1, 3, 8, and the shapes it refuses
+//   l2_pull     the side branch's pulls toward L2 (--l2-side): odd ranges run without an error and
+//               write nothing; its refusals
 // The MoE block is test_engine_gpu_moe.cu. Tolerances: fp32 outputs within 1e-5 of sum |terms| (accumulation order); bf16 outputs
 // additionally one rounding, 2^-8 relative; where a bf16 intermediate is rounded on both
 // sides (act, qlat, olat) a flip of one ulp is allowed through 4 x that.
@@ -545,6 +547,38 @@ void t_qb_absorb()
     cudaFree(d_cs), cudaFree(d_pos), cudaFree(d_W), cudaFree(d_kvb), cudaFree(scratch), cudaFree(tickets);
 }
 
+// l2_pull (--l2-side): ranges with an unaligned start, a length short of 16 and none at all, and
+// more pieces than lanes, pulled and synchronized without an error; the memory unchanged (a pull
+// writes nothing); refused without a launch: more than kL2PullRanges ranges, bytes without a pointer.
+void t_l2_pull()
+{
+    const size_t n = (size_t)arbk::kL2PullCtas * 32 * arbk::kL2PullPiece + 4096; // past one piece a lane
+    uint8_t *d = nullptr;
+    TAP_REQUIRE(cudaMalloc(&d, n) == cudaSuccess);
+    std::vector<uint8_t> h(n);
+    for (size_t i = 0; i < n; i++)
+        h[i] = (uint8_t)(i * 2654435761u >> 13);
+    TAP_REQUIRE(cudaMemcpy(d, h.data(), n, cudaMemcpyHostToDevice) == cudaSuccess);
+    arbk::l2_pulls a = {};
+    a.r[a.n++] = {d + 3, n - 3};   // start rounded up to 16, the tail's 13 bytes left out
+    a.r[a.n++] = {d + 100, 9};     // nothing whole: no piece
+    a.r[a.n++] = {d, 0};           // empty
+    a.r[a.n++] = {d + 4096, 4096}; // aligned
+    TAP_CHECK(arbk::l2_pull(nullptr, a) == cudaSuccess);
+    TAP_CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    std::vector<uint8_t> back(n);
+    TAP_REQUIRE(cudaMemcpy(back.data(), d, n, cudaMemcpyDeviceToHost) == cudaSuccess);
+    TAP_CHECK(back == h);
+    arbk::l2_pulls many = {};
+    many.n = arbk::kL2PullRanges + 1;
+    TAP_CHECK(arbk::l2_pull(nullptr, many) == cudaErrorInvalidValue);
+    arbk::l2_pulls null_p = {};
+    null_p.r[null_p.n++] = {nullptr, 64};
+    TAP_CHECK(arbk::l2_pull(nullptr, null_p) == cudaErrorInvalidValue);
+    TAP_CHECK(cudaGetLastError() == cudaSuccess);
+    cudaFree(d);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -556,6 +590,7 @@ int main(int argc, char **argv)
     }
     static const tap_test_t tests[] = {
         {"gemv", t_gemv}, {"wgen", t_wgen}, {"router", t_router}, {"mla", t_mla}, {"qb_absorb", t_qb_absorb},
+        {"l2_pull", t_l2_pull},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

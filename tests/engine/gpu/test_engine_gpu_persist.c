@@ -7,8 +7,10 @@
  * and 2), gives bit-identical logits and experts after every step (the same operations in
  * the same order: a tile is one block index of the kernel form), and so do the launches
  * form with its projections' grids folded into one wave (--wave-fit qkv_a,o_proj) and with q_b
- * and the absorption in one launch (--fuse qb_absorb: prefill at T = 8 included). Then a captured persistent
- * step replays bit-identically, with PDL on and off. And the wait's deadline: a counter
+ * and the absorption in one launch (--fuse qb_absorb: prefill at T = 8 included), and with the side
+ * branch of L2 pulls (--l2-side, every name). Then a captured persistent step replays
+ * bit-identically, with PDL on and off, and so does a captured launches step with the side branch,
+ * whose graph keeps the programmatic edges of the one without it. And the wait's deadline: a counter
  * that never reaches its target sets the error word with the wait's code and returns (no
  * hang), one that does leaves it 0. Exit 77 without a CUDA device.
  */
@@ -27,7 +29,7 @@
 
 #define CONTEXT 1024u
 #define MAX_T 8u
-#define FORMS 5
+#define FORMS 6
 
 static char why[1024];
 static arb_model_config_t cfg;
@@ -37,13 +39,19 @@ static cudaStream_t stream;
 /* persistent-form bits per form: launches, attention only, attention and MoE, the launches
  * with qkv_a's and o_proj's grids folded into one wave at every T (--wave-fit), and the
  * launches with q_b and the absorption in one launch (--fuse qb_absorb, mla_qb.cu) */
-static const int form_bits[FORMS] = {0, 1, 3, 0, 0};
-static const unsigned form_wave[FORMS] = {0, 0, 0, ARB_WAVE_FIT_QKV_A | ARB_WAVE_FIT_O_PROJ, 0};
-static const unsigned form_fuse[FORMS] = {0, 0, 0, 0, ARB_FUSE_QB_ABSORB};
-static const char *const form_name[FORMS] = {"launches", "persistent-attn", "persistent", "launches, wave fit",
-                                             "launches, q_b + absorb fused"};
+static const int form_bits[FORMS] = {0, 1, 3, 0, 0, 0};
+static const unsigned form_wave[FORMS] = {0, 0, 0, ARB_WAVE_FIT_QKV_A | ARB_WAVE_FIT_O_PROJ, 0, 0};
+static const unsigned form_fuse[FORMS] = {0, 0, 0, 0, ARB_FUSE_QB_ABSORB, 0};
+#define SIDE_ALL (ARB_L2_SIDE_O_PROJ | ARB_L2_SIDE_ROUTER | ARB_L2_SIDE_SHARED | ARB_L2_SIDE_QKV_A)
+static const unsigned form_side[FORMS] = {0, 0, 0, 0, 0, SIDE_ALL};
+static const char *const form_name[FORMS] = {"launches",
+                                             "persistent-attn",
+                                             "persistent",
+                                             "launches, wave fit",
+                                             "launches, q_b + absorb fused",
+                                             "launches, side branch of L2 pulls"};
 
-static arb_gpu_model_t *make_fused(int persistent, int pdl, unsigned wave, unsigned fuse)
+static arb_gpu_model_t *make_side(int persistent, int pdl, unsigned wave, unsigned fuse, unsigned side)
 {
     arb_gpu_model_opts_t o = {.format = ARB_GPU_INT4,
                               .seed = 5,
@@ -55,19 +63,19 @@ static arb_gpu_model_t *make_fused(int persistent, int pdl, unsigned wave, unsig
                               .wave_fit = wave,
                               .wave_from = 1,
                               .fuse = fuse,
+                              .l2_side = side,
                               .persistent = persistent};
     arb_gpu_model_t *m = NULL;
     if (arb_gpu_dims_from_config(&cfg, &rope, 8, 3, &o.dims, why, sizeof why) != ARB_OK ||
         arb_gpu_model_create(&o, &m, why, sizeof why) != ARB_OK ||
         arb_gpu_model_generate(m, why, sizeof why) != ARB_OK) {
-        tap_diag("create (persistent %d, pdl %d, wave fit %u, fuse %u): %s", persistent, pdl, wave, fuse, why);
+        tap_diag("create (persistent %d, pdl %d, wave fit %u, fuse %u, l2 side %u): %s", persistent, pdl, wave, fuse,
+                 side, why);
         arb_gpu_model_destroy(m);
         return NULL;
     }
     return m;
 }
-
-static arb_gpu_model_t *make(int persistent, int pdl) { return make_fused(persistent, pdl, 0, 0); }
 
 static int step(arb_gpu_model_t *m, const uint32_t *tok, unsigned T, unsigned pos0, float *logits, int32_t *experts)
 {
@@ -93,7 +101,7 @@ static void t_forms_bit_identical(void)
 {
     arb_gpu_model_t *m[FORMS] = {NULL};
     for (int f = 0; f < FORMS; f++)
-        TAP_REQUIRE((m[f] = make_fused(form_bits[f], 1, form_wave[f], form_fuse[f])) != NULL);
+        TAP_REQUIRE((m[f] = make_side(form_bits[f], 1, form_wave[f], form_fuse[f], form_side[f])) != NULL);
     const unsigned Vr = arb_gpu_model_vocab_rank(m[0]), nex = cfg.num_hidden_layers * MAX_T * cfg.num_experts_per_tok;
     float *lg[FORMS];
     int32_t *ex[FORMS];
@@ -129,10 +137,34 @@ static void t_forms_bit_identical(void)
         free(lg[f]), free(ex[f]), arb_gpu_model_destroy(m[f]);
 }
 
-/* A persistent step captured and replayed: bit-identical to the eager one, PDL on and off. */
-static void replay_case(int pdl)
+/* A captured graph's kernel nodes and its programmatic edges (PDL between two launches). */
+static int graph_counts(cudaGraph_t g, size_t *kernels, size_t *prog)
 {
-    arb_gpu_model_t *m = make(3, pdl);
+    size_t n = 0, e = 0;
+    *kernels = *prog = 0;
+    if (cudaGraphGetNodes(g, NULL, &n) != cudaSuccess || cudaGraphGetEdges(g, NULL, NULL, NULL, &e) != cudaSuccess)
+        return 0;
+    cudaGraphNode_t *nodes = malloc(sizeof *nodes * (n + 1)), *from = malloc(sizeof *from * (e + 1)),
+                    *to = malloc(sizeof *to * (e + 1));
+    cudaGraphEdgeData *ed = malloc(sizeof *ed * (e + 1));
+    int ok = nodes && from && to && ed && cudaGraphGetNodes(g, nodes, &n) == cudaSuccess &&
+             cudaGraphGetEdges(g, from, to, ed, &e) == cudaSuccess;
+    for (size_t i = 0; ok && i < n; i++) {
+        enum cudaGraphNodeType t;
+        ok = cudaGraphNodeGetType(nodes[i], &t) == cudaSuccess;
+        *kernels += ok && t == cudaGraphNodeTypeKernel;
+    }
+    for (size_t i = 0; ok && i < e; i++)
+        *prog += ed[i].type == cudaGraphDependencyTypeProgrammatic;
+    free(nodes), free(from), free(to), free(ed);
+    return ok;
+}
+
+/* A step captured and replayed: bit-identical to the eager one. persistent: the form's bits;
+ * side: --l2-side's. Returns the capture's kernel nodes and programmatic edges at T (counts). */
+static void replay_case_counts(int persistent, int pdl, unsigned side, size_t counts[2][2])
+{
+    arb_gpu_model_t *m = make_side(persistent, pdl, 0, 0, side);
     TAP_REQUIRE(m != NULL);
     const unsigned Vr = arb_gpu_model_vocab_rank(m), nex = cfg.num_hidden_layers * MAX_T * cfg.num_experts_per_tok;
     float *a = malloc(sizeof(float) * MAX_T * Vr), *b = malloc(sizeof(float) * MAX_T * Vr);
@@ -153,6 +185,8 @@ static void replay_case(int pdl)
         TAP_REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
         arb_status_t st = arb_gpu_model_step(m, T, stream, why, sizeof why);
         TAP_REQUIRE(cudaStreamEndCapture(stream, &g) == cudaSuccess && st == ARB_OK);
+        if (counts)
+            TAP_REQUIRE(graph_counts(g, &counts[T / 2][0], &counts[T / 2][1]));
         TAP_REQUIRE(cudaGraphInstantiate(&ge, g, 0) == cudaSuccess);
         for (int rep = 0; rep < 3; rep++) {
             TAP_REQUIRE(arb_gpu_model_set_input(m, tok, T, 64, stream, why, sizeof why) == ARB_OK);
@@ -168,7 +202,8 @@ static void replay_case(int pdl)
             for (size_t i = 0; i < (size_t)cfg.num_hidden_layers * T * cfg.num_experts_per_tok; i++)
                 d += ea[i] != eb[i];
             if (d)
-                tap_diag("pdl %d, T %u, replay %d: %zu values differ from the eager step", pdl, T, rep, d);
+                tap_diag("persistent %d, pdl %d, l2 side %u, T %u, replay %d: %zu values differ from the eager step",
+                         persistent, pdl, side, T, rep, d);
             TAP_EQ_U64(d, 0);
         }
         cudaGraphExecDestroy(ge);
@@ -176,6 +211,27 @@ static void replay_case(int pdl)
     }
     free(a), free(b), free(ea), free(eb);
     arb_gpu_model_destroy(m);
+}
+
+/* A persistent step captured and replayed: bit-identical to the eager one, PDL on and off. */
+static void replay_case(int pdl) { replay_case_counts(3, pdl, 0, NULL); }
+
+/* --l2-side: the launches form's captured step replays bit-identically, holds one pull kernel a
+ * fork more than the form without it (3 layers: after each qkv_a, and after layer 1's router for
+ * layer 2's qkv_a: 4), and exactly its programmatic edges (the fork's event between two launches
+ * does not turn their PDL edge into a full one). */
+static void t_replay_side(void)
+{
+    size_t plain[2][2], side[2][2];
+    replay_case_counts(0, 1, 0, plain);
+    replay_case_counts(0, 1, SIDE_ALL, side);
+    for (int i = 0; i < 2; i++) {
+        tap_diag("T %d: %zu kernel nodes, %zu programmatic edges; with the side branch %zu and %zu", 2 * i + 1,
+                 plain[i][0], plain[i][1], side[i][0], side[i][1]);
+        TAP_CHECK(plain[i][1] > 0);
+        TAP_EQ_U64(side[i][0], plain[i][0] + 4);
+        TAP_EQ_U64(side[i][1], plain[i][1]);
+    }
 }
 
 static void t_replay_pdl(void) { replay_case(1); }
@@ -215,6 +271,7 @@ int main(int argc, char **argv)
         {"forms_bit_identical", t_forms_bit_identical},
         {"replay_pdl", t_replay_pdl},
         {"replay_no_pdl", t_replay_no_pdl},
+        {"replay_side", t_replay_side},
         {"deadline", t_deadline},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);

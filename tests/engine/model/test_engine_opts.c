@@ -181,9 +181,49 @@ static void t_refusals(void)
     TAP_HAS_STR(err, "repeated 'qb_absorb'");
 }
 
+/* --l2-side: four names in bit order, named back joined by '+'; refused outside the GPU's
+ * launches form and for unknown, repeated or empty names. */
+static void t_l2_side(void)
+{
+    arb_engine_opts_t o;
+    char *a1[] = {"engine", "--l2-side", "qkv_a,o_proj,shared,router", NULL};
+    TAP_REQUIRE(parse(&o, 3, a1) == 0);
+    TAP_EQ_INT(o.l2_side, ARB_L2_SIDE_O_PROJ | ARB_L2_SIDE_ROUTER | ARB_L2_SIDE_SHARED | ARB_L2_SIDE_QKV_A);
+    char b[40];
+    TAP_EQ_STR(arb_engine_opts_bits_str(3, o.l2_side, b, sizeof b), "o_proj+router+shared+qkv_a");
+    TAP_EQ_STR(arb_engine_opts_bits_str(3, ARB_L2_SIDE_SHARED, b, sizeof b), "shared");
+    TAP_EQ_STR(arb_engine_opts_bits_str(3, 0, b, sizeof b), "none");
+    char *a2[] = {"engine", "--l2-side", "router", "--l2-side", "none", NULL}; /* the last one given */
+    TAP_REQUIRE(parse(&o, 5, a2) == 0);
+    TAP_EQ_INT(o.l2_side, 0);
+    char *a3[] = {"engine", NULL};
+    TAP_REQUIRE(parse(&o, 1, a3) == 0);
+    TAP_EQ_INT(o.l2_side, 0); /* default none */
+    char *r1[] = {"engine", "--config", "tiny", "--backend", "cpu", "--l2-side", "o_proj", NULL};
+    TAP_CHECK(parse(&o, 7, r1) != 0);
+    TAP_HAS_STR(err, "--l2-side with --backend cpu");
+    char *r2[] = {"engine", "--step-form", "persistent", "--l2-side", "router", NULL};
+    TAP_CHECK(parse(&o, 5, r2) != 0);
+    TAP_HAS_STR(err, "--l2-side with --step-form persistent");
+    char *r3[] = {"engine", "--step-form", "persistent-attn", "--l2-side", "qkv_a", NULL};
+    TAP_CHECK(parse(&o, 5, r3) != 0);
+    TAP_HAS_STR(err, "--l2-side with --step-form persistent-attn");
+    char *r4[] = {"engine", "--l2-side", "down", NULL};
+    TAP_CHECK(parse(&o, 3, r4) != 0);
+    TAP_HAS_STR(err, "--l2-side 'down': unknown 'down' (expected none, or a comma list of o_proj, router, shared and qkv_a)");
+    char *r5[] = {"engine", "--l2-side", "router,router", NULL};
+    TAP_CHECK(parse(&o, 3, r5) != 0);
+    TAP_HAS_STR(err, "repeated 'router'");
+    char *r6[] = {"engine", "--l2-side", "o_proj,", NULL};
+    TAP_CHECK(parse(&o, 3, r6) != 0);
+    TAP_HAS_STR(err, "--l2-side 'o_proj,'");
+    char *r7[] = {"engine", "--config", "tiny", "--backend", "cpu", "--l2-side", "none", NULL}; /* nothing pulled */
+    TAP_EQ_INT(parse(&o, 7, r7), 0);
+}
+
 int main(int argc, char **argv)
 {
     static const tap_test_t tests[] = {{"names", t_names}, {"parse_round_trip", t_parse_round_trip}, {"fuse_applied", t_fuse_applied},
-                                         {"refusals", t_refusals}};
+                                         {"refusals", t_refusals}, {"l2_side", t_l2_side}};
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
