@@ -96,45 +96,6 @@ __device__ __forceinline__ void split_bf16(float x0, float x1, uint32_t &hi, uin
     lo = *reinterpret_cast<const uint32_t *>(&l);
 }
 
-// O = E V for U of a warp's column vectors, nt0, nt0 + kPosWarps, ..: their ldmatrix loads first,
-// then their mma chains interleaved (U independent accumulators in flight, not one), each column's
-// four mmas in the order of a column alone, so the sums are the same at every U. ckv_lane: the
-// chunk's latent rows at this lane's row (ckv + lane sv); pa, pb: the partial rows of the m tile's
-// rows ra and rb (NULL past the block's rows).
-constexpr int kEvCols = 4;
-template <int U>
-__device__ __forceinline__ void ev_cols(const uint32_t (&hi)[2][4], const uint32_t (&lo)[2][4], const uint4 *ckv_lane,
-                                        int nt0, int ti, float *pa, float *pb)
-{
-    uint32_t b[U][4]; // per column: rows 0-7, 8-15 (k16 step 0), 16-23, 24-31 (step 1)
-    float d[U][4];
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-        ldsm_x4_trans(b[u], ckv_lane + nt0 + u * kPosWarps);
-        d[u][0] = d[u][1] = d[u][2] = d[u][3] = 0.0f;
-    }
-#pragma unroll
-    for (int u = 0; u < U; u++)
-        mma16816(d[u], hi[0][0], hi[0][1], hi[0][2], hi[0][3], b[u][0], b[u][1]);
-#pragma unroll
-    for (int u = 0; u < U; u++)
-        mma16816(d[u], hi[1][0], hi[1][1], hi[1][2], hi[1][3], b[u][2], b[u][3]);
-#pragma unroll
-    for (int u = 0; u < U; u++)
-        mma16816(d[u], lo[0][0], lo[0][1], lo[0][2], lo[0][3], b[u][0], b[u][1]);
-#pragma unroll
-    for (int u = 0; u < U; u++)
-        mma16816(d[u], lo[1][0], lo[1][1], lo[1][2], lo[1][3], b[u][2], b[u][3]);
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-        const int col = (nt0 + u * kPosWarps) * 8 + 2 * ti;
-        if (pa)
-            *reinterpret_cast<float2 *>(pa + col) = make_float2(d[u][0], d[u][1]);
-        if (pb)
-            *reinterpret_cast<float2 *>(pb + col) = make_float2(d[u][2], d[u][3]);
-    }
-}
-
 // A block holds one chunk of C = 32 positions against Rg of the step's R = T nh_r rows
 // (grid.y row groups of Rg: mla_attend_pos sizes them; rows are independent, so the groups
 // change no operation of a row). On tensor cores (mma.sync m16n8k16, bf16 in, fp32
@@ -239,13 +200,20 @@ mla_attend_tile(const P &pol, const bf16 *qlat, const bf16 *qpe, const bf16 *__r
                 split_bf16(e0, e1, hi[s2][h], lo[s2][h]);
             }
         }
-        float *pa = ra < Rl ? partial + ((size_t)bx * R + r0 + ra) * ps : nullptr;
-        float *pb = rb < Rl ? partial + ((size_t)bx * R + r0 + rb) * ps : nullptr;
-        int nt = warp;
-        for (; nt + (kEvCols - 1) * kPosWarps < nv; nt += kEvCols * kPosWarps)
-            ev_cols<kEvCols>(hi, lo, ckv + lane * sv, nt, ti, pa, pb);
-        for (; nt < nv; nt += kPosWarps)
-            ev_cols<1>(hi, lo, ckv + lane * sv, nt, ti, pa, pb);
+        for (int nt = warp; nt < nv; nt += kPosWarps) {
+            uint32_t b[4]; // rows 0-7, 8-15 (k16 step 0), 16-23, 24-31 (step 1) of column vector nt
+            ldsm_x4_trans(b, ckv + lane * sv + nt);
+            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            mma16816(d, hi[0][0], hi[0][1], hi[0][2], hi[0][3], b[0], b[1]);
+            mma16816(d, hi[1][0], hi[1][1], hi[1][2], hi[1][3], b[2], b[3]);
+            mma16816(d, lo[0][0], lo[0][1], lo[0][2], lo[0][3], b[0], b[1]);
+            mma16816(d, lo[1][0], lo[1][1], lo[1][2], lo[1][3], b[2], b[3]);
+            const int col = nt * 8 + 2 * ti;
+            if (ra < Rl)
+                *reinterpret_cast<float2 *>(partial + ((size_t)bx * R + r0 + ra) * ps + col) = make_float2(d[0], d[1]);
+            if (rb < Rl)
+                *reinterpret_cast<float2 *>(partial + ((size_t)bx * R + r0 + rb) * ps + col) = make_float2(d[2], d[3]);
+        }
     }
 }
 
