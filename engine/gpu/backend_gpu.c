@@ -69,6 +69,7 @@ static arb_status_t model_opts(const arb_engine_setup_t *s, arb_inst_t *const *s
     o->pdl = s->opts->pdl;
     o->l2_ahead = s->opts->l2_ahead;
     o->l2_side = s->opts->l2_side;
+    o->side_upto = s->opts->side_upto;
     o->wave_fit = s->opts->wave_fit;
     o->wave_from = s->opts->wave_from;
     o->moe_stage = s->opts->moe_stage;

@@ -118,6 +118,7 @@ typedef struct arb_gpu_model_opts {
     int pdl;               /* 1: kernels launched with programmatic dependent launch */
     unsigned l2_ahead;     /* ARB_L2_AHEAD_* bits (engine_opts.h): the launches form's pulls toward L2 */
     unsigned l2_side;      /* ARB_L2_SIDE_* bits (engine_opts.h): the launches form's side branch of pulls toward L2 */
+    unsigned side_upto;    /* ... in steps of at most this many tokens (0: every step) */
     unsigned wave_fit;     /* ARB_WAVE_FIT_* bits (engine_opts.h): the launches form's grids folded into one wave */
     unsigned wave_from;    /* ... in steps of at least this many tokens */
     unsigned fuse;         /* ARB_FUSE_* bits (engine_opts.h): the launches form's fused kernels, where the shapes fit */

@@ -43,14 +43,15 @@ arb_status_t call_site(arb_gpu_model_t *m, unsigned i, const bf16 *norm, unsigne
     return arb_inst_allreduce_rmsnorm(site.inst, &args, m->o.fusion, st, nullptr, why, len);
 }
 
-// --l2-side: a's ranges pulled toward L2 on the side branch (l2_pull.cu) once what the step
+// --l2-side: a's ranges pulled toward L2 on the side branch in a step of T tokens (up to
+// --l2-side-upto) (l2_pull.cu) once what the step
 // has launched on st so far is done (the fork: an event on st that the side stream waits for);
 // nothing on st waits for the pull until the step's end (side_join). The event between two
 // launches on st leaves their programmatic edge as it was (test_engine_gpu_persist counts the
 // captured step's programmatic edges with and without the branch).
-arb_status_t side_pull(arb_gpu_model_t *m, cudaStream_t st, const l2_pulls &a, char *why, size_t len)
+arb_status_t side_pull(arb_gpu_model_t *m, unsigned T, cudaStream_t st, const l2_pulls &a, char *why, size_t len)
 {
-    if (!a.n)
+    if (!a.n || (m->o.side_upto && T > m->o.side_upto)) // --l2-side-upto: not in a step of T tokens
         return ARB_OK;
     ARB_CUDA_TRY(cudaEventRecord(m->side_fork, st), why, len);
     ARB_CUDA_TRY(cudaStreamWaitEvent(m->side, m->side_fork, 0), why, len);
@@ -101,7 +102,7 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
             pull_add(pa, L.moe.sh_up, sh);
             pull_add(pa, L.moe.sh_down, sh);
         }
-        ARB_TRY(side_pull(m, lc.stream, pa, why, len));
+        ARB_TRY(side_pull(m, T, lc.stream, pa, why, len));
     }
     // --l2-ahead: absorb's CTAs pull o_proj's weights toward L2 after their wait, W_uv's the
     // router's; the chain from absorb to o_proj is latency-bound (its own bytes ~6 MB) and
@@ -183,7 +184,7 @@ arb_status_t moe(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_ctx &l
     if ((m->o.l2_side & ARB_L2_SIDE_QKV_A) && l + 1 < s.Lz) { // --l2-side qkv_a: the next layer's, during this MoE block
         l2_pulls pa = {};
         pull_add(pa, m->layers[l + 1].qkv_a, (size_t)(s.rq + s.rkv + s.dr) * s.H * sizeof(bf16));
-        ARB_TRY(side_pull(m, lc.stream, pa, why, len));
+        ARB_TRY(side_pull(m, T, lc.stream, pa, why, len));
     }
     // act_u = silu(gate_u h) * (up_u h) per distinct expert u and the shared expert
     // part = shared_down(act_sh) + sum_u coef_u down_u(act_u)      [T x H]

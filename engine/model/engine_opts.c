@@ -21,6 +21,7 @@ void arb_engine_opts_defaults(arb_engine_opts_t *o)
     o->accept_rate = -1;
     o->pdl = 1;
     o->step_form = ARB_STEP_LAUNCHES;
+    o->side_upto = 8; /* --l2-side in steps of every T */
     o->wave_from = 1; /* --wave-fit none: folding lost on an H200 wherever it did not also lower the registers */
     o->fuse = ARB_FUSE_QB_ABSORB; /* where the shapes fit it: one launch and its round trips fewer, the same bits (results/engine-h100/d86afbb-fuse/) */
 }
@@ -77,6 +78,7 @@ void arb_engine_opts_usage(FILE *f)
             "                      L2 while the chain runs: none, or a comma list of o_proj, router and shared\n"
             "                      (the shared expert; these three during the attention) and qkv_a (the next\n"
             "                      layer's, during the MoE block); the same bits (default none)\n"
+            "  --l2-side-upto T    the side branch only in steps of at most T tokens, 1..8 (default 8)\n"
             "  --wave-fit LIST     gpu, launches form: projections whose grid is folded into one wave of\n"
             "                      resident blocks, each block several tiles, the later ones' weights pulled\n"
             "                      toward L2 before the wait: none, or a comma list of qkv_a and o_proj\n"
@@ -101,7 +103,7 @@ void arb_engine_opts_usage(FILE *f)
 }
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
-       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_SIDE, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_ATTNROWS, O_ATTNFILL, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
+       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_SIDE, O_SIDEUPTO, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_ATTNROWS, O_ATTNFILL, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
        O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE, O_DRAFT,
        O_WDIR, O_PROMPT, O_OUTIDS };
 
@@ -305,6 +307,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"pdl", required_argument, 0, O_PDL},         {"step-form", required_argument, 0, O_FORM},
         {"l2-ahead", required_argument, 0, O_AHEAD},
         {"l2-side", required_argument, 0, O_SIDE},
+        {"l2-side-upto", required_argument, 0, O_SIDEUPTO},
         {"wave-fit", required_argument, 0, O_WAVE},
         {"wave-fit-from", required_argument, 0, O_WAVEFROM},
         {"fuse", required_argument, 0, O_FUSE},
@@ -389,6 +392,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         }
         case O_AHEAD: bad = parse_bits("--l2-ahead", optarg, ahead_names, 2, &o->l2_ahead, err, len); break;
         case O_SIDE: bad = parse_bits("--l2-side", optarg, side_names, 4, &o->l2_side, err, len); break;
+        case O_SIDEUPTO: bad = parse_uint("--l2-side-upto", optarg, 1, 8, &o->side_upto, err, len); break;
         case O_WAVE: bad = parse_bits("--wave-fit", optarg, wave_names, 2, &o->wave_fit, err, len); break;
         case O_WAVEFROM: bad = parse_uint("--wave-fit-from", optarg, 1, 8, &o->wave_from, err, len); break;
         case O_FUSE:
@@ -444,6 +448,11 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
                  "--step-form launches, or --l2-ahead none)", o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
                  : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
                                                        : "--step-form persistent-attn");
+        return -1;
+    }
+    if (o->side_upto != 8 && !o->l2_side) {
+        snprintf(err, len, "--l2-side-upto %u without --l2-side: there is no side branch to limit (give --l2-side "
+                 "LIST)", o->side_upto);
         return -1;
     }
     if (o->l2_side && (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES)) {

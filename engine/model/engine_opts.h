@@ -115,6 +115,7 @@ typedef struct arb_engine_opts {
     arb_step_form_t step_form; /* --step-form launches|persistent|persistent-attn (default launches) */
     unsigned l2_ahead;         /* --l2-ahead none|LIST: ARB_L2_AHEAD_* bits */
     unsigned l2_side;          /* --l2-side none|LIST: ARB_L2_SIDE_* bits (default none) */
+    unsigned side_upto;        /* --l2-side-upto T: the side branch in steps of at most T tokens (default 8) */
     unsigned wave_fit;         /* --wave-fit none|LIST: ARB_WAVE_FIT_* bits (default none) */
     unsigned wave_from;        /* --wave-fit-from T: the fold in steps of at least T tokens (default 1) */
     unsigned fuse;             /* --fuse none|LIST: ARB_FUSE_* bits (default qb_absorb, where the shapes fit it) */

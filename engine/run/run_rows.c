@@ -123,6 +123,8 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
             char b[40];
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",l2_side=%s",
                      arb_engine_opts_bits_str(3, o->l2_side, b, sizeof b));
+            if (o->side_upto < 8) /* --l2-side-upto */
+                snprintf(tail + strlen(tail), sizeof tail - strlen(tail), "@T<=%u", o->side_upto);
         }
         snprintf(t->b[EC_step_form], sizeof t->b[EC_step_form], "%s,pdl=%s,l2_ahead=%s,wave_fit=%s%s%s",
                  o->step_form == ARB_STEP_PERSISTENT        ? "persistent"

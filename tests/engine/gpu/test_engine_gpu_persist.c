@@ -10,7 +10,8 @@
  * and the absorption in one launch (--fuse qb_absorb: prefill at T = 8 included), and with the side
  * branch of L2 pulls (--l2-side, every name). Then a captured persistent step replays
  * bit-identically, with PDL on and off, and so does a captured launches step with the side branch,
- * whose graph keeps the programmatic edges of the one without it. And the wait's deadline: a counter
+ * whose graph keeps the programmatic edges of the one without it (and with --l2-side-upto 1 has
+ * the branch at T = 1 only). And the wait's deadline: a counter
  * that never reaches its target sets the error word with the wait's code and returns (no
  * hang), one that does leaves it 0. Exit 77 without a CUDA device.
  */
@@ -51,7 +52,8 @@ static const char *const form_name[FORMS] = {"launches",
                                              "launches, q_b + absorb fused",
                                              "launches, side branch of L2 pulls"};
 
-static arb_gpu_model_t *make_side(int persistent, int pdl, unsigned wave, unsigned fuse, unsigned side)
+static arb_gpu_model_t *make_side_upto(int persistent, int pdl, unsigned wave, unsigned fuse, unsigned side,
+                                       unsigned upto)
 {
     arb_gpu_model_opts_t o = {.format = ARB_GPU_INT4,
                               .seed = 5,
@@ -64,6 +66,7 @@ static arb_gpu_model_t *make_side(int persistent, int pdl, unsigned wave, unsign
                               .wave_from = 1,
                               .fuse = fuse,
                               .l2_side = side,
+                              .side_upto = upto,
                               .persistent = persistent};
     arb_gpu_model_t *m = NULL;
     if (arb_gpu_dims_from_config(&cfg, &rope, 8, 3, &o.dims, why, sizeof why) != ARB_OK ||
@@ -75,6 +78,11 @@ static arb_gpu_model_t *make_side(int persistent, int pdl, unsigned wave, unsign
         return NULL;
     }
     return m;
+}
+
+static arb_gpu_model_t *make_side(int persistent, int pdl, unsigned wave, unsigned fuse, unsigned side)
+{
+    return make_side_upto(persistent, pdl, wave, fuse, side, 0);
 }
 
 static int step(arb_gpu_model_t *m, const uint32_t *tok, unsigned T, unsigned pos0, float *logits, int32_t *experts)
@@ -162,9 +170,9 @@ static int graph_counts(cudaGraph_t g, size_t *kernels, size_t *prog)
 
 /* A step captured and replayed: bit-identical to the eager one. persistent: the form's bits;
  * side: --l2-side's. Returns the capture's kernel nodes and programmatic edges at T (counts). */
-static void replay_case_counts(int persistent, int pdl, unsigned side, size_t counts[2][2])
+static void replay_case_counts(int persistent, int pdl, unsigned side, unsigned upto, size_t counts[2][2])
 {
-    arb_gpu_model_t *m = make_side(persistent, pdl, 0, 0, side);
+    arb_gpu_model_t *m = make_side_upto(persistent, pdl, 0, 0, side, upto);
     TAP_REQUIRE(m != NULL);
     const unsigned Vr = arb_gpu_model_vocab_rank(m), nex = cfg.num_hidden_layers * MAX_T * cfg.num_experts_per_tok;
     float *a = malloc(sizeof(float) * MAX_T * Vr), *b = malloc(sizeof(float) * MAX_T * Vr);
@@ -214,7 +222,7 @@ static void replay_case_counts(int persistent, int pdl, unsigned side, size_t co
 }
 
 /* A persistent step captured and replayed: bit-identical to the eager one, PDL on and off. */
-static void replay_case(int pdl) { replay_case_counts(3, pdl, 0, NULL); }
+static void replay_case(int pdl) { replay_case_counts(3, pdl, 0, 0, NULL); }
 
 /* --l2-side: the launches form's captured step replays bit-identically, holds one pull kernel a
  * fork more than the form without it (3 layers: after each qkv_a, and after layer 1's router for
@@ -222,15 +230,19 @@ static void replay_case(int pdl) { replay_case_counts(3, pdl, 0, NULL); }
  * does not turn their PDL edge into a full one). */
 static void t_replay_side(void)
 {
-    size_t plain[2][2], side[2][2];
-    replay_case_counts(0, 1, 0, plain);
-    replay_case_counts(0, 1, SIDE_ALL, side);
+    size_t plain[2][2], side[2][2], upto1[2][2];
+    replay_case_counts(0, 1, 0, 0, plain);
+    replay_case_counts(0, 1, SIDE_ALL, 0, side);
+    replay_case_counts(0, 1, SIDE_ALL, 1, upto1); /* --l2-side-upto 1: T = 1's step only */
     for (int i = 0; i < 2; i++) {
-        tap_diag("T %d: %zu kernel nodes, %zu programmatic edges; with the side branch %zu and %zu", 2 * i + 1,
-                 plain[i][0], plain[i][1], side[i][0], side[i][1]);
+        tap_diag("T %d: %zu kernel nodes, %zu programmatic edges; with the side branch %zu and %zu; up to T = 1 %zu "
+                 "and %zu",
+                 2 * i + 1, plain[i][0], plain[i][1], side[i][0], side[i][1], upto1[i][0], upto1[i][1]);
         TAP_CHECK(plain[i][1] > 0);
         TAP_EQ_U64(side[i][0], plain[i][0] + 4);
         TAP_EQ_U64(side[i][1], plain[i][1]);
+        TAP_EQ_U64(upto1[i][0], plain[i][0] + (i == 0 ? 4 : 0));
+        TAP_EQ_U64(upto1[i][1], plain[i][1]);
     }
 }
 

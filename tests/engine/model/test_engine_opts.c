@@ -219,6 +219,20 @@ static void t_l2_side(void)
     TAP_HAS_STR(err, "--l2-side 'o_proj,'");
     char *r7[] = {"engine", "--config", "tiny", "--backend", "cpu", "--l2-side", "none", NULL}; /* nothing pulled */
     TAP_EQ_INT(parse(&o, 7, r7), 0);
+    TAP_EQ_INT(o.side_upto, 8); /* default: every step */
+    char *u1[] = {"engine", "--l2-side", "router,shared", "--l2-side-upto", "1", NULL};
+    TAP_REQUIRE(parse(&o, 5, u1) == 0);
+    TAP_EQ_INT(o.side_upto, 1);
+    TAP_EQ_INT(o.l2_side, ARB_L2_SIDE_ROUTER | ARB_L2_SIDE_SHARED);
+    char *u2[] = {"engine", "--l2-side-upto", "3", NULL}; /* nothing to limit */
+    TAP_CHECK(parse(&o, 3, u2) != 0);
+    TAP_HAS_STR(err, "--l2-side-upto 3 without --l2-side");
+    char *u3[] = {"engine", "--l2-side", "router", "--l2-side-upto", "9", NULL};
+    TAP_CHECK(parse(&o, 5, u3) != 0);
+    TAP_HAS_STR(err, "--l2-side-upto");
+    char *u4[] = {"engine", "--l2-side", "router", "--l2-side-upto", "0", NULL};
+    TAP_CHECK(parse(&o, 5, u4) != 0);
+    TAP_HAS_STR(err, "--l2-side-upto");
 }
 
 int main(int argc, char **argv)
