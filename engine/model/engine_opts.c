@@ -21,6 +21,8 @@ void arb_engine_opts_defaults(arb_engine_opts_t *o)
     o->accept_rate = -1;
     o->pdl = 1;
     o->step_form = ARB_STEP_LAUNCHES;
+    o->l2_side = ARB_L2_SIDE_ROUTER; /* the GPU's launches form only (else dropped): decode -1.24%, verify -0.18% on an
+                                        H100, two calls (results/engine-h100/62b1d56-router-pull/) */
     o->side_upto = 8; /* --l2-side in steps of every T */
     o->wave_from = 1; /* --wave-fit none: folding lost on an H200 wherever it did not also lower the registers */
     o->fuse = ARB_FUSE_QB_ABSORB; /* where the shapes fit it: one launch and its round trips fewer, the same bits (results/engine-h100/d86afbb-fuse/) */
@@ -77,7 +79,8 @@ void arb_engine_opts_usage(FILE *f)
             "  --l2-side LIST      gpu, launches form: a side branch of the step pulls a layer's weights toward\n"
             "                      L2 while the chain runs: none, or a comma list of o_proj, router and shared\n"
             "                      (the shared expert; these three during the attention) and qkv_a (the next\n"
-            "                      layer's, during the MoE block); the same bits (default none)\n"
+            "                      layer's, during the MoE block); the same bits (default router with\n"
+            "                      --backend gpu --step-form launches, else none)\n"
             "  --l2-side-upto T    the side branch only in steps of at most T tokens, 1..8 (default 8)\n"
             "  --wave-fit LIST     gpu, launches form: projections whose grid is folded into one wave of\n"
             "                      resident blocks, each block several tiles, the later ones' weights pulled\n"
@@ -391,7 +394,10 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             break;
         }
         case O_AHEAD: bad = parse_bits("--l2-ahead", optarg, ahead_names, 2, &o->l2_ahead, err, len); break;
-        case O_SIDE: bad = parse_bits("--l2-side", optarg, side_names, 4, &o->l2_side, err, len); break;
+        case O_SIDE:
+            bad = parse_bits("--l2-side", optarg, side_names, 4, &o->l2_side, err, len);
+            o->l2_side_given = 1;
+            break;
         case O_SIDEUPTO: bad = parse_uint("--l2-side-upto", optarg, 1, 8, &o->side_upto, err, len); break;
         case O_WAVE: bad = parse_bits("--wave-fit", optarg, wave_names, 2, &o->wave_fit, err, len); break;
         case O_WAVEFROM: bad = parse_uint("--wave-fit-from", optarg, 1, 8, &o->wave_from, err, len); break;
@@ -450,9 +456,11 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
                                                        : "--step-form persistent-attn");
         return -1;
     }
+    if (!o->l2_side_given && (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES))
+        o->l2_side = 0; /* the default's branch is the GPU's launches form's: dropped elsewhere */
     if (o->side_upto != 8 && !o->l2_side) {
-        snprintf(err, len, "--l2-side-upto %u without --l2-side: there is no side branch to limit (give --l2-side "
-                 "LIST)", o->side_upto);
+        snprintf(err, len, "--l2-side-upto %u with no side branch (--l2-side none, --backend cpu or a persistent "
+                 "form): nothing to limit (give --backend gpu --step-form launches, or leave it out)", o->side_upto);
         return -1;
     }
     if (o->l2_side && (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES)) {

@@ -114,7 +114,9 @@ typedef struct arb_engine_opts {
     int pdl;              /* --pdl on|off: programmatic dependent launch between the step's kernels (default on) */
     arb_step_form_t step_form; /* --step-form launches|persistent|persistent-attn (default launches) */
     unsigned l2_ahead;         /* --l2-ahead none|LIST: ARB_L2_AHEAD_* bits */
-    unsigned l2_side;          /* --l2-side none|LIST: ARB_L2_SIDE_* bits (default none) */
+    unsigned l2_side;          /* --l2-side none|LIST: ARB_L2_SIDE_* bits (default router in the GPU's launches
+                                  form, none elsewhere: the parser drops the default there) */
+    int l2_side_given;         /* --l2-side was given: refused outside the GPU's launches form */
     unsigned side_upto;        /* --l2-side-upto T: the side branch in steps of at most T tokens (default 8) */
     unsigned wave_fit;         /* --wave-fit none|LIST: ARB_WAVE_FIT_* bits (default none) */
     unsigned wave_from;        /* --wave-fit-from T: the fold in steps of at least T tokens (default 1) */

@@ -198,7 +198,18 @@ static void t_l2_side(void)
     TAP_EQ_INT(o.l2_side, 0);
     char *a3[] = {"engine", NULL};
     TAP_REQUIRE(parse(&o, 1, a3) == 0);
-    TAP_EQ_INT(o.l2_side, 0); /* default none */
+    TAP_EQ_INT(o.l2_side, ARB_L2_SIDE_ROUTER); /* default: the router's, in the GPU's launches form */
+    TAP_EQ_INT(o.l2_side_given, 0);
+    char *a4[] = {"engine", "--config", "tiny", "--backend", "cpu", NULL}; /* the default dropped, not refused */
+    TAP_REQUIRE(parse(&o, 5, a4) == 0);
+    TAP_EQ_INT(o.l2_side, 0);
+    char *a5[] = {"engine", "--step-form", "persistent-attn", NULL};
+    TAP_REQUIRE(parse(&o, 3, a5) == 0);
+    TAP_EQ_INT(o.l2_side, 0);
+    char *a6[] = {"engine", "--l2-side-upto", "1", NULL}; /* limits the default's branch */
+    TAP_REQUIRE(parse(&o, 3, a6) == 0);
+    TAP_EQ_INT(o.l2_side, ARB_L2_SIDE_ROUTER);
+    TAP_EQ_INT(o.side_upto, 1);
     char *r1[] = {"engine", "--config", "tiny", "--backend", "cpu", "--l2-side", "o_proj", NULL};
     TAP_CHECK(parse(&o, 7, r1) != 0);
     TAP_HAS_STR(err, "--l2-side with --backend cpu");
@@ -224,9 +235,12 @@ static void t_l2_side(void)
     TAP_REQUIRE(parse(&o, 5, u1) == 0);
     TAP_EQ_INT(o.side_upto, 1);
     TAP_EQ_INT(o.l2_side, ARB_L2_SIDE_ROUTER | ARB_L2_SIDE_SHARED);
-    char *u2[] = {"engine", "--l2-side-upto", "3", NULL}; /* nothing to limit */
-    TAP_CHECK(parse(&o, 3, u2) != 0);
-    TAP_HAS_STR(err, "--l2-side-upto 3 without --l2-side");
+    char *u2[] = {"engine", "--l2-side", "none", "--l2-side-upto", "3", NULL}; /* nothing to limit */
+    TAP_CHECK(parse(&o, 5, u2) != 0);
+    TAP_HAS_STR(err, "--l2-side-upto 3 with no side branch");
+    char *u5[] = {"engine", "--step-form", "persistent", "--l2-side-upto", "2", NULL};
+    TAP_CHECK(parse(&o, 5, u5) != 0);
+    TAP_HAS_STR(err, "--l2-side-upto 2 with no side branch");
     char *u3[] = {"engine", "--l2-side", "router", "--l2-side-upto", "9", NULL};
     TAP_CHECK(parse(&o, 5, u3) != 0);
     TAP_HAS_STR(err, "--l2-side-upto");
