@@ -31,8 +31,10 @@ namespace {
 // 44 bytes and the shared memory holds two such CTAs an SM anyway), on SM90 where mla_setup's fill
 // target asks for four or more CTAs an SM (`--attn-fill 4`): the default's 80 registers hold three,
 // so a grid of four an SM ran in two waves (verify +2.65% on an H100,
-// results/engine-h100/33e58bd-attn-fill/). MINB 0 emits no .minnctapersm: its PTX is the
-// unbounded kernel's of before, on compute_90 and compute_120 alike.
+// results/engine-h100/33e58bd-attn-fill/). Measured with it (results/engine-h100/2443bb8-l2-side/):
+// slower still, decode +1.60% at the default's grid (the bound alone) and verify +2.76%; kept for
+// --attn-fill only. MINB 0 emits no .minnctapersm: its PTX is the unbounded kernel's of before, on
+// compute_90 and compute_120 alike.
 template <int MINB>
 __global__ void __launch_bounds__(kPosWarps *kWarp, MINB)
     mla_attend_pos_kernel(const bf16 *__restrict__ qlat, const bf16 *__restrict__ qpe,
