@@ -259,6 +259,18 @@ static int parse_bits(const char *opt, const char *v, const char *const *names, 
     return 0;
 }
 
+/* `opt` given outside the GPU's launches form: -1 with the message naming where it was given and
+ * what `opt` belongs to (`what`), and how to run it or leave it out. */
+static int launches_only(const arb_engine_opts_t *o, const char *opt, const char *what, char *err, size_t len)
+{
+    snprintf(err, len, "%s with %s: %s (give --backend gpu --step-form launches, or %s none)", opt,
+             o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
+             : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
+                                                   : "--step-form persistent-attn",
+             what, opt);
+    return -1;
+}
+
 static const char *const ahead_names[] = {"o_proj", "router"};  /* ARB_L2_AHEAD_* bit order */
 static const char *const wave_names[] = {"qkv_a", "o_proj"};    /* ARB_WAVE_FIT_* bit order */
 static const char *const fuse_names[] = {"qb_absorb", "merge_uv"}; /* ARB_FUSE_* bit order */
@@ -450,41 +462,22 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         snprintf(err, len, "--step-form persistent with --backend cpu: the persistent form is the GPU step's (give --backend gpu)");
         return -1;
     }
-    if (o->l2_ahead && (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES)) {
-        snprintf(err, len, "--l2-ahead with %s: the pulls are kernels' of the GPU's launches form (give --backend gpu "
-                 "--step-form launches, or --l2-ahead none)", o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
-                 : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
-                                                       : "--step-form persistent-attn");
-        return -1;
-    }
-    if (!o->l2_side_given && (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES))
+    const int launches = o->backend == ARB_ENGINE_GPU && o->step_form == ARB_STEP_LAUNCHES;
+    if (o->l2_ahead && !launches)
+        return launches_only(o, "--l2-ahead", "the pulls are kernels' of the GPU's launches form", err, len);
+    if (!o->l2_side_given && !launches)
         o->l2_side = 0; /* the default's branch is the GPU's launches form's: dropped elsewhere */
     if (o->side_upto != 8 && !o->l2_side) {
         snprintf(err, len, "--l2-side-upto %u with no side branch (--l2-side none, --backend cpu or a persistent "
                  "form): nothing to limit (give --backend gpu --step-form launches, or leave it out)", o->side_upto);
         return -1;
     }
-    if (o->l2_side && (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES)) {
-        snprintf(err, len, "--l2-side with %s: the side branch is the GPU's launches form's (give --backend gpu "
-                 "--step-form launches, or --l2-side none)", o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
-                 : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
-                                                       : "--step-form persistent-attn");
-        return -1;
-    }
-    if ((o->wave_fit || o->wave_from != 1) && (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES)) {
-        snprintf(err, len, "--wave-fit with %s: the folded grids are the GPU's launches form's (give --backend gpu "
-                 "--step-form launches, or --wave-fit none)", o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
-                 : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
-                                                       : "--step-form persistent-attn");
-        return -1;
-    }
-    if (o->fuse && o->fuse_given && (o->backend == ARB_ENGINE_CPU || o->step_form != ARB_STEP_LAUNCHES)) {
-        snprintf(err, len, "--fuse with %s: the fused kernels are the GPU's launches form's (give --backend gpu "
-                 "--step-form launches, or --fuse none)", o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
-                 : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
-                                                       : "--step-form persistent-attn");
-        return -1;
-    }
+    if (o->l2_side && !launches)
+        return launches_only(o, "--l2-side", "the side branch is the GPU's launches form's", err, len);
+    if ((o->wave_fit || o->wave_from != 1) && !launches)
+        return launches_only(o, "--wave-fit", "the folded grids are the GPU's launches form's", err, len);
+    if (o->fuse && o->fuse_given && !launches)
+        return launches_only(o, "--fuse", "the fused kernels are the GPU's launches form's", err, len);
     if ((o->attn_min_rows || o->attn_fill) && o->backend == ARB_ENGINE_CPU) {
         snprintf(err, len, "%s with --backend cpu: the row groups are the GPU attention's (give --backend gpu, or leave "
                  "it out)", o->attn_min_rows ? "--attn-min-rows" : "--attn-fill");
