@@ -43,12 +43,11 @@ arb_status_t call_site(arb_gpu_model_t *m, unsigned i, const bf16 *norm, unsigne
     return arb_inst_allreduce_rmsnorm(site.inst, &args, m->o.fusion, st, nullptr, why, len);
 }
 
-// --l2-side: a's ranges pulled toward L2 on the side branch in a step of T tokens (up to
-// --l2-side-upto) (l2_pull.cu) once what the step
-// has launched on st so far is done (the fork: an event on st that the side stream waits for);
-// nothing on st waits for the pull until the step's end (side_join). The event between two
-// launches on st leaves their programmatic edge as it was (test_engine_gpu_persist counts the
-// captured step's programmatic edges with and without the branch).
+// --l2-side: a's ranges pulled toward L2 on the side branch (l2_pull.cu), in a step of T tokens
+// up to --l2-side-upto, once what the step has launched on st so far is done (the fork: an event
+// on st that the side stream waits for); nothing on st waits for the pull until the step's end
+// (side_join). The event between two launches on st leaves their programmatic edge as it was
+// (test_engine_gpu_persist counts the captured step's programmatic edges with and without it).
 arb_status_t side_pull(arb_gpu_model_t *m, unsigned T, cudaStream_t st, const l2_pulls &a, char *why, size_t len)
 {
     if (!a.n || (m->o.side_upto && T > m->o.side_upto)) // --l2-side-upto: not in a step of T tokens
@@ -87,9 +86,12 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
                  why, len);
     mark(m, lc.stream, ARB_GPU_PROF_QKV_A);
     // --l2-side: from here to o_proj the chain is latency-bound (Kimi-K2 at TP = 8: q_b .. W_uv
-    // read ~12 MB in ~17 us of an H100's decode layer), so the side branch pulls this layer's
-    // o_proj, router and shared expert (14.7 + 5.5 + 11 MB) toward L2 meanwhile. In a graph
-    // profile its node is filed with the next mark's kind (q_b).
+    // read ~12 MB in ~17 us of an H100's decode layer), so the side branch pulls the weights it
+    // names of this layer toward L2 meanwhile: by default the router's (5.5 MB; its 384 one-row
+    // blocks hold only their first vectors before their PDL wait): decode -1.24% on an H100; o_proj's
+    // and the shared expert's (whose CTAs load all their weights before the wait) gained nothing
+    // (results/engine-h100/62b1d56-router-pull/). In a graph profile its node is filed with the
+    // next mark's kind (q_b).
     {
         l2_pulls pa = {};
         if (m->o.l2_side & ARB_L2_SIDE_O_PROJ)

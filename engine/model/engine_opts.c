@@ -299,6 +299,11 @@ int arb_engine_opts_fuse_parse(const char *v, unsigned *bits, char *err, size_t 
     return parse_bits("--fuse", v, fuse_names, 2, bits, err, err_len);
 }
 
+int arb_engine_opts_side_parse(const char *v, unsigned *bits, char *err, size_t err_len)
+{
+    return parse_bits("--l2-side", v, side_names, 4, bits, err, err_len);
+}
+
 int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err, size_t len)
 {
     static const struct option lo[] = {
@@ -408,7 +413,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         }
         case O_AHEAD: bad = parse_bits("--l2-ahead", optarg, ahead_names, 2, &o->l2_ahead, err, len); break;
         case O_SIDE:
-            bad = parse_bits("--l2-side", optarg, side_names, 4, &o->l2_side, err, len);
+            bad = arb_engine_opts_side_parse(optarg, &o->l2_side, err, len);
             o->l2_side_given = 1;
             break;
         case O_SIDEUPTO: bad = parse_uint("--l2-side-upto", optarg, 1, 8, &o->side_upto, err, len); break;

@@ -140,6 +140,9 @@ const char *arb_engine_opts_bits_str(int which, unsigned bits, char *buf, size_t
  * message naming the value and the accepted form in err (the parser of arb_engine_opts_parse). */
 int arb_engine_opts_fuse_parse(const char *v, unsigned *bits, char *err, size_t err_len);
 
+/* --l2-side's value into ARB_L2_SIDE_* bits, the same way (the parser of arb_engine_opts_parse). */
+int arb_engine_opts_side_parse(const char *v, unsigned *bits, char *err, size_t err_len);
+
 /* Parses `arbench engine` arguments (argv[0] is the subcommand). Returns 0, 1 when
  * --help was given, -1 on bad input with a one-line message naming the option and the
  * accepted form in err. */

@@ -10,7 +10,8 @@
  *
  *   engine_gpu_bench [--config kimi-k2] [--weights int4|bf16] [--tp-shape 8] [--layers L]
  *                    [--experts E] [--context 4096] [--steps 32] [--spec-k 2] [--eager]
- *                    [--moe-t LIST] [--fuse LIST: as arbench engine's]
+ *                    [--moe-t LIST] [--fuse LIST] [--l2-side LIST: both as arbench engine's, with
+ *                    its defaults]
  *
  * --moe-t LIST (the sweep's list grammar, e.g. 1:8,12,16; T up to ARB_GPU_MOE_MAX_T): the MoE
  * block alone at each T over a synthetic selection (each token k distinct experts drawn
@@ -224,6 +225,7 @@ int main(int argc, char **argv)
     unsigned K = 8, context = 4096, spec_k = 2, layers = 0, experts = 0;
     int S = 32, eager = 0, fuse_given = 0;
     unsigned fuse = ARB_FUSE_QB_ABSORB; /* the engine's default: where the shapes fit */
+    unsigned side = ARB_L2_SIDE_ROUTER; /* the engine's default in its launches form */
     unsigned moe_ts[ARB_GPU_MOE_MAX_T];
     size_t n_moe_ts = 0;
     for (int i = 1; i < argc; i++) {
@@ -255,6 +257,9 @@ int main(int argc, char **argv)
             if (arb_engine_opts_fuse_parse(v, &fuse, why, sizeof why) != 0)
                 DIE("%s", why);
             fuse_given = 1;
+        } else if (!strcmp(a, "--l2-side")) {
+            if (arb_engine_opts_side_parse(v, &side, why, sizeof why) != 0)
+                DIE("%s", why);
         } else if (!strcmp(a, "--moe-t")) {
             char e[256];
             if (arb_parse_uint_list(v, moe_ts, ARB_GPU_MOE_MAX_T, &n_moe_ts, e, sizeof e) != ARB_OK)
@@ -264,7 +269,7 @@ int main(int argc, char **argv)
                     DIE("--moe-t %s: T %u, expected 1 .. %d", v, moe_ts[j], ARB_GPU_MOE_MAX_T);
         } else
             DIE("unknown option or value: %s %s (accepted: --config --weights int4|bf16 --tp-shape --layers --experts "
-                "--context --steps --spec-k --eager --moe-t --fuse LIST)", a, v);
+                "--context --steps --spec-k --eager --moe-t --fuse LIST --l2-side LIST)", a, v);
     }
     if (S < 1 || spec_k + 1 > ARB_GPU_MAX_T || context < ARB_GPU_MAX_T)
         DIE("--steps >= 1, --spec-k <= %d and --context >= %d", ARB_GPU_MAX_T - 1, ARB_GPU_MAX_T);
@@ -277,7 +282,7 @@ int main(int argc, char **argv)
     const unsigned Tv = spec_k + 1,
                    capacity = context + (unsigned)S * (1 + Tv) + ARB_GPU_MAX_T;
     arb_gpu_model_opts_t o = {.format = wf, .seed = 1, .max_tokens = ARB_GPU_MAX_T, .context = capacity,
-                              .fusion = ARB_FUSION_AUTO, .pdl = 1};
+                              .fusion = ARB_FUSION_AUTO, .pdl = 1, .l2_side = side};
     CK(arb_gpu_dims_from_config(&cfg, &rope, K, 0, &o.dims, why, sizeof why));
     o.fuse = arb_fuse_applied(fuse, fuse_given, 1, (int)o.dims.q_lora, (int)o.dims.nope, (int)o.dims.rope,
                               (int)o.dims.v_head, (int)o.dims.kv_lora);
@@ -285,10 +290,11 @@ int main(int argc, char **argv)
         o.pdl = 0;
     arb_gpu_mem_t mem;
     CK(arb_gpu_model_plan(&o, &mem, why, sizeof why));
-    char fuse_name[48];
-    printf("config=%s layers=%u experts=%u weights=%s tp_shape=%u context=%u capacity=%u pdl=%d fuse=%s\n",
+    char fuse_name[48], side_name[48];
+    printf("config=%s layers=%u experts=%u weights=%s tp_shape=%u context=%u capacity=%u pdl=%d fuse=%s l2_side=%s\n",
            cfg.name, cfg.num_hidden_layers, cfg.n_routed_experts, wf == ARB_GPU_INT4 ? "int4" : "bf16", K, context,
-           capacity, o.pdl, arb_engine_opts_bits_str(2, o.fuse, fuse_name, sizeof fuse_name));
+           capacity, o.pdl, arb_engine_opts_bits_str(2, o.fuse, fuse_name, sizeof fuse_name),
+           arb_engine_opts_bits_str(3, o.l2_side, side_name, sizeof side_name));
     printf("memory_GB: embed=%.3f attention=%.3f norms_router=%.3f dense=%.3f shared=%.3f routed=%.3f lm_head=%.3f "
            "kv_cache=%.3f activations=%.3f total=%.3f\n",
            mem.embed / 1e9, mem.attention / 1e9, mem.norms_router / 1e9, mem.dense_mlp / 1e9, mem.shared_expert / 1e9,

@@ -228,6 +228,12 @@ static void t_l2_side(void)
     char *r6[] = {"engine", "--l2-side", "o_proj,", NULL};
     TAP_CHECK(parse(&o, 3, r6) != 0);
     TAP_HAS_STR(err, "--l2-side 'o_proj,'");
+    unsigned sb = 0;
+    char e[256];
+    TAP_EQ_INT(arb_engine_opts_side_parse("shared,qkv_a", &sb, e, sizeof e), 0); /* engine_gpu_bench's parser */
+    TAP_EQ_INT(sb, ARB_L2_SIDE_SHARED | ARB_L2_SIDE_QKV_A);
+    TAP_CHECK(arb_engine_opts_side_parse("attend", &sb, e, sizeof e) != 0);
+    TAP_HAS_STR(e, "--l2-side 'attend': unknown 'attend'");
     char *r7[] = {"engine", "--config", "tiny", "--backend", "cpu", "--l2-side", "none", NULL}; /* nothing pulled */
     TAP_EQ_INT(parse(&o, 7, r7), 0);
     TAP_EQ_INT(o.side_upto, 8); /* default: every step */
