@@ -225,40 +225,6 @@ static int parse_modes(const char *v, unsigned *modes, char *err, size_t len)
     return 0;
 }
 
-/* opt VALUE: none, or a comma list of names[0 .. n-1] (each once) into bits (names[i]: 1 << i):
- * --l2-ahead and --wave-fit. */
-static int parse_bits(const char *opt, const char *v, const char *const *names, unsigned n, unsigned *bits,
-                      char *err, size_t len)
-{
-    char expect[160] = "expected none, or a comma list of ", buf[256];
-    for (unsigned i = 0; i < n; i++)
-        snprintf(expect + strlen(expect), sizeof expect - strlen(expect), "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ",
-                 names[i]);
-    *bits = 0;
-    if (strcmp(v, "none") == 0)
-        return 0;
-    if (!*v || strlen(v) >= sizeof buf) {
-        snprintf(err, len, "%s '%s': %s", opt, v, expect);
-        return -1;
-    }
-    snprintf(buf, sizeof buf, "%s", v);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        unsigned b = 0;
-        for (unsigned i = 0; i < n && !b; i++)
-            b = strcmp(tok, names[i]) == 0 ? 1u << i : 0;
-        if (!b || (*bits & b)) {
-            snprintf(err, len, "%s '%s': %s '%s' (%s)", opt, v, b ? "repeated" : "unknown", tok, expect);
-            return -1;
-        }
-        *bits |= b;
-    }
-    if (!*bits || v[strlen(v) - 1] == ',' || v[0] == ',' || strstr(v, ",,")) {
-        snprintf(err, len, "%s '%s': %s", opt, v, expect);
-        return -1;
-    }
-    return 0;
-}
-
 /* `opt` given outside the GPU's launches form: -1 with the message naming where it was given and
  * what `opt` belongs to (`what`), and how to run it or leave it out. */
 static int launches_only(const arb_engine_opts_t *o, const char *opt, const char *what, char *err, size_t len)
@@ -269,39 +235,6 @@ static int launches_only(const arb_engine_opts_t *o, const char *opt, const char
                                                    : "--step-form persistent-attn",
              what, opt);
     return -1;
-}
-
-static const char *const ahead_names[] = {"o_proj", "router"};  /* ARB_L2_AHEAD_* bit order */
-static const char *const wave_names[] = {"qkv_a", "o_proj"};    /* ARB_WAVE_FIT_* bit order */
-static const char *const fuse_names[] = {"qb_absorb", "merge_uv"}; /* ARB_FUSE_* bit order */
-static const char *const side_names[] = {"o_proj", "router", "shared", "qkv_a"}; /* ARB_L2_SIDE_* bit order */
-_Static_assert(ARB_L2_AHEAD_O_PROJ == 1 << 0 && ARB_L2_AHEAD_ROUTER == 1 << 1, "ahead_names: one name a bit, in order");
-_Static_assert(ARB_WAVE_FIT_QKV_A == 1 << 0 && ARB_WAVE_FIT_O_PROJ == 1 << 1, "wave_names: one name a bit, in order");
-_Static_assert(ARB_FUSE_QB_ABSORB == 1 << 0 && ARB_FUSE_MERGE_UV == 1 << 1, "fuse_names: one name a bit, in order");
-_Static_assert(ARB_L2_SIDE_O_PROJ == 1 << 0 && ARB_L2_SIDE_ROUTER == 1 << 1 && ARB_L2_SIDE_SHARED == 1 << 2 &&
-                   ARB_L2_SIDE_QKV_A == 1 << 3,
-               "side_names: one name a bit, in order");
-
-const char *arb_engine_opts_bits_str(int which, unsigned bits, char *buf, size_t n)
-{
-    const char *const *names = which == 3 ? side_names : which == 2 ? fuse_names : which == 1 ? wave_names : ahead_names;
-    const unsigned nn = which == 3 ? 4 : 2;
-    size_t at = 0;
-    buf[0] = 0;
-    for (unsigned i = 0; i < nn && at < n; i++)
-        if (bits & (1u << i))
-            at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? "+" : "", names[i]);
-    return bits ? buf : "none";
-}
-
-int arb_engine_opts_fuse_parse(const char *v, unsigned *bits, char *err, size_t err_len)
-{
-    return parse_bits("--fuse", v, fuse_names, 2, bits, err, err_len);
-}
-
-int arb_engine_opts_side_parse(const char *v, unsigned *bits, char *err, size_t err_len)
-{
-    return parse_bits("--l2-side", v, side_names, 4, bits, err, err_len);
 }
 
 int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err, size_t len)
@@ -411,16 +344,16 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             o->step_form = (arb_step_form_t)i;
             break;
         }
-        case O_AHEAD: bad = parse_bits("--l2-ahead", optarg, ahead_names, 2, &o->l2_ahead, err, len); break;
+        case O_AHEAD: bad = arb_engine_opts_bits_parse(ARB_BITS_L2_AHEAD, optarg, &o->l2_ahead, err, len); break;
         case O_SIDE:
-            bad = arb_engine_opts_side_parse(optarg, &o->l2_side, err, len);
+            bad = arb_engine_opts_bits_parse(ARB_BITS_L2_SIDE, optarg, &o->l2_side, err, len);
             o->l2_side_given = 1;
             break;
         case O_SIDEUPTO: bad = parse_uint("--l2-side-upto", optarg, 1, 8, &o->side_upto, err, len); break;
-        case O_WAVE: bad = parse_bits("--wave-fit", optarg, wave_names, 2, &o->wave_fit, err, len); break;
+        case O_WAVE: bad = arb_engine_opts_bits_parse(ARB_BITS_WAVE_FIT, optarg, &o->wave_fit, err, len); break;
         case O_WAVEFROM: bad = parse_uint("--wave-fit-from", optarg, 1, 8, &o->wave_from, err, len); break;
         case O_FUSE:
-            bad = arb_engine_opts_fuse_parse(optarg, &o->fuse, err, len);
+            bad = arb_engine_opts_bits_parse(ARB_BITS_FUSE, optarg, &o->fuse, err, len);
             o->fuse_given = 1;
             break;
         case O_ATTNROWS: bad = parse_uint("--attn-min-rows", optarg, 1, 64, &o->attn_min_rows, err, len); break;

@@ -132,16 +132,22 @@ typedef struct arb_engine_opts {
 
 void arb_engine_opts_defaults(arb_engine_opts_t *o);
 
-/* The names of --l2-ahead's (which 0), --wave-fit's (1), --fuse's (2) or --l2-side's (3) bits joined by '+', as
- * the options take them, into buf [n]; "none" for no bit. */
-const char *arb_engine_opts_bits_str(int which, unsigned bits, char *buf, size_t n);
+/* The options that take none or a comma list of names, each name a bit (engine_opts_bits.c). */
+typedef enum arb_engine_bits {
+    ARB_BITS_L2_AHEAD = 0, /* --l2-ahead: ARB_L2_AHEAD_* */
+    ARB_BITS_WAVE_FIT = 1, /* --wave-fit: ARB_WAVE_FIT_* */
+    ARB_BITS_FUSE = 2,     /* --fuse: ARB_FUSE_* */
+    ARB_BITS_L2_SIDE = 3,  /* --l2-side: ARB_L2_SIDE_* */
+} arb_engine_bits_t;
 
-/* --fuse's value (none, or a comma list of its names) into ARB_FUSE_* bits; 0, or -1 with a
- * message naming the value and the accepted form in err (the parser of arb_engine_opts_parse). */
-int arb_engine_opts_fuse_parse(const char *v, unsigned *bits, char *err, size_t err_len);
+/* The option `which`'s value (none, or a comma list of its names, each once) into its bits; 0, or
+ * -1 with a message naming the option, the value and the accepted form in err (the parser of
+ * arb_engine_opts_parse; engine_gpu_bench's too). */
+int arb_engine_opts_bits_parse(arb_engine_bits_t which, const char *v, unsigned *bits, char *err, size_t err_len);
 
-/* --l2-side's value into ARB_L2_SIDE_* bits, the same way (the parser of arb_engine_opts_parse). */
-int arb_engine_opts_side_parse(const char *v, unsigned *bits, char *err, size_t err_len);
+/* The names of `which`'s bits joined by '+', as the option takes them, into buf [n]; "none" for
+ * no bit. */
+const char *arb_engine_opts_bits_str(arb_engine_bits_t which, unsigned bits, char *buf, size_t n);
 
 /* Parses `arbench engine` arguments (argv[0] is the subcommand). Returns 0, 1 when
  * --help was given, -1 on bad input with a one-line message naming the option and the

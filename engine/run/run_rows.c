@@ -111,7 +111,7 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
             snprintf(from, sizeof from, "@T>=%u", o->wave_from);
         if (o->fuse) { /* what ran (run.c resolved it), only where a kernel was fused: rows without it ran the split launches */
             char b[24];
-            snprintf(tail, sizeof tail, ",fuse=%s", arb_engine_opts_bits_str(2, o->fuse, b, sizeof b));
+            snprintf(tail, sizeof tail, ",fuse=%s", arb_engine_opts_bits_str(ARB_BITS_FUSE, o->fuse, b, sizeof b));
         }
         if (o->moe_stage)
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",moe_stage=smem");
@@ -122,7 +122,7 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
         if (o->l2_side) {
             char b[40];
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",l2_side=%s",
-                     arb_engine_opts_bits_str(3, o->l2_side, b, sizeof b));
+                     arb_engine_opts_bits_str(ARB_BITS_L2_SIDE, o->l2_side, b, sizeof b));
             if (o->side_upto < 8) /* --l2-side-upto */
                 snprintf(tail + strlen(tail), sizeof tail - strlen(tail), "@T<=%u", o->side_upto);
         }
@@ -130,8 +130,8 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
                  o->step_form == ARB_STEP_PERSISTENT        ? "persistent"
                  : o->step_form == ARB_STEP_PERSISTENT_ATTN ? "persistent-attn"
                                                             : "launches",
-                 o->pdl ? "on" : "off", arb_engine_opts_bits_str(0, o->l2_ahead, ahead, sizeof ahead),
-                 arb_engine_opts_bits_str(1, o->wave_fit, wave, sizeof wave), from, tail);
+                 o->pdl ? "on" : "off", arb_engine_opts_bits_str(ARB_BITS_L2_AHEAD, o->l2_ahead, ahead, sizeof ahead),
+                 arb_engine_opts_bits_str(ARB_BITS_WAVE_FIT, o->wave_fit, wave, sizeof wave), from, tail);
     }
     if (r->wload) { /* --weights-dir: the checkpoint and the last load of it (engine/run/run_weights.h) */
         f[EC_weights_source] = r->wload->dir;

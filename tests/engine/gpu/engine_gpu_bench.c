@@ -254,11 +254,11 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--experts"))
             experts = (unsigned)atoi(v);
         else if (!strcmp(a, "--fuse")) { /* the engine's own parser: the same names and messages */
-            if (arb_engine_opts_fuse_parse(v, &fuse, why, sizeof why) != 0)
+            if (arb_engine_opts_bits_parse(ARB_BITS_FUSE, v, &fuse, why, sizeof why) != 0)
                 DIE("%s", why);
             fuse_given = 1;
         } else if (!strcmp(a, "--l2-side")) {
-            if (arb_engine_opts_side_parse(v, &side, why, sizeof why) != 0)
+            if (arb_engine_opts_bits_parse(ARB_BITS_L2_SIDE, v, &side, why, sizeof why) != 0)
                 DIE("%s", why);
         } else if (!strcmp(a, "--moe-t")) {
             char e[256];
@@ -293,8 +293,8 @@ int main(int argc, char **argv)
     char fuse_name[48], side_name[48];
     printf("config=%s layers=%u experts=%u weights=%s tp_shape=%u context=%u capacity=%u pdl=%d fuse=%s l2_side=%s\n",
            cfg.name, cfg.num_hidden_layers, cfg.n_routed_experts, wf == ARB_GPU_INT4 ? "int4" : "bf16", K, context,
-           capacity, o.pdl, arb_engine_opts_bits_str(2, o.fuse, fuse_name, sizeof fuse_name),
-           arb_engine_opts_bits_str(3, o.l2_side, side_name, sizeof side_name));
+           capacity, o.pdl, arb_engine_opts_bits_str(ARB_BITS_FUSE, o.fuse, fuse_name, sizeof fuse_name),
+           arb_engine_opts_bits_str(ARB_BITS_L2_SIDE, o.l2_side, side_name, sizeof side_name));
     printf("memory_GB: embed=%.3f attention=%.3f norms_router=%.3f dense=%.3f shared=%.3f routed=%.3f lm_head=%.3f "
            "kv_cache=%.3f activations=%.3f total=%.3f\n",
            mem.embed / 1e9, mem.attention / 1e9, mem.norms_router / 1e9, mem.dense_mlp / 1e9, mem.shared_expert / 1e9,

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * engine/model/engine_opts: --l2-ahead and --wave-fit parsed into bits and named back (the
+ * engine/model/engine_opts (and engine_opts_bits.c): the bit-list options parsed and named back (the
  * rows' step_form reads the names), the fold's refusal off the GPU's launches form, and the
- * defaults (no fold, no pull). The option errors as a user meets them are engine_mpi.sh's.
+ * defaults (no fold, no --l2-ahead pull; --l2-side's router in the GPU's launches form only). The option errors as a user meets them are engine_mpi.sh's.
  */
 #include <string.h>
 
@@ -25,20 +25,20 @@ static void t_names(void)
     char b[32];
     for (int w = 0; w < 2; w++)
         for (unsigned x = 0; x < 4; x++)
-            TAP_EQ_STR(arb_engine_opts_bits_str(w, x, b, sizeof b), want[w][x]);
+            TAP_EQ_STR(arb_engine_opts_bits_str((arb_engine_bits_t)w, x, b, sizeof b), want[w][x]);
     char small[5]; /* truncated, still terminated */
-    TAP_EQ_STR(arb_engine_opts_bits_str(1, 3, small, sizeof small), "qkv_");
-    TAP_EQ_STR(arb_engine_opts_bits_str(2, 0, b, sizeof b), "none"); /* --fuse */
-    TAP_EQ_STR(arb_engine_opts_bits_str(2, ARB_FUSE_QB_ABSORB, b, sizeof b), "qb_absorb");
-    TAP_EQ_STR(arb_engine_opts_bits_str(2, ARB_FUSE_MERGE_UV, b, sizeof b), "merge_uv");
-    TAP_EQ_STR(arb_engine_opts_bits_str(2, ARB_FUSE_QB_ABSORB | ARB_FUSE_MERGE_UV, b, sizeof b), "qb_absorb+merge_uv");
+    TAP_EQ_STR(arb_engine_opts_bits_str(ARB_BITS_WAVE_FIT, 3, small, sizeof small), "qkv_");
+    TAP_EQ_STR(arb_engine_opts_bits_str(ARB_BITS_FUSE, 0, b, sizeof b), "none"); /* --fuse */
+    TAP_EQ_STR(arb_engine_opts_bits_str(ARB_BITS_FUSE, ARB_FUSE_QB_ABSORB, b, sizeof b), "qb_absorb");
+    TAP_EQ_STR(arb_engine_opts_bits_str(ARB_BITS_FUSE, ARB_FUSE_MERGE_UV, b, sizeof b), "merge_uv");
+    TAP_EQ_STR(arb_engine_opts_bits_str(ARB_BITS_FUSE, ARB_FUSE_QB_ABSORB | ARB_FUSE_MERGE_UV, b, sizeof b), "qb_absorb+merge_uv");
     unsigned f = 99; /* --fuse's parser, as engine_gpu_bench calls it */
     char e[160];
-    TAP_EQ_INT(arb_engine_opts_fuse_parse("merge_uv,qb_absorb", &f, e, sizeof e), 0);
+    TAP_EQ_INT(arb_engine_opts_bits_parse(ARB_BITS_FUSE, "merge_uv,qb_absorb", &f, e, sizeof e), 0);
     TAP_EQ_INT(f, ARB_FUSE_QB_ABSORB | ARB_FUSE_MERGE_UV);
-    TAP_EQ_INT(arb_engine_opts_fuse_parse("none", &f, e, sizeof e), 0);
+    TAP_EQ_INT(arb_engine_opts_bits_parse(ARB_BITS_FUSE, "none", &f, e, sizeof e), 0);
     TAP_EQ_INT(f, 0);
-    TAP_CHECK(arb_engine_opts_fuse_parse("merge", &f, e, sizeof e) != 0);
+    TAP_CHECK(arb_engine_opts_bits_parse(ARB_BITS_FUSE, "merge", &f, e, sizeof e) != 0);
     TAP_HAS_STR(e, "unknown 'merge'");
 }
 
@@ -68,7 +68,7 @@ static void t_parse_round_trip(void)
     TAP_EQ_INT(o.fuse, ARB_FUSE_MERGE_UV);
     TAP_REQUIRE(parse(&o, 7, a1) == 0);
     char b[32];
-    TAP_EQ_STR(arb_engine_opts_bits_str(1, o.wave_fit, b, sizeof b), "qkv_a+o_proj");
+    TAP_EQ_STR(arb_engine_opts_bits_str(ARB_BITS_WAVE_FIT, o.wave_fit, b, sizeof b), "qkv_a+o_proj");
     char *a2[] = {"engine", NULL};
     TAP_REQUIRE(parse(&o, 1, a2) == 0);
     TAP_EQ_INT(o.wave_fit, 0);
@@ -190,9 +190,9 @@ static void t_l2_side(void)
     TAP_REQUIRE(parse(&o, 3, a1) == 0);
     TAP_EQ_INT(o.l2_side, ARB_L2_SIDE_O_PROJ | ARB_L2_SIDE_ROUTER | ARB_L2_SIDE_SHARED | ARB_L2_SIDE_QKV_A);
     char b[40];
-    TAP_EQ_STR(arb_engine_opts_bits_str(3, o.l2_side, b, sizeof b), "o_proj+router+shared+qkv_a");
-    TAP_EQ_STR(arb_engine_opts_bits_str(3, ARB_L2_SIDE_SHARED, b, sizeof b), "shared");
-    TAP_EQ_STR(arb_engine_opts_bits_str(3, 0, b, sizeof b), "none");
+    TAP_EQ_STR(arb_engine_opts_bits_str(ARB_BITS_L2_SIDE, o.l2_side, b, sizeof b), "o_proj+router+shared+qkv_a");
+    TAP_EQ_STR(arb_engine_opts_bits_str(ARB_BITS_L2_SIDE, ARB_L2_SIDE_SHARED, b, sizeof b), "shared");
+    TAP_EQ_STR(arb_engine_opts_bits_str(ARB_BITS_L2_SIDE, 0, b, sizeof b), "none");
     char *a2[] = {"engine", "--l2-side", "router", "--l2-side", "none", NULL}; /* the last one given */
     TAP_REQUIRE(parse(&o, 5, a2) == 0);
     TAP_EQ_INT(o.l2_side, 0);
@@ -230,9 +230,9 @@ static void t_l2_side(void)
     TAP_HAS_STR(err, "--l2-side 'o_proj,'");
     unsigned sb = 0;
     char e[256];
-    TAP_EQ_INT(arb_engine_opts_side_parse("shared,qkv_a", &sb, e, sizeof e), 0); /* engine_gpu_bench's parser */
+    TAP_EQ_INT(arb_engine_opts_bits_parse(ARB_BITS_L2_SIDE, "shared,qkv_a", &sb, e, sizeof e), 0); /* engine_gpu_bench's parser */
     TAP_EQ_INT(sb, ARB_L2_SIDE_SHARED | ARB_L2_SIDE_QKV_A);
-    TAP_CHECK(arb_engine_opts_side_parse("attend", &sb, e, sizeof e) != 0);
+    TAP_CHECK(arb_engine_opts_bits_parse(ARB_BITS_L2_SIDE, "attend", &sb, e, sizeof e) != 0);
     TAP_HAS_STR(e, "--l2-side 'attend': unknown 'attend'");
     char *r7[] = {"engine", "--config", "tiny", "--backend", "cpu", "--l2-side", "none", NULL}; /* nothing pulled */
     TAP_EQ_INT(parse(&o, 7, r7), 0);
