@@ -59,6 +59,8 @@ arb_status_t side_pull(arb_gpu_model_t *m, unsigned T, cudaStream_t st, const l2
     return ARB_OK;
 }
 
+// A fork's ranges: at most five (o_proj, the router, the shared expert's three), so none is dropped.
+static_assert(kL2PullRanges >= 5, "l2_pulls holds every range a fork of the step names");
 void pull_add(l2_pulls &a, const void *p, size_t bytes)
 {
     if (a.n < kL2PullRanges)
