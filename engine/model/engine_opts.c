@@ -100,6 +100,10 @@ void arb_engine_opts_usage(FILE *f)
             "                      (default 3)\n"
             "  --moe-stage M       gpu, launches form: none, or smem (the routed INT4 gate/up tiles at T <= 3\n"
             "                      stage more groups a round in shared memory; the same bits; default none)\n"
+            "  --moe-early M       gpu, MoE launches: off, on (down reads the router's selection and issues its\n"
+            "                      first round of routed weights before its PDL wait; gate/up then lets it\n"
+            "                      launch only after gate/up's own wait) or l2 (on, and down's later rounds of\n"
+            "                      INT4 weights pulled toward L2 there); the same bits (default off)\n"
             "  --quiet             no progress lines\n"
             "  --profile FILE      per-site choice from a profile of arbench profile (CSV or JSON); no match: nccl\n"
             "  --tune              first sweep exactly the call-site shapes, write that profile next to --out, use it\n"
@@ -107,7 +111,7 @@ void arb_engine_opts_usage(FILE *f)
 }
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
-       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_SIDE, O_SIDEUPTO, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_ATTNROWS, O_ATTNFILL, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
+       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_SIDE, O_SIDEUPTO, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_MOEEARLY, O_ATTNROWS, O_ATTNFILL, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
        O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE, O_DRAFT,
        O_WDIR, O_PROMPT, O_OUTIDS };
 
@@ -266,6 +270,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"wave-fit-from", required_argument, 0, O_WAVEFROM},
         {"fuse", required_argument, 0, O_FUSE},
         {"moe-stage", required_argument, 0, O_MOESTAGE},
+        {"moe-early", required_argument, 0, O_MOEEARLY},
         {"attn-min-rows", required_argument, 0, O_ATTNROWS},
         {"attn-fill", required_argument, 0, O_ATTNFILL},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0},
@@ -363,6 +368,11 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             bad = parse_choice("--moe-stage", optarg, names, 2, &o->moe_stage, err, len);
             break;
         }
+        case O_MOEEARLY: {
+            static const char *const names[] = {"off", "on", "l2"};
+            bad = parse_choice("--moe-early", optarg, names, 3, &o->moe_early, err, len);
+            break;
+        }
         case O_APPEND: o->append = 1; break;
         case O_FORCE: o->force = 1; break;
         case O_ACCEPT: bad = parse_rates(optarg, o, err, len); break;
@@ -424,6 +434,14 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
     if (o->moe_stage && (o->backend == ARB_ENGINE_CPU || o->step_form == ARB_STEP_PERSISTENT)) {
         snprintf(err, len, "--moe-stage smem with %s: the staged gate/up is the GPU's MoE launches' (give --backend "
                  "gpu with --step-form launches or persistent-attn, or --moe-stage none)",
+                 o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent");
+        return -1;
+    }
+    if (o->moe_early && (o->backend == ARB_ENGINE_CPU || o->step_form == ARB_STEP_PERSISTENT)) {
+        snprintf(err, len,
+                 "--moe-early %s with %s: the early loads are the GPU's MoE launches' (give --backend gpu "
+                 "with --step-form launches or persistent-attn, or --moe-early off)",
+                 o->moe_early == 2 ? "l2" : "on",
                  o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent");
         return -1;
     }

@@ -124,6 +124,9 @@ typedef struct arb_engine_opts {
     int fuse_given;            /* --fuse was given: what it names must fit the model (else refused) */
     int moe_stage;             /* --moe-stage none|smem: 1 smem (the routed INT4 gate/up at T <= 3 stages more
                                   groups in shared memory; an experiment, default none) */
+    int moe_early;             /* --moe-early off|on|l2: 1 on (the MoE down launch reads the selection and issues its
+                                  first round of routed weights before its PDL wait; gate/up triggers it after its
+                                  own), 2 l2 (on, and its later rounds' INT4 weights toward L2 there); default 0 off */
     unsigned attn_min_rows;    /* --attn-min-rows N: the attention's row groups keep at least N of the step's
                                   T x heads rows, 1..64 (0: the kernels' default, 4) */
     unsigned attn_fill;        /* --attn-fill N: the attention's grid aims at N CTAs an SM, 1..16 (0: the kernels'

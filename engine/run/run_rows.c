@@ -106,7 +106,7 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
     f[EC_fusion] = c->fusion;
     snprintf(t->b[EC_note], 96, "%s", c->note); /* a fallback serving these sites, if any */
     if (o->backend == ARB_ENGINE_GPU) { /* how the step's kernels were launched */
-        char ahead[32], wave[32], from[16] = "", tail[128] = ""; /* the options named only when given or applied */
+        char ahead[32], wave[32], from[16] = "", tail[160] = ""; /* the options named only when given or applied */
         if (o->wave_fit && o->wave_from != 1) /* the fold's first T, where it is not 1 */
             snprintf(from, sizeof from, "@T>=%u", o->wave_from);
         if (o->fuse) { /* what ran (run.c resolved it), only where a kernel was fused: rows without it ran the split launches */
@@ -115,6 +115,8 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
         }
         if (o->moe_stage)
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",moe_stage=smem");
+        if (o->moe_early)
+            snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",moe_early=%s", o->moe_early == 2 ? "l2" : "on");
         if (o->attn_min_rows)
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",attn_min_rows=%u", o->attn_min_rows);
         if (o->attn_fill)

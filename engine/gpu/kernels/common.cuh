@@ -325,6 +325,15 @@ struct pdl_sync {
     __device__ __forceinline__ void launch_dependents() const { pdl_launch_dependents(); }
 };
 
+// pdl_sync with the trigger after the wait (--moe-early, moe.cu's gate/up): the kernel's
+// dependents launch only once all of its CTAs have waited, that is once its predecessor has
+// completed, so a dependent may read what that predecessor wrote before its own wait.
+struct pdl_late {
+    static constexpr bool coherent = false;
+    __device__ __forceinline__ void wait() const { pdl_begin(); }
+    __device__ __forceinline__ void launch_dependents() const {}
+};
+
 struct persist_sync {
     static constexpr bool coherent = true;
     __device__ __forceinline__ void wait() const { pdl_wait(); }

@@ -27,13 +27,13 @@
 namespace arbk {
 namespace {
 
-template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, int MINB, int SMG = 0>
+// P: pdl_sync, or pdl_late with --moe-early (the trigger after the wait, for down's early loads).
+template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, int MINB, int SMG = 0, class P = pdl_sync>
 __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
     moe_gate_up_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ h, bf16 *__restrict__ act,
                        bf16 *__restrict__ act_sh, int T)
 {
-    moe_gate_up_tile<INT4, ROWT, NH, UNR, UNRQ, pdl_sync, SMG>(pdl_sync(), pdl_sync(), w, rt, h, act, act_sh, T,
-                                                               (int)blockIdx.x);
+    moe_gate_up_tile<INT4, ROWT, NH, UNR, UNRQ, P, SMG>(P(), P(), w, rt, h, act, act_sh, T, (int)blockIdx.x);
 }
 
 // --moe-stage smem: INT4 groups a warp stages in shared memory a round on top of UNRQ in registers
@@ -42,12 +42,12 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
 // +1.61%, results/engine-h100/3744719-stage/).
 constexpr int kMoeStageGroups = 3;
 
-template <bool INT4, int ROWT, int NH, int UNR>
+template <bool INT4, int ROWT, int NH, int UNR, int EARLY>
 __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
     moe_down_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ act, const bf16 *__restrict__ act_sh,
                     bf16 *__restrict__ part, int T)
 {
-    moe_down_tile<INT4, ROWT, NH, UNR>(pdl_sync(), w, rt, act, act_sh, part, T, (int)blockIdx.x);
+    moe_down_tile<INT4, ROWT, NH, UNR, pdl_sync, EARLY>(pdl_sync(), w, rt, act, act_sh, part, T, (int)blockIdx.x);
 }
 
 // Rows per CTA (ROWT tiles), groups in flight per lane (UNR for routed bf16 tiles, UNRQ for
@@ -81,16 +81,22 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
     const int rows = 16 * ROWT;
     cudaError_t e = cudaSuccess;
     if (which & 1) {
-        auto gate_up = moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB>;
+        auto gate_up = c.moe_early ? moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, 0, pdl_late>
+                                   : moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB>;
         if constexpr (INT4 && ROWT == 1 && NH == 1) // --moe-stage smem: where it is built (one tile, T <= 3)
             if (c.moe_stage)
-                gate_up = moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups>;
+                gate_up = c.moe_early ? moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups, pdl_late>
+                                      : moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups>;
         e = launch(c, gate_up, dim3(moe_sh_items(w.H, w.Is, T) + max_slots * (w.I / rows)), block, 0, w, rt, h, act,
                    act_sh, T);
     }
-    if (e == cudaSuccess && (which & 2))
-        e = launch(c, moe_down_kernel<INT4, kDown, NH, kUnrDown>, dim3(w.H / (16 * kDown)), block, 0, w, rt, (const bf16 *)act,
-                   (const bf16 *)act_sh, part, T);
+    if (e == cudaSuccess && (which & 2)) {
+        const auto down = c.moe_early == 2 ? moe_down_kernel<INT4, kDown, NH, kUnrDown, 2>
+                          : c.moe_early    ? moe_down_kernel<INT4, kDown, NH, kUnrDown, 1>
+                                           : moe_down_kernel<INT4, kDown, NH, kUnrDown, 0>;
+        e = launch(c, down, dim3(w.H / (16 * kDown)), block, 0, w, rt, (const bf16 *)act, (const bf16 *)act_sh, part,
+                   T);
+    }
     return e;
 }
 

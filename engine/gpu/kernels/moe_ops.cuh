@@ -344,10 +344,16 @@ __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, 
 }
 
 // Block bx: output rows 16 ROWT bx .. for NH token halves (act's and coef's token stride 8 NH).
-template <bool INT4, int ROWT, int NH, int UNR, class P>
+// EARLY (--moe-early; a kernel of its own, after a gate/up launched with pdl_late): 1 on, the
+// selection (written by the router, gate/up's predecessor, complete once gate/up triggers this
+// launch) is read through L2 before the wait, and each warp's first round of routed weights is
+// issued before it too; 2 l2, also the later rounds' INT4 weights and scales pulled toward L2 there
+// (T = 1 at Kimi-K2 has one round). The same loads, sums and order, so the same bits.
+template <bool INT4, int ROWT, int NH, int UNR, class P, int EARLY = 0>
 __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w, const moe_route &rt, const bf16 *act,
                                               const bf16 *act_sh, bf16 *__restrict__ part, int T, int bx)
 {
+    static_assert(EARLY == 0 || !P::coherent, "the early selection is a kernel's own, after a pdl_late gate/up");
     __shared__ float red[kMoeWarps][ROWT][NH][4][kWarp];
     __shared__ int s_uniq[kMaxSlots], s_n;
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, gi = lane / 4, ti = lane % 4;
@@ -366,14 +372,65 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
     if (Gs > kMoeWarps)
         for (int r = warp; r < 16 * ROWT; r += kMoeWarps)
             warp_prefetch_l2(w.sh_down + (size_t)(r0 + r) * Is, (size_t)Is * 2);
-    pol.wait();
     // The selection once per CTA: n_uniq and all kMaxSlots slots of the buffer in the same
-    // round trip (slots past n_uniq are never used), and the first group's tokens, before
-    // the barrier that publishes them.
-    for (int i = threadIdx.x; i < kMaxSlots; i += blockDim.x)
-        s_uniq[i] = coh ? __ldcg(rt.uniq + i) : rt.uniq[i];
-    if (threadIdx.x == 0)
-        s_n = coh ? __ldcg(rt.n_uniq) : *rt.n_uniq;
+    // round trip (slots past n_uniq are never used); without EARLY after the wait, with the
+    // first group's tokens, before the barrier that publishes them.
+    const auto selection = [&](bool l2) {
+        for (int i = threadIdx.x; i < kMaxSlots; i += blockDim.x)
+            s_uniq[i] = l2 ? __ldcg(rt.uniq + i) : rt.uniq[i];
+        if (threadIdx.x == 0)
+            s_n = l2 ? __ldcg(rt.n_uniq) : *rt.n_uniq;
+    };
+    // Round q0's routed weights: pair q = q0 + 8 j is (slot q / Gi, group q % Gi).
+    uint2 qa[UNR][ROWT];
+    uint32_t sa[UNR][ROWT];
+    uint4 ba[UNR][ROWT][2];
+    const auto weights = [&](int q0, int npairs) {
+#pragma unroll
+        for (int j = 0; j < UNR; j++) {
+            const int q = q0 + j * kMoeWarps;
+            if (q >= npairs)
+                break;
+            const int u = q / Gi, grp = q % Gi;
+            const size_t r = (size_t)s_uniq[u] * H + r0; // first row of the [E x H x I] tensor
+#pragma unroll
+            for (int k = 0; k < ROWT; k++) {
+                const size_t rk = r + 16 * k;
+                if (INT4) {
+                    qa[j][k] = ld_stream2(
+                        reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.down) + rk * (I / 8)) +
+                        grp * kWarp + lane);
+                    sa[j][k] = __ldg(reinterpret_cast<const uint32_t *>(w.down_s + rk * Gi) + grp * 8 + gi);
+                } else {
+                    ld_a_bf16(static_cast<const bf16 *>(w.down) + rk * I, I, grp, ba[j][k][0], ba[j][k][1]);
+                }
+            }
+        }
+    };
+    if constexpr (EARLY > 0) {
+        selection(true);
+        __syncthreads();
+        weights(warp, s_n * Gi);
+        if (INT4 && EARLY == 2) // a (pair, tile)'s fragments: 256 contiguous bytes, two lines
+            for (int q = warp + kMoeWarps * UNR; q < s_n * Gi; q += kMoeWarps) {
+                const int u = q / Gi, grp = q % Gi;
+                const size_t r = (size_t)s_uniq[u] * H + r0;
+#pragma unroll
+                for (int k = 0; k < ROWT; k++) {
+                    const size_t rk = r + 16 * k;
+                    if (lane % 16 == 0)
+                        asm volatile("prefetch.global.L2 [%0];" ::"l"(
+                            reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.down) + rk * (I / 8)) +
+                            grp * kWarp + lane));
+                    else if (lane == 1)
+                        asm volatile("prefetch.global.L2 [%0];" ::"l"(
+                            reinterpret_cast<const uint32_t *>(w.down_s + rk * Gi) + grp * 8));
+                }
+            }
+    }
+    pol.wait();
+    if constexpr (EARLY == 0)
+        selection(coh);
     uint4 xs[NH];
 #pragma unroll
     for (int hf = 0; hf < NH; hf++)
@@ -396,34 +453,21 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
     }
     const int npairs = s_n * Gi;
     for (int q0 = warp; q0 < npairs; q0 += kMoeWarps * UNR) {
-        uint2 qa[UNR][ROWT];
-        uint32_t sa[UNR][ROWT];
-        uint4 ba[UNR][ROWT][2], xb[UNR][NH];
+        uint4 xb[UNR][NH];
         float2 cf[UNR][NH];
+        if (EARLY == 0 || q0 != warp) // EARLY: the first round's are in flight since before the wait
+            weights(q0, npairs);
 #pragma unroll
         for (int j = 0; j < UNR; j++) {
             const int q = q0 + j * kMoeWarps;
             if (q >= npairs)
                 break;
             const int u = q / Gi, grp = q % Gi;
-            const size_t r = (size_t)s_uniq[u] * H + r0; // first row of the [E x H x I] tensor
             ld_b_halves<NH, coh>(xb[j], act + (size_t)u * TS * I, I, grp, T);
 #pragma unroll
             for (int hf = 0; hf < NH; hf++) {
                 const float2 *cp = reinterpret_cast<const float2 *>(rt.coef + u * TS + 8 * hf + 2 * ti);
                 cf[j][hf] = coh ? __ldcg(cp) : *cp;
-            }
-#pragma unroll
-            for (int k = 0; k < ROWT; k++) {
-                const size_t rk = r + 16 * k;
-                if (INT4) {
-                    qa[j][k] = ld_stream2(
-                        reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.down) + rk * (I / 8)) +
-                        grp * kWarp + lane);
-                    sa[j][k] = __ldg(reinterpret_cast<const uint32_t *>(w.down_s + rk * Gi) + grp * 8 + gi);
-                } else {
-                    ld_a_bf16(static_cast<const bf16 *>(w.down) + rk * I, I, grp, ba[j][k][0], ba[j][k][1]);
-                }
             }
         }
 #pragma unroll

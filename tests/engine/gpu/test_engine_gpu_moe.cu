@@ -8,7 +8,7 @@
 //                 host) for T = 1, 3, 8, and 12 and 16 (two token halves, tree verify; act
 //                 and coef at moe_tstride(T)), experts shared by two tokens; a rerun
 //                 bit-identical; at T <= 3 the staged gate/up (--moe-stage smem) bit-identical,
-//                 output and act; T = kMoeMaxT + 1 refused
+//                 output and act; --moe-early bit-identical; T = kMoeMaxT + 1 refused
 //   moe_bf16_T*   the same with bf16 experts
 // Tolerance: one bf16 rounding of the output (2^-8 relative), 1e-5 of sum |terms| for
 // accumulation order, and one-ulp flips of the stored act (bf16 on both sides) through
@@ -169,6 +169,21 @@ void moe_case(bool int4, int T)
                      memcmp(got.data(), staged.data(), got.size() * 2) ? "DIFFERS" : "same", same_act, n_act);
         TAP_CHECK(memcmp(got.data(), staged.data(), got.size() * 2) == 0);
         TAP_EQ_U64(same_act, n_act);
+    }
+    for (int early = 1; early <= 2; early++) { // --moe-early on, l2 (down's loads before its wait): the same bits
+        cudaMemset(part, 0xff, (size_t)T * H * 2);
+        arbk::launch_ctx le = g_lc;
+        le.moe_early = early;
+        TAP_REQUIRE(arbk::moe_block(le, mw, r.rt, dh, act, act_sh, part, T, T * k) == cudaSuccess);
+        TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+        const auto got_e = from_dev((uint16_t *)part, (size_t)T * H);
+        size_t same = 0;
+        for (size_t i = 0; i < got.size(); i++)
+            same += got[i] == got_e[i];
+        if (same != got.size())
+            tap_diag("moe %s T=%d early %d: %zu of %zu outputs the same", int4 ? "int4" : "bf16", T, early, same,
+                     got.size());
+        TAP_EQ_U64(same, got.size());
     }
     // The shared expert runs in parts at this shape (7168 columns), and its tickets are left zero.
     TAP_CHECK(arbk::moe_sh_part_floats(H, Is) > 0);

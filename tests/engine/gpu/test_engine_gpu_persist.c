@@ -8,10 +8,11 @@
  * the same order: a tile is one block index of the kernel form), and so do the launches
  * form with its projections' grids folded into one wave (--wave-fit qkv_a,o_proj) and with q_b
  * and the absorption in one launch (--fuse qb_absorb: prefill at T = 8 included), and with the side
- * branch of L2 pulls (--l2-side, every name). Then a captured persistent step replays
+ * branch of L2 pulls (--l2-side, every name), and with the MoE down launch's selection and first
+ * round of weights read before its wait (--moe-early on and l2). Then a captured persistent step replays
  * bit-identically, with PDL on and off, and so does a captured launches step with the side branch,
  * whose graph keeps the programmatic edges of the one without it (and with --l2-side-upto 1 has
- * the branch at T = 1 only). And the wait's deadline: a counter
+ * the branch at T = 1 only), and so does one with --moe-early, with the same launches and edges. And the wait's deadline: a counter
  * that never reaches its target sets the error word with the wait's code and returns (no
  * hang), one that does leaves it 0. Exit 77 without a CUDA device.
  */
@@ -30,7 +31,7 @@
 
 #define CONTEXT 1024u
 #define MAX_T 8u
-#define FORMS 6
+#define FORMS 8
 
 static char why[1024];
 static arb_model_config_t cfg;
@@ -40,20 +41,23 @@ static cudaStream_t stream;
 /* persistent-form bits per form: launches, attention only, attention and MoE, the launches
  * with qkv_a's and o_proj's grids folded into one wave at every T (--wave-fit), and the
  * launches with q_b and the absorption in one launch (--fuse qb_absorb, mla_qb.cu) */
-static const int form_bits[FORMS] = {0, 1, 3, 0, 0, 0};
-static const unsigned form_wave[FORMS] = {0, 0, 0, ARB_WAVE_FIT_QKV_A | ARB_WAVE_FIT_O_PROJ, 0, 0};
-static const unsigned form_fuse[FORMS] = {0, 0, 0, 0, ARB_FUSE_QB_ABSORB, 0};
+static const int form_bits[FORMS] = {0, 1, 3, 0, 0, 0, 0, 0};
+static const unsigned form_wave[FORMS] = {0, 0, 0, ARB_WAVE_FIT_QKV_A | ARB_WAVE_FIT_O_PROJ, 0, 0, 0, 0};
+static const unsigned form_fuse[FORMS] = {0, 0, 0, 0, ARB_FUSE_QB_ABSORB, 0, 0, 0};
 #define SIDE_ALL (ARB_L2_SIDE_O_PROJ | ARB_L2_SIDE_ROUTER | ARB_L2_SIDE_SHARED | ARB_L2_SIDE_QKV_A)
-static const unsigned form_side[FORMS] = {0, 0, 0, 0, 0, SIDE_ALL};
+static const unsigned form_side[FORMS] = {0, 0, 0, 0, 0, SIDE_ALL, 0, 0};
+static const int form_early[FORMS] = {0, 0, 0, 0, 0, 0, 1, 2};
 static const char *const form_name[FORMS] = {"launches",
                                              "persistent-attn",
                                              "persistent",
                                              "launches, wave fit",
                                              "launches, q_b + absorb fused",
-                                             "launches, side branch of L2 pulls"};
+                                             "launches, side branch of L2 pulls",
+                                             "launches, MoE down's loads before its wait",
+                                             "launches, MoE down's loads before its wait, later rounds toward L2"};
 
 static arb_gpu_model_t *make_side_upto(int persistent, int pdl, unsigned wave, unsigned fuse, unsigned side,
-                                       unsigned upto)
+                                       unsigned upto, int early)
 {
     arb_gpu_model_opts_t o = {.format = ARB_GPU_INT4,
                               .seed = 5,
@@ -67,22 +71,23 @@ static arb_gpu_model_t *make_side_upto(int persistent, int pdl, unsigned wave, u
                               .fuse = fuse,
                               .l2_side = side,
                               .side_upto = upto,
+                              .moe_early = early,
                               .persistent = persistent};
     arb_gpu_model_t *m = NULL;
     if (arb_gpu_dims_from_config(&cfg, &rope, 8, 3, &o.dims, why, sizeof why) != ARB_OK ||
         arb_gpu_model_create(&o, &m, why, sizeof why) != ARB_OK ||
         arb_gpu_model_generate(m, why, sizeof why) != ARB_OK) {
-        tap_diag("create (persistent %d, pdl %d, wave fit %u, fuse %u, l2 side %u): %s", persistent, pdl, wave, fuse,
-                 side, why);
+        tap_diag("create (persistent %d, pdl %d, wave fit %u, fuse %u, l2 side %u, moe early %d): %s", persistent, pdl,
+                 wave, fuse, side, early, why);
         arb_gpu_model_destroy(m);
         return NULL;
     }
     return m;
 }
 
-static arb_gpu_model_t *make_side(int persistent, int pdl, unsigned wave, unsigned fuse, unsigned side)
+static arb_gpu_model_t *make_side(int persistent, int pdl, unsigned wave, unsigned fuse, unsigned side, int early)
 {
-    return make_side_upto(persistent, pdl, wave, fuse, side, 0);
+    return make_side_upto(persistent, pdl, wave, fuse, side, 0, early);
 }
 
 static int step(arb_gpu_model_t *m, const uint32_t *tok, unsigned T, unsigned pos0, float *logits, int32_t *experts)
@@ -109,7 +114,8 @@ static void t_forms_bit_identical(void)
 {
     arb_gpu_model_t *m[FORMS] = {NULL};
     for (int f = 0; f < FORMS; f++)
-        TAP_REQUIRE((m[f] = make_side(form_bits[f], 1, form_wave[f], form_fuse[f], form_side[f])) != NULL);
+        TAP_REQUIRE((m[f] = make_side(form_bits[f], 1, form_wave[f], form_fuse[f], form_side[f], form_early[f])) !=
+                    NULL);
     const unsigned Vr = arb_gpu_model_vocab_rank(m[0]), nex = cfg.num_hidden_layers * MAX_T * cfg.num_experts_per_tok;
     float *lg[FORMS];
     int32_t *ex[FORMS];
@@ -169,10 +175,11 @@ static int graph_counts(cudaGraph_t g, size_t *kernels, size_t *prog)
 }
 
 /* A step captured and replayed: bit-identical to the eager one. persistent: the form's bits;
- * side: --l2-side's. Returns the capture's kernel nodes and programmatic edges at T (counts). */
-static void replay_case_counts(int persistent, int pdl, unsigned side, unsigned upto, size_t counts[2][2])
+ * side: --l2-side's; early: --moe-early. Returns the capture's kernel nodes and programmatic
+ * edges at T (counts). */
+static void replay_case_counts(int persistent, int pdl, unsigned side, unsigned upto, int early, size_t counts[2][2])
 {
-    arb_gpu_model_t *m = make_side_upto(persistent, pdl, 0, 0, side, upto);
+    arb_gpu_model_t *m = make_side_upto(persistent, pdl, 0, 0, side, upto, early);
     TAP_REQUIRE(m != NULL);
     const unsigned Vr = arb_gpu_model_vocab_rank(m), nex = cfg.num_hidden_layers * MAX_T * cfg.num_experts_per_tok;
     float *a = malloc(sizeof(float) * MAX_T * Vr), *b = malloc(sizeof(float) * MAX_T * Vr);
@@ -210,8 +217,9 @@ static void replay_case_counts(int persistent, int pdl, unsigned side, unsigned 
             for (size_t i = 0; i < (size_t)cfg.num_hidden_layers * T * cfg.num_experts_per_tok; i++)
                 d += ea[i] != eb[i];
             if (d)
-                tap_diag("persistent %d, pdl %d, l2 side %u, T %u, replay %d: %zu values differ from the eager step",
-                         persistent, pdl, side, T, rep, d);
+                tap_diag("persistent %d, pdl %d, l2 side %u, moe early %d, T %u, replay %d: %zu values differ from the "
+                         "eager step",
+                         persistent, pdl, side, early, T, rep, d);
             TAP_EQ_U64(d, 0);
         }
         cudaGraphExecDestroy(ge);
@@ -222,7 +230,7 @@ static void replay_case_counts(int persistent, int pdl, unsigned side, unsigned 
 }
 
 /* A persistent step captured and replayed: bit-identical to the eager one, PDL on and off. */
-static void replay_case(int pdl) { replay_case_counts(3, pdl, 0, 0, NULL); }
+static void replay_case(int pdl) { replay_case_counts(3, pdl, 0, 0, 0, NULL); }
 
 /* --l2-side: the launches form's captured step replays bit-identically, holds one pull kernel a
  * fork more than the form without it (3 layers: after each qkv_a, and after layer 1's router for
@@ -230,10 +238,11 @@ static void replay_case(int pdl) { replay_case_counts(3, pdl, 0, 0, NULL); }
  * does not turn their PDL edge into a full one). */
 static void t_replay_side(void)
 {
-    size_t plain[2][2], side[2][2], upto1[2][2];
-    replay_case_counts(0, 1, 0, 0, plain);
-    replay_case_counts(0, 1, SIDE_ALL, 0, side);
-    replay_case_counts(0, 1, SIDE_ALL, 1, upto1); /* --l2-side-upto 1: T = 1's step only */
+    size_t plain[2][2], side[2][2], upto1[2][2], early[2][2];
+    replay_case_counts(0, 1, 0, 0, 0, plain);
+    replay_case_counts(0, 1, SIDE_ALL, 0, 0, side);
+    replay_case_counts(0, 1, SIDE_ALL, 1, 0, upto1); /* --l2-side-upto 1: T = 1's step only */
+    replay_case_counts(0, 1, 0, 0, 1, early);        /* --moe-early: the same launches and edges */
     for (int i = 0; i < 2; i++) {
         tap_diag("T %d: %zu kernel nodes, %zu programmatic edges; with the side branch %zu and %zu; up to T = 1 %zu "
                  "and %zu",
@@ -243,6 +252,8 @@ static void t_replay_side(void)
         TAP_EQ_U64(side[i][1], plain[i][1]);
         TAP_EQ_U64(upto1[i][0], plain[i][0] + (i == 0 ? 4 : 0));
         TAP_EQ_U64(upto1[i][1], plain[i][1]);
+        TAP_EQ_U64(early[i][0], plain[i][0]);
+        TAP_EQ_U64(early[i][1], plain[i][1]);
     }
 }
 

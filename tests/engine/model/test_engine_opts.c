@@ -152,6 +152,31 @@ static void t_refusals(void)
     char *b5[] = {"engine", NULL}; /* default none */
     TAP_EQ_INT(parse(&o, 1, b5), 0);
     TAP_EQ_INT(o.moe_stage, 0);
+    TAP_EQ_INT(o.moe_early, 0); /* --moe-early: default off */
+    char *e1[] = {"engine", "--moe-early", "on", NULL};
+    TAP_EQ_INT(parse(&o, 3, e1), 0);
+    TAP_EQ_INT(o.moe_early, 1);
+    char *e2[] = {"engine", "--step-form", "persistent-attn", "--moe-early", "on", NULL}; /* MoE as launches */
+    TAP_EQ_INT(parse(&o, 5, e2), 0);
+    TAP_EQ_INT(o.moe_early, 1);
+    char *e3[] = {"engine", "--step-form", "persistent", "--moe-early", "on", NULL};
+    TAP_CHECK(parse(&o, 5, e3) != 0);
+    TAP_HAS_STR(err, "--moe-early on with --step-form persistent");
+    char *e4[] = {"engine", "--config", "tiny", "--backend", "cpu", "--moe-early", "on", NULL};
+    TAP_CHECK(parse(&o, 7, e4) != 0);
+    TAP_HAS_STR(err, "--moe-early on with --backend cpu");
+    char *e5[] = {"engine", "--moe-early", "yes", NULL};
+    TAP_CHECK(parse(&o, 3, e5) != 0);
+    TAP_HAS_STR(err, "--moe-early");
+    char *e7[] = {"engine", "--moe-early", "l2", NULL};
+    TAP_EQ_INT(parse(&o, 3, e7), 0);
+    TAP_EQ_INT(o.moe_early, 2);
+    char *e8[] = {"engine", "--step-form", "persistent", "--moe-early", "l2", NULL};
+    TAP_CHECK(parse(&o, 5, e8) != 0);
+    TAP_HAS_STR(err, "--moe-early l2 with --step-form persistent");
+    char *e6[] = {"engine", "--config", "tiny", "--backend", "cpu", "--moe-early", "off", NULL}; /* off: anywhere */
+    TAP_EQ_INT(parse(&o, 7, e6), 0);
+    TAP_EQ_INT(o.moe_early, 0);
     TAP_EQ_INT(o.attn_min_rows, 0); /* the kernels' default */
     char *d1[] = {"engine", "--attn-min-rows", "8", "--step-form", "persistent", NULL}; /* every form */
     TAP_EQ_INT(parse(&o, 5, d1), 0);
