@@ -16,6 +16,7 @@ constexpr int kArgmaxThreads = 1024;
 __global__ void __launch_bounds__(kArgmaxThreads)
     argmax_kernel(const float *__restrict__ logits, int Vr, int vocab_base, float *best_logit, int32_t *best_index)
 {
+    ARB_TL(ARB_TL_ARGMAX);
     __shared__ float sv[kArgmaxThreads / kWarp];
     __shared__ int si[kArgmaxThreads / kWarp];
     pdl_begin();
@@ -54,5 +55,7 @@ cudaError_t argmax(const launch_ctx &c, const float *logits, int Vr, int vocab_b
     return launch(c, argmax_kernel, dim3(T), dim3(kArgmaxThreads), 0, logits, Vr, vocab_base, best_logit,
                   best_index);
 }
+
+ARB_TL_TU(argmax)
 
 } // namespace arbk

@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "gpu/kernels/kernels.h"
+#include "gpu/kernels/timeline.cuh"
 #include "gpu/kernels/wave_fit.h"
 
 namespace arbk {
@@ -249,6 +250,7 @@ __device__ __forceinline__ void pdl_wait()
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+    tl_waited(); // a -Dengine_timeline=true build: the wait's return (timeline.cuh); else nothing
 }
 __device__ __forceinline__ void pdl_begin()
 {

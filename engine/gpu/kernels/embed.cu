@@ -12,6 +12,7 @@ __global__ void __launch_bounds__(256) embed_kernel(const bf16 *__restrict__ tab
                                                      const bf16 *__restrict__ norm, bf16 *__restrict__ res,
                                                      bf16 *__restrict__ h, int H, float eps)
 {
+    ARB_TL(ARB_TL_EMBED);
     __shared__ float scratch[kWarp];
     pdl_begin();
     const int t = blockIdx.x;
@@ -30,5 +31,7 @@ cudaError_t embed_rmsnorm(const launch_ctx &c, const bf16 *table, const int32_t 
 {
     return launch(c, embed_kernel, dim3(T), dim3(256), 0, table, tokens, norm, res, h, H, eps);
 }
+
+ARB_TL_TU(embed)
 
 } // namespace arbk

@@ -21,6 +21,7 @@ __global__ void __launch_bounds__(kGemvWarps *kWarp)
     gemv_kernel(const bf16 *__restrict__ W, const bf16 *__restrict__ W2, const bf16 *__restrict__ x, int ldx,
                 int N, int K, void *__restrict__ y, int ldy, int tiles)
 {
+    ARB_TL(ARB_TL_GEMV);
     if (MULTI)
         gemv_tiles<T, EPI, S, PAIR>(pdl_sync(), W, W2, x, ldx, N, K, y, ldy, tiles);
     else
@@ -40,6 +41,7 @@ __global__ void __launch_bounds__(kGemvWarps *kWarp, 4)
     gemv_kernel_4(const bf16 *__restrict__ W, const bf16 *__restrict__ W2, const bf16 *__restrict__ x, int ldx,
                   int N, int K, void *__restrict__ y, int ldy, int)
 {
+    ARB_TL(ARB_TL_GEMV_PAIRS);
     gemv_tile<T, EPI, S, PAIR>(pdl_sync(), W, W2, x, ldx, N, K, y, ldy, (int)blockIdx.x);
 }
 
@@ -114,5 +116,7 @@ cudaError_t gemv(const launch_ctx &c, gemv_epilogue epi, const bf16 *W, const bf
     }
     return cudaErrorInvalidValue;
 }
+
+ARB_TL_TU(gemv)
 
 } // namespace arbk

@@ -24,6 +24,7 @@ __device__ __forceinline__ void pull_piece(const char *p, unsigned bytes)
 
 __global__ void __launch_bounds__(kWarp) l2_pull_kernel(l2_pulls a)
 {
+    ARB_TL(ARB_TL_L2_PULL);
     const size_t lanes = (size_t)gridDim.x * blockDim.x, me = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     size_t first = 0; // the ranges' pieces numbered end to end, piece i to lane i % lanes
     for (int q = 0; q < a.n; q++) {
@@ -51,5 +52,7 @@ cudaError_t l2_pull(cudaStream_t s, const l2_pulls &a)
     const launch_ctx c = {s, 0, {}, 0, 0, 0};
     return launch(c, l2_pull_kernel, dim3(kL2PullCtas), dim3(kWarp), 0, a);
 }
+
+ARB_TL_TU(l2_pull)
 
 } // namespace arbk

@@ -15,6 +15,7 @@ __global__ void __launch_bounds__(kAbsorbWarps *kWarp)
                       const int32_t *__restrict__ pos0, bf16 *__restrict__ qlat, bf16 *__restrict__ qpe, int nh_r,
                       int dn, int dr, int dv, int rkv, int T, l2_ahead ahead)
 {
+    ARB_TL(ARB_TL_ABSORB);
     __shared__ __align__(16) float sm[kAbsorbSmem / sizeof(float)];
     mla_absorb_tile(pdl_sync(), q, kv_b, rope_cs, pos0, qlat, qpe, nh_r, dn, dr, dv, rkv, T, (int)blockIdx.x,
                     (int)blockIdx.y, (int)gridDim.y, sm, ahead);
@@ -29,5 +30,7 @@ cudaError_t mla_absorb(const launch_ctx &c, const bf16 *q, const bf16 *kv_b, con
     return launch(c, mla_absorb_kernel, grid, dim3(kAbsorbWarps * kWarp), 0, q, kv_b, rope_cs, pos0, qlat, qpe, nh_r,
                   dn, dr, dv, rkv, T, c.ahead);
 }
+
+ARB_TL_TU(mla)
 
 } // namespace arbk

@@ -30,6 +30,7 @@ __global__ void __launch_bounds__(kPrepThreads)
                     const int32_t *__restrict__ pos0, bf16 *__restrict__ qa, bf16 *__restrict__ cache_ckv,
                     bf16 *__restrict__ cache_kpe, int rq, int rkv, int dr, float eps, int T)
 {
+    ARB_TL(ARB_TL_MLA_PREP);
     pdl_begin();
     mla_prep_all<false>(qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, T);
 }
@@ -43,6 +44,7 @@ __global__ void __launch_bounds__(kGemvWarps *kWarp)
                      bf16 *__restrict__ cache_ckv, bf16 *__restrict__ cache_kpe, int rq, int rkv, int dr, float eps,
                      unsigned *ticket, int tiles)
 {
+    ARB_TL(ARB_TL_QKVA_PREP);
     if (MULTI)
         gemv_tiles<T, GEMV_BF16, S, PAIR>(pdl_sync(), W, nullptr, x, K, N, K, qkva, N, tiles);
     else
@@ -94,5 +96,7 @@ cudaError_t qkva_prep(const launch_ctx &c, const bf16 *W, const bf16 *x, int K, 
     default: return qkva_prep_s<1>(c, W, x, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, T);
     }
 }
+
+ARB_TL_TU(mla_prep)
 
 } // namespace arbk

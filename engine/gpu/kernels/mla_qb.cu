@@ -42,6 +42,7 @@ template <int T, int S> __global__ void __launch_bounds__(8 * S * kWarp)
                          bf16 *__restrict__ qlat, bf16 *__restrict__ qpe, float *scratch, unsigned *tickets, int nh_r,
                          int rq, int dn, int dr, int dv, int rkv, l2_ahead ahead)
 {
+    ARB_TL(ARB_TL_QB_ABSORB);
     __shared__ __align__(16) bf16 wuk[kQbRows * kMaxLatent]; // W_uk rows d0 .. d0 + 15, rkv columns each
     __shared__ float qv[T][kQbRows];                         // this CTA's q rows, bf16 values
     __shared__ float red[8 * S][2][T];                       // the warps' part sums (rows i, i + 8)
@@ -160,5 +161,7 @@ cudaError_t mla_qb_absorb(const launch_ctx &c, const bf16 *qa, const bf16 *Wqb, 
     return qb_absorb_s<1>(c, qa, Wqb, kv_b, rope_cs, pos0, q, qlat, qpe, scratch, tickets, nh_r, rq, dn, dr, dv, rkv,
                           T);
 }
+
+ARB_TL_TU(mla_qb)
 
 } // namespace arbk

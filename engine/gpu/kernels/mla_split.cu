@@ -42,6 +42,7 @@ __global__ void __launch_bounds__(kPosWarps *kWarp, MINB)
                           const int32_t *__restrict__ pos0, float *__restrict__ partial, int nh_r, int dr, int rkv,
                           float scale, int T, int Rg)
 {
+    ARB_TL(ARB_TL_ATTEND);
     extern __shared__ uint4 smem_v[];
     mla_attend_tile(pdl_sync(), qlat, qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale, T, Rg,
                     (int)blockIdx.x, (int)blockIdx.y, smem_v);
@@ -51,6 +52,7 @@ __global__ void __launch_bounds__(kMergeQuads *kMergeStrands)
     mla_merge_kernel(const float *__restrict__ partial, const int32_t *__restrict__ pos0, bf16 *__restrict__ olat,
                      int R, int rkv, int T)
 {
+    ARB_TL(ARB_TL_MERGE);
     __shared__ merge_smem sm;
     mla_merge_tile(pdl_sync(), partial, pos0, olat, R, rkv, T, (int)blockIdx.x, (int)blockIdx.y, sm);
 }
@@ -60,6 +62,7 @@ __global__ void __launch_bounds__(kMergeQuads *kMergeStrands)
                         const bf16 *__restrict__ kv_b, bf16 *__restrict__ o, float *scratch, unsigned *tickets,
                         int nh_r, int dn, int dv, int rkv, int T)
 {
+    ARB_TL(ARB_TL_MERGE_UV);
     __shared__ merge_smem sm;
     __shared__ float ol[kMergeCols];
     mla_merge_uv_tile(pdl_sync(), partial, pos0, kv_b, o, scratch, tickets, nh_r, dn, dv, rkv, T, (int)blockIdx.x,
@@ -71,6 +74,7 @@ __global__ void __launch_bounds__(kUvWarps *kWarp)
     mla_uv_kernel(const bf16 *__restrict__ olat, const bf16 *__restrict__ kv_b, bf16 *__restrict__ o, int nh_r,
                   int dn, int dv, int rkv, l2_ahead ahead)
 {
+    ARB_TL(ARB_TL_UV);
     mla_uv_tile<T>(pdl_sync(), olat, kv_b, o, nh_r, dn, dv, rkv, (int)blockIdx.x, (int)blockIdx.y, ahead);
 }
 
@@ -198,5 +202,7 @@ cudaError_t mla_uv(const launch_ctx &c, const bf16 *olat, const bf16 *kv_b, bf16
     default: return cudaErrorInvalidValue;
     }
 }
+
+ARB_TL_TU(mla_split)
 
 } // namespace arbk

@@ -33,6 +33,7 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
     moe_gate_up_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ h, bf16 *__restrict__ act,
                        bf16 *__restrict__ act_sh, int T)
 {
+    ARB_TL(ARB_TL_GATE_UP);
     moe_gate_up_tile<INT4, ROWT, NH, UNR, UNRQ, P, SMG>(P(), P(), w, rt, h, act, act_sh, T, (int)blockIdx.x);
 }
 
@@ -47,6 +48,7 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
     moe_down_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ act, const bf16 *__restrict__ act_sh,
                     bf16 *__restrict__ part, int T)
 {
+    ARB_TL(ARB_TL_DOWN);
     moe_down_tile<INT4, ROWT, NH, UNR, pdl_sync, EARLY>(pdl_sync(), w, rt, act, act_sh, part, T, (int)blockIdx.x);
 }
 
@@ -153,5 +155,7 @@ cudaError_t moe_block(const launch_ctx &c, const moe_weights &w, const moe_route
 {
     return moe_launch(c, w, rt, h, act, act_sh, part, T, max_slots, 3);
 }
+
+ARB_TL_TU(moe)
 
 } // namespace arbk

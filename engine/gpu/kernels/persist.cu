@@ -135,6 +135,7 @@ template <int T> __device__ __forceinline__ void gemv_any(const persist_sync &p,
 template <int T> __global__ void __launch_bounds__(kPersistThreads, 2)
     persist_attn_kernel(persist_attn_args a, persist_ctl c)
 {
+    ARB_TL(ARB_TL_PERSIST_ATTN);
     extern __shared__ uint4 persist_smem[];
     const int qw = a.nh_r * (a.dn + a.dr), ow = a.nh_r * a.dv;
     const int p_qkv = gemv_parts(a.H), p_qb = gemv_parts(a.rq), p_o = gemv_parts(ow);
@@ -212,6 +213,7 @@ constexpr int kPersistTopkNL = kPersistMaxExperts / kWarp;
 template <int T, bool INT4> __global__ void __launch_bounds__(kPersistThreads, 2)
     persist_moe_kernel(persist_moe_args a, persist_ctl c)
 {
+    ARB_TL(ARB_TL_PERSIST_MOE);
     extern __shared__ uint4 persist_smem[];
     float *fs = reinterpret_cast<float *>(persist_smem);
     walker wk;
@@ -332,5 +334,7 @@ cudaError_t persist_wait_probe(cudaStream_t s, const unsigned *cnt, unsigned tar
     persist_wait_probe_kernel<<<1, 64, 0, s>>>(const_cast<unsigned *>(cnt), target, err, code, timeout_ns);
     return cudaGetLastError();
 }
+
+ARB_TL_TU(persist)
 
 } // namespace arbk

@@ -25,6 +25,7 @@ __global__ void __launch_bounds__(kRouterWarps *kWarp)
                   float *logits, moe_route rt, int H, int E, int k, int n_group, int topk_group, float scaling,
                   unsigned *ticket)
 {
+    ARB_TL(ARB_TL_ROUTER);
     extern __shared__ float topk_smem[];
     // the bias (a weight) where the top-k stages it, by every block before its logits: the
     // last block's top-k then reloads it from L1 instead of waiting on memory after the ticket
@@ -93,5 +94,7 @@ cudaError_t router(const launch_ctx &c, const bf16 *h, const bf16 *W, const floa
         return router_t<decltype(t)::value>(c, h, W, bias, logits, rt, H, E, k, n_group, topk_group, scaling, ticket);
     });
 }
+
+ARB_TL_TU(router)
 
 } // namespace arbk

@@ -11,13 +11,20 @@
  *   engine_gpu_bench [--config kimi-k2] [--weights int4|bf16] [--tp-shape 8] [--layers L]
  *                    [--experts E] [--context 4096] [--steps 32] [--spec-k 2] [--eager]
  *                    [--moe-t LIST] [--fuse LIST] [--l2-side LIST: both as arbench engine's, with
- *                    its defaults]
+ *                    its defaults] [--moe-early off|on|l2] [--timeline PREFIX]
  *
  * --moe-t LIST (the sweep's list grammar, e.g. 1:8,12,16; T up to ARB_GPU_MOE_MAX_T): the MoE
  * block alone at each T over a synthetic selection (each token k distinct experts drawn
  * uniformly, fixed seed; no step runs past ARB_GPU_MAX_T, so the router's choice is not
  * available there), against the cuBLAS loop, then its spread of TB/s over T <= 8 (issue 22:
  * flat within 20%).
+ *
+ * --timeline PREFIX (a build configured with -Dengine_timeline=true, else refused): after the
+ * timed steps, one more decode and one verify step, each replayed from its graph with every
+ * instrumented kernel's CTAs recording their start, PDL-wait return and end (engine/gpu/kernels/
+ * timeline.cuh), written to PREFIX-T1.csv and PREFIX-T<spec_k+1>.csv (written whole, then
+ * renamed); ci/timeline.py summarizes them. The stamps cost time of their own: time steps in a
+ * build without them.
  */
 #include <math.h>
 #include <stdio.h>
@@ -218,6 +225,41 @@ static void moe_sweep(run_t *r, const unsigned *Ts, size_t n, unsigned E)
                ARB_GPU_MAX_T, lo, tlo, hi, thi, 100.0 * (hi - lo) / hi);
 }
 
+/* One step of T tokens (its graph replayed) recorded into PREFIX-T<T>.csv (--timeline). */
+static void timeline_step(run_t *r, unsigned T, const char *prefix)
+{
+    const size_t cap = (size_t)1 << 18; /* CTAs: ~2000 a layer at Kimi-K2 (16 MB on a card the shard nearly fills) */
+    arb_tl_rec_t *rec = malloc(cap * sizeof *rec);
+    if (!rec)
+        DIE("--timeline: no host memory for %zu records", cap);
+    uint32_t tok[ARB_GPU_MAX_T];
+    for (unsigned t = 0; t < T; t++)
+        tok[t] = t ? arb_wgen_below(1, ARB_W_PROMPT, 1, r->pos + t, 1000) : r->next; /* as measure()'s drafts */
+    step(r, tok, T); /* the graph exists and is warm: measure() ran this T */
+    size_t n = 0, dropped = 0;
+    CK(arb_gpu_timeline_begin(cap, why, sizeof why));
+    step(r, tok, T);
+    CK(arb_gpu_timeline_end(rec, cap, &n, &dropped, why, sizeof why));
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s-T%u.csv", prefix, T);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        DIE("--timeline: cannot write %s", tmp);
+    fprintf(f, "tag,launch,block,sm,g0,gw,g1,c0,cw,c1\n");
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s,%u,%u,%u,%llu,%llu,%llu,%llu,%llu,%llu\n", arb_tl_tag_name(rec[i].tag), rec[i].launch,
+                rec[i].block, rec[i].sm, (unsigned long long)rec[i].g0, (unsigned long long)rec[i].gw,
+                (unsigned long long)rec[i].g1, (unsigned long long)rec[i].c0, (unsigned long long)rec[i].cw,
+                (unsigned long long)rec[i].c1);
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        DIE("--timeline: writing %s failed", path);
+    printf("timeline_T=%u records=%zu dropped=%zu file=%s\n", T, n, dropped, path);
+    free(rec);
+    if (dropped)
+        DIE("--timeline: %zu CTAs past the room of %zu records (T = %u)", dropped, cap, T);
+}
+
 int main(int argc, char **argv)
 {
     const char *config = "kimi-k2";
@@ -226,6 +268,8 @@ int main(int argc, char **argv)
     int S = 32, eager = 0, fuse_given = 0;
     unsigned fuse = ARB_FUSE_QB_ABSORB; /* the engine's default: where the shapes fit */
     unsigned side = ARB_L2_SIDE_ROUTER; /* the engine's default in its launches form */
+    int moe_early = 0;
+    const char *timeline = NULL;
     unsigned moe_ts[ARB_GPU_MOE_MAX_T];
     size_t n_moe_ts = 0;
     for (int i = 1; i < argc; i++) {
@@ -260,6 +304,15 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--l2-side")) {
             if (arb_engine_opts_bits_parse(ARB_BITS_L2_SIDE, v, &side, why, sizeof why) != 0)
                 DIE("%s", why);
+        } else if (!strcmp(a, "--moe-early")) {
+            if (!strcmp(v, "off") || !strcmp(v, "on") || !strcmp(v, "l2"))
+                moe_early = !strcmp(v, "on") ? 1 : !strcmp(v, "l2") ? 2 : 0;
+            else
+                DIE("--moe-early %s: expected off, on or l2", v);
+        } else if (!strcmp(a, "--timeline")) {
+            if (!*v)
+                DIE("--timeline: an empty prefix (expected a path prefix for PREFIX-T1.csv)");
+            timeline = v;
         } else if (!strcmp(a, "--moe-t")) {
             char e[256];
             if (arb_parse_uint_list(v, moe_ts, ARB_GPU_MOE_MAX_T, &n_moe_ts, e, sizeof e) != ARB_OK)
@@ -269,8 +322,14 @@ int main(int argc, char **argv)
                     DIE("--moe-t %s: T %u, expected 1 .. %d", v, moe_ts[j], ARB_GPU_MOE_MAX_T);
         } else
             DIE("unknown option or value: %s %s (accepted: --config --weights int4|bf16 --tp-shape --layers --experts "
-                "--context --steps --spec-k --eager --moe-t --fuse LIST --l2-side LIST)", a, v);
+                "--context --steps --spec-k --eager --moe-t --fuse LIST --l2-side LIST --moe-early off|on|l2 "
+                "--timeline PREFIX)",
+                a, v);
     }
+    if (timeline && !arb_tl_built())
+        DIE("--timeline: this build records no timeline (configure a build with meson -Dengine_timeline=true)");
+    if (timeline && eager)
+        DIE("--timeline with --eager: the timeline replays the steps' graphs (leave --eager out)");
     if (S < 1 || spec_k + 1 > ARB_GPU_MAX_T || context < ARB_GPU_MAX_T)
         DIE("--steps >= 1, --spec-k <= %d and --context >= %d", ARB_GPU_MAX_T - 1, ARB_GPU_MAX_T);
     arb_model_config_t cfg;
@@ -282,7 +341,7 @@ int main(int argc, char **argv)
     const unsigned Tv = spec_k + 1,
                    capacity = context + (unsigned)S * (1 + Tv) + ARB_GPU_MAX_T;
     arb_gpu_model_opts_t o = {.format = wf, .seed = 1, .max_tokens = ARB_GPU_MAX_T, .context = capacity,
-                              .fusion = ARB_FUSION_AUTO, .pdl = 1, .l2_side = side};
+                              .fusion = ARB_FUSION_AUTO, .pdl = 1, .l2_side = side, .moe_early = moe_early};
     CK(arb_gpu_dims_from_config(&cfg, &rope, K, 0, &o.dims, why, sizeof why));
     o.fuse = arb_fuse_applied(fuse, fuse_given, 1, (int)o.dims.q_lora, (int)o.dims.nope, (int)o.dims.rope,
                               (int)o.dims.v_head, (int)o.dims.kv_lora);
@@ -291,10 +350,12 @@ int main(int argc, char **argv)
     arb_gpu_mem_t mem;
     CK(arb_gpu_model_plan(&o, &mem, why, sizeof why));
     char fuse_name[48], side_name[48];
-    printf("config=%s layers=%u experts=%u weights=%s tp_shape=%u context=%u capacity=%u pdl=%d fuse=%s l2_side=%s\n",
+    printf("config=%s layers=%u experts=%u weights=%s tp_shape=%u context=%u capacity=%u pdl=%d fuse=%s l2_side=%s "
+           "moe_early=%d timeline_build=%d\n",
            cfg.name, cfg.num_hidden_layers, cfg.n_routed_experts, wf == ARB_GPU_INT4 ? "int4" : "bf16", K, context,
            capacity, o.pdl, arb_engine_opts_bits_str(ARB_BITS_FUSE, o.fuse, fuse_name, sizeof fuse_name),
-           arb_engine_opts_bits_str(ARB_BITS_L2_SIDE, o.l2_side, side_name, sizeof side_name));
+           arb_engine_opts_bits_str(ARB_BITS_L2_SIDE, o.l2_side, side_name, sizeof side_name), moe_early,
+           arb_tl_built());
     printf("memory_GB: embed=%.3f attention=%.3f norms_router=%.3f dense=%.3f shared=%.3f routed=%.3f lm_head=%.3f "
            "kv_cache=%.3f activations=%.3f total=%.3f\n",
            mem.embed / 1e9, mem.attention / 1e9, mem.norms_router / 1e9, mem.dense_mlp / 1e9, mem.shared_expert / 1e9,
@@ -341,6 +402,10 @@ int main(int argc, char **argv)
            mb.cublas_bytes / (mb.cublas_us * 1e-6) / 1e12, mb.cublas_us / mb.ours_us);
     if (n_moe_ts)
         moe_sweep(&r, moe_ts, n_moe_ts, cfg.n_routed_experts);
+    if (timeline) {
+        timeline_step(&r, 1, timeline);
+        timeline_step(&r, Tv, timeline);
+    }
     arb_gpu_model_destroy(r.m);
     return 0;
 }

@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Where a step's time goes, launch by launch, from the timeline engine_gpu_bench --timeline
+writes (a build configured with -Dengine_timeline=true; engine/gpu/kernels/timeline.cuh):
+
+    ci/timeline.py [--layers A:B] [--out FILE] TIMELINE.csv [TIMELINE.csv ...]
+
+Each CSV row is one CTA: tag, launch (which launch of that tag), block, sm, and three stamps
+(start 0, PDL-wait return w, end 1) on the global timer (g*, ns) and on the SM's cycle counter
+(c*). The cycle counter is finer; per SM, a least-squares line from its cycles to the global
+timer puts every stamp on one clock (the fit's residual and the global timer's step are
+printed, so its precision can be read).
+
+Launches are ordered by their first CTA's start; the chain is every launch but the side
+branch's (l2_pull). A GEMV launch is named by its place: o_proj after uv or merge_uv, q_b after
+the prep, lm_head before argmax, dense elsewhere. For each launch L after chain launch P, us:
+    seg     L's last end minus P's last end: L's segment of the critical path
+    gap     L's first wait return minus P's last end (the PDL release, and any kernel between
+            them that is not instrumented: the call sites before the router and qkv_a)
+    body    L's last end minus its first wait return: its work once it may run
+    tail    L's last end minus its median end: the stragglers
+    pre     the median CTA's time from its start to its wait return
+    early   P's last end minus L's first start: how long L's first CTA started before P ended
+Each kind is summarised over its launches in the layers chosen (--layers A:B, 0-based
+layer numbers as counted by qkva_prep launches, default every layer but the first three
+and the last): median of each column, and the sum of the medians' segments a layer.
+--out FILE also writes the per-launch table as CSV (written whole, then renamed).
+Exit 2 on a bad argument or file."""
+import argparse
+import csv
+import os
+import statistics
+import sys
+
+FIELDS = ('tag', 'launch', 'block', 'sm', 'g0', 'gw', 'g1', 'c0', 'cw', 'c1')
+
+
+def die(msg):
+    print(f'timeline: {msg}', file=sys.stderr)
+    sys.exit(2)
+
+
+def read(path):
+    try:
+        f = open(path, newline='', encoding='utf-8')
+    except OSError as e:
+        die(f'{path}: cannot read ({e.strerror})')
+    with f:
+        r = csv.DictReader(f)
+        if not r.fieldnames or any(k not in r.fieldnames for k in FIELDS):
+            die(f'{path}: not a timeline CSV (expected the columns {",".join(FIELDS)})')
+        rows = []
+        for i, row in enumerate(r, 2):
+            try:
+                rows.append({k: (row[k] if k == 'tag' else int(row[k])) for k in FIELDS})
+            except (TypeError, ValueError):
+                die(f'{path}:{i}: expected integers in {",".join(FIELDS[1:])}')
+    if not rows:
+        die(f'{path}: no records')
+    return rows
+
+
+def fit_clocks(rows):
+    """Per SM, g = a + b c over every stamp pair; returns {sm: (a, b)}, the worst residual (ns),
+    the global timer's smallest step seen (ns)."""
+    pairs = {}
+    for r in rows:
+        for c, g in ((r['c0'], r['g0']), (r['cw'], r['gw']), (r['c1'], r['g1'])):
+            if g and c:
+                pairs.setdefault(r['sm'], []).append((c, g))
+    fits, worst = {}, 0.0
+    for sm, p in pairs.items():
+        if len(p) < 2 or len({c for c, _ in p}) < 2:
+            c, g = p[0]
+            fits[sm] = (g - c, 1.0) if len(p) == 1 else (statistics.mean(g for _, g in p), 0.0)
+            continue
+        c0 = statistics.mean(c for c, _ in p)
+        g0 = statistics.mean(g for _, g in p)
+        sxx = sum((c - c0) ** 2 for c, _ in p)
+        sxy = sum((c - c0) * (g - g0) for c, g in p)
+        b = sxy / sxx
+        a = g0 - b * c0
+        fits[sm] = (a, b)
+        worst = max(worst, max(abs(a + b * c - g) for c, g in p))
+    gs = sorted({g for r in rows for g in (r['g0'], r['gw'], r['g1']) if g})
+    steps = [y - x for x, y in zip(gs, gs[1:]) if y > x]
+    return fits, worst, (min(steps) if steps else 0)
+
+
+def launches(rows, fits):
+    t = {}
+    for r in rows:
+        a, b = fits[r['sm']]
+
+        def at(c, g):
+            return a + b * c if (b and c) else float(g)
+
+        cta = (at(r['c0'], r['g0']), at(r['cw'], r['gw']) if r['gw'] else None, at(r['c1'], r['g1']))
+        t.setdefault((r['tag'], r['launch']), []).append(cta)
+    out = []
+    for (tag, n), ctas in t.items():
+        waits = [w for _, w, _ in ctas if w is not None]
+        ends = sorted(e for _, _, e in ctas)
+        out.append({'tag': tag, 'launch': n, 'ctas': len(ctas), 'start': min(s for s, _, _ in ctas),
+                    'wait': min(waits) if waits else None, 'end': ends[-1], 'end_med': statistics.median(ends),
+                    'pre': statistics.median(w - s for s, w, _ in ctas if w is not None) if waits else None})
+    out.sort(key=lambda L: L['start'])
+    return out
+
+
+def name_kinds(ls):
+    chain = [L for L in ls if L['tag'] != 'l2_pull']
+    for i, L in enumerate(chain):
+        L['kind'] = L['tag']
+        if L['tag'] in ('gemv', 'gemv_pairs'):
+            prev = chain[i - 1]['tag'] if i else ''
+            nxt = chain[i + 1]['tag'] if i + 1 < len(chain) else ''
+            L['kind'] = ('o_proj' if prev in ('uv', 'merge_uv') else 'q_b' if prev in ('qkva_prep', 'mla_prep')
+                         else 'lm_head' if nxt == 'argmax' else 'dense')
+    for L in ls:
+        L.setdefault('kind', L['tag'])
+    layer = -1
+    for L in chain:
+        if L['tag'] in ('qkva_prep', 'persist_attn'):
+            layer += 1
+        L['layer'] = layer
+    return chain
+
+
+def measure(chain):
+    for i, L in enumerate(chain):
+        if i == 0:
+            continue
+        pe = chain[i - 1]['end']
+        L['seg'] = (L['end'] - pe) / 1e3
+        L['gap'] = (L['wait'] - pe) / 1e3 if L['wait'] is not None else None
+        L['body'] = (L['end'] - L['wait']) / 1e3 if L['wait'] is not None else None
+        L['tail'] = (L['end'] - L['end_med']) / 1e3
+        L['early'] = (pe - L['start']) / 1e3
+        L['pre_us'] = L['pre'] / 1e3 if L['pre'] is not None else None
+
+
+def summarize(path, chain, lo, hi, res, step):
+    n_layers = max(L['layer'] for L in chain) + 1
+    a = lo if lo is not None else min(3, max(n_layers - 1, 0))
+    b = hi if hi is not None else max(n_layers - 1, a + 1)
+    sel = [L for L in chain if a <= L['layer'] < b and 'seg' in L]
+    span = (chain[-1]['end'] - chain[0]['start']) / 1e3
+    print(f'# {path}: {len(chain)} launches, {n_layers} layers, first start to last end {span:.1f} us; '
+          f'clock fit worst residual {res:.0f} ns, global timer step {step} ns')
+    if not sel:
+        print(f'#   no launches in layers {a}:{b}')
+        return
+    kinds = []
+    for L in sel:
+        if L['kind'] not in kinds:
+            kinds.append(L['kind'])
+    cols = ('seg', 'gap', 'body', 'tail', 'pre_us', 'early')
+    print(f'#   layers {a}:{b}, medians over each kind\'s launches, us')
+    print('#   ' + 'kind'.ljust(13) + 'n'.rjust(4) + 'ctas'.rjust(6) + ''.join(c.replace('_us', '').rjust(8) for c in cols))
+    total = 0.0
+    for k in kinds:
+        ks = [L for L in sel if L['kind'] == k]
+        med = {}
+        for c in cols:
+            v = [L[c] for L in ks if L.get(c) is not None]
+            med[c] = statistics.median(v) if v else None
+        total += med['seg']
+        print('#   ' + k.ljust(13) + str(len(ks)).rjust(4) + str(int(statistics.median(L['ctas'] for L in ks))).rjust(6)
+              + ''.join((f'{med[c]:8.2f}' if med[c] is not None else '       -') for c in cols))
+    print(f'#   a layer (the medians\' segments summed): {total:.2f} us')
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('csv', nargs='+')
+    ap.add_argument('--layers', help='A:B, the layers summarised (0-based, B excluded)')
+    ap.add_argument('--out', help='the per-launch table as CSV')
+    o = ap.parse_args()
+    lo = hi = None
+    if o.layers:
+        try:
+            lo, hi = (int(x) for x in o.layers.split(':'))
+        except ValueError:
+            die(f'--layers {o.layers}: expected A:B, two integers')
+        if lo < 0 or hi <= lo:
+            die(f'--layers {o.layers}: expected 0 <= A < B')
+    if o.out:
+        d = os.path.dirname(os.path.abspath(o.out))
+        if not os.path.isdir(d):
+            die(f'--out {o.out}: its folder does not exist')
+        if any(os.path.abspath(o.out) == os.path.abspath(c) for c in o.csv):
+            die(f'--out {o.out} is one of the inputs')
+    table = []
+    for path in o.csv:
+        rows = read(path)
+        fits, res, step = fit_clocks(rows)
+        chain = name_kinds(launches(rows, fits))
+        measure(chain)
+        summarize(path, chain, lo, hi, res, step)
+        for L in chain:
+            table.append([path, L['layer'], L['kind'], L['launch'], L['ctas']] +
+                         [f'{L[c]:.3f}' if L.get(c) is not None else '' for c in ('seg', 'gap', 'body', 'tail', 'pre_us', 'early')])
+    if o.out:
+        tmp = o.out + '.tmp'
+        with open(tmp, 'w', newline='', encoding='utf-8') as f:
+            w = csv.writer(f)
+            w.writerow(['file', 'layer', 'kind', 'launch', 'ctas', 'seg_us', 'gap_us', 'body_us', 'tail_us', 'pre_us',
+                        'early_us'])
+            w.writerows(table)
+        os.replace(tmp, o.out)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,66 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# ci/timeline.py on a fixture timeline whose answer is known: timeline_test.sh SCRIPT TAP_SH.
+# Two SMs whose cycle counters run at 2 GHz from different origins (the fit must put both on
+# the global timer), a layer of qkva_prep, uv, a GEMV after uv (o_proj), the side branch's
+# l2_pull (off the chain), a GEMV before argmax (lm_head) and argmax. Then its refusals: a file
+# that is not a timeline, a missing file, a bad --layers, --out onto an input.
+set -u
+script=$1
+. "$2"
+f="$tmp/t.csv"
+# rec TAG LAUNCH BLOCK SM G0 GW G1: the cycle stamps from the SM's origin (0: 1000 ns, 1: 5000 ns)
+rec() {
+    o=1000; [ "$4" = 1 ] && o=5000
+    cw=0; [ "$6" != 0 ] && cw=$((2 * ($6 - o)))
+    echo "$1,$2,$3,$4,$5,$6,$7,$((2 * ($5 - o))),$cw,$((2 * ($7 - o)))"
+}
+{
+    echo "tag,launch,block,sm,g0,gw,g1,c0,cw,c1"
+    rec qkva_prep 0 0 0 10000 10100 11000
+    rec qkva_prep 0 1 1 10050 10120 10900
+    rec l2_pull 0 0 1 10500 0 13000
+    rec uv 0 0 0 10800 11100 12000
+    rec gemv 0 0 1 11900 12300 14000
+    rec gemv 0 1 0 11950 12400 13600
+    rec gemv 1 0 0 14100 14500 16000
+    rec argmax 0 0 1 15900 16200 16500
+} >"$f"
+python3 "$script" --layers 0:1 --out "$tmp/l.csv" "$f" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+sed 's/^/# /' "$tmp/out"
+[ $rc -eq 0 ] && tap OK "the fixture: exit 0" || { sed 's/^/# /' "$tmp/err"; tap FAIL "the fixture: exit $rc"; }
+# kind n ctas seg gap body tail pre early
+row() { grep -E "^#   $1 " "$tmp/out" | awk '{$1=""; print}' | sed 's/^ *//'; }
+[ "$(row o_proj)" = "o_proj 1 2 2.00 0.30 1.70 0.20 0.42 0.10" ] && tap OK "o_proj: named after uv, its segment 2.0 us" ||
+    tap FAIL "o_proj row: '$(row o_proj)'"
+[ "$(row uv)" = "uv 1 1 1.00 0.10 0.90 0.00 0.30 0.20" ] && tap OK "uv after qkva_prep (the side branch left out)" ||
+    tap FAIL "uv row: '$(row uv)'"
+[ "$(row lm_head)" = "lm_head 1 1 2.00 0.50 1.50 0.00 0.40 -0.10" ] && tap OK "lm_head: the GEMV before argmax" ||
+    tap FAIL "lm_head row: '$(row lm_head)'"
+grep -q "^#   l2_pull" "$tmp/out" && tap FAIL "l2_pull is on the chain" || tap OK "l2_pull is not on the chain"
+grep -q "worst residual 0 ns" "$tmp/out" && tap OK "both SMs' clocks fit the global timer exactly" ||
+    tap FAIL "clock fit: $(grep residual "$tmp/out")"
+grep -q "a layer (the medians' segments summed): 5.50 us" "$tmp/out" && tap OK "a layer's segments: 5.50 us" ||
+    tap FAIL "layer sum: $(grep 'a layer' "$tmp/out")"
+[ "$(wc -l <"$tmp/l.csv")" = 6 ] && tap OK "--out: a header and five chain launches" || tap FAIL "--out: $(wc -l <"$tmp/l.csv") lines"
+# expect NAME PATTERN ARGS...: exit 2 and PATTERN on stderr
+expect() {
+    name=$1 pattern=$2; shift 2
+    python3 "$script" "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q -- "$pattern" "$tmp/err"; then
+        tap OK "$name: exit 2, $(head -1 "$tmp/err")"
+    else
+        sed 's/^/# /' "$tmp/err"
+        tap FAIL "$name: exit $rc, expected 2 and '$pattern'"
+    fi
+}
+printf 'a,b\n1,2\n' >"$tmp/bad.csv"
+expect "not a timeline" "not a timeline CSV" "$tmp/bad.csv"
+expect "missing file" "cannot read" "$tmp/nosuch.csv"
+expect "bad --layers" "expected 0 <= A < B" --layers 3:1 "$f"
+expect "--out onto an input" "is one of the inputs" --out "$f" "$f"
+head -1 "$f" | grep -q "^tag," && tap OK "the input is untouched" || tap FAIL "the input was changed"
+echo "1..$n"
+exit $bad
