@@ -1,0 +1,46 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Where the engine's step spends its time, CTA by CTA, on one GPU (issue 22):
+#   ci/engine-timeline.sh OUT [NAME=OPTIONS ...]
+# builds engine_gpu_bench in build-tl (git-ignored) with -Dengine_timeline=true (every kernel's
+# CTAs stamp their start, PDL-wait return and end: engine/gpu/kernels/timeline.cuh), then for each
+# NAME (default: one run named `default` with no options) runs
+#   engine_gpu_bench --steps 4 --timeline OUT/NAME OPTIONS
+# (kimi-k2, INT4, tp-shape 8, context 4096 unless OPTIONS say otherwise; OPTIONS are the bench's:
+# --moe-early on, --l2-side none, --fuse none, ...) and summarizes its decode and verify steps
+# with ci/timeline.py: OUT/NAME.log, OUT/NAME-T1.csv.gz and -T3.csv.gz (the records),
+# OUT/NAME-summary.txt (a layer's launches: segment of the critical path, release gap, body,
+# tail, time before the wait), OUT/NAME-launches.csv (every launch). The stamps cost time of
+# their own: the bench's step times in this build are not the engine's (time those with
+# `arbench engine` or ci/engine-ab.sh in a plain build). GENCODE (default sm_90) sets the build's
+# nvcc -gencode list as meson's gencode option takes it; the machine's NCCL in /usr.
+set -u
+out=${1:?OUT}; shift
+[ $# -ge 1 ] || set -- default=
+for a in "$@"; do
+    case "$a" in *=*) ;; *) echo "ci/engine-timeline.sh: '$a': expected NAME=OPTIONS" >&2; exit 2 ;; esac
+done
+cd "$(dirname "$0")/.." || exit 2
+mkdir -p "$out" && out=$(cd "$out" && pwd) || { echo "ci/engine-timeline.sh: cannot make $1" >&2; exit 2; }
+gen=${GENCODE:-"['arch=compute_90,code=sm_90']"}
+t0=$(date +%s)
+if [ ! -d build-tl ]; then
+    meson setup build-tl -Dnccl_home=/usr -Dengine_timeline=true "-Dgencode=$gen" >"$out/build.log" 2>&1 ||
+        { tail -20 "$out/build.log"; exit 1; }
+fi
+ninja -C build-tl tests/engine/gpu/engine_gpu_bench >>"$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 1; }
+echo "build-tl: $(($(date +%s) - t0)) s"
+rc=0
+for a in "$@"; do
+    name=${a%%=*} opts=${a#*=}
+    # shellcheck disable=SC2086 # the options split into words
+    build-tl/tests/engine/gpu/engine_gpu_bench --steps 4 --timeline "$out/$name" $opts >"$out/$name.log" 2>&1
+    r=$?
+    echo "$name: rc=$r ($(($(date +%s) - t0)) s)"
+    [ $r -eq 0 ] || { tail -5 "$out/$name.log"; rc=1; continue; }
+    grep -E "^timeline" "$out/$name.log"
+    python3 ci/timeline.py --out "$out/$name-launches.csv" "$out"/"$name"-T*.csv >"$out/$name-summary.txt" 2>&1 || rc=1
+    cat "$out/$name-summary.txt"
+    gzip -f "$out"/"$name"-T*.csv
+done
+exit $rc
