@@ -8,7 +8,8 @@
 // counter per tag: every CTA of one launch of a tag starts before any of the next, since
 // other kernels that wait on it run between them), its block index and SM.
 //   ARB_TL(tag)     first statement of a kernel: the start now, the end when thread 0 leaves
-//   pdl_wait()      (common.cuh) the wait's return, where a scope set the CTA's slot
+//   pdl_wait()      (common.cuh) the wait's return (its last, where a kernel waits more than
+//                   once: the persistent form), where a scope set the CTA's slot
 //   ARB_TL_TU(name) once at the end of each .cu with instrumented kernels: the host's
 //                   setter of that file's buffer (a __constant__ is per file without -rdc);
 //                   timeline.cu's tl_attach calls every file's (ARB_TL_FILES)
