@@ -44,23 +44,11 @@ grep -q "worst residual 0 ns" "$tmp/out" && tap OK "both SMs' clocks fit the glo
 grep -q "a layer (the medians' segments summed): 5.50 us" "$tmp/out" && tap OK "a layer's segments: 5.50 us" ||
     tap FAIL "layer sum: $(grep 'a layer' "$tmp/out")"
 [ "$(wc -l <"$tmp/l.csv")" = 6 ] && tap OK "--out: a header and five chain launches" || tap FAIL "--out: $(wc -l <"$tmp/l.csv") lines"
-# expect NAME PATTERN ARGS...: exit 2 and PATTERN on stderr
-expect() {
-    name=$1 pattern=$2; shift 2
-    python3 "$script" "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    if [ $rc -eq 2 ] && grep -q -- "$pattern" "$tmp/err"; then
-        tap OK "$name: exit 2, $(head -1 "$tmp/err")"
-    else
-        sed 's/^/# /' "$tmp/err"
-        tap FAIL "$name: exit $rc, expected 2 and '$pattern'"
-    fi
-}
 printf 'a,b\n1,2\n' >"$tmp/bad.csv"
-expect "not a timeline" "not a timeline CSV" "$tmp/bad.csv"
-expect "missing file" "cannot read" "$tmp/nosuch.csv"
-expect "bad --layers" "expected 0 <= A < B" --layers 3:1 "$f"
-expect "--out onto an input" "is one of the inputs" --out "$f" "$f"
+tap_refused "not a timeline" "not a timeline CSV" python3 "$script" "$tmp/bad.csv"
+tap_refused "missing file" "cannot read" python3 "$script" "$tmp/nosuch.csv"
+tap_refused "bad --layers" "expected 0 <= A < B" python3 "$script" --layers 3:1 "$f"
+tap_refused "--out onto an input" "is one of the inputs" python3 "$script" --out "$f" "$f"
 head -1 "$f" | grep -q "^tag," && tap OK "the input is untouched" || tap FAIL "the input was changed"
 echo "1..$n"
 exit $bad

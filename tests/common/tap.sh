@@ -8,3 +8,16 @@ mpirun_args="--oversubscribe"
 export OMPI_MCA_btl="^openib" OMPI_MCA_btl_vader_single_copy_mechanism=none
 n=0 bad=0
 tap() { n=$((n + 1)); if [ "$1" = OK ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; bad=1; fi; }
+# tap_refused NAME PATTERN CMD...: one TAP line, OK when CMD exits 2 with PATTERN on its stderr (its
+# stderr shown otherwise)
+tap_refused() {
+    _name=$1 _pattern=$2; shift 2
+    "$@" >"$tmp/refused.out" 2>"$tmp/refused.err"
+    _rc=$?
+    if [ $_rc -eq 2 ] && grep -q -- "$_pattern" "$tmp/refused.err"; then
+        tap OK "$_name: exit 2, $(head -1 "$tmp/refused.err")"
+    else
+        sed 's/^/# /' "$tmp/refused.err"
+        tap FAIL "$_name: exit $_rc, expected 2 and '$_pattern'"
+    fi
+}
