@@ -8,7 +8,8 @@
 //                 host) for T = 1, 3, 8, and 12 and 16 (two token halves, tree verify; act
 //                 and coef at moe_tstride(T)), experts shared by two tokens; a rerun
 //                 bit-identical; at T <= 3 the staged gate/up (--moe-stage smem) bit-identical,
-//                 output and act; --moe-early bit-identical; T = kMoeMaxT + 1 refused
+//                 output and act; --moe-early bit-identical, also with the selection published
+//                 late by gate/up's predecessor (late_selection); T = kMoeMaxT + 1 refused
 //   moe_bf16_T*   the same with bf16 experts
 // Tolerance: one bf16 rounding of the output (2^-8 relative), 1e-5 of sum |terms| for
 // accumulation order, and one-ulp flips of the stored act (bf16 on both sides) through
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "gpu_check.h"
+#include "gpu/kernels/common.cuh"
 #include "gpu/kernels/moe_int4_layout.h"
 
 namespace {
@@ -75,6 +77,23 @@ void to_frag(const std::vector<uint32_t> &q, const std::vector<uint16_t> &s, uns
                 if (c % 32 == 0)
                     fs[e * rows * groups + arbk::int4_frag_scale(r, c / 32, (unsigned)groups)] = s[i / 32];
             }
+}
+
+// --moe-early's hazard, staged: a stand-in for the router that lets its dependents launch at once,
+// then spins delay_ns on the global timer before it copies the selection (uniq) into place. Gate/up
+// launched after it under PDL waits for it to complete; a down launch that read the selection before
+// then would see the poisoned slots left there.
+__global__ void late_selection(const int32_t *src, int n, int32_t *uniq, unsigned long long delay_ns)
+{
+    arbk::pdl_launch_dependents();
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+        __nanosleep(1000);
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while (t - t0 < delay_ns);
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+        uniq[i] = src[i];
 }
 
 void moe_case(bool int4, int T)
@@ -170,6 +189,40 @@ void moe_case(bool int4, int T)
         TAP_CHECK(memcmp(got.data(), staged.data(), got.size() * 2) == 0);
         TAP_EQ_U64(same_act, n_act);
     }
+    // --moe-early with the selection published late (late_selection): down must still use the one its
+    // predecessor's predecessor wrote. The same pairing with gate/up triggering at its start (off)
+    // is the race --moe-early avoids: its differing outputs are printed, not asserted (0 where this
+    // device gave down's CTAs no room before gate/up's end).
+    std::vector<int32_t> poison(uniq.size());
+    for (size_t u = 0; u < uniq.size(); u++)
+        poison[u] = (uniq[u] + 1) % E; // other experts in every slot
+    int32_t *src = to_dev(uniq);
+    const auto late_run = [&](int gate_up_early, int down_early) {
+        cudaMemcpy(r.rt.uniq, poison.data(), sizeof(int32_t) * nu, cudaMemcpyHostToDevice);
+        cudaMemset(part, 0xff, (size_t)T * H * 2);
+        late_selection<<<1, 128>>>(src, nu, r.rt.uniq, 50000);
+        arbk::launch_ctx lg = g_lc, ld = g_lc;
+        lg.moe_early = gate_up_early, ld.moe_early = down_early;
+        const bool ok = arbk::moe_gate_up(lg, mw, r.rt, dh, act, act_sh, T, T * k) == cudaSuccess &&
+                        arbk::moe_down(ld, mw, r.rt, act, act_sh, part, T) == cudaSuccess &&
+                        cudaDeviceSynchronize() == cudaSuccess;
+        const auto out = from_dev((uint16_t *)part, (size_t)T * H);
+        size_t differ = 0;
+        for (size_t i = 0; i < got.size(); i++)
+            differ += got[i] != out[i];
+        return ok ? differ : got.size() + 1;
+    };
+    for (int early = 1; early <= 2; early++) {
+        const size_t d = late_run(early, early);
+        if (d)
+            tap_diag("moe %s T=%d early %d, selection published late: %zu outputs differ", int4 ? "int4" : "bf16", T,
+                     early, d);
+        TAP_EQ_U64(d, 0);
+    }
+    tap_diag("moe %s T=%d: gate/up triggering at its start with down's early loads (the race): %zu of %zu outputs "
+             "differ",
+             int4 ? "int4" : "bf16", T, late_run(0, 1), got.size());
+    cudaFree(src);
     for (int early = 1; early <= 2; early++) { // --moe-early on, l2 (down's loads before its wait): the same bits
         cudaMemset(part, 0xff, (size_t)T * H * 2);
         arbk::launch_ctx le = g_lc;
