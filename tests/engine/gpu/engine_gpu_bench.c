@@ -339,7 +339,7 @@ int main(int argc, char **argv)
     CK(arb_config_override(&cfg, &ov, why, sizeof why));
     CK(arb_rope_make(&cfg, &rope, why, sizeof why));
     const unsigned Tv = spec_k + 1,
-                   capacity = context + (unsigned)S * (1 + Tv) + ARB_GPU_MAX_T;
+                   capacity = context + (unsigned)S * (1 + Tv) + ARB_GPU_MAX_T + (timeline ? 2 * (1 + Tv) : 0);
     arb_gpu_model_opts_t o = {.format = wf, .seed = 1, .max_tokens = ARB_GPU_MAX_T, .context = capacity,
                               .fusion = ARB_FUSION_AUTO, .pdl = 1, .l2_side = side, .moe_early = moe_early};
     CK(arb_gpu_dims_from_config(&cfg, &rope, K, 0, &o.dims, why, sizeof why));
