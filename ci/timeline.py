@@ -23,6 +23,7 @@ the prep, lm_head before argmax, dense elsewhere. For each launch L after chain 
     early   P's last end minus L's first start: how long L's first CTA started before P ended
     late    L's last start minus P's last end: positive when some of L's CTAs found no room on
             an SM until after P had ended (their weights could not be loaded ahead)
+    ahead   the fraction of L's CTAs that started before P's last end
 Each kind is summarised over its launches in the layers chosen (--layers A:B, 0-based
 layer numbers as counted by qkva_prep launches, default every layer but the first three
 and the last): median of each column, and the sum of the medians' segments a layer.
@@ -104,7 +105,7 @@ def launches(rows, fits):
         waits = [w for _, w, _ in ctas if w is not None]
         ends = sorted(e for _, _, e in ctas)
         out.append({'tag': tag, 'launch': n, 'ctas': len(ctas), 'start': min(s for s, _, _ in ctas),
-                    'start_last': max(s for s, _, _ in ctas),
+                    'start_last': max(s for s, _, _ in ctas), 'starts': [s for s, _, _ in ctas],
                     'wait': min(waits) if waits else None, 'end': ends[-1], 'end_med': statistics.median(ends),
                     'pre': statistics.median(w - s for s, w, _ in ctas if w is not None) if waits else None})
     out.sort(key=lambda L: L['start'])
@@ -141,6 +142,7 @@ def measure(chain):
         L['tail'] = (L['end'] - L['end_med']) / 1e3
         L['early'] = (pe - L['start']) / 1e3
         L['late'] = (L['start_last'] - pe) / 1e3
+        L['ahead'] = sum(1 for x in L['starts'] if x < pe) / len(L['starts'])
         L['pre_us'] = L['pre'] / 1e3 if L['pre'] is not None else None
 
 
@@ -159,7 +161,7 @@ def summarize(path, chain, lo, hi, res, step):
     for L in sel:
         if L['kind'] not in kinds:
             kinds.append(L['kind'])
-    cols = ('seg', 'gap', 'body', 'tail', 'pre_us', 'early', 'late')
+    cols = ('seg', 'gap', 'body', 'tail', 'pre_us', 'early', 'late', 'ahead')
     print(f'#   layers {a}:{b}, medians over each kind\'s launches, us')
     print('#   ' + 'kind'.ljust(13) + 'n'.rjust(4) + 'ctas'.rjust(6) + ''.join(c.replace('_us', '').rjust(8) for c in cols))
     total = 0.0
@@ -204,13 +206,13 @@ def main():
         summarize(path, chain, lo, hi, res, step)
         for L in chain:
             table.append([path, L['layer'], L['kind'], L['launch'], L['ctas']] +
-                         [f'{L[c]:.3f}' if L.get(c) is not None else '' for c in ('seg', 'gap', 'body', 'tail', 'pre_us', 'early', 'late')])
+                         [f'{L[c]:.3f}' if L.get(c) is not None else '' for c in ('seg', 'gap', 'body', 'tail', 'pre_us', 'early', 'late', 'ahead')])
     if o.out:
         tmp = o.out + '.tmp'
         with open(tmp, 'w', newline='', encoding='utf-8') as f:
             w = csv.writer(f)
             w.writerow(['file', 'layer', 'kind', 'launch', 'ctas', 'seg_us', 'gap_us', 'body_us', 'tail_us', 'pre_us',
-                        'early_us', 'late_us'])
+                        'early_us', 'late_us', 'ahead'])
             w.writerows(table)
         os.replace(tmp, o.out)
 

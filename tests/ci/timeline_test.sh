@@ -30,13 +30,13 @@ python3 "$script" --layers 0:1 --out "$tmp/l.csv" "$f" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 sed 's/^/# /' "$tmp/out"
 [ $rc -eq 0 ] && tap OK "the fixture: exit 0" || { sed 's/^/# /' "$tmp/err"; tap FAIL "the fixture: exit $rc"; }
-# kind n ctas seg gap body tail pre early late
+# kind n ctas seg gap body tail pre early late ahead
 row() { grep -E "^#   $1 " "$tmp/out" | awk '{$1=""; print}' | sed 's/^ *//'; }
-[ "$(row o_proj)" = "o_proj 1 2 2.00 0.30 1.70 0.20 0.42 0.10 -0.05" ] && tap OK "o_proj: named after uv, its segment 2.0 us" ||
+[ "$(row o_proj)" = "o_proj 1 2 2.00 0.30 1.70 0.20 0.42 0.10 -0.05 1.00" ] && tap OK "o_proj: named after uv, its segment 2.0 us" ||
     tap FAIL "o_proj row: '$(row o_proj)'"
-[ "$(row uv)" = "uv 1 1 1.00 0.10 0.90 0.00 0.30 0.20 -0.20" ] && tap OK "uv after qkva_prep (the side branch left out)" ||
+[ "$(row uv)" = "uv 1 1 1.00 0.10 0.90 0.00 0.30 0.20 -0.20 1.00" ] && tap OK "uv after qkva_prep (the side branch left out)" ||
     tap FAIL "uv row: '$(row uv)'"
-[ "$(row lm_head)" = "lm_head 1 1 2.00 0.50 1.50 0.00 0.40 -0.10 0.10" ] && tap OK "lm_head: the GEMV before argmax" ||
+[ "$(row lm_head)" = "lm_head 1 1 2.00 0.50 1.50 0.00 0.40 -0.10 0.10 0.00" ] && tap OK "lm_head: the GEMV before argmax" ||
     tap FAIL "lm_head row: '$(row lm_head)'"
 grep -q "^#   l2_pull" "$tmp/out" && tap FAIL "l2_pull is on the chain" || tap OK "l2_pull is not on the chain"
 grep -q "worst residual 0 ns" "$tmp/out" && tap OK "both SMs' clocks fit the global timer exactly" ||
