@@ -7,7 +7,8 @@ writes (a build configured with -Dengine_timeline=true; engine/gpu/kernels/timel
 
 Each CSV row is one CTA: tag, launch (which launch of that tag), block, sm, and three stamps
 (start 0, PDL-wait return w, end 1) on the global timer (g*, ns) and on the SM's cycle counter
-(c*). The cycle counter is finer; per SM, a least-squares line from its cycles to the global
+(c*), each from any origin (the bench writes the global timer from the step's first start and
+each SM's cycles from its first start); the wait's stamps empty where the kernel did not wait. The cycle counter is finer; per SM, a least-squares line from its cycles to the global
 timer puts every stamp on one clock (the fit's residual and the global timer's step are
 printed, so its precision can be read).
 
@@ -55,9 +56,13 @@ def read(path):
         rows = []
         for i, row in enumerate(r, 2):
             try:
-                rows.append({k: (row[k] if k == 'tag' else int(row[k])) for k in FIELDS})
+                rec = {k: (row[k] if k == 'tag' else int(row[k]) if row[k] != '' or k not in ('gw', 'cw') else None)
+                       for k in FIELDS}
             except (TypeError, ValueError):
-                die(f'{path}:{i}: expected integers in {",".join(FIELDS[1:])}')
+                die(f'{path}:{i}: expected integers in {",".join(FIELDS[1:])} (gw and cw may be empty)')
+            if (rec['gw'] is None) != (rec['cw'] is None):
+                die(f'{path}:{i}: gw and cw: both or neither')
+            rows.append(rec)
     if not rows:
         die(f'{path}: no records')
     return rows
@@ -69,7 +74,7 @@ def fit_clocks(rows):
     pairs = {}
     for r in rows:
         for c, g in ((r['c0'], r['g0']), (r['cw'], r['gw']), (r['c1'], r['g1'])):
-            if g and c:
+            if g is not None:
                 pairs.setdefault(r['sm'], []).append((c, g))
     fits, worst = {}, 0.0
     for sm, p in pairs.items():
@@ -85,7 +90,7 @@ def fit_clocks(rows):
         a = g0 - b * c0
         fits[sm] = (a, b)
         worst = max(worst, max(abs(a + b * c - g) for c, g in p))
-    gs = sorted({g for r in rows for g in (r['g0'], r['gw'], r['g1']) if g})
+    gs = sorted({g for r in rows for g in (r['g0'], r['gw'], r['g1']) if g is not None})
     steps = [y - x for x, y in zip(gs, gs[1:]) if y > x]
     return fits, worst, (min(steps) if steps else 0)
 
@@ -96,9 +101,9 @@ def launches(rows, fits):
         a, b = fits[r['sm']]
 
         def at(c, g):
-            return a + b * c if (b and c) else float(g)
+            return a + b * c if b else float(g)
 
-        cta = (at(r['c0'], r['g0']), at(r['cw'], r['gw']) if r['gw'] else None, at(r['c1'], r['g1']))
+        cta = (at(r['c0'], r['g0']), at(r['cw'], r['gw']) if r['gw'] is not None else None, at(r['c1'], r['g1']))
         t.setdefault((r['tag'], r['launch']), []).append(cta)
     out = []
     for (tag, n), ctas in t.items():

@@ -9,17 +9,18 @@ set -u
 script=$1
 . "$2"
 f="$tmp/t.csv"
-# rec TAG LAUNCH BLOCK SM G0 GW G1: the cycle stamps from the SM's origin (0: 1000 ns, 1: 5000 ns)
+# rec TAG LAUNCH BLOCK SM G0 GW G1: the cycle stamps from the SM's origin (0: 1000 ns, 1: 5000 ns);
+# GW - for a kernel that did not wait (both wait stamps empty)
 rec() {
     o=1000; [ "$4" = 1 ] && o=5000
-    cw=0; [ "$6" != 0 ] && cw=$((2 * ($6 - o)))
-    echo "$1,$2,$3,$4,$5,$6,$7,$((2 * ($5 - o))),$cw,$((2 * ($7 - o)))"
+    gw=$6 cw=""; [ "$6" = - ] && gw="" || cw=$((2 * ($6 - o)))
+    echo "$1,$2,$3,$4,$5,$gw,$7,$((2 * ($5 - o))),$cw,$((2 * ($7 - o)))"
 }
 {
     echo "tag,launch,block,sm,g0,gw,g1,c0,cw,c1"
     rec qkva_prep 0 0 0 10000 10100 11000
     rec qkva_prep 0 1 1 10050 10120 10900
-    rec l2_pull 0 0 1 10500 0 13000
+    rec l2_pull 0 0 1 10500 - 13000
     rec uv 0 0 0 10800 11100 12000
     rec gemv 0 0 1 11900 12300 14000
     rec gemv 0 1 0 11950 12400 13600
@@ -47,6 +48,8 @@ grep -q "a layer (the medians' segments summed): 5.50 us" "$tmp/out" && tap OK "
 printf 'a,b\n1,2\n' >"$tmp/bad.csv"
 tap_refused "not a timeline" "not a timeline CSV" python3 "$script" "$tmp/bad.csv"
 tap_refused "missing file" "cannot read" python3 "$script" "$tmp/nosuch.csv"
+{ head -1 "$f"; echo "uv,0,0,0,10,20,30,40,,60"; } >"$tmp/half.csv"
+tap_refused "a wait's global stamp without its cycles" "gw and cw: both or neither" python3 "$script" "$tmp/half.csv"
 tap_refused "bad --layers" "expected 0 <= A < B" python3 "$script" --layers 3:1 "$f"
 tap_refused "--out onto an input" "is one of the inputs" python3 "$script" --out "$f" "$f"
 head -1 "$f" | grep -q "^tag," && tap OK "the input is untouched" || tap FAIL "the input was changed"

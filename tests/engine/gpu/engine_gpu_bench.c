@@ -246,12 +246,31 @@ static void timeline_step(run_t *r, unsigned T, const char *prefix)
     FILE *f = fopen(tmp, "w");
     if (!f)
         DIE("--timeline: cannot write %s", tmp);
+    /* the global timer from the step's first start, each SM's cycles from that SM's first start
+     * (short numbers: ~130 k rows a step come back from a device machine); a wait that was not
+     * stamped (a kernel that does not wait) left empty */
+    uint64_t g_base = UINT64_MAX, c_base[1024];
+    for (size_t j = 0; j < 1024; j++)
+        c_base[j] = UINT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        if (rec[i].sm >= 1024)
+            DIE("--timeline: SM id %u (expected < 1024)", rec[i].sm);
+        g_base = rec[i].g0 < g_base ? rec[i].g0 : g_base;
+        c_base[rec[i].sm] = rec[i].c0 < c_base[rec[i].sm] ? rec[i].c0 : c_base[rec[i].sm];
+    }
     fprintf(f, "tag,launch,block,sm,g0,gw,g1,c0,cw,c1\n");
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "%s,%u,%u,%u,%llu,%llu,%llu,%llu,%llu,%llu\n", arb_tl_tag_name(rec[i].tag), rec[i].launch,
-                rec[i].block, rec[i].sm, (unsigned long long)rec[i].g0, (unsigned long long)rec[i].gw,
-                (unsigned long long)rec[i].g1, (unsigned long long)rec[i].c0, (unsigned long long)rec[i].cw,
-                (unsigned long long)rec[i].c1);
+    for (size_t i = 0; i < n; i++) {
+        const arb_tl_rec_t *q = &rec[i];
+        const unsigned long long cb = c_base[q->sm];
+        char gw[24] = "", cw[24] = "";
+        if (q->gw) {
+            snprintf(gw, sizeof gw, "%llu", (unsigned long long)(q->gw - g_base));
+            snprintf(cw, sizeof cw, "%llu", (unsigned long long)(q->cw - cb));
+        }
+        fprintf(f, "%s,%u,%u,%u,%llu,%s,%llu,%llu,%s,%llu\n", arb_tl_tag_name(q->tag), q->launch, q->block, q->sm,
+                (unsigned long long)(q->g0 - g_base), gw, (unsigned long long)(q->g1 - g_base),
+                (unsigned long long)(q->c0 - cb), cw, (unsigned long long)(q->c1 - cb));
+    }
     if (fclose(f) != 0 || rename(tmp, path) != 0)
         DIE("--timeline: writing %s failed", path);
     printf("timeline_T=%u records=%zu dropped=%zu file=%s\n", T, n, dropped, path);
