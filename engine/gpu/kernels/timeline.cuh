@@ -13,7 +13,9 @@
 //   ARB_TL_TU(name) once at the end of each .cu with instrumented kernels: the host's
 //                   setter of that file's buffer (a __constant__ is per file without -rdc);
 //                   timeline.cu's tl_attach calls every file's (ARB_TL_FILES)
-// The host side: gpu_model.h's arb_gpu_timeline_begin / _end.
+// The host side: gpu_model.h's arb_gpu_timeline_begin / _end. A new kernel that may wait needs
+// its ARB_TL, its file's ARB_TL_TU and a place in ARB_TL_FILES: `timeline kernels` (tests/ci)
+// fails without them.
 #ifndef ARB_ENGINE_KERNELS_TIMELINE_CUH
 #define ARB_ENGINE_KERNELS_TIMELINE_CUH
 
