@@ -43,8 +43,7 @@ __device__ __forceinline__ void cta_wait(const persist_ctl &c, const unsigned *t
             asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(cnt) : "memory");
             if (v >= target)
                 break;
-            unsigned long long now;
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+            const unsigned long long now = global_ns();
             if (it == 0)
                 t0 = now;
             else if (now - t0 > c.timeout_ns) {

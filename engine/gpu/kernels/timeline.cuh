@@ -31,17 +31,19 @@
 
 namespace arbk {
 
-#if ARB_TIMELINE
-
-namespace {
-__constant__ tl_buf c_tl; // this file's; zero (no buffer: nothing recorded) until tl_attach
-}
-
-__device__ __forceinline__ uint64_t tl_gtimer()
+// The device's global timer (ns, one clock for all SMs): the timeline's stamps, the persistent
+// form's wait deadline (persist.cu), the tests' delays. In every build.
+__device__ __forceinline__ uint64_t global_ns()
 {
     uint64_t t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
+}
+
+#if ARB_TIMELINE
+
+namespace {
+__constant__ tl_buf c_tl; // this file's; zero (no buffer: nothing recorded) until tl_attach
 }
 
 __device__ __forceinline__ uint32_t tl_smid()
@@ -62,7 +64,7 @@ __device__ __forceinline__ unsigned &tl_slot()
 __device__ __forceinline__ void tl_stamp(uint64_t &g, uint64_t &c)
 {
     c = (uint64_t)clock64();
-    g = tl_gtimer();
+    g = global_ns();
 }
 
 struct tl_scope {

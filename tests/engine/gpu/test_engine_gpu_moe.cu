@@ -86,12 +86,9 @@ void to_frag(const std::vector<uint32_t> &q, const std::vector<uint16_t> &s, uns
 __global__ void late_selection(const int32_t *src, int n, int32_t *uniq, unsigned long long delay_ns)
 {
     arbk::pdl_launch_dependents();
-    unsigned long long t0, t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    do {
+    const unsigned long long t0 = arbk::global_ns();
+    while (arbk::global_ns() - t0 < delay_ns)
         __nanosleep(1000);
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    } while (t - t0 < delay_ns);
     for (int i = threadIdx.x; i < n; i += blockDim.x)
         uniq[i] = src[i];
 }
