@@ -39,7 +39,6 @@ extern "C" arb_status_t arb_gpu_timeline_begin(size_t cap, char *why, size_t why
     ARB_CUDA_GOTO(rs, cudaMalloc(&g_tl.rec, cap * sizeof(arb_tl_rec_t)), fail, why, why_len);
     ARB_CUDA_GOTO(rs, cudaMalloc(&g_tl.counters, (1 + ARB_TL_TAGS) * sizeof(unsigned)), fail, why, why_len);
     ARB_CUDA_GOTO(rs, cudaMemset(g_tl.counters, 0, (1 + ARB_TL_TAGS) * sizeof(unsigned)), fail, why, why_len);
-    ARB_CUDA_GOTO(rs, cudaMemset(g_tl.rec, 0, cap * sizeof(arb_tl_rec_t)), fail, why, why_len);
     g_tl.cap = cap;
     {
         const arbk::tl_buf b = {g_tl.rec, g_tl.counters, g_tl.counters + 1, (unsigned)cap};
