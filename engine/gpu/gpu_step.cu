@@ -89,11 +89,12 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     mark(m, lc.stream, ARB_GPU_PROF_QKV_A);
     // --l2-side: from here to o_proj the chain is latency-bound (Kimi-K2 at TP = 8: q_b .. W_uv
     // read ~12 MB in ~17 us of an H100's decode layer), so the side branch pulls the weights it
-    // names of this layer toward L2 meanwhile: by default the router's (5.5 MB; its 384 one-row
-    // blocks hold only their first vectors before their PDL wait): decode -1.24% on an H100; o_proj's
-    // and the shared expert's (whose CTAs load all their weights before the wait) gained nothing
-    // (results/engine-h100/62b1d56-router-pull/). In a graph profile its node is filed with the
-    // next mark's kind (q_b).
+    // names of this layer toward L2 meanwhile: by default the router's (5.5 MB): decode -1.24% on an
+    // H100; o_proj's and the shared expert's gained nothing (results/engine-h100/62b1d56-router-pull/).
+    // Why is not known: at Kimi-K2 all three load their whole share into registers before their PDL
+    // wait, so a guess is that the router's 384 blocks find no room on an SM until the call site
+    // ends (the timeline's `ahead` column, ci/timeline.py, would show it). In a graph profile its
+    // node is filed with the next mark's kind (q_b).
     {
         l2_pulls pa = {};
         if (m->o.l2_side & ARB_L2_SIDE_O_PROJ)
