@@ -307,8 +307,9 @@ void arb_gpu_model_destroy(arb_gpu_model_t *m);
 /* The step's timeline (a build configured with -Dengine_timeline=true; kernels/timeline.cuh):
  * _begin makes room for cap CTA records on the device and turns recording on for every
  * instrumented kernel launched or replayed until _end, which turns it off, copies up to cap of
- * them into out (*n; *dropped: CTAs past the room) in the order they started recording, and
- * frees the room. One recording at a time in the process. ARB_DECLINE from _begin in another
+ * them into out (*n; *dropped: CTAs past the room) in the order they started recording, each
+ * with its launch's number (arb_tl_number_launches; ARB_ERR_SYSTEM where the records cannot be
+ * numbered), and frees the room. One recording at a time in the process. ARB_DECLINE from _begin in another
  * build (the option named). */
 arb_status_t arb_gpu_timeline_begin(size_t cap, char *why, size_t why_len);
 arb_status_t arb_gpu_timeline_end(arb_tl_rec_t *out, size_t cap, size_t *n, size_t *dropped, char *why,

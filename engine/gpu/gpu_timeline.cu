@@ -73,6 +73,8 @@ extern "C" arb_status_t arb_gpu_timeline_end(arb_tl_rec_t *out, size_t cap, size
     if (keep)
         ARB_CUDA_GOTO(rs, cudaMemcpy(out, g_tl.rec, keep * sizeof(arb_tl_rec_t), cudaMemcpyDeviceToHost), out, why,
                       why_len);
+    if (arb_tl_number_launches(out, keep, why, why_len)) // the device wrote each CTA's ordinal
+        rs = ARB_ERR_SYSTEM;
     *n = keep;
     *dropped = used - keep;
 out:

@@ -4,9 +4,9 @@
 // an instrumented kernel records, from its thread 0, its start, the return of its PDL wait
 // and its end, each on the device's global timer (%globaltimer, ns, one clock for all SMs)
 // and on its SM's cycle counter (clock64: finer, one per SM; ci/timeline.py maps it onto the
-// global timer per SM), with the kernel's tag, which launch of that tag it belongs to (a
-// counter per tag: every CTA of one launch of a tag starts before any of the next, since
-// other kernels that wait on it run between them), its block index and SM.
+// global timer per SM), with the kernel's tag, its ordinal among that tag's CTAs (a counter per
+// tag; the host turns it into the launch's number: arb_tl_number_launches), its grid's size,
+// its block index and SM.
 //   ARB_TL(tag)     first statement of a kernel: the start now, the end when thread 0 leaves
 //   pdl_wait()      (common.cuh) the wait's return (its last, where a kernel waits more than
 //                   once: the persistent form), where a scope set the CTA's slot
@@ -81,7 +81,8 @@ struct tl_scope {
                 const unsigned nb = gridDim.x * gridDim.y * gridDim.z;
                 tl_rec &r = c_tl.rec[s];
                 r.tag = tag;
-                r.launch = atomicAdd(c_tl.per_tag + tag, 1u) / nb;
+                r.launch = atomicAdd(c_tl.per_tag + tag, 1u); // the ordinal: numbered on the host
+                r.grid = nb;
                 r.block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
                 r.sm = tl_smid();
                 r.g0 = g, r.c0 = c, r.gw = 0, r.cw = 0;

@@ -15,9 +15,12 @@ extern "C" {
 
 typedef struct arb_tl_rec {
     uint32_t tag;    /* arb_tl_tag_t */
-    uint32_t launch; /* which launch of this tag in the recorded span, from 0 */
+    uint32_t launch; /* which launch of this tag in the recorded span, from 0 (the device writes
+                        the CTA's ordinal among the tag's CTAs: arb_tl_number_launches) */
     uint32_t block;  /* linear block index */
     uint32_t sm;     /* %smid */
+    uint32_t grid;   /* blocks in the CTA's launch */
+    uint32_t pad_;
     uint64_t g0, gw, g1;
     uint64_t c0, cw, c1;
 } arb_tl_rec_t;
@@ -51,6 +54,16 @@ const char *arb_tl_tag_name(unsigned tag);
 
 /* 1 in a build that records the timeline, else 0. */
 int arb_tl_built(void);
+
+/* Each record's launch from the CTA ordinal the device wrote there (engine/gpu/timeline_launches.c,
+ * plain C): every CTA of one launch of a tag starts before any of the next (kernels that wait on
+ * it run between them), so a launch's ordinals are contiguous and, per tag in ordinal order,
+ * launch k holds the ordinals s_k .. s_k + grid - 1 from its first CTA's s_k. Launches of one tag
+ * may have different grids (the GEMV's o_proj, dense and lm_head). Records past the buffer's room
+ * are the last CTAs to start, so every launch but the last kept keeps its first. Returns 0, or -1
+ * with the reason in why (an ordinal twice, a grid of 0, a block outside its grid) and the records
+ * as they were. */
+int arb_tl_number_launches(arb_tl_rec_t *r, size_t n, char *why, size_t why_len);
 
 #ifdef __cplusplus
 }
