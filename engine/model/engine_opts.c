@@ -100,10 +100,8 @@ void arb_engine_opts_usage(FILE *f)
             "                      (default 3)\n"
             "  --moe-stage M       gpu, launches form: none, or smem (the routed INT4 gate/up tiles at T <= 3\n"
             "                      stage more groups a round in shared memory; the same bits; default none)\n"
-            "  --moe-early M       gpu, MoE launches: off, on (down reads the router's selection and issues its\n"
-            "                      first round of routed weights before its PDL wait; gate/up then lets it\n"
-            "                      launch only after gate/up's own wait) or l2 (on, and down's later rounds of\n"
-            "                      INT4 weights pulled toward L2 there); the same bits (default off)\n"
+            "  --moe-early M       gpu, MoE launches: off (default); on and l2 are withdrawn (the GPU then\n"
+            "                      disagreed with the CPU reference: docs/engine.md)\n"
             "  --quiet             no progress lines\n"
             "  --profile FILE      per-site choice from a profile of arbench profile (CSV or JSON); no match: nccl\n"
             "  --tune              first sweep exactly the call-site shapes, write that profile next to --out, use it\n"
@@ -449,6 +447,16 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
     if (o->moe_early && !moe_launches)
         return moe_launches_only(o, o->moe_early == 2 ? "--moe-early l2" : "--moe-early on",
                                  "the early loads are the GPU's MoE launches'", "--moe-early off", err, len);
+    if (o->moe_early) { /* withdrawn: results/engine-h200/6162998-moe-early/README.md */
+        snprintf(err, len,
+                 "%s: withdrawn: with --moe-early on the GPU disagreed with the CPU reference (tiny --check-steps: max "
+                 "|logit diff| 0.274 > 0.25, verify agree 15/24; results/engine-h200/6162998-moe-early/). With on "
+                 "and l2 the MoE down reads the router's selection before its PDL wait, after gate/up's trigger, "
+                 "which NVIDIA documents as leave to begin scheduling, not as an ordering of memory: only the wait "
+                 "orders it (give --moe-early off; engine_gpu_bench --moe-early still times it)",
+                 o->moe_early == 2 ? "--moe-early l2" : "--moe-early on");
+        return -1;
+    }
     if (o->check_steps && o->backend == ARB_ENGINE_CPU) {
         snprintf(err, len, "--check-steps with --backend cpu: the check compares the GPU with the CPU reference; on "
                  "the CPU backend it would compare the reference with itself (give --backend gpu)");
