@@ -10,7 +10,8 @@
 # --moe-early on, --l2-side none, --fuse none, ...) and summarizes its decode and verify steps
 # with ci/timeline.py: OUT/NAME.log, OUT/NAME-T1.csv.gz and -T3.csv.gz (the records),
 # OUT/NAME-summary.txt (a layer's launches: segment of the critical path, release gap, body,
-# tail, time before the wait), OUT/NAME-launches.csv (every launch). The stamps cost time of
+# tail, time before the wait; then quantiles over each kind's CTAs: ci/timeline.py --ctas),
+# OUT/NAME-launches.csv (every launch). The stamps cost time of
 # their own: the bench's step times in this build are not the engine's (time those with
 # `arbench engine` or ci/engine-ab.sh in a plain build). GENCODE (default sm_90) sets the build's
 # nvcc -gencode list as meson's gencode option takes it; the machine's NCCL in /usr.
@@ -41,8 +42,9 @@ for a in "$@"; do
     echo "$name: rc=$r ($(($(date +%s) - t0)) s)"
     [ $r -eq 0 ] || { tail -5 "$out/$name.log"; rc=1; continue; }
     grep -E "^timeline" "$out/$name.log"
-    python3 ci/timeline.py --out "$out/$name-launches.csv" "$out"/"$name"-T*.csv >"$out/$name-summary.txt" 2>&1 || rc=1
-    cat "$out/$name-summary.txt"
+    python3 ci/timeline.py --ctas --out "$out/$name-launches.csv" "$out"/"$name"-T*.csv >"$out/$name-summary.txt" 2>&1 ||
+        rc=1
+    grep -v "^#   .*  \(start\|wait\|end\|run\) " "$out/$name-summary.txt" # the CTAs' quantiles: in the file
     gzip -f "$out"/"$name"-T*.csv
 done
 exit $rc

@@ -3,9 +3,9 @@
 """Where a step's time goes, launch by launch, from the timeline engine_gpu_bench --timeline
 writes (a build configured with -Dengine_timeline=true; engine/gpu/kernels/timeline.cuh):
 
-    ci/timeline.py [--layers A:B] [--out FILE] TIMELINE.csv [TIMELINE.csv ...]
+    ci/timeline.py [--layers A:B] [--ctas] [--out FILE] TIMELINE.csv [TIMELINE.csv ...]
 
-Each CSV row is one CTA: tag, launch (which launch of that tag), block, sm, and three stamps
+Each CSV row (a file ending in .gz is read through gzip) is one CTA: tag, launch (which launch of that tag), block, sm, and three stamps
 (start 0, PDL-wait return w, end 1) on the global timer (g*, ns) and on the SM's cycle counter
 (c*), each from any origin (the bench writes the global timer from the step's first start and
 each SM's cycles from its first start); the wait's stamps empty where the kernel did not wait. The cycle counter is finer; per SM, a least-squares line from its cycles to the global
@@ -28,10 +28,15 @@ the prep, lm_head before argmax, dense elsewhere. For each launch L after chain 
 Each kind is summarised over its launches in the layers chosen (--layers A:B, 0-based
 layer numbers as counted by qkva_prep launches, default every layer but the first three
 and the last): median of each column, and the sum of the medians' segments a layer.
+--ctas also prints, per kind, quantiles (0, 10, 50, 90, 100%) over all its CTAs in those
+layers of when each started, when its wait returned and when it ended (us from its launch's
+first start), and of `run`, its end minus its wait's return (what it did once it could: a
+kind whose CTAs differ in work, as the MoE's shared and routed tiles, shows two groups).
 --out FILE also writes the per-launch table as CSV (written whole, then renamed).
 Exit 2 on a bad argument or file."""
 import argparse
 import csv
+import gzip
 import os
 import statistics
 import sys
@@ -46,7 +51,8 @@ def die(msg):
 
 def read(path):
     try:
-        f = open(path, newline='', encoding='utf-8')
+        f = (gzip.open(path, 'rt', newline='', encoding='utf-8') if path.endswith('.gz')
+             else open(path, newline='', encoding='utf-8'))
     except OSError as e:
         die(f'{path}: cannot read ({e.strerror})')
     with f:
@@ -110,7 +116,7 @@ def launches(rows, fits):
         waits = [w for _, w, _ in ctas if w is not None]
         ends = sorted(e for _, _, e in ctas)
         starts = [s for s, _, _ in ctas]
-        out.append({'tag': tag, 'launch': n, 'ctas': len(ctas), 'start': min(starts), 'starts': starts,
+        out.append({'tag': tag, 'launch': n, 'ctas': len(ctas), 'start': min(starts), 'starts': starts, 'each': ctas,
                     'wait': min(waits) if waits else None, 'end': ends[-1], 'end_med': statistics.median(ends),
                     'pre': statistics.median(w - s for s, w, _ in ctas if w is not None) if waits else None})
     out.sort(key=lambda L: L['start'])
@@ -161,7 +167,7 @@ def summarize(path, chain, lo, hi, res, step):
           f'clock fit worst residual {res:.0f} ns, global timer step {step} ns')
     if not sel:
         print(f'#   no launches in layers {a}:{b}')
-        return
+        return [], []
     kinds = []
     for L in sel:
         if L['kind'] not in kinds:
@@ -180,6 +186,34 @@ def summarize(path, chain, lo, hi, res, step):
         print('#   ' + k.ljust(13) + str(len(ks)).rjust(4) + str(int(statistics.median(L['ctas'] for L in ks))).rjust(6)
               + ''.join((f'{med[c]:8.2f}' if med[c] is not None else '       -') for c in cols))
     print(f'#   a layer (the medians\' segments summed): {total:.2f} us')
+    return kinds, sel
+
+
+def quantiles(v):
+    """0, 10, 50, 90 and 100% of v (nearest rank below)."""
+    v = sorted(v)
+    return [v[int(p * (len(v) - 1))] for p in (0.0, 0.1, 0.5, 0.9, 1.0)]
+
+
+def cta_quantiles(kinds, sel):
+    """--ctas: per kind, quantiles over its CTAs of start, wait and end from the launch's first
+    start, and of run (end minus wait), us."""
+    print('#   CTAs of each kind in those layers: quantiles 0/10/50/90/100% over all of them, us from their launch\'s '
+          'first start; run = end minus the wait\'s return')
+    for k in kinds:
+        cols = {'start': [], 'wait': [], 'end': [], 'run': []}
+        for L in sel:
+            if L['kind'] != k:
+                continue
+            for s0, w, e in L['each']:
+                cols['start'].append((s0 - L['start']) / 1e3)
+                cols['end'].append((e - L['start']) / 1e3)
+                if w is not None:
+                    cols['wait'].append((w - L['start']) / 1e3)
+                    cols['run'].append((e - w) / 1e3)
+        for c, v in cols.items():
+            if v:
+                print('#   ' + (k if c == 'start' else '').ljust(13) + c.ljust(6) + ''.join(f'{x:8.2f}' for x in quantiles(v)))
 
 
 def main():
@@ -187,6 +221,7 @@ def main():
     ap.add_argument('csv', nargs='+')
     ap.add_argument('--layers', help='A:B, the layers summarised (0-based, B excluded)')
     ap.add_argument('--out', help='the per-launch table as CSV')
+    ap.add_argument('--ctas', action='store_true', help='also quantiles over each kind\'s CTAs')
     o = ap.parse_args()
     lo = hi = None
     if o.layers:
@@ -208,7 +243,9 @@ def main():
         fits, res, step = fit_clocks(rows)
         chain = name_kinds(launches(rows, fits))
         measure(chain)
-        summarize(path, chain, lo, hi, res, step)
+        kinds, sel = summarize(path, chain, lo, hi, res, step)
+        if o.ctas:
+            cta_quantiles(kinds, sel)
         for L in chain:
             table.append([path, L['layer'], L['kind'], L['launch'], L['ctas']] +
                          [f'{L[c]:.3f}' if L.get(c) is not None else '' for c in ('seg', 'gap', 'body', 'tail', 'pre_us', 'early', 'late', 'ahead')])

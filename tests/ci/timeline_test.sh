@@ -3,7 +3,8 @@
 # ci/timeline.py on a fixture timeline whose answer is known: timeline_test.sh SCRIPT TAP_SH.
 # Two SMs whose cycle counters run at 2 GHz from different origins (the fit must put both on
 # the global timer), a layer of qkva_prep, uv, a GEMV after uv (o_proj), the side branch's
-# l2_pull (off the chain), a GEMV before argmax (lm_head) and argmax. Then its refusals: a file
+# l2_pull (off the chain), a GEMV before argmax (lm_head) and argmax; --ctas's quantiles; the same
+# file gzipped. Then its refusals: a file
 # that is not a timeline, a missing file, a bad --layers, --out onto an input.
 set -u
 script=$1
@@ -45,6 +46,14 @@ grep -q "worst residual 0 ns" "$tmp/out" && tap OK "both SMs' clocks fit the glo
 grep -q "a layer (the medians' segments summed): 5.50 us" "$tmp/out" && tap OK "a layer's segments: 5.50 us" ||
     tap FAIL "layer sum: $(grep 'a layer' "$tmp/out")"
 [ "$(wc -l <"$tmp/l.csv")" = 6 ] && tap OK "--out: a header and five chain launches" || tap FAIL "--out: $(wc -l <"$tmp/l.csv") lines"
+# --ctas: o_proj's two CTAs (starts 11900 and 11950, runs 1.7 and 1.2 us), quantiles by the nearest rank below
+python3 "$script" --layers 0:1 --ctas "$f" >"$tmp/ctas" 2>&1
+q=$(grep -A3 -E "^#   o_proj +start" "$tmp/ctas" | awk '{print $NF, $(NF-1), $(NF-4)}' | tr '\n' ' ')
+[ "$q" = "0.05 0.00 0.00 0.50 0.40 0.40 2.10 1.70 1.70 1.70 1.20 1.20 " ] &&
+    tap OK "--ctas: o_proj's start, wait, end and run quantiles" || tap FAIL "--ctas o_proj: '$q'"
+gzip -c "$f" >"$tmp/t.csv.gz"
+python3 "$script" --layers 0:1 "$tmp/t.csv.gz" | tail -n +2 >"$tmp/gz"
+tail -n +2 "$tmp/out" | cmp -s - "$tmp/gz" && tap OK "a .gz timeline reads as the plain one" || tap FAIL "the .gz timeline differs"
 printf 'a,b\n1,2\n' >"$tmp/bad.csv"
 tap_refused "not a timeline" "not a timeline CSV" python3 "$script" "$tmp/bad.csv"
 tap_refused "missing file" "cannot read" python3 "$script" "$tmp/nosuch.csv"
