@@ -228,7 +228,8 @@ static void moe_sweep(run_t *r, const unsigned *Ts, size_t n, unsigned E)
 /* One step of T tokens (its graph replayed) recorded into PREFIX-T<T>.csv (--timeline). */
 static void timeline_step(run_t *r, unsigned T, const char *prefix)
 {
-    const size_t cap = (size_t)1 << 18; /* CTAs: ~2000 a layer at Kimi-K2 (18 MB of 72-byte records on a card the shard nearly fills) */
+    /* CTAs: ~2000 a layer at Kimi-K2 (18 MB of 72-byte records on a card the shard nearly fills) */
+    const size_t cap = (size_t)1 << 18;
     arb_tl_rec_t *rec = malloc(cap * sizeof *rec);
     if (!rec)
         DIE("--timeline: no host memory for %zu records", cap);
