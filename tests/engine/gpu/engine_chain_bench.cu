@@ -24,7 +24,6 @@
 // (src/base/outfile.h: an existing file is refused unless --force, written whole through a
 // temporary). No GPU: says so, exit 77.
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,33 +35,15 @@
 
 extern "C" {
 #include "base/meta.h"
-#include "base/outfile.h"
 }
 
+#include "bench_util.h"
 #include "engine_chain_modes.cuh"
 
 namespace {
 
-#define CK(x)                                                                                                          \
-    do {                                                                                                               \
-        const cudaError_t e_ = (x);                                                                                    \
-        if (e_ != cudaSuccess) {                                                                                       \
-            fprintf(stderr, "engine_chain_bench: %s: %s\n", #x, cudaGetErrorString(e_));                               \
-            exit(1);                                                                                                   \
-        }                                                                                                              \
-    } while (0)
-
-long parse(const char *opt, const char *v, long lo, long hi)
-{
-    char *end;
-    errno = 0;
-    const long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < lo || x > hi) {
-        fprintf(stderr, "engine_chain_bench: --%s '%s': expected an integer in %ld .. %ld\n", opt, v, lo, hi);
-        exit(2);
-    }
-    return x;
-}
+#define CK BENCH_CK
+using bench::parse;
 
 // --weights-kb: one size or a comma-separated list of at most 64, each 0 .. 1024 KB.
 std::vector<long> parse_list(const char *opt, const char *v)
@@ -148,10 +129,7 @@ settings parse_args(int argc, char **argv)
             exit(2);
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "engine_chain_bench: unexpected argument '%s'\n", argv[optind]);
-        exit(2);
-    }
+    bench::no_operands(optind, argc, argv);
     return o;
 }
 
@@ -159,25 +137,13 @@ settings parse_args(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    bench::name = "engine_chain_bench";
     const settings conf = parse_args(argc, argv);
-    char err[512];
-    if (conf.out && arb_out_check("--out", conf.out, conf.force ? ARB_OUT_FORCE : ARB_OUT_NEW, "--force", nullptr, 0,
-                                  err, sizeof err)) {
-        fprintf(stderr, "engine_chain_bench: %s\n", err);
-        return 2;
-    }
-    int ndev = 0;
-    const cudaError_t de = cudaGetDeviceCount(&ndev);
-    if (de != cudaSuccess || ndev == 0) {
-        fprintf(stderr, "engine_chain_bench: no CUDA device (%s): nothing to measure\n",
-                de != cudaSuccess ? cudaGetErrorString(de) : "none found");
-        return 77;
-    }
-    cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
-    int drv = 0, rt = 0;
-    CK(cudaDriverGetVersion(&drv));
-    CK(cudaRuntimeGetVersion(&rt));
+    if (const int rc = bench::start(conf.out, conf.force))
+        return rc;
+    const bench::device dev = bench::device_info();
+    const cudaDeviceProp &prop = dev.prop;
+    const int drv = dev.driver, rt = dev.runtime;
     // stage k: its weights' place and size (uint4 a block), the list's entry k mod its length
     std::vector<stage_w> stg(conf.nk);
     size_t wtot = 0, maxwv = 0;
@@ -326,21 +292,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < 3; i++)
             CK(cudaGraphLaunch(ge, st));
         CK(cudaStreamSynchronize(st));
-        cudaEvent_t a, b;
-        CK(cudaEventCreate(&a));
-        CK(cudaEventCreate(&b));
-        std::vector<float> t;
-        for (int r = 0; r < 7; r++) {
-            CK(cudaEventRecord(a, st));
-            for (int i = 0; i < conf.replays; i++)
-                CK(cudaGraphLaunch(ge, st));
-            CK(cudaEventRecord(b, st));
-            CK(cudaEventSynchronize(b));
-            float ms;
-            CK(cudaEventElapsedTime(&ms, a, b));
-            t.push_back(ms * 1e3f / conf.replays / conf.nk);
-        }
-        std::sort(t.begin(), t.end());
+        const std::vector<float> t = bench::time_graph(ge, st, conf.replays, (double)conf.replays * conf.nk);
         int e = 0;
         CK(cudaMemcpy(&e, dev_err, 4, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(got.data(), act + (size_t)conf.nk * kAct, kAct * 4, cudaMemcpyDeviceToHost));
@@ -366,25 +318,12 @@ int main(int argc, char **argv)
         char times[96];
         snprintf(times, sizeof times, "%.4f,%.4f,%.4f", t[3], t[0], t[6]);
         row(mode, times, check);
-        CK(cudaEventDestroy(a));
-        CK(cudaEventDestroy(b));
         CK(cudaGraphExecDestroy(ge));
         CK(cudaGraphDestroy(g));
         if (e) // a kernel may still be spinning: the device is not reusable for the next mode
             break;
     }
-    if (conf.out) {
-        arb_outfile_t of;
-        FILE *f = arb_outfile_open(&of, "--out", conf.out, err, sizeof err);
-        if (f && fputs(csv.c_str(), f) < 0) {
-            arb_outfile_discard(&of);
-            snprintf(err, sizeof err, "--out '%s': cannot write (%s)", conf.out, strerror(errno));
-            f = nullptr;
-        }
-        if (!f || arb_outfile_commit(&of, err, sizeof err)) {
-            fprintf(stderr, "engine_chain_bench: %s\n", err);
-            return 1;
-        }
-    }
+    if (bench::write_out(conf.out, csv))
+        return 1;
     return rc;
 }

@@ -20,7 +20,6 @@
 // existing file is refused unless --force, written whole through a temporary). No GPU: says so,
 // exit 77.
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -33,19 +32,14 @@
 
 extern "C" {
 #include "base/meta.h"
-#include "base/outfile.h"
 }
+
+#include "bench_util.h"
 
 namespace {
 
-#define CK(x)                                                                                                          \
-    do {                                                                                                               \
-        const cudaError_t e_ = (x);                                                                                    \
-        if (e_ != cudaSuccess) {                                                                                       \
-            fprintf(stderr, "engine_stream_bench: %s: %s\n", #x, cudaGetErrorString(e_));                              \
-            exit(1);                                                                                                   \
-        }                                                                                                              \
-    } while (0)
+#define CK BENCH_CK
+using bench::parse;
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
 
@@ -117,18 +111,6 @@ const variant kVariants[] = {
     {16, 16, stream_share<16, 16>},
 };
 
-long parse(const char *opt, const char *v, long lo, long hi)
-{
-    char *end;
-    errno = 0;
-    const long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < lo || x > hi) {
-        fprintf(stderr, "engine_stream_bench: --%s '%s': expected an integer in %ld .. %ld\n", opt, v, lo, hi);
-        exit(2);
-    }
-    return x;
-}
-
 struct settings {
     long kb = 14336;        // Kimi-K2's routed gate/up at T = 1, TP = 8: 8 experts x 2 x 256 rows x 7168 / 2 bytes
     std::vector<long> ctas; // empty: 128, SMs, 2 SMs, 4 SMs
@@ -173,10 +155,7 @@ settings parse_args(int argc, char **argv)
             exit(2);
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "engine_stream_bench: unexpected argument '%s'\n", argv[optind]);
-        exit(2);
-    }
+    bench::no_operands(optind, argc, argv);
     return o;
 }
 
@@ -195,23 +174,8 @@ void time_it(kernel_t k, const uint8_t *buf, size_t bytes, size_t stride, int co
     CK(cudaStreamEndCapture(st, &g));
     CK(cudaGraphInstantiate(&ge, g, 0));
     CK(cudaGraphLaunch(ge, st)); // warm-up
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    std::vector<float> t;
-    for (int r = 0; r < 7; r++) {
-        CK(cudaEventRecord(a, st));
-        CK(cudaGraphLaunch(ge, st));
-        CK(cudaEventRecord(b, st));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms * 1e3f / replays);
-    }
-    std::sort(t.begin(), t.end());
+    const std::vector<float> t = bench::time_graph(ge, st, 1, replays);
     out[0] = t[3], out[1] = t[0], out[2] = t[6];
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
     CK(cudaGraphExecDestroy(ge));
     CK(cudaGraphDestroy(g));
 }
@@ -220,25 +184,13 @@ void time_it(kernel_t k, const uint8_t *buf, size_t bytes, size_t stride, int co
 
 int main(int argc, char **argv)
 {
+    bench::name = "engine_stream_bench";
     settings conf = parse_args(argc, argv);
-    char err[512];
-    if (conf.out && arb_out_check("--out", conf.out, conf.force ? ARB_OUT_FORCE : ARB_OUT_NEW, "--force", nullptr, 0,
-                                  err, sizeof err)) {
-        fprintf(stderr, "engine_stream_bench: %s\n", err);
-        return 2;
-    }
-    int ndev = 0;
-    const cudaError_t de = cudaGetDeviceCount(&ndev);
-    if (de != cudaSuccess || ndev == 0) {
-        fprintf(stderr, "engine_stream_bench: no CUDA device (%s): nothing to measure\n",
-                de != cudaSuccess ? cudaGetErrorString(de) : "none found");
-        return 77;
-    }
-    cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
-    int drv = 0, rt = 0;
-    CK(cudaDriverGetVersion(&drv));
-    CK(cudaRuntimeGetVersion(&rt));
+    if (const int rc = bench::start(conf.out, conf.force))
+        return rc;
+    const bench::device dev = bench::device_info();
+    const cudaDeviceProp &prop = dev.prop;
+    const int drv = dev.driver, rt = dev.runtime;
     const int sms = prop.multiProcessorCount;
     if (conf.ctas.empty())
         conf.ctas = {128, sms, 2 * sms, 4 * sms};
@@ -288,18 +240,5 @@ int main(int argc, char **argv)
             row("share", v.k, bytes, copies, (int)c, v.w, v.u, t);
         }
     CK(cudaStreamSynchronize(st));
-    if (conf.out) {
-        arb_outfile_t of;
-        FILE *f = arb_outfile_open(&of, "--out", conf.out, err, sizeof err);
-        if (f && fputs(csv.c_str(), f) < 0) {
-            arb_outfile_discard(&of);
-            snprintf(err, sizeof err, "--out '%s': cannot write (%s)", conf.out, strerror(errno));
-            f = nullptr;
-        }
-        if (!f || arb_outfile_commit(&of, err, sizeof err)) {
-            fprintf(stderr, "engine_stream_bench: %s\n", err);
-            return 1;
-        }
-    }
-    return 0;
+    return bench::write_out(conf.out, csv);
 }
