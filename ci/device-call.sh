@@ -6,9 +6,17 @@
 # It makes $O (= $OUT/r), sets the NVLink-multicast-off variables and CI=true, writes
 # $O/machine.txt (date, GPU, driver, REVISION), copies the calling script to $O/call.sh (the
 # record of what ran), and tars $O into $OUT/r.tgz at exit, so that everything comes back as
-# one file. el prints the seconds since the start; lim N prints N, or less so that a step
+# one file. Anything $OUT held before (a killed call's leftovers) is moved out first and named in
+# machine.txt. el prints the seconds since the start; lim N prints N, or less so that a step
 # started now ends before SECONDS (the call's own deadline, below the tool's limit).
 : "${OUT:?OUT: the output folder of the device tool}"
+# $OUT may hold files a call before this one left (one killed before its trap ran left its r/ on
+# the machine, and this session's results once took them in): moved out of the way, and said.
+ARB_CALL_STALE=""
+if [ -n "$(ls -A "$OUT" 2>/dev/null)" ]; then
+    ARB_CALL_STALE=$(mktemp -d "${TMPDIR:-/tmp}/arb-out-stale.XXXXXX")
+    for f in "$OUT"/* "$OUT"/.[!.]*; do [ -e "$f" ] && mv "$f" "$ARB_CALL_STALE"/; done
+fi
 O=$OUT/r
 mkdir -p "$O"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 CI=true
@@ -22,6 +30,13 @@ lim() {
 arb_call_fin() { (cd "$OUT" && tar czf r.tgz r && rm -rf r); }
 trap arb_call_fin EXIT
 trap 'exit 143' TERM INT
-{ date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version,memory.total,clocks.max.sm --format=csv; cat REVISION; } \
-    >"$O/machine.txt" 2>&1
+{
+    date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version,memory.total,clocks.max.sm --format=csv; cat REVISION
+    if [ -n "$ARB_CALL_STALE" ]; then
+        echo "device-call: \$OUT held files before this call (not this call's): moved to $ARB_CALL_STALE"
+    fi
+} >"$O/machine.txt" 2>&1
+if [ -n "$ARB_CALL_STALE" ]; then
+    echo "device-call: \$OUT held files before this call: moved to $ARB_CALL_STALE"
+fi
 cp "$0" "$O/call.sh"

@@ -1,0 +1,47 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# ci/device-call.sh, the start every device call's script sources: device_call_test.sh SCRIPT TAP_SH.
+# A call script in a tree with a REVISION runs against an $OUT that already holds another call's
+# leftovers (r/ab/stale.log, a dot file): everything comes back as one r.tgz with machine.txt,
+# call.sh and the script's own file, the leftovers moved out (not in the tarball) and named in
+# machine.txt; lim keeps a step inside the call's deadline. Then a call on an empty $OUT says
+# nothing of leftovers. No GPU needed (nvidia-smi's absence lands in machine.txt).
+set -u
+script=$1
+. "$2"
+run_call() { # OUTDIR: the call script in $tmp/work with OUT=OUTDIR; its stdout+stderr in $tmp/log
+    (cd "$tmp/work" && OUT="$1" TMPDIR="$tmp" bash call.sh) >"$tmp/log" 2>&1
+}
+mkdir -p "$tmp/work" "$tmp/out/r/ab" "$tmp/out2"
+echo 0123456789ab >"$tmp/work/REVISION"
+echo old >"$tmp/out/r/ab/stale.log"
+echo old >"$tmp/out/.dot"
+cat >"$tmp/work/call.sh" <<EOC
+. "$script" 30
+echo mine >"\$O/mine.txt"
+echo "lim=\$(lim 100) \$(lim 5)"
+EOC
+run_call "$tmp/out"
+rc=$?
+sed 's/^/# /' "$tmp/log"
+[ $rc -eq 0 ] && tap OK "the call: exit 0" || tap FAIL "the call: exit $rc"
+[ "$(ls -A "$tmp/out")" = r.tgz ] && tap OK "\$OUT holds r.tgz alone" || tap FAIL "\$OUT holds: $(ls -A "$tmp/out" | tr '\n' ' ')"
+list=$(tar tzf "$tmp/out/r.tgz" 2>/dev/null | sort | tr '\n' ' ')
+[ "$list" = "r/ r/call.sh r/machine.txt r/mine.txt " ] && tap OK "r.tgz: call.sh, machine.txt and the call's file, no leftover" ||
+    tap FAIL "r.tgz holds: $list"
+mkdir -p "$tmp/x" && tar xzf "$tmp/out/r.tgz" -C "$tmp/x"
+grep -q "^0123456789ab$" "$tmp/x/r/machine.txt" && tap OK "machine.txt: the REVISION" || tap FAIL "machine.txt: no REVISION"
+grep -q "held files before this call (not this call's): moved to $tmp/arb-out-stale" "$tmp/x/r/machine.txt" &&
+    tap OK "machine.txt names where the leftovers went" || tap FAIL "machine.txt: $(cat "$tmp/x/r/machine.txt")"
+stale=$(ls -d "$tmp"/arb-out-stale.* 2>/dev/null | head -1)
+[ -n "$stale" ] && [ -f "$stale/r/ab/stale.log" ] && [ -f "$stale/.dot" ] && tap OK "the leftovers kept, moved out of \$OUT" ||
+    tap FAIL "the leftovers: '$stale'"
+grep -q "^lim=30 5$" "$tmp/log" && tap OK "lim: 100 s capped at the call's 30, 5 kept" || tap FAIL "lim: $(grep lim= "$tmp/log")"
+cmp -s "$tmp/work/call.sh" "$tmp/x/r/call.sh" && tap OK "call.sh: the script that ran" || tap FAIL "call.sh differs"
+run_call "$tmp/out2"
+rc=$?
+mkdir -p "$tmp/y" && tar xzf "$tmp/out2/r.tgz" -C "$tmp/y" 2>/dev/null
+[ $rc -eq 0 ] && ! grep -q "held files" "$tmp/y/r/machine.txt" "$tmp/log" && tap OK "an empty \$OUT: no leftovers said" ||
+    tap FAIL "an empty \$OUT: exit $rc, $(grep 'held files' "$tmp/y/r/machine.txt" "$tmp/log")"
+echo "1..$n"
+exit $bad
