@@ -116,7 +116,7 @@ def launches(rows, fits):
         waits = [w for _, w, _ in ctas if w is not None]
         ends = sorted(e for _, _, e in ctas)
         starts = [s for s, _, _ in ctas]
-        out.append({'tag': tag, 'launch': n, 'ctas': len(ctas), 'start': min(starts), 'starts': starts, 'each': ctas,
+        out.append({'tag': tag, 'launch': n, 'ctas': len(ctas), 'start': min(starts), 'each': ctas,
                     'wait': min(waits) if waits else None, 'end': ends[-1], 'end_med': statistics.median(ends),
                     'pre': statistics.median(w - s for s, w, _ in ctas if w is not None) if waits else None})
     out.sort(key=lambda L: L['start'])
@@ -152,8 +152,9 @@ def measure(chain):
         L['body'] = (L['end'] - L['wait']) / 1e3 if L['wait'] is not None else None
         L['tail'] = (L['end'] - L['end_med']) / 1e3
         L['early'] = (pe - L['start']) / 1e3
-        L['late'] = (max(L['starts']) - pe) / 1e3
-        L['ahead'] = sum(1 for x in L['starts'] if x < pe) / len(L['starts'])
+        starts = [s0 for s0, _, _ in L['each']]
+        L['late'] = (max(starts) - pe) / 1e3
+        L['ahead'] = sum(1 for x in starts if x < pe) / len(starts)
         L['pre_us'] = L['pre'] / 1e3 if L['pre'] is not None else None
 
 
