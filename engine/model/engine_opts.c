@@ -239,17 +239,6 @@ static int launches_only(const arb_engine_opts_t *o, const char *opt, const char
     return -1;
 }
 
-/* `opt` (with its value) given where the GPU's MoE block is not launches (--backend cpu, --step-form
- * persistent): -1 with the message naming where, what `opt` belongs to (`what`), and `off`, its value
- * that runs anywhere. */
-static int moe_launches_only(const arb_engine_opts_t *o, const char *opt, const char *what, const char *off,
-                             char *err, size_t len)
-{
-    snprintf(err, len, "%s with %s: %s (give --backend gpu with --step-form launches or persistent-attn, or %s)", opt,
-             o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent", what, off);
-    return -1;
-}
-
 int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err, size_t len)
 {
     static const struct option lo[] = {
@@ -440,14 +429,13 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
                  "it out)", o->attn_min_rows ? "--attn-min-rows" : "--attn-fill");
         return -1;
     }
-    const int moe_launches = o->backend == ARB_ENGINE_GPU && o->step_form != ARB_STEP_PERSISTENT;
-    if (o->moe_stage && !moe_launches)
-        return moe_launches_only(o, "--moe-stage smem", "the staged gate/up is the GPU's MoE launches'",
-                                 "--moe-stage none", err, len);
-    if (o->moe_early && !moe_launches)
-        return moe_launches_only(o, o->moe_early == 2 ? "--moe-early l2" : "--moe-early on",
-                                 "the early loads are the GPU's MoE launches'", "--moe-early off", err, len);
-    if (o->moe_early) { /* withdrawn: results/engine-h200/6162998-moe-early/README.md */
+    if (o->moe_stage && (o->backend == ARB_ENGINE_CPU || o->step_form == ARB_STEP_PERSISTENT)) {
+        snprintf(err, len, "--moe-stage smem with %s: the staged gate/up is the GPU's MoE launches' (give --backend "
+                 "gpu with --step-form launches or persistent-attn, or --moe-stage none)",
+                 o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent");
+        return -1;
+    }
+    if (o->moe_early) { /* withdrawn everywhere: results/engine-h200/6162998-moe-early/README.md */
         snprintf(err, len,
                  "%s: withdrawn: with --moe-early on the GPU disagreed with the CPU reference (tiny --check-steps: max "
                  "|logit diff| 0.274 > 0.25, verify agree 15/24; results/engine-h200/6162998-moe-early/). With on "
