@@ -325,9 +325,8 @@ int main(int argc, char **argv)
             if (arb_engine_opts_bits_parse(ARB_BITS_L2_SIDE, v, &side, why, sizeof why) != 0)
                 DIE("%s", why);
         } else if (!strcmp(a, "--moe-early")) {
-            if (!strcmp(v, "off") || !strcmp(v, "on") || !strcmp(v, "l2"))
-                moe_early = !strcmp(v, "on") ? 1 : !strcmp(v, "l2") ? 2 : 0;
-            else
+            moe_early = !strcmp(v, "off") ? 0 : !strcmp(v, "on") ? 1 : !strcmp(v, "l2") ? 2 : -1;
+            if (moe_early < 0)
                 DIE("--moe-early %s: expected off, on or l2", v);
         } else if (!strcmp(a, "--timeline")) {
             if (!*v)
