@@ -195,17 +195,18 @@ int main(int argc, char **argv)
     if (conf.ctas.empty())
         conf.ctas = {128, sms, 2 * sms, 4 * sms};
     const size_t bytes = (size_t)conf.kb * 1024, rate_bytes = (size_t)256 << 20;
-    const size_t stride = (std::max(bytes, rate_bytes) + 4095) / 4096 * 4096;
+    // the copies of --kb at a 4 KB stride, past 3x the L2; the rate row's two 256 MB copies in the same room
+    const size_t stride = (bytes + 4095) / 4096 * 4096;
     const int copies = (int)std::max<size_t>(2, (3 * (size_t)prop.l2CacheSize + bytes - 1) / bytes);
     const int rate_copies = 2;
-    const int ncopies = std::max(copies, rate_copies);
+    const size_t room = std::max(stride * copies, rate_bytes * rate_copies);
     uint8_t *buf = nullptr;
     uint32_t *sink = nullptr;
-    if (cudaMalloc(&buf, stride * ncopies) != cudaSuccess) {
-        fprintf(stderr, "engine_stream_bench: no room for %d copies of %zu bytes on the device\n", ncopies, stride);
+    if (cudaMalloc(&buf, room) != cudaSuccess) {
+        fprintf(stderr, "engine_stream_bench: no room for %zu bytes on the device\n", room);
         return 1;
     }
-    CK(cudaMemset(buf, 1, stride * ncopies));
+    CK(cudaMemset(buf, 1, room));
     CK(cudaMalloc(&sink, 65536 * 4));
     cudaStream_t st;
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
@@ -232,7 +233,7 @@ int main(int argc, char **argv)
     printf("# %s, %d SMs, L2 %d B; %zu B a launch over %d copies, %d launches a graph\n", prop.name, sms,
            prop.l2CacheSize, bytes, copies, conf.replays);
     float t[3];
-    time_it(stream_share<16, 4>, buf, rate_bytes, stride, rate_copies, 4 * sms, conf.replays, sink, st, t);
+    time_it(stream_share<16, 4>, buf, rate_bytes, rate_bytes, rate_copies, 4 * sms, conf.replays, sink, st, t);
     row("rate", stream_share<16, 4>, rate_bytes, rate_copies, 4 * sms, 16, 4, t);
     for (const long c : conf.ctas)
         for (const variant &v : kVariants) {
