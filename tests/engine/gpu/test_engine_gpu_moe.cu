@@ -194,15 +194,22 @@ void moe_case(bool int4, int T)
     for (size_t u = 0; u < uniq.size(); u++)
         poison[u] = (uniq[u] + 1) % E; // other experts in every slot
     int32_t *src = to_dev(uniq);
+    // the poisoning and the three launches on a stream of their own, as the engine's step (not the
+    // legacy default stream, where the tests' other launches go; the stream is non-blocking, so
+    // everything of a run is ordered on it)
+    cudaStream_t ls = nullptr;
+    TAP_REQUIRE(cudaStreamCreateWithFlags(&ls, cudaStreamNonBlocking) == cudaSuccess);
+    TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess); // the default stream's work done before ls's
     const auto late_run = [&](int gate_up_early, int down_early) {
-        cudaMemcpy(r.rt.uniq, poison.data(), sizeof(int32_t) * nu, cudaMemcpyHostToDevice);
-        cudaMemset(part, 0xff, (size_t)T * H * 2);
-        late_selection<<<1, 128>>>(src, nu, r.rt.uniq, 50000);
+        cudaMemcpyAsync(r.rt.uniq, poison.data(), sizeof(int32_t) * nu, cudaMemcpyHostToDevice, ls);
+        cudaMemsetAsync(part, 0xff, (size_t)T * H * 2, ls);
+        late_selection<<<1, 128, 0, ls>>>(src, nu, r.rt.uniq, 50000);
         arbk::launch_ctx lg = g_lc, ld = g_lc;
+        lg.stream = ld.stream = ls;
         lg.moe_early = gate_up_early, ld.moe_early = down_early;
         const bool ok = arbk::moe_gate_up(lg, mw, r.rt, dh, act, act_sh, T, T * k) == cudaSuccess &&
                         arbk::moe_down(ld, mw, r.rt, act, act_sh, part, T) == cudaSuccess &&
-                        cudaDeviceSynchronize() == cudaSuccess;
+                        cudaStreamSynchronize(ls) == cudaSuccess;
         const auto out = from_dev((uint16_t *)part, (size_t)T * H);
         size_t differ = 0;
         for (size_t i = 0; i < got.size(); i++)
@@ -220,6 +227,7 @@ void moe_case(bool int4, int T)
              "differ",
              int4 ? "int4" : "bf16", T, late_run(0, 1), got.size());
     cudaFree(src);
+    cudaStreamDestroy(ls);
     for (int early = 1; early <= 2; early++) { // --moe-early on, l2 (down's loads before its wait): the same bits
         cudaMemset(part, 0xff, (size_t)T * H * 2);
         arbk::launch_ctx le = g_lc;
