@@ -164,13 +164,13 @@ struct variant {
     const char *kind; // share: rounds issued then used; pipe: the next round issued first
 };
 const variant kVariants[] = {
-    {8, 2, stream_share<8, 2>, "share"},    {8, 4, stream_share<8, 4>, "share"},
-    {8, 7, stream_share<8, 7>, "share"},    {8, 8, stream_share<8, 8>, "share"},
-    {8, 16, stream_share<8, 16>, "share"},  {16, 2, stream_share<16, 2>, "share"},
-    {16, 4, stream_share<16, 4>, "share"},  {16, 7, stream_share<16, 7>, "share"},
-    {16, 8, stream_share<16, 8>, "share"},  {16, 16, stream_share<16, 16>, "share"},
-    {8, 4, stream_pipe<8, 4>, "pipe"},      {8, 7, stream_pipe<8, 7>, "pipe"},
-    {16, 4, stream_pipe<16, 4>, "pipe"},    {16, 7, stream_pipe<16, 7>, "pipe"},
+    {8, 2, stream_share<8, 2>, "share"},   {8, 4, stream_share<8, 4>, "share"},
+    {8, 7, stream_share<8, 7>, "share"},   {8, 8, stream_share<8, 8>, "share"},
+    {8, 16, stream_share<8, 16>, "share"}, {16, 2, stream_share<16, 2>, "share"},
+    {16, 4, stream_share<16, 4>, "share"}, {16, 7, stream_share<16, 7>, "share"},
+    {16, 8, stream_share<16, 8>, "share"}, {16, 16, stream_share<16, 16>, "share"},
+    {8, 4, stream_pipe<8, 4>, "pipe"},     {8, 7, stream_pipe<8, 7>, "pipe"},
+    {16, 4, stream_pipe<16, 4>, "pipe"},   {16, 7, stream_pipe<16, 7>, "pipe"},
     {16, 8, stream_pipe<16, 8>, "pipe"},
 };
 
