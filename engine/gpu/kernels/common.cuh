@@ -15,6 +15,18 @@
 #include "gpu/kernels/timeline.cuh"
 #include "gpu/kernels/wave_fit.h"
 
+// A minimum of blocks an SM for __launch_bounds__ on SM120 alone, after the threads:
+//   __launch_bounds__(256 ARB_SM120_MINB(2))
+// is (256, 2) in the sm_120 pass and (256) everywhere else, so the SM90 code is the same bits.
+// ptxas gives some kernels many more registers on sm_120 than on sm_90 for the same source
+// (qkva_prep at T = 1: 167-168 against 123-128), which halves their blocks an SM there
+// (ci/kernel-resources.py lists them); with it sm_120 holds the blocks sm_90 holds.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
+#define ARB_SM120_MINB(n) , n
+#else
+#define ARB_SM120_MINB(n)
+#endif
+
 namespace arbk {
 
 constexpr int kWarp = 32;

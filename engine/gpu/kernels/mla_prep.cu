@@ -35,9 +35,11 @@ __global__ void __launch_bounds__(kPrepThreads)
     mla_prep_all<false>(qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, T);
 }
 
-// MULTI: the folded grid (wave_fit.h), each block several tiles (gemv.cu's MULTI).
+// MULTI: the folded grid (wave_fit.h), each block several tiles (gemv.cu's MULTI). Two blocks an
+// SM on SM120 too (ARB_SM120_MINB: left to itself ptxas took 167-168 registers there at T = 1, one
+// block an SM, against 123-128 and two on sm_90; capped, 128 and 8 bytes of spill at T = 1).
 template <int T, int S, bool PAIR, bool MULTI>
-__global__ void __launch_bounds__(kGemvWarps *kWarp)
+__global__ void __launch_bounds__(kGemvWarps *kWarp ARB_SM120_MINB(2))
     qkva_prep_kernel(const bf16 *__restrict__ W, const bf16 *__restrict__ x, int N, int K, bf16 *qkva,
                      const bf16 *__restrict__ q_a_norm, const bf16 *__restrict__ kv_a_norm,
                      const float2 *__restrict__ rope_cs, const int32_t *__restrict__ pos0, bf16 *__restrict__ qa,
