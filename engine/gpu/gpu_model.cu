@@ -187,14 +187,9 @@ void layout(arb_gpu_model_t *m, bump &w, bump &c, bump &a)
     take(a, m->route.uniq, arbk::kMaxSlots, act);
     take(a, m->route.n_uniq, 1, act);
     m->route.sh_part = nullptr, m->route.sh_ticket = nullptr;
-    /* the shared expert's part sums and tickets, and past them --moe-split's (the split routed tiles') */
-    const size_t np = arbk::moe_sh_part_floats((int)s.H, (int)s.Is),
-                 rpf = m->o.moe_split ? arbk::moe_rp_part_floats((int)s.I, (int)s.max_slots) : 0;
-    if (np + rpf) {
-        take(a, m->route.sh_part, np + rpf, act);
-        take(a, m->route.sh_ticket, /* the split's follow all of the shared expert's, with or without parts */
-             (size_t)arbk::moe_sh_tickets((int)s.Is) + (rpf ? (size_t)arbk::moe_rp_tickets((int)s.I, (int)s.max_slots) : 0),
-             act);
+    if (const size_t np = arbk::moe_sh_part_floats((int)s.H, (int)s.Is)) {
+        take(a, m->route.sh_part, np, act);
+        take(a, m->route.sh_ticket, (size_t)arbk::moe_sh_tickets((int)s.Is), act);
     }
     take(a, m->experts, (size_t)s.Lz * Tm * s.k, act);
     take(a, m->act_moe, (size_t)s.max_slots * arbk::kMaxT * s.I, act);

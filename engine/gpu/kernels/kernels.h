@@ -34,7 +34,6 @@ struct launch_ctx {
     int moe_early;  // 1: gate/up triggers its dependents after its wait, and down reads the selection and issues its
                     // first round of routed weights before its own (moe.cu); 2: and pulls its later rounds' INT4
                     // weights toward L2 there; give gate/up and down the same context
-    int moe_split;  // T: at steps of at most T tokens (<= 3) each routed gate/up tile runs as two blocks (moe.cu)
 };
 
 constexpr int kMaxT = 8;          // tokens per step (ARB_GPU_MAX_T)
@@ -134,16 +133,11 @@ struct moe_route {   // device buffers the router fills and the MoE kernels read
     // each part's fp32 sums [moe_sh_part_floats(H, Is)] and a ticket per 16-row tile
     // [moe_sh_tickets(Is)], zero before the first launch and left zero; unused (may be NULL)
     // where moe_sh_part_floats is 0 (one part).
-    // With --moe-split (launch_ctx.moe_split) at T <= 3 both go on past the shared expert's: the
-    // split routed tiles' sums [moe_rp_part_floats(I, max_slots)] and a ticket per (slot, tile)
-    // [moe_rp_tickets(I, max_slots)] (so the kernels' parameters are the same with and without it).
     float *sh_part;
     unsigned *sh_ticket;
 };
 size_t moe_sh_part_floats(int H, int Is);
 int moe_sh_tickets(int Is);
-size_t moe_rp_part_floats(int I, int max_slots);
-int moe_rp_tickets(int I, int max_slots);
 // One launch: the logits, then the top-k and dedupe by the logits' last block (a ticket);
 // logits [T x E] fp32 scratch; ticket: one device word, zero before the first launch and
 // left zero by each.

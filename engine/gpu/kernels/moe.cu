@@ -27,19 +27,14 @@
 namespace arbk {
 namespace {
 
-// --moe-split applies at this step: asked for T tokens or more, one tile a block (T <= 3), not
-// with the staged groups or the early selection (the options refuse those pairs).
-bool moe_split_at(const launch_ctx &c, int T) { return T <= c.moe_split && moe_rowt(T) == 1 && !c.moe_stage && !c.moe_early; }
-
 // P: pdl_sync, or pdl_late with --moe-early (the trigger after the wait, for down's early loads).
-// RP 2: --moe-split (each routed tile in two blocks; moe_ops.cuh).
-template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, int MINB, int SMG = 0, class P = pdl_sync, int RP = 1>
+template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, int MINB, int SMG = 0, class P = pdl_sync>
 __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
     moe_gate_up_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ h, bf16 *__restrict__ act,
                        bf16 *__restrict__ act_sh, int T)
 {
     ARB_TL(ARB_TL_GATE_UP);
-    moe_gate_up_tile<INT4, ROWT, NH, UNR, UNRQ, P, SMG, RP>(P(), P(), w, rt, h, act, act_sh, T, (int)blockIdx.x);
+    moe_gate_up_tile<INT4, ROWT, NH, UNR, UNRQ, P, SMG>(P(), P(), w, rt, h, act, act_sh, T, (int)blockIdx.x);
 }
 
 // --moe-stage smem: INT4 groups a warp stages in shared memory a round on top of UNRQ in registers
@@ -90,16 +85,12 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
     if (which & 1) {
         auto gate_up = c.moe_early ? moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, 0, pdl_late>
                                    : moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB>;
-        int rp = 1;
-        if constexpr (ROWT == 1 && NH == 1) // --moe-split: where it is built (one tile, T <= 3)
-            if (moe_split_at(c, T))
-                gate_up = moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, 0, pdl_sync, 2>, rp = 2;
         if constexpr (INT4 && ROWT == 1 && NH == 1) // --moe-stage smem: where it is built (one tile, T <= 3)
             if (c.moe_stage)
                 gate_up = c.moe_early ? moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups, pdl_late>
                                       : moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups>;
-        e = launch(c, gate_up, dim3(moe_sh_items(w.H, w.Is, T) + max_slots * (w.I / rows) * rp), block, 0, w, rt, h,
-                   act, act_sh, T);
+        e = launch(c, gate_up, dim3(moe_sh_items(w.H, w.Is, T) + max_slots * (w.I / rows)), block, 0, w, rt, h, act,
+                   act_sh, T);
     }
     if (e == cudaSuccess && (which & 2)) {
         const auto down = c.moe_early == 2 ? moe_down_kernel<INT4, kDown, NH, kUnrDown, 2>
@@ -132,8 +123,6 @@ static cudaError_t moe_launch(const launch_ctx &c, const moe_weights &w, const m
         return cudaErrorInvalidValue;
     if ((which & 1) && moe_sh_parts(w.H, moe_rowt(T)) > 1 && (!rt.sh_part || !rt.sh_ticket))
         return cudaErrorInvalidValue; // the shared expert's parts need their scratch
-    if ((which & 1) && moe_split_at(c, T) && (!rt.sh_part || !rt.sh_ticket))
-        return cudaErrorInvalidValue; // and the split routed tiles theirs, past the shared expert's
 
     return w.gate_s ? moe_by_t<true>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
                     : moe_by_t<false>(c, w, rt, h, act, act_sh, part, T, max_slots, which);
@@ -141,15 +130,13 @@ static cudaError_t moe_launch(const launch_ctx &c, const moe_weights &w, const m
 
 size_t moe_sh_part_floats(int H, int Is)
 {
-    return moe_sh_floats(H, Is);
+    // [Is / 16 ROWT items][parts][2 ROWT x NH x 4 x 32]: Is 16 NH parts floats, the most of
+    // (ROWT 1, NH 1), (2, 1) and (2, 2)
+    const int p1 = moe_sh_parts(H, 1), p2 = moe_sh_parts(H, 2), p = max(p1, 2 * p2);
+    return max(p1, p2) > 1 ? (size_t)Is * 16 * p : 0;
 }
 
-int moe_sh_tickets(int Is) { return moe_sh_ticket_n(Is); }
-
-// [max_slots x I / 16 tiles][2 parts][2 x 4 x 32] floats (ROWT 1, NH 1: T <= 3)
-size_t moe_rp_part_floats(int I, int max_slots) { return (size_t)max_slots * (I / 16) * 2 * 256; }
-
-int moe_rp_tickets(int I, int max_slots) { return max_slots * (I / 16); }
+int moe_sh_tickets(int Is) { return Is / 16; }
 
 cudaError_t moe_gate_up(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                         bf16 *act_sh, int T, int max_slots)

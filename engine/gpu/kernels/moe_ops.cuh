@@ -37,15 +37,6 @@ __host__ __device__ constexpr int moe_sh_parts(int H, int rowt)
 {
     return (H / 32 + kMoeWarps * moe_sh_unr(rowt) - 1) / (kMoeWarps * moe_sh_unr(rowt));
 }
-// The shared expert's part sums (moe_route.sh_part): [Is / 16 ROWT items][parts][2 ROWT x NH x 4 x
-// 32], Is 16 NH parts floats, the most of (ROWT 1, NH 1), (2, 1) and (2, 2); 0 with one part. And
-// its tickets, one a 16-row tile. --moe-split's sums and tickets follow them (moe_gate_up_tile).
-__host__ __device__ constexpr size_t moe_sh_floats(int H, int Is)
-{
-    const int p1 = moe_sh_parts(H, 1), p2 = moe_sh_parts(H, 2), p = p1 > 2 * p2 ? p1 : 2 * p2;
-    return (p1 > p2 ? p1 : p2) > 1 ? (size_t)Is * 16 * p : 0;
-}
-__host__ __device__ constexpr int moe_sh_ticket_n(int Is) { return Is / 16; }
 // Blocks of the shared expert's gate/up at T (the first blocks of the launch).
 __host__ __device__ constexpr int moe_sh_items(int H, int Is, int T)
 {
@@ -254,19 +245,12 @@ __device__ __forceinline__ void gate_up_store(bf16 *dst, int ld, int row0, int k
 // and stores the item. pol_sh: the shared items' wait, pol: the routed tiles' (both forms pass
 // the same policy). NH token halves: T <= 8 NH; act's token stride 8 NH (moe_tstride).
 // SMG > 0 (INT4 only; --moe-stage smem): the routed tiles stage SMG more groups a round (gate_up_int4).
-// RP > 1 (--moe-split; one tile, one token half): each routed tile in RP blocks (slot, tile, part),
-// part p's warps taking groups as the warps (8 p + w) of one block 8 RP warps wide would; each
-// part's sums past the shared expert's in rt.sh_part and the tile's last part to arrive (a ticket
-// past the shared expert's in rt.sh_ticket) adds them in part order and stores the tile, as the
-// shared expert's parts do. Twice the routed blocks, each half
-// the rounds: at T = 1 Kimi-K2's 128 routed tiles are 256 blocks, two an SM.
-template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, class P, int SMG = 0, int RP = 1>
+template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, class P, int SMG = 0>
 __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, const moe_weights &w,
                                                  const moe_route &rt, const bf16 *h, bf16 *act, bf16 *act_sh, int T,
                                                  int bx)
 {
     static_assert(SMG == 0 || INT4, "the staged groups are INT4 tiles'");
-    static_assert(RP == 1 || (ROWT == 1 && NH == 1 && SMG == 0), "--moe-split: one tile, one token half, unstaged");
     __shared__ float red[kMoeWarps][2 * ROWT][NH][4][kWarp];
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
     const int H = w.H, I = w.I, G = H / 32, rows = 16 * ROWT;
@@ -281,10 +265,9 @@ __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, 
         row0 = bx / parts * rows, dst = act_sh, ld = w.Is;
         gate_up_sh_part<ROWT, NH, moe_sh_unr(ROWT)>(pol_sh, w, h, T, bx / parts, bx % parts, ag, au);
     } else {
-        const int b = bx - sh_items, vw = b % RP * kMoeWarps + warp; // the warp among the tile's 8 RP
-        const int per = (G + kMoeWarps * RP - 1) / (kMoeWarps * RP), g0 = min(G, vw * per), g1 = min(G, g0 + per);
+        const int per = (G + kMoeWarps - 1) / kMoeWarps, g0 = min(G, warp * per), g1 = min(G, g0 + per);
         pol.wait();
-        const int slot = b / RP / items, it = b / RP % items;
+        const int slot = (bx - sh_items) / items, it = (bx - sh_items) % items;
         // slot < max_slots <= kMaxSlots, so uniq[slot] is in the buffer: both loads in one round trip
         const int n_uniq = coh ? __ldcg(rt.n_uniq) : *rt.n_uniq, e = coh ? __ldcg(rt.uniq + slot) : rt.uniq[slot];
         if (slot >= n_uniq)
@@ -324,26 +307,20 @@ __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, 
                 for (int v = 0; v < kMoeWarps; v++)
                     gk[hf][c] += red[v][k][hf][c][lane], uk[hf][c] += red[v][ROWT + k][hf][c][lane];
     if (!shared || parts == 1) {
-        if (RP == 1 || shared) {
-            if (warp < ROWT)
+        if (warp < ROWT)
 #pragma unroll
-                for (int hf = 0; hf < NH; hf++)
+            for (int hf = 0; hf < NH; hf++)
 #pragma unroll
-                    for (int c = 0; c < 4; c++)
-                        gate_up_store(dst, ld, row0, k, c, gk[hf][c], uk[hf][c], T, hf);
-            return;
-        }
+                for (int c = 0; c < 4; c++)
+                    gate_up_store(dst, ld, row0, k, c, gk[hf][c], uk[hf][c], T, hf);
+        return;
     }
-    // A part of a shared item (or of a routed tile, RP > 1): its sums [2 ROWT][NH][4][32] at
-    // (item, part); the item's last part to arrive adds the parts in part order and stores it.
-    // (RP 1: only the shared items come here, and the code is the form before --moe-split.)
+    // A part of a shared item: its sums [2 ROWT][NH][4][32] at (item, part); the item's last
+    // part to arrive adds the parts in part order and stores the item.
     constexpr int kPartFloats = 2 * ROWT * NH * 4 * kWarp;
-    const bool rsplit = RP > 1 && !shared;
-    const int np = rsplit ? RP : parts, ib = rsplit ? bx - sh_items : bx, item = ib / np;
-    float *const scratch = rsplit ? rt.sh_part + moe_sh_floats(H, w.Is) : rt.sh_part;
-    unsigned *const ticket = (rsplit ? rt.sh_ticket + moe_sh_ticket_n(w.Is) : rt.sh_ticket) + item;
-    const float *all = scratch + (size_t)item * np * kPartFloats;
-    float *mine = scratch + ((size_t)item * np + ib % np) * kPartFloats;
+    const int item = bx / parts;
+    const float *all = rt.sh_part + (size_t)item * parts * kPartFloats;
+    float *mine = rt.sh_part + ((size_t)item * parts + bx % parts) * kPartFloats;
     if (warp < ROWT)
 #pragma unroll
         for (int hf = 0; hf < NH; hf++)
@@ -352,14 +329,14 @@ __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, 
                 __stcg(mine + ((k * NH + hf) * 4 + c) * kWarp + lane, gk[hf][c]);
                 __stcg(mine + (((ROWT + k) * NH + hf) * 4 + c) * kWarp + lane, uk[hf][c]);
             }
-    if (!last_to_arrive(ticket, (unsigned)np) || warp >= ROWT)
+    if (!last_to_arrive(rt.sh_ticket + item, (unsigned)parts) || warp >= ROWT)
         return;
 #pragma unroll
     for (int hf = 0; hf < NH; hf++)
 #pragma unroll
         for (int c = 0; c < 4; c++) {
             float g = 0.0f, u = 0.0f;
-            for (int p = 0; p < np; p++)
+            for (int p = 0; p < parts; p++)
                 g += __ldcg(all + (size_t)p * kPartFloats + ((k * NH + hf) * 4 + c) * kWarp + lane),
                     u += __ldcg(all + (size_t)p * kPartFloats + (((ROWT + k) * NH + hf) * 4 + c) * kWarp + lane);
             gate_up_store(dst, ld, row0, k, c, g, u, T, hf);

@@ -9,10 +9,7 @@
 //                 and coef at moe_tstride(T)), experts shared by two tokens; a rerun
 //                 bit-identical; at T <= 3 the staged gate/up (--moe-stage smem) bit-identical,
 //                 output and act; --moe-early bit-identical, also with the selection published
-//                 late by gate/up's predecessor (late_selection); --moe-split (each routed
-//                 gate/up tile as two blocks, T <= 3) against the reference too, a rerun
-//                 bit-identical, its tickets left zero, the plain bits past T = 3 (its
-//                 refusals: engine gpu moe plan); T = kMoeMaxT + 1 refused
+//                 late by gate/up's predecessor (late_selection); T = kMoeMaxT + 1 refused
 //   moe_bf16_T*   the same with bf16 experts
 // Tolerance: one bf16 rounding of the output (2^-8 relative), 1e-5 of sum |terms| for
 // accumulation order, and one-ulp flips of the stored act (bf16 on both sides) through
@@ -246,44 +243,6 @@ void moe_case(bool int4, int T)
                      got.size());
         TAP_EQ_U64(same, got.size());
     }
-    // --moe-split (T <= 3: each routed gate/up tile as two blocks, their sums added by the last): other
-    // bits than without it (two partial sums), so its output is checked against the double reference
-    // below as the plain one is; a rerun bit-identical; its tickets left zero; ignored past T = 3
-    // (one launch form there: the same bits as without it).
-    std::vector<uint16_t> split_out;
-    {
-        arbk::moe_route rs = r.rt; // the shared expert's scratch and the split's past it, as the engine sizes them
-        const int slots = T * k;
-        const size_t shf = arbk::moe_sh_part_floats(H, Is), sht = (size_t)arbk::moe_sh_tickets(Is),
-                     nt = sht + arbk::moe_rp_tickets(I, slots);
-        cudaMalloc(&rs.sh_part, sizeof(float) * (shf + arbk::moe_rp_part_floats(I, slots)));
-        cudaMalloc(&rs.sh_ticket, sizeof(unsigned) * nt);
-        cudaMemset(rs.sh_ticket, 0, sizeof(unsigned) * nt);
-        arbk::launch_ctx lsp = g_lc;
-        lsp.moe_split = 3;
-        cudaMemset(part, 0xff, (size_t)T * H * 2);
-        TAP_REQUIRE(arbk::moe_block(lsp, mw, rs, dh, act, act_sh, part, T, slots) == cudaSuccess);
-        TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-        split_out = from_dev((uint16_t *)part, (size_t)T * H);
-        cudaMemset(part, 0xff, (size_t)T * H * 2);
-        TAP_REQUIRE(arbk::moe_block(lsp, mw, rs, dh, act, act_sh, part, T, slots) == cudaSuccess);
-        TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-        const auto split_again = from_dev((uint16_t *)part, (size_t)T * H);
-        TAP_CHECK(memcmp(split_out.data(), split_again.data(), split_out.size() * 2) == 0);
-        const auto rp_tickets = from_dev(rs.sh_ticket, nt); // the shared expert's and the split's
-        size_t rp_nonzero = 0;
-        for (unsigned v : rp_tickets)
-            rp_nonzero += v != 0;
-        TAP_EQ_U64(rp_nonzero, 0);
-        size_t same = 0;
-        for (size_t i = 0; i < got.size(); i++)
-            same += got[i] == split_out[i];
-        tap_diag("moe %s T=%d split: %zu of %zu outputs the bits of the unsplit tiles", int4 ? "int4" : "bf16", T,
-                 same, got.size());
-        if (T > 3)
-            TAP_EQ_U64(same, got.size()); // not split past T = 3
-        cudaFree(rs.sh_part), cudaFree(rs.sh_ticket);
-    }
     // The shared expert runs in parts at this shape (7168 columns), and its tickets are left zero.
     TAP_CHECK(arbk::moe_sh_part_floats(H, Is) > 0);
     const auto tickets = from_dev(r.rt.sh_ticket, (size_t)arbk::moe_sh_tickets(Is));
@@ -350,11 +309,6 @@ void moe_case(bool int4, int T)
     for (size_t i = 0; i < ref.size(); i++) // act flips of one ulp: 4 x 2^-8 of the terms
         c(bfd(got[i]), ref[i], fabs(ref[i]) / 256 + mag[i] * (1e-5 + 4.0 / 256 / 16));
     TAP_CHECK(c.ok());
-    snprintf(name, sizeof name, "moe %s T=%d split", int4 ? "int4" : "bf16", T);
-    cmp cs{name};
-    for (size_t i = 0; i < ref.size(); i++)
-        cs(bfd(split_out[i]), ref[i], fabs(ref[i]) / 256 + mag[i] * (1e-5 + 4.0 / 256 / 16));
-    TAP_CHECK(cs.ok());
     for (void *p : owned)
         cudaFree(p);
     cudaFree((void *)mw.gate), cudaFree((void *)mw.up), cudaFree((void *)mw.down);

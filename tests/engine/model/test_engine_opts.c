@@ -173,31 +173,6 @@ static void t_refusals(void)
     char *e7[] = {"engine", "--moe-early", "l2", NULL};
     TAP_CHECK(parse(&o, 3, e7) != 0);
     TAP_HAS_STR(err, "--moe-early l2: withdrawn");
-    /* --moe-split T: default 0; 1..3 in the MoE launches (launches, persistent-attn); refused elsewhere, with the
-     * staged groups, and past 3 */
-    TAP_EQ_INT(parse(&o, 1, b5), 0);
-    TAP_EQ_INT((int)o.moe_split, 0);
-    char *s1[] = {"engine", "--moe-split", "3", NULL};
-    TAP_EQ_INT(parse(&o, 3, s1), 0);
-    TAP_EQ_INT((int)o.moe_split, 3);
-    char *s2[] = {"engine", "--step-form", "persistent-attn", "--moe-split", "1", NULL};
-    TAP_EQ_INT(parse(&o, 5, s2), 0);
-    TAP_EQ_INT((int)o.moe_split, 1);
-    char *s3[] = {"engine", "--step-form", "persistent", "--moe-split", "1", NULL};
-    TAP_CHECK(parse(&o, 5, s3) != 0);
-    TAP_HAS_STR(err, "--moe-split 1 with --step-form persistent");
-    char *s4[] = {"engine", "--config", "tiny", "--backend", "cpu", "--moe-split", "2", NULL};
-    TAP_CHECK(parse(&o, 7, s4) != 0);
-    TAP_HAS_STR(err, "--moe-split 2 with --backend cpu");
-    char *s5[] = {"engine", "--moe-stage", "smem", "--moe-split", "1", NULL};
-    TAP_CHECK(parse(&o, 5, s5) != 0);
-    TAP_HAS_STR(err, "--moe-split 1 with --moe-stage smem");
-    char *s6[] = {"engine", "--moe-split", "4", NULL};
-    TAP_CHECK(parse(&o, 3, s6) != 0);
-    TAP_HAS_STR(err, "--moe-split '4': expected an integer in 0..3");
-    char *s7[] = {"engine", "--moe-split", "0", NULL};
-    TAP_EQ_INT(parse(&o, 3, s7), 0);
-    TAP_EQ_INT((int)o.moe_split, 0);
     char *e8[] = {"engine", "--step-form", "persistent", "--moe-early", "l2", NULL};
     TAP_CHECK(parse(&o, 5, e8) != 0);
     TAP_HAS_STR(err, "--moe-early l2: withdrawn");
