@@ -125,26 +125,21 @@ template <int W, int U> __global__ void __launch_bounds__(kThreads, 1)
     uint32_t x = 0;
     size_t r = lo;
     word<W> a[U], b[U];
-    if (r + round <= hi)
+    // cur holds round r: the next round's loads into nxt first (while there is a whole one), then cur
+    // used; false once no next round was issued
+    const auto step = [&](const word<W>(&cur)[U], word<W>(&nxt)[U]) {
+        const size_t r1 = r + round;
+        const bool more = r1 + round <= hi;
+        if (more)
+            load(nxt, r1);
+        x = fold(cur, x);
+        r = r1;
+        return more;
+    };
+    if (r + round <= hi) {
         load(a, r);
 #pragma unroll 1
-    while (r + round <= hi) { // a holds round r; b's round issued before a's is used, then a's again
-        const size_t r1 = r + round;
-        const bool more1 = r1 + round <= hi;
-        if (more1)
-            load(b, r1);
-        x = fold(a, x);
-        r = r1;
-        if (!more1)
-            break;
-        const size_t r2 = r1 + round;
-        const bool more2 = r2 + round <= hi;
-        if (more2)
-            load(a, r2);
-        x = fold(b, x);
-        r = r2;
-        if (!more2)
-            break;
+        while (step(a, b) && step(b, a)) {}
     }
     for (size_t off = r + mine; off + W <= hi; off += 32 * W) { // the last part round, as stream_share
         if (off >= r + ((size_t)(warp + 1) * U * 32) * W)
