@@ -102,9 +102,6 @@ void arb_engine_opts_usage(FILE *f)
             "                      stage more groups a round in shared memory; the same bits; default none)\n"
             "  --moe-early M       gpu, MoE launches: off (default); on and l2 are withdrawn (the GPU then\n"
             "                      disagreed with the CPU reference: docs/engine.md)\n"
-            "  --moe-pipe M        gpu, MoE launches: off (default) or on (the routed INT4 gate/up tiles at\n"
-            "                      T <= 3 issue each round's loads before the round before it is added;\n"
-            "                      the same bits)\n"
             "  --quiet             no progress lines\n"
             "  --profile FILE      per-site choice from a profile of arbench profile (CSV or JSON); no match: nccl\n"
             "  --tune              first sweep exactly the call-site shapes, write that profile next to --out, use it\n"
@@ -112,7 +109,7 @@ void arb_engine_opts_usage(FILE *f)
 }
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
-       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_SIDE, O_SIDEUPTO, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_MOEEARLY, O_MOEPIPE, O_ATTNROWS, O_ATTNFILL, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
+       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_SIDE, O_SIDEUPTO, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_MOEEARLY, O_ATTNROWS, O_ATTNFILL, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
        O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE, O_DRAFT,
        O_WDIR, O_PROMPT, O_OUTIDS };
 
@@ -272,7 +269,6 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"fuse", required_argument, 0, O_FUSE},
         {"moe-stage", required_argument, 0, O_MOESTAGE},
         {"moe-early", required_argument, 0, O_MOEEARLY},
-        {"moe-pipe", required_argument, 0, O_MOEPIPE},
         {"attn-min-rows", required_argument, 0, O_ATTNROWS},
         {"attn-fill", required_argument, 0, O_ATTNFILL},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0},
@@ -370,11 +366,6 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             bad = parse_choice("--moe-stage", optarg, names, 2, &o->moe_stage, err, len);
             break;
         }
-        case O_MOEPIPE: {
-            static const char *const names[] = {"off", "on"};
-            bad = parse_choice("--moe-pipe", optarg, names, 2, &o->moe_pipe, err, len);
-            break;
-        }
         case O_MOEEARLY: {
             static const char *const names[] = {"off", "on", "l2"};
             bad = parse_choice("--moe-early", optarg, names, 3, &o->moe_early, err, len);
@@ -442,14 +433,6 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         snprintf(err, len, "--moe-stage smem with %s: the staged gate/up is the GPU's MoE launches' (give --backend "
                  "gpu with --step-form launches or persistent-attn, or --moe-stage none)",
                  o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent");
-        return -1;
-    }
-    if (o->moe_pipe && (o->backend == ARB_ENGINE_CPU || o->step_form == ARB_STEP_PERSISTENT || o->moe_stage)) {
-        snprintf(err, len, "--moe-pipe on with %s: the pipelined rounds are the GPU's MoE launches' alone (give "
-                 "--backend gpu with --step-form launches or persistent-attn and --moe-stage none, or --moe-pipe off)",
-                 o->backend == ARB_ENGINE_CPU          ? "--backend cpu"
-                 : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
-                                                       : "--moe-stage smem");
         return -1;
     }
     if (o->moe_early) { /* withdrawn everywhere: results/engine-h200/6162998-moe-early/README.md */

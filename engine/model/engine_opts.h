@@ -127,8 +127,6 @@ typedef struct arb_engine_opts {
     int moe_early;             /* --moe-early off|on|l2: 1 on (the MoE down launch reads the selection and issues its
                                   first round of routed weights before its PDL wait; gate/up triggers it after its
                                   own), 2 l2 (on, and its later rounds' INT4 weights toward L2 there); default 0 off */
-    int moe_pipe;              /* --moe-pipe off|on: 1 on (the routed INT4 gate/up tiles at T <= 3 software-pipeline
-                                  their rounds of loads; the same bits); default 0 off */
     unsigned attn_min_rows;    /* --attn-min-rows N: the attention's row groups keep at least N of the step's
                                   T x heads rows, 1..64 (0: the kernels' default, 4) */
     unsigned attn_fill;        /* --attn-fill N: the attention's grid aims at N CTAs an SM, 1..16 (0: the kernels'

@@ -117,8 +117,6 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",moe_stage=smem");
         if (o->moe_early)
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",moe_early=%s", o->moe_early == 2 ? "l2" : "on");
-        if (o->moe_pipe)
-            snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",moe_pipe=on");
         if (o->attn_min_rows)
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",attn_min_rows=%u", o->attn_min_rows);
         if (o->attn_fill)

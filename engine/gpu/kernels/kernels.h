@@ -34,8 +34,6 @@ struct launch_ctx {
     int moe_early;  // 1: gate/up triggers its dependents after its wait, and down reads the selection and issues its
                     // first round of routed weights before its own (moe.cu); 2: and pulls its later rounds' INT4
                     // weights toward L2 there; give gate/up and down the same context
-    int moe_pipe;   // 1: the routed INT4 gate/up tiles at T <= 3 software-pipeline their rounds (moe.cu); not with
-                    // moe_stage or moe_early
 };
 
 constexpr int kMaxT = 8;          // tokens per step (ARB_GPU_MAX_T)

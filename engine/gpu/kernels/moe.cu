@@ -28,19 +28,14 @@ namespace arbk {
 namespace {
 
 // P: pdl_sync, or pdl_late with --moe-early (the trigger after the wait, for down's early loads).
-// PIPE: --moe-pipe (the routed INT4 tiles' rounds software-pipelined; moe_ops.cuh).
-template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, int MINB, int SMG = 0, class P = pdl_sync, bool PIPE = false>
+template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, int MINB, int SMG = 0, class P = pdl_sync>
 __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
     moe_gate_up_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ h, bf16 *__restrict__ act,
                        bf16 *__restrict__ act_sh, int T)
 {
     ARB_TL(ARB_TL_GATE_UP);
-    moe_gate_up_tile<INT4, ROWT, NH, UNR, UNRQ, P, SMG, PIPE>(P(), P(), w, rt, h, act, act_sh, T, (int)blockIdx.x);
+    moe_gate_up_tile<INT4, ROWT, NH, UNR, UNRQ, P, SMG>(P(), P(), w, rt, h, act, act_sh, T, (int)blockIdx.x);
 }
-
-// --moe-pipe: INT4 groups a round in each of the two buffers (T <= 3, one tile): 4 to 8 groups a
-// lane in flight against the plain path's 7, in about its registers (two rounds of 4 groups).
-constexpr int kMoePipeGroups = 4;
 
 // --moe-stage smem: INT4 groups a warp stages in shared memory a round on top of UNRQ in registers
 // (one tile, T <= 3: 28 groups a warp at Kimi-K2 in rounds of 7 + 3; 30 KB of staging a CTA, two
@@ -90,9 +85,6 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
     if (which & 1) {
         auto gate_up = c.moe_early ? moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, 0, pdl_late>
                                    : moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB>;
-        if constexpr (INT4 && ROWT == 1 && NH == 1) // --moe-pipe: where it is built (one tile, T <= 3)
-            if (c.moe_pipe)
-                gate_up = moe_gate_up_kernel<INT4, ROWT, NH, UNR, kMoePipeGroups, MINB, 0, pdl_sync, true>;
         if constexpr (INT4 && ROWT == 1 && NH == 1) // --moe-stage smem: where it is built (one tile, T <= 3)
             if (c.moe_stage)
                 gate_up = c.moe_early ? moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups, pdl_late>
@@ -131,8 +123,6 @@ static cudaError_t moe_launch(const launch_ctx &c, const moe_weights &w, const m
         return cudaErrorInvalidValue;
     if ((which & 1) && moe_sh_parts(w.H, moe_rowt(T)) > 1 && (!rt.sh_part || !rt.sh_ticket))
         return cudaErrorInvalidValue; // the shared expert's parts need their scratch
-    if (c.moe_pipe && (c.moe_stage || c.moe_early))
-        return cudaErrorInvalidValue; // --moe-pipe is built alone (the options refuse the pairs)
 
     return w.gate_s ? moe_by_t<true>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
                     : moe_by_t<false>(c, w, rt, h, act, act_sh, part, T, max_slots, which);

@@ -160,63 +160,6 @@ __device__ __forceinline__ void gate_up_int4(const uint2 *__restrict__ gq, const
     }
 }
 
-// --moe-pipe (launch_ctx.moe_pipe): one round of UNR INT4 groups of ROWT tiles in registers (the
-// lane's fragments, scale pairs and token vectors), loaded and added as gate_up_int4 does.
-template <int ROWT, int NH, int UNR, bool COH> struct int4_round {
-    uint2 qa[UNR][ROWT], qb[UNR][ROWT];
-    uint32_t sa[UNR][ROWT], sb[UNR][ROWT];
-    uint4 xb[UNR][NH];
-    __device__ __forceinline__ void load(const uint2 *__restrict__ gq, const uint2 *__restrict__ uq,
-                                         const uint32_t *__restrict__ gs, const uint32_t *__restrict__ us, int G,
-                                         const bf16 *__restrict__ x, int ldx, int T, int g, int g1)
-    {
-        const int lane = threadIdx.x % kWarp, gi = lane / 4;
-#pragma unroll
-        for (int j = 0; j < UNR; j++) {
-            if (g + j >= g1)
-                break;
-            ld_b_halves<NH, COH>(xb[j], x, ldx, g + j, T);
-#pragma unroll
-            for (int k = 0; k < ROWT; k++) {
-                const size_t o = ((size_t)k * G + g + j) * kWarp + lane, so = ((size_t)k * G + g + j) * 8 + gi;
-                qa[j][k] = ld_stream2(gq + o), qb[j][k] = ld_stream2(uq + o);
-                sa[j][k] = __ldg(gs + so), sb[j][k] = __ldg(us + so);
-            }
-        }
-    }
-    __device__ __forceinline__ void add(float (&ag)[ROWT][NH][4], float (&au)[ROWT][NH][4], int g, int g1) const
-    {
-#pragma unroll
-        for (int j = 0; j < UNR; j++) {
-            if (g + j >= g1)
-                break;
-            gate_up_int4_group<ROWT, NH>(ag, au, qa[j], qb[j], sa[j], sb[j], xb[j]);
-        }
-    }
-};
-
-// gate_up_int4 software-pipelined (--moe-pipe): rounds of UNR groups in two register buffers, each
-// round's loads issued before the round before it is added, so a lane has UNR to 2 UNR groups in
-// flight and its dequantizing and mma overlap the next round's loads instead of following them.
-// The groups are still added in ascending order: the sums are gate_up_int4's bit for bit.
-template <int ROWT, int NH, int UNR, bool COH>
-__device__ __forceinline__ void gate_up_int4_pipe(const uint2 *__restrict__ gq, const uint2 *__restrict__ uq,
-                                                  const uint32_t *__restrict__ gs, const uint32_t *__restrict__ us,
-                                                  int G, const bf16 *__restrict__ x, int ldx, int T, int g0, int g1,
-                                                  float (&ag)[ROWT][NH][4], float (&au)[ROWT][NH][4])
-{
-    int4_round<ROWT, NH, UNR, COH> a, b;
-    if (g0 < g1)
-        a.load(gq, uq, gs, us, G, x, ldx, T, g0, g1);
-#pragma unroll 1
-    for (int g = g0; g < g1; g += 2 * UNR) {
-        b.load(gq, uq, gs, us, G, x, ldx, T, g + UNR, g1); // nothing past g1
-        a.add(ag, au, g, g1);
-        a.load(gq, uq, gs, us, G, x, ldx, T, g + 2 * UNR, g1);
-        b.add(ag, au, g + UNR, g1);
-    }
-}
-
 // The same for bf16 tiles of row-major [rows x K] matrices from their first rows (tiles 16 K apart).
 template <int ROWT, int NH, int UNR, bool COH>
 __device__ __forceinline__ void gate_up_bf16(const bf16 *__restrict__ wg, const bf16 *__restrict__ wu, int K,
@@ -302,15 +245,12 @@ __device__ __forceinline__ void gate_up_store(bf16 *dst, int ld, int row0, int k
 // and stores the item. pol_sh: the shared items' wait, pol: the routed tiles' (both forms pass
 // the same policy). NH token halves: T <= 8 NH; act's token stride 8 NH (moe_tstride).
 // SMG > 0 (INT4 only; --moe-stage smem): the routed tiles stage SMG more groups a round (gate_up_int4).
-// PIPE (INT4 only; --moe-pipe): the routed tiles' rounds of UNRQ groups software-pipelined
-// (gate_up_int4_pipe), the same sums.
-template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, class P, int SMG = 0, bool PIPE = false>
+template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, class P, int SMG = 0>
 __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, const moe_weights &w,
                                                  const moe_route &rt, const bf16 *h, bf16 *act, bf16 *act_sh, int T,
                                                  int bx)
 {
     static_assert(SMG == 0 || INT4, "the staged groups are INT4 tiles'");
-    static_assert(!PIPE || (INT4 && SMG == 0), "the pipelined rounds are unstaged INT4 tiles'");
     __shared__ float red[kMoeWarps][2 * ROWT][NH][4][kWarp];
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
     const int H = w.H, I = w.I, G = H / 32, rows = 16 * ROWT;
@@ -340,18 +280,11 @@ __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, 
                 __shared__ gate_up_stage<SMG, ROWT, NH> stage[kMoeWarps];
                 st = &stage[warp];
             }
-            if constexpr (PIPE)
-                gate_up_int4_pipe<ROWT, NH, UNRQ, coh>(
-                    reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.gate) + r * (H / 8)),
-                    reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.up) + r * (H / 8)),
-                    reinterpret_cast<const uint32_t *>(w.gate_s + r * G),
-                    reinterpret_cast<const uint32_t *>(w.up_s + r * G), G, h, H, T, g0, g1, ag, au);
-            else
-                gate_up_int4<ROWT, NH, UNRQ, coh, SMG>(
-                    reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.gate) + r * (H / 8)),
-                    reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.up) + r * (H / 8)),
-                    reinterpret_cast<const uint32_t *>(w.gate_s + r * G),
-                    reinterpret_cast<const uint32_t *>(w.up_s + r * G), G, h, H, T, g0, g1, ag, au, st);
+            gate_up_int4<ROWT, NH, UNRQ, coh, SMG>(
+                reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.gate) + r * (H / 8)),
+                reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.up) + r * (H / 8)),
+                reinterpret_cast<const uint32_t *>(w.gate_s + r * G),
+                reinterpret_cast<const uint32_t *>(w.up_s + r * G), G, h, H, T, g0, g1, ag, au, st);
         } else
             gate_up_bf16<ROWT, NH, UNR, coh>(static_cast<const bf16 *>(w.gate) + r * H,
                                              static_cast<const bf16 *>(w.up) + r * H, H, h, T, g0, g1, ag, au);

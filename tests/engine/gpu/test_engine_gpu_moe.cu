@@ -9,9 +9,7 @@
 //                 and coef at moe_tstride(T)), experts shared by two tokens; a rerun
 //                 bit-identical; at T <= 3 the staged gate/up (--moe-stage smem) bit-identical,
 //                 output and act; --moe-early bit-identical, also with the selection published
-//                 late by gate/up's predecessor (late_selection); --moe-pipe bit-identical,
-//                 output and act, and refused with the staged groups or --moe-early;
-//                 T = kMoeMaxT + 1 refused
+//                 late by gate/up's predecessor (late_selection); T = kMoeMaxT + 1 refused
 //   moe_bf16_T*   the same with bf16 experts
 // Tolerance: one bf16 rounding of the output (2^-8 relative), 1e-5 of sum |terms| for
 // accumulation order, and one-ulp flips of the stored act (bf16 on both sides) through
@@ -244,34 +242,6 @@ void moe_case(bool int4, int T)
             tap_diag("moe %s T=%d early %d: %zu of %zu outputs the same", int4 ? "int4" : "bf16", T, early, same,
                      got.size());
         TAP_EQ_U64(same, got.size());
-    }
-    { // --moe-pipe (the routed INT4 tiles' rounds software-pipelined at T <= 3; elsewhere the plain kernel): the
-      // same bits, output and act; refused with the staged groups and with --moe-early (built alone)
-        auto act0 = from_dev((uint16_t *)act, (size_t)arbk::kMaxSlots * ts * I);
-        cudaMemset(part, 0xff, (size_t)T * H * 2), cudaMemset(act, 0xff, (size_t)arbk::kMaxSlots * ts * I * 2);
-        arbk::launch_ctx lp = g_lc;
-        lp.moe_pipe = 1;
-        TAP_REQUIRE(arbk::moe_block(lp, mw, r.rt, dh, act, act_sh, part, T, T * k) == cudaSuccess);
-        TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-        const auto piped = from_dev((uint16_t *)part, (size_t)T * H);
-        const auto act1 = from_dev((uint16_t *)act, (size_t)arbk::kMaxSlots * ts * I);
-        size_t same = 0, same_act = 0;
-        const size_t n_act = uniq.size() * (size_t)T * I;
-        for (size_t i = 0; i < got.size(); i++)
-            same += got[i] == piped[i];
-        for (size_t u = 0; u < uniq.size(); u++)
-            for (size_t i = (u * ts) * I; i < (u * ts + T) * I; i++)
-                same_act += act0[i] == act1[i];
-        if (same != got.size() || same_act != n_act)
-            tap_diag("moe %s T=%d pipe: %zu of %zu outputs, %zu of %zu act the same", int4 ? "int4" : "bf16", T,
-                     same, got.size(), same_act, n_act);
-        TAP_EQ_U64(same, got.size());
-        TAP_EQ_U64(same_act, n_act);
-        arbk::launch_ctx both = lp;
-        both.moe_stage = 1;
-        TAP_CHECK(arbk::moe_block(both, mw, r.rt, dh, act, act_sh, part, T, T * k) == cudaErrorInvalidValue);
-        both = lp, both.moe_early = 1;
-        TAP_CHECK(arbk::moe_block(both, mw, r.rt, dh, act, act_sh, part, T, T * k) == cudaErrorInvalidValue);
     }
     // The shared expert runs in parts at this shape (7168 columns), and its tickets are left zero.
     TAP_CHECK(arbk::moe_sh_part_floats(H, Is) > 0);

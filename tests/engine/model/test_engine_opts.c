@@ -173,31 +173,6 @@ static void t_refusals(void)
     char *e7[] = {"engine", "--moe-early", "l2", NULL};
     TAP_CHECK(parse(&o, 3, e7) != 0);
     TAP_HAS_STR(err, "--moe-early l2: withdrawn");
-    /* --moe-pipe: default off; on in the MoE launches (launches, persistent-attn); refused elsewhere and with the
-     * staged groups */
-    TAP_EQ_INT(parse(&o, 1, b5), 0);
-    TAP_EQ_INT(o.moe_pipe, 0);
-    char *q1[] = {"engine", "--moe-pipe", "on", NULL};
-    TAP_EQ_INT(parse(&o, 3, q1), 0);
-    TAP_EQ_INT(o.moe_pipe, 1);
-    char *q2[] = {"engine", "--step-form", "persistent-attn", "--moe-pipe", "on", NULL};
-    TAP_EQ_INT(parse(&o, 5, q2), 0);
-    TAP_EQ_INT(o.moe_pipe, 1);
-    char *q3[] = {"engine", "--step-form", "persistent", "--moe-pipe", "on", NULL};
-    TAP_CHECK(parse(&o, 5, q3) != 0);
-    TAP_HAS_STR(err, "--moe-pipe on with --step-form persistent");
-    char *q4[] = {"engine", "--config", "tiny", "--backend", "cpu", "--moe-pipe", "on", NULL};
-    TAP_CHECK(parse(&o, 7, q4) != 0);
-    TAP_HAS_STR(err, "--moe-pipe on with --backend cpu");
-    char *q5[] = {"engine", "--moe-stage", "smem", "--moe-pipe", "on", NULL};
-    TAP_CHECK(parse(&o, 5, q5) != 0);
-    TAP_HAS_STR(err, "--moe-pipe on with --moe-stage smem");
-    char *q6[] = {"engine", "--moe-pipe", "yes", NULL};
-    TAP_CHECK(parse(&o, 3, q6) != 0);
-    TAP_HAS_STR(err, "--moe-pipe 'yes'");
-    char *q7[] = {"engine", "--moe-pipe", "off", NULL};
-    TAP_EQ_INT(parse(&o, 3, q7), 0);
-    TAP_EQ_INT(o.moe_pipe, 0);
     char *e8[] = {"engine", "--step-form", "persistent", "--moe-early", "l2", NULL};
     TAP_CHECK(parse(&o, 5, e8) != 0);
     TAP_HAS_STR(err, "--moe-early l2: withdrawn");
