@@ -5,8 +5,8 @@
 #   . ci/device-call.sh SECONDS
 # It makes $O (= $OUT/r), sets the NVLink-multicast-off variables and CI=true, writes
 # $O/machine.txt (date, GPU, driver, REVISION), copies the calling script to $O/call.sh (the
-# record of what ran), and tars $O into $OUT/r.tgz at exit, so that everything comes back as
-# one file. Anything $OUT held before (a killed call's leftovers) is moved out first and named in
+# record of what ran), copies everything the script prints to $O/stdout.txt, and tars $O into
+# $OUT/r.tgz at exit, so that everything comes back as one file. Anything $OUT held before (a killed call's leftovers) is moved out first and named in
 # machine.txt. el prints the seconds since the start; lim N prints N, or less so that a step
 # started now ends before SECONDS (the call's own deadline, below the tool's limit).
 : "${OUT:?OUT: the output folder of the device tool}"
@@ -27,7 +27,17 @@ lim() {
     local l=$((ARB_CALL_DEADLINE - ($(date +%s) - ARB_CALL_T0)))
     if [ "$l" -lt "$1" ]; then echo $((l > 1 ? l : 1)); else echo "$1"; fi
 }
-arb_call_fin() { (cd "$OUT" && tar czf r.tgz r && rm -rf r); }
+# The call's own stdout and stderr also go to $O/stdout.txt (the tool returns only their tail, and
+# what a script prints without writing a file, return codes and cmp verdicts, was otherwise lost);
+# at exit the original streams come back and tee has ended before the tarball is made.
+exec 3>&1 4>&2
+exec > >(tee -a "$O/stdout.txt") 2>&1
+ARB_CALL_TEE=$!
+arb_call_fin() {
+    exec 1>&3 2>&4
+    for _ in $(seq 50); do kill -0 "$ARB_CALL_TEE" 2>/dev/null || break; sleep 0.1; done
+    (cd "$OUT" && tar czf r.tgz r && rm -rf r)
+}
 trap arb_call_fin EXIT
 trap 'exit 143' TERM INT
 {

@@ -3,7 +3,7 @@
 # ci/device-call.sh, the start every device call's script sources: device_call_test.sh SCRIPT TAP_SH.
 # A call script in a tree with a REVISION runs against an $OUT that already holds another call's
 # leftovers (r/ab/stale.log, a dot file): everything comes back as one r.tgz with machine.txt,
-# call.sh and the script's own file, the leftovers moved out (not in the tarball) and named in
+# call.sh, stdout.txt (what it printed, stderr and its last line included) and the script's own file, the leftovers moved out (not in the tarball) and named in
 # machine.txt; lim keeps a step inside the call's deadline. Then a call on an empty $OUT says
 # nothing of leftovers. No GPU needed (nvidia-smi's absence lands in machine.txt).
 set -u
@@ -20,6 +20,8 @@ cat >"$tmp/work/call.sh" <<EOC
 . "$script" 30
 echo mine >"\$O/mine.txt"
 echo "lim=\$(lim 100) \$(lim 5)"
+echo "to stderr" >&2
+echo "last words"
 EOC
 run_call "$tmp/out"
 rc=$?
@@ -27,8 +29,8 @@ sed 's/^/# /' "$tmp/log"
 [ $rc -eq 0 ] && tap OK "the call: exit 0" || tap FAIL "the call: exit $rc"
 [ "$(ls -A "$tmp/out")" = r.tgz ] && tap OK "\$OUT holds r.tgz alone" || tap FAIL "\$OUT holds: $(ls -A "$tmp/out" | tr '\n' ' ')"
 list=$(tar tzf "$tmp/out/r.tgz" 2>/dev/null | sort | tr '\n' ' ')
-[ "$list" = "r/ r/call.sh r/machine.txt r/mine.txt " ] && tap OK "r.tgz: call.sh, machine.txt and the call's file, no leftover" ||
-    tap FAIL "r.tgz holds: $list"
+[ "$list" = "r/ r/call.sh r/machine.txt r/mine.txt r/stdout.txt " ] &&
+    tap OK "r.tgz: call.sh, machine.txt, stdout.txt and the call's file, no leftover" || tap FAIL "r.tgz holds: $list"
 mkdir -p "$tmp/x" && tar xzf "$tmp/out/r.tgz" -C "$tmp/x"
 grep -q "^0123456789ab$" "$tmp/x/r/machine.txt" && tap OK "machine.txt: the REVISION" || tap FAIL "machine.txt: no REVISION"
 grep -q "held files before this call (not this call's): moved to $tmp/arb-out-stale" "$tmp/x/r/machine.txt" &&
@@ -37,6 +39,11 @@ stale=$(ls -d "$tmp"/arb-out-stale.* 2>/dev/null | head -1)
 [ -n "$stale" ] && [ -f "$stale/r/ab/stale.log" ] && [ -f "$stale/.dot" ] && tap OK "the leftovers kept, moved out of \$OUT" ||
     tap FAIL "the leftovers: '$stale'"
 grep -q "^lim=30 5$" "$tmp/log" && tap OK "lim: 100 s capped at the call's 30, 5 kept" || tap FAIL "lim: $(grep lim= "$tmp/log")"
+# what the script printed, its last line included, in stdout.txt as on the terminal
+grep -q "^lim=30 5$" "$tmp/x/r/stdout.txt" 2>/dev/null && grep -q "^last words$" "$tmp/x/r/stdout.txt" &&
+    grep -q "^to stderr$" "$tmp/x/r/stdout.txt" && grep -q "^last words$" "$tmp/log" &&
+    tap OK "stdout.txt: the script's output, stderr and its last line too" ||
+    tap FAIL "stdout.txt: $(cat "$tmp/x/r/stdout.txt" 2>&1)"
 cmp -s "$tmp/work/call.sh" "$tmp/x/r/call.sh" && tap OK "call.sh: the script that ran" || tap FAIL "call.sh differs"
 run_call "$tmp/out2"
 rc=$?
