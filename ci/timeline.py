@@ -3,7 +3,7 @@
 """Where a step's time goes, launch by launch, from the timeline engine_gpu_bench --timeline
 writes (a build configured with -Dengine_timeline=true; engine/gpu/kernels/timeline.cuh):
 
-    ci/timeline.py [--layers A:B] [--ctas] [--out FILE] TIMELINE.csv [TIMELINE.csv ...]
+    ci/timeline.py [--layers A:B] [--ctas [--split KIND:N ...]] [--out FILE] TIMELINE.csv [...]
 
 Each CSV row (a file ending in .gz is read through gzip) is one CTA: tag, launch (which launch of that tag), block, sm, and three stamps
 (start 0, PDL-wait return w, end 1) on the global timer (g*, ns) and on the SM's cycle counter
@@ -32,6 +32,9 @@ and the last): median of each column, and the sum of the medians' segments a lay
 layers of when each started, when its wait returned and when it ended (us from its launch's
 first start), and of `run`, its end minus its wait's return (what it did once it could: a
 kind whose CTAs differ in work, as the MoE's shared and routed tiles, shows two groups).
+--split KIND:N (with --ctas, repeatable) also prints those quantiles for KIND's blocks below N
+and from N on, as rows KIND<N and KIND>=N (gate_up:112: Kimi-K2's shared expert's 112 parts at
+tp-shape 8 come first in gate/up's grid, its routed tiles after them).
 --out FILE also writes the per-launch table as CSV (written whole, then renamed).
 Exit 2 on a bad argument or file."""
 import argparse
@@ -109,16 +112,17 @@ def launches(rows, fits):
         def at(c, g):
             return a + b * c if b else float(g)
 
-        cta = (at(r['c0'], r['g0']), at(r['cw'], r['gw']) if r['gw'] is not None else None, at(r['c1'], r['g1']))
+        cta = (at(r['c0'], r['g0']), at(r['cw'], r['gw']) if r['gw'] is not None else None, at(r['c1'], r['g1']),
+               r['block'])
         t.setdefault((r['tag'], r['launch']), []).append(cta)
     out = []
     for (tag, n), ctas in t.items():
-        waits = [w for _, w, _ in ctas if w is not None]
-        ends = sorted(e for _, _, e in ctas)
-        starts = [s for s, _, _ in ctas]
+        waits = [w for _, w, _, _ in ctas if w is not None]
+        ends = sorted(e for _, _, e, _ in ctas)
+        starts = [s for s, _, _, _ in ctas]
         out.append({'tag': tag, 'launch': n, 'ctas': len(ctas), 'start': min(starts), 'each': ctas,
                     'wait': min(waits) if waits else None, 'end': ends[-1], 'end_med': statistics.median(ends),
-                    'pre': statistics.median(w - s for s, w, _ in ctas if w is not None) if waits else None})
+                    'pre': statistics.median(w - s for s, w, _, _ in ctas if w is not None) if waits else None})
     out.sort(key=lambda L: L['start'])
     return out
 
@@ -152,7 +156,7 @@ def measure(chain):
         L['body'] = (L['end'] - L['wait']) / 1e3 if L['wait'] is not None else None
         L['tail'] = (L['end'] - L['end_med']) / 1e3
         L['early'] = (pe - L['start']) / 1e3
-        starts = [s0 for s0, _, _ in L['each']]
+        starts = [s0 for s0, _, _, _ in L['each']]
         L['late'] = (max(starts) - pe) / 1e3
         L['ahead'] = sum(1 for x in starts if x < pe) / len(starts)
         L['pre_us'] = L['pre'] / 1e3 if L['pre'] is not None else None
@@ -196,17 +200,24 @@ def quantiles(v):
     return [v[int(p * (len(v) - 1))] for p in (0.0, 0.1, 0.5, 0.9, 1.0)]
 
 
-def cta_quantiles(kinds, sel):
+def cta_quantiles(kinds, sel, splits=None):
     """--ctas: per kind, quantiles over its CTAs of start, wait and end from the launch's first
-    start, and of run (end minus wait), us."""
+    start, and of run (end minus wait), us; for each (kind, n) of splits also over its blocks
+    below n and from n on."""
     print('#   CTAs of each kind in those layers: quantiles 0/10/50/90/100% over all of them, us from their launch\'s '
           'first start; run = end minus the wait\'s return')
-    for k in kinds:
+    rows = [(k, k, lambda b: True) for k in kinds]
+    for k, n in splits or []:
+        if k in kinds:
+            rows += [(k, f'{k}<{n}', lambda b, n=n: b < n), (k, f'{k}>={n}', lambda b, n=n: b >= n)]
+    for k, name, keep in rows:
         cols = {'start': [], 'wait': [], 'end': [], 'run': []}
         for L in sel:
             if L['kind'] != k:
                 continue
-            for s0, w, e in L['each']:
+            for s0, w, e, b in L['each']:
+                if not keep(b):
+                    continue
                 cols['start'].append((s0 - L['start']) / 1e3)
                 cols['end'].append((e - L['start']) / 1e3)
                 if w is not None:
@@ -214,7 +225,7 @@ def cta_quantiles(kinds, sel):
                     cols['run'].append((e - w) / 1e3)
         for c, v in cols.items():
             if v:
-                print('#   ' + (k if c == 'start' else '').ljust(13) + c.ljust(6) + ''.join(f'{x:8.2f}' for x in quantiles(v)))
+                print('#   ' + (name if c == 'start' else '').ljust(13) + c.ljust(6) + ''.join(f'{x:8.2f}' for x in quantiles(v)))
 
 
 def main():
@@ -223,7 +234,17 @@ def main():
     ap.add_argument('--layers', help='A:B, the layers summarised (0-based, B excluded)')
     ap.add_argument('--out', help='the per-launch table as CSV')
     ap.add_argument('--ctas', action='store_true', help='also quantiles over each kind\'s CTAs')
+    ap.add_argument('--split', action='append', default=[], metavar='KIND:N',
+                    help='with --ctas: also KIND\'s blocks below N and from N on')
     o = ap.parse_args()
+    splits = []
+    for a in o.split:
+        k, _, n = a.partition(':')
+        if not k or not n.isdigit() or int(n) < 1:
+            die(f'--split {a}: expected KIND:N, a kind and a block count >= 1 (e.g. gate_up:112)')
+        splits.append((k, int(n)))
+    if splits and not o.ctas:
+        die('--split without --ctas: the split rows are --ctas\'s quantiles (give --ctas)')
     lo = hi = None
     if o.layers:
         try:
@@ -246,7 +267,7 @@ def main():
         measure(chain)
         kinds, sel = summarize(path, chain, lo, hi, res, step)
         if o.ctas:
-            cta_quantiles(kinds, sel)
+            cta_quantiles(kinds, sel, splits)
         for L in chain:
             table.append([path, L['layer'], L['kind'], L['launch'], L['ctas']] +
                          [f'{L[c]:.3f}' if L.get(c) is not None else '' for c in ('seg', 'gap', 'body', 'tail', 'pre_us', 'early', 'late', 'ahead')])

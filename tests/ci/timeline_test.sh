@@ -3,7 +3,7 @@
 # ci/timeline.py on a fixture timeline whose answer is known: timeline_test.sh SCRIPT TAP_SH.
 # Two SMs whose cycle counters run at 2 GHz from different origins (the fit must put both on
 # the global timer), a layer of qkva_prep, uv, a GEMV after uv (o_proj), the side branch's
-# l2_pull (off the chain), a GEMV before argmax (lm_head) and argmax; --ctas's quantiles; the same
+# l2_pull (off the chain), a GEMV before argmax (lm_head) and argmax; --ctas's quantiles and --split's; the same
 # file gzipped. Then its refusals: a file
 # that is not a timeline, a missing file, a bad --layers, --out onto an input.
 set -u
@@ -51,6 +51,14 @@ python3 "$script" --layers 0:1 --ctas "$f" >"$tmp/ctas" 2>&1
 q=$(grep -A3 -E "^#   o_proj +start" "$tmp/ctas" | awk '{print $NF, $(NF-1), $(NF-4)}' | tr '\n' ' ')
 [ "$q" = "0.05 0.00 0.00 0.50 0.40 0.40 2.10 1.70 1.70 1.70 1.20 1.20 " ] &&
     tap OK "--ctas: o_proj's start, wait, end and run quantiles" || tap FAIL "--ctas o_proj: '$q'"
+# --split o_proj:1: block 0 (start 11900, wait 12300, end 14000) and block 1 (11950, 12400, 13600) apart
+python3 "$script" --layers 0:1 --ctas --split o_proj:1 "$f" >"$tmp/split" 2>&1
+lo=$(grep -A3 -E "^#   o_proj<1 +start" "$tmp/split" | awk '{print $NF}' | tr '\n' ' ')
+hi=$(grep -A3 -E "^#   o_proj>=1 +start" "$tmp/split" | awk '{print $NF}' | tr '\n' ' ')
+[ "$lo" = "0.00 0.40 2.10 1.70 " ] && [ "$hi" = "0.05 0.50 1.70 1.20 " ] &&
+    tap OK "--split: o_proj's blocks below 1 and from 1 on apart" || tap FAIL "--split: '$lo' / '$hi'"
+tap_refused "--split without --ctas" "give --ctas" python3 "$script" --split o_proj:1 "$f"
+tap_refused "--split without a count" "expected KIND:N" python3 "$script" --ctas --split o_proj "$f"
 gzip -c "$f" >"$tmp/t.csv.gz"
 python3 "$script" --layers 0:1 "$tmp/t.csv.gz" | tail -n +2 >"$tmp/gz"
 tail -n +2 "$tmp/out" | cmp -s - "$tmp/gz" && tap OK "a .gz timeline reads as the plain one" || tap FAIL "the .gz timeline differs"
