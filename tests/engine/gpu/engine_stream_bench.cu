@@ -64,6 +64,20 @@ template <> struct word<16> {
     __device__ __forceinline__ uint32_t fold() const { return v.x ^ v.y ^ v.z ^ v.w; }
 };
 
+// The last part round of a share: the lane's W-byte loads of warp `warp`'s part of a round at r,
+// one at a time, up to hi; folded into x.
+template <int W, int U> __device__ __forceinline__ uint32_t last_part(const uint8_t *__restrict__ src, size_t r,
+                                                                      size_t hi, int warp, int lane, uint32_t x)
+{
+    const size_t end = r + ((size_t)(warp + 1) * U * 32) * W;
+    for (size_t off = r + ((size_t)warp * U * 32 + lane) * W; off + W <= hi && off < end; off += 32 * W) {
+        word<W> a;
+        a.load(src + off);
+        x ^= a.fold();
+    }
+    return x;
+}
+
 // CTA c reads bytes [c share, min((c + 1) share, bytes)) of src: in rounds of kWarps * U * 32 * W
 // bytes, warp w's load u of a round at (w U + u) 32 W + lane W (each warp instruction 32 W
 // contiguous bytes).
@@ -89,13 +103,7 @@ template <int W, int U> __global__ void __launch_bounds__(kThreads, 1)
         for (int u = 0; u < U; u++)
             x ^= a[u].fold();
     }
-    for (size_t off = r + ((size_t)warp * U * 32 + lane) * W; off + W <= hi; off += 32 * W) { // the last part round
-        if (off >= r + ((size_t)(warp + 1) * U * 32) * W)
-            break;
-        word<W> a;
-        a.load(src + off);
-        x ^= a.fold();
-    }
+    x = last_part<W, U>(src, r, hi, warp, lane, x);
     if (x == 0x9e3779b9u) // practically never; keeps the loads live
         sink[blockIdx.x] = x;
 }
@@ -141,13 +149,7 @@ template <int W, int U> __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll 1
         while (step(a, b) && step(b, a)) {}
     }
-    for (size_t off = r + mine; off + W <= hi; off += 32 * W) { // the last part round, as stream_share
-        if (off >= r + ((size_t)(warp + 1) * U * 32) * W)
-            break;
-        word<W> c;
-        c.load(src + off);
-        x ^= c.fold();
-    }
+    x = last_part<W, U>(src, r, hi, warp, lane, x);
     if (x == 0x9e3779b9u)
         sink[blockIdx.x] = x;
 }
