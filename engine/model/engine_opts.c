@@ -438,7 +438,8 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
     if (o->moe_early) { /* withdrawn everywhere: results/engine-h200/6162998-moe-early/README.md */
         snprintf(err, len,
                  "%s: withdrawn: with --moe-early on the GPU disagreed with the CPU reference (tiny --check-steps: max "
-                 "|logit diff| 0.274 > 0.25, verify agree 15/24; results/engine-h200/6162998-moe-early/). With on "
+                 "|logit diff| 0.274 > 0.25, verify agree 15/24; results/engine-h200/6162998-moe-early/; a race that "
+                 "needs PDL: results/engine-h100/f5918db-diag/). With on "
                  "and l2 the MoE down reads the router's selection before its PDL wait, after gate/up's trigger, "
                  "which NVIDIA documents as leave to begin scheduling, not as an ordering of memory: only the wait "
                  "orders it (give --moe-early off; engine_gpu_bench --moe-early still times it)",
