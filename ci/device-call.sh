@@ -6,8 +6,8 @@
 # It makes $O (= $OUT/r), sets the NVLink-multicast-off variables and CI=true, writes
 # $O/machine.txt (date, GPU, driver, REVISION), copies the calling script to $O/call.sh (the
 # record of what ran), copies everything the script prints to $O/stdout.txt, and tars $O into
-# $OUT/r.tgz at exit, so that everything comes back as one file. Anything $OUT held before (a killed call's leftovers) is moved out first and named in
-# machine.txt. el prints the seconds since the start; lim N prints N, or less so that a step
+# $OUT/r.tgz at exit, so that everything comes back as one file. Anything $OUT held before (a
+# killed call's leftovers) is moved out first and named in machine.txt. el prints the seconds since the start; lim N prints N, or less so that a step
 # started now ends before SECONDS (the call's own deadline, below the tool's limit).
 : "${OUT:?OUT: the output folder of the device tool}"
 # $OUT may hold files a call before this one left (one killed before its trap ran left its r/ on

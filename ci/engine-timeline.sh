@@ -44,8 +44,7 @@ for a in "$@"; do
     grep -E "^timeline" "$out/$name.log"
     # --split gate_up:112: the shared expert's 112 parts (Kimi-K2 at tp-shape 8, every T) and the routed tiles apart
     python3 ci/timeline.py --ctas --split gate_up:112 --out "$out/$name-launches.csv" "$out"/"$name"-T*.csv \
-        >"$out/$name-summary.txt" 2>&1 ||
-        rc=1
+        >"$out/$name-summary.txt" 2>&1 || rc=1
     grep -v "^#   .*  \(start\|wait\|end\|run\) " "$out/$name-summary.txt" # the CTAs' quantiles: in the file
     gzip -f "$out"/"$name"-T*.csv
 done

@@ -5,12 +5,13 @@ writes (a build configured with -Dengine_timeline=true; engine/gpu/kernels/timel
 
     ci/timeline.py [--layers A:B] [--ctas [--split KIND:N ...]] [--out FILE] TIMELINE.csv [...]
 
-Each CSV row (a file ending in .gz is read through gzip) is one CTA: tag, launch (which launch of that tag), block, sm, and three stamps
-(start 0, PDL-wait return w, end 1) on the global timer (g*, ns) and on the SM's cycle counter
-(c*), each from any origin (the bench writes the global timer from the step's first start and
-each SM's cycles from its first start); the wait's stamps empty where the kernel did not wait. The cycle counter is finer; per SM, a least-squares line from its cycles to the global
-timer puts every stamp on one clock (the fit's residual and the global timer's step are
-printed, so its precision can be read).
+Each CSV row (a file ending in .gz is read through gzip) is one CTA: tag, launch (which launch
+of that tag), block, sm, and three stamps (start 0, PDL-wait return w, end 1) on the global
+timer (g*, ns) and on the SM's cycle counter (c*), each from any origin (the bench writes the
+global timer from the step's first start and each SM's cycles from its first start); the wait's
+stamps empty where the kernel did not wait. The cycle counter is finer; per SM, a least-squares
+line from its cycles to the global timer puts every stamp on one clock (the fit's residual and
+the global timer's step are printed, so its precision can be read).
 
 Launches are ordered by their first CTA's start; the chain is every launch but the side
 branch's (l2_pull). A GEMV launch is named by its place: o_proj after uv or merge_uv, q_b after

@@ -3,8 +3,8 @@
 # ci/timeline.py on a fixture timeline whose answer is known: timeline_test.sh SCRIPT TAP_SH.
 # Two SMs whose cycle counters run at 2 GHz from different origins (the fit must put both on
 # the global timer), a layer of qkva_prep, uv, a GEMV after uv (o_proj), the side branch's
-# l2_pull (off the chain), a GEMV before argmax (lm_head) and argmax; --ctas's quantiles and --split's; the same
-# file gzipped. Then its refusals: a file
+# l2_pull (off the chain), a GEMV before argmax (lm_head) and argmax; --ctas's quantiles and
+# --split's; the same file gzipped. Then its refusals: a file
 # that is not a timeline, a missing file, a bad --layers, --out onto an input.
 set -u
 script=$1
