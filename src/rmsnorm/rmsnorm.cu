@@ -63,10 +63,9 @@ __device__ void add_residual(bf16_vec<VEC> *res_row, const bf16_vec<VEC> *sum_ro
 }
 
 template <int VEC>
-__device__ void write_out(bf16_vec<VEC> *out_row, const bf16_vec<VEC> *weight_row, unsigned i,
-                          const float (&stored)[VEC], float inv_rms)
+__device__ void write_out(bf16_vec<VEC> *out_row, const bf16_vec<VEC> &w, unsigned i, const float (&stored)[VEC],
+                          float inv_rms)
 {
-    const bf16_vec<VEC> w = weight_row[i];
     bf16_vec<VEC> o;
 #pragma unroll
     for (int k = 0; k < VEC; k++)
@@ -94,7 +93,16 @@ residual_rmsnorm_kernel(__nv_bfloat16 *residual, const __nv_bfloat16 *sum,
 
     // Programmatic dependent launch on both sides (no-ops when launched without it): let the
     // next kernel start its launch at once (it waits for this one's completion before reading
-    // residual or out), then wait for the kernel that wrote sum.
+    // residual or out), then wait for the kernel that wrote sum. The weight's kept vectors are
+    // loaded first (the weight is not a predecessor's output: rmsnorm.h), so their trip to
+    // memory overlaps the wait instead of following the norm's reduction.
+    vec_t wkept[kKeptVecs];
+#pragma unroll
+    for (int j = 0; j < kKeptVecs; j++) {
+        const unsigned i = threadIdx.x + j * blockDim.x;
+        if (i < nvec)
+            wkept[j] = weight_row[i];
+    }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -122,7 +130,7 @@ residual_rmsnorm_kernel(__nv_bfloat16 *residual, const __nv_bfloat16 *sum,
     for (int j = 0; j < kKeptVecs; j++) {
         const unsigned i = threadIdx.x + j * blockDim.x;
         if (i < nvec)
-            write_out<VEC>(out_row, weight_row, i, kept[j], inv_rms);
+            write_out<VEC>(out_row, wkept[j], i, kept[j], inv_rms);
     }
     for (unsigned i = threadIdx.x + kept_end; i < nvec; i += blockDim.x) {
         const vec_t r = res_row[i];
@@ -130,7 +138,7 @@ residual_rmsnorm_kernel(__nv_bfloat16 *residual, const __nv_bfloat16 *sum,
 #pragma unroll
         for (int k = 0; k < VEC; k++)
             stored[k] = __bfloat162float(r.v[k]);
-        write_out<VEC>(out_row, weight_row, i, stored, inv_rms);
+        write_out<VEC>(out_row, weight_row[i], i, stored, inv_rms);
     }
 }
 

@@ -86,8 +86,10 @@ arb_status_t arb_rmsnorm_residual_launch(void *residual, const void *sum, const 
                                          void *out, unsigned tokens, unsigned hidden, float eps,
                                          void *stream, char *why, size_t why_len);
 /* The same; pdl != 0 launches it with programmatic stream serialization (it may start
- * while the kernel before it runs, and waits for that kernel before reading sum). The
- * kernel always lets its successor launch early; the successor must wait on it. */
+ * while the kernel before it runs, and waits for that kernel before reading sum or
+ * residual; it reads weight before that wait, so weight must not be written by the kernel
+ * before it). The kernel always lets its successor launch early; the successor must wait
+ * on it. */
 arb_status_t arb_rmsnorm_residual_launch_pdl(void *residual, const void *sum, const void *weight,
                                              void *out, unsigned tokens, unsigned hidden, float eps,
                                              int pdl, void *stream, char *why, size_t why_len);
