@@ -82,9 +82,11 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     launch_ctx lq = lc, lo = lc;
     lq.wave = (m->o.wave_fit & ARB_WAVE_FIT_QKV_A) && T >= m->o.wave_from;
     lo.wave = (m->o.wave_fit & ARB_WAVE_FIT_O_PROJ) && T >= m->o.wave_from;
+    // --fuse prep_qb: those three in q_b's launch (mla_qb.cu), qkv_a's launch the projection only
+    const bool prep_qb = (m->o.fuse & ARB_FUSE_PREP_QB) != 0;
     ARB_CUDA_TRY(qkva_prep(lq, L.qkv_a, m->h, H, m->qkva, L.q_a_norm, L.kv_a_norm, m->rope_cs, m->pos0, m->qa,
                            L.cache_ckv, L.cache_kpe, s.rq, s.rkv, s.dr, m->o.dims.rms_eps,
-                           m->tickets + ARB_GPU_TICKET_QKVA, t),
+                           m->tickets + ARB_GPU_TICKET_QKVA, t, !prep_qb),
                  why, len);
     mark(m, lc.stream, ARB_GPU_PROF_QKV_A);
     // --l2-side: from here to o_proj the chain is latency-bound (Kimi-K2 at TP = 8: q_b .. W_uv
@@ -118,8 +120,12 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     if ((m->o.l2_ahead & ARB_L2_AHEAD_ROUTER) && !L.dense)
         lu.ahead = {L.router, (size_t)s.E * H * sizeof(bf16)};
     if (m->o.fuse & ARB_FUSE_QB_ABSORB) { // --fuse qb_absorb: the two launches below as one, the same bits
+        qb_prep pp;
+        if (prep_qb)
+            pp.qkva = m->qkva, pp.q_a_norm = L.q_a_norm, pp.kv_a_norm = L.kv_a_norm, pp.cache_ckv = L.cache_ckv,
+            pp.cache_kpe = L.cache_kpe, pp.qa = m->qa, pp.eps = m->o.dims.rms_eps;
         ARB_CUDA_TRY(mla_qb_absorb(la, m->qa, L.q_b, L.kv_b, m->rope_cs, m->pos0, m->q, m->qlat, m->qpe, m->qb_scratch,
-                                   m->qb_tickets, s.nh_r, s.rq, s.dn, s.dr, s.dv, s.rkv, t),
+                                   m->qb_tickets, s.nh_r, s.rq, s.dn, s.dr, s.dv, s.rkv, t, pp),
                      why, len);
         mark(m, lc.stream, ARB_GPU_PROF_Q_B); // absorb then has no launch of its own (as mla_prep)
     } else {

@@ -61,6 +61,8 @@ enum {
 enum {
     ARB_FUSE_QB_ABSORB = 1, /* q_b and the absorption (mla_qb.cu), where the shapes fit it */
     ARB_FUSE_MERGE_UV = 2,  /* the attention's merge and W_uv (attend_ops.cuh), where the shapes fit it */
+    ARB_FUSE_PREP_QB = 4,   /* the MLA prep in qb_absorb's launch instead of qkv_a's last block (mla_qb.cu),
+                               bit-identical; needs qb_absorb */
 };
 
 #define ARB_ENGINE_DEFAULT_CONFIG "kimi-k2"

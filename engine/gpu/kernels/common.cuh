@@ -214,6 +214,50 @@ __device__ __forceinline__ void warp_rmsnorm(const bf16 *in, const bf16 *__restr
         store(v, COH ? __ldcg(iv + v) : iv[v], __ldg(wv + v));
 }
 
+// warp_rmsnorm's bits with few registers (mla_qb.cu's --fuse prep_qb holds its own loads in
+// flight meanwhile): the same sum of squares (lane l its vectors l, l + 32, .. in order, then
+// warp_sum) and the same rounding of in * inv * w, with `in` (written by an earlier launch) read
+// once into `stage` (shared memory, may be `out`: each lane reads back only what it wrote) and
+// w from shared memory (staged by the caller). n a multiple of 8, all 16-byte aligned.
+__device__ __forceinline__ void warp_rmsnorm_staged(const bf16 *in, const bf16 *w_s, bf16 *stage, bf16 *out, int n,
+                                                    float eps)
+{
+    const int lane = threadIdx.x % kWarp, nv = n / 8;
+    const uint4 *iv = reinterpret_cast<const uint4 *>(in);
+    uint4 *sv = reinterpret_cast<uint4 *>(stage);
+    float ss = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kWarpNormVecs; i++) { // one round of loads, as warp_rmsnorm's keep[]
+        const int v = lane + kWarp * i;
+        if (v < nv)
+            sv[v] = __ldcg(iv + v);
+    }
+    for (int v = lane; v < nv; v += kWarp) {
+        float f[8];
+        unpack8(sv[v], f);
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            ss = fmaf(f[j], f[j], ss);
+        if (v + kWarp * kWarpNormVecs < nv) // past the first round (rows over 2048 values)
+            sv[v + kWarp * kWarpNormVecs] = __ldcg(iv + v + kWarp * kWarpNormVecs);
+    }
+    const float inv = 1.0f / sqrtf(warp_sum(ss) / (float)n + eps);
+    const uint4 *wv = reinterpret_cast<const uint4 *>(w_s);
+    uint4 *ov = reinterpret_cast<uint4 *>(out);
+    for (int v = lane; v < nv; v += kWarp) {
+        float f[8], g[8];
+        unpack8(sv[v], f);
+        unpack8(wv[v], g);
+        uint32_t o[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const __nv_bfloat162 pr = __floats2bfloat162_rn(f[2 * j] * inv * g[2 * j], f[2 * j + 1] * inv * g[2 * j + 1]);
+            o[j] = *reinterpret_cast<const uint32_t *>(&pr);
+        }
+        ov[v] = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+}
+
 // Whether this block is the last of the n blocks that share `ticket` to arrive here (each of
 // them calls it once, all its threads): their writes before the call are then visible to the
 // last block's reads through L2 (__ldcg; a fence on each side of the ticket). The last block

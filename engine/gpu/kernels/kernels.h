@@ -74,10 +74,11 @@ cudaError_t mla_prep(const launch_ctx &c, const bf16 *qkva, const bf16 *q_a_norm
                      int rkv, int dr, float eps, int T);
 // qkva = x @ W^T (W [(rq + rkv + dr) x K], gemv's bf16 epilogue) and then mla_prep, in one
 // launch (the projection's last block runs the prep); results bit-identical to gemv + mla_prep.
-// ticket: one device word, zero before the first launch and left zero by each.
+// ticket: one device word, zero before the first launch and left zero by each. jobs 0: the
+// projection only (no ticket, no prep: --fuse prep_qb, where mla_qb_absorb runs the prep).
 cudaError_t qkva_prep(const launch_ctx &c, const bf16 *W, const bf16 *x, int K, bf16 *qkva, const bf16 *q_a_norm,
                       const bf16 *kv_a_norm, const float2 *rope_cs, const int32_t *pos0, bf16 *qa, bf16 *cache_ckv,
-                      bf16 *cache_kpe, int rq, int rkv, int dr, float eps, unsigned *ticket, int T);
+                      bf16 *cache_kpe, int rq, int rkv, int dr, float eps, unsigned *ticket, int T, int jobs = 1);
 
 // ---- mla.cu, mla_split.cu: absorbed attention over the latent cache ----
 // rope_cs [context x dr/2] (cos * m, sin * m); partial [chunks x T nh_r x (rkv + 4)] fp32.
@@ -94,11 +95,24 @@ cudaError_t mla_absorb(const launch_ctx &c, const bf16 *q, const bf16 *kv_b, con
 // q = qa @ q_b^T, then mla_absorb's qlat and qpe, in one launch with the bits of the two
 // (mla_qb.cu): where mla_qb_absorb_fits (dn 128, dr a multiple of 16, q_b's rows in one or two
 // parts); scratch [mla_qb_absorb_scratch_floats], tickets [nh_r] zero before the first launch
+// With prep.qkva set (--fuse prep_qb, where mla_qb_prep_fits) it also runs mla_prep's jobs:
+// every CTA forms its own qa from qkva's first rq columns (the q_a norm, a warp a token, into
+// shared memory: mla_prep's bits) after its wait, and one CTA writes qa and the cache rows P0 + t
+// (the latent's norm, RoPE) for attend; qkva_prep then runs with jobs 0. The same bits as
+// qkva_prep with its jobs and this launch without.
+struct qb_prep {
+    const bf16 *qkva = nullptr; // nullptr: qa is given (the prep ran in qkva_prep's last block)
+    const bf16 *q_a_norm = nullptr, *kv_a_norm = nullptr;
+    bf16 *cache_ckv = nullptr, *cache_kpe = nullptr;
+    bf16 *qa = nullptr; // where qa is written (the launch's qa argument is then not read)
+    float eps = 0.0f;
+};
 bool mla_qb_absorb_fits(int rq, int dn, int dr, int rkv);
+bool mla_qb_prep_fits(int rq, int dn, int dr, int rkv);
 size_t mla_qb_absorb_scratch_floats(int nh_r, int rkv);
 cudaError_t mla_qb_absorb(const launch_ctx &c, const bf16 *qa, const bf16 *Wqb, const bf16 *kv_b, const float2 *rope_cs,
                           const int32_t *pos0, bf16 *q, bf16 *qlat, bf16 *qpe, float *scratch, unsigned *tickets,
-                          int nh_r, int rq, int dn, int dr, int dv, int rkv, int T);
+                          int nh_r, int rq, int dn, int dr, int dv, int rkv, int T, const qb_prep &prep = qb_prep());
 // mla_attend_pos writes a chunk's partials; mla_merge leaves olat (bf16, [T nh_r x rkv],
 // the layout of qlat) and mla_uv projects it: o[t,h] = olat[t,h] @ W_uv[h]^T.
 size_t mla_attend_pos_smem(int rkv, int dr, int rows);

@@ -35,6 +35,21 @@ __device__ __forceinline__ void mla_prep_job(const bf16 *qkva, const bf16 *__res
     }
 }
 
+// Job (t, 1) of mla_prep_job, the same bits with few registers (mla_qb.cu's --fuse prep_qb):
+// row is token t's qkva row, the KV latent's norm by warp_rmsnorm_staged (stage: rkv values of
+// shared memory; kv_a_norm staged in w_s), then the same RoPE. (mla_prep_job keeps its own loop:
+// calling a shared one changed the default kernels' code, measured in their cubins.)
+__device__ __forceinline__ void mla_prep_job_staged(const bf16 *row, const bf16 *w_s, bf16 *stage,
+                                                    const float2 *__restrict__ rope_cs, int pos, bf16 *cache_ckv,
+                                                    bf16 *cache_kpe, int rq, int rkv, int dr, float eps)
+{
+    warp_rmsnorm_staged(row + rq, w_s, stage, cache_ckv + (size_t)pos * rkv, rkv, eps);
+    const bf16 *pe = row + rq + rkv;
+    for (int i = threadIdx.x % kWarp; i < dr / 2; i += kWarp)
+        rope_pair(bf(__ldcg(pe + 2 * i)), bf(__ldcg(pe + 2 * i + 1)), rope_cs[(size_t)pos * (dr / 2) + i],
+                  cache_kpe + (size_t)pos * dr + 2 * i);
+}
+
 // Every job of a step of T tokens by the block's warps (warp w: jobs w, w + warps, ..).
 template <bool COH>
 __device__ __forceinline__ void mla_prep_all(const bf16 *qkva, const bf16 *__restrict__ q_a_norm,

@@ -38,7 +38,8 @@ __global__ void __launch_bounds__(kPrepThreads)
 // MULTI: the folded grid (wave_fit.h), each block several tiles (gemv.cu's MULTI). Two blocks an
 // SM on SM120 too (ARB_SM120_MINB: left to itself ptxas took 167-168 registers there at T = 1, one
 // block an SM, against 123-128 and two on sm_90; capped, 128 and 8 bytes of spill at T = 1).
-template <int T, int S, bool PAIR, bool MULTI>
+// JOBS false: the projection only, no ticket (--fuse prep_qb: mla_qb.cu runs the jobs).
+template <int T, int S, bool PAIR, bool MULTI, bool JOBS>
 __global__ void __launch_bounds__(kGemvWarps *kWarp ARB_SM120_MINB(2))
     qkva_prep_kernel(const bf16 *__restrict__ W, const bf16 *__restrict__ x, int N, int K, bf16 *qkva,
                      const bf16 *__restrict__ q_a_norm, const bf16 *__restrict__ kv_a_norm,
@@ -51,7 +52,7 @@ __global__ void __launch_bounds__(kGemvWarps *kWarp ARB_SM120_MINB(2))
         gemv_tiles<T, GEMV_BF16, S, PAIR>(pdl_sync(), W, nullptr, x, K, N, K, qkva, N, tiles);
     else
         gemv_tile<T, GEMV_BF16, S, PAIR>(pdl_sync(), W, nullptr, x, K, N, K, qkva, N, (int)blockIdx.x);
-    if (!grid_last_block(ticket))
+    if (!JOBS || !grid_last_block(ticket))
         return;
     mla_prep_all<true>(qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, T);
 }
@@ -61,16 +62,20 @@ bool prep_shapes_ok(int rq, int rkv, int dr) { return rq > 0 && rkv > 0 && dr > 
 template <int S>
 cudaError_t qkva_prep_s(const launch_ctx &c, const bf16 *W, const bf16 *x, int K, bf16 *qkva, const bf16 *q_a_norm,
                         const bf16 *kv_a_norm, const float2 *rope_cs, const int32_t *pos0, bf16 *qa, bf16 *cache_ckv,
-                        bf16 *cache_kpe, int rq, int rkv, int dr, float eps, unsigned *ticket, int T)
+                        bf16 *cache_kpe, int rq, int rkv, int dr, float eps, unsigned *ticket, int T, bool jobs)
 {
     return with_t(T, [&](auto t) {
         constexpr int Tc = decltype(t)::value;
         constexpr bool pair = gemv_pair(S, GEMV_BF16, Tc);
         constexpr int rows = gemv_rows_per_block(S, pair);
         const int N = rq + rkv + dr, tiles = (N + rows - 1) / rows;
-        return wave_launch<qkva_prep_kernel<Tc, S, pair, true>>(
-            c, qkva_prep_kernel<Tc, S, pair, false>, tiles, dim3(kGemvWarps * kWarp), 0, W, x, N, K, qkva, q_a_norm,
-            kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, tiles);
+        if (!jobs)
+            return wave_launch<qkva_prep_kernel<Tc, S, pair, true, false>>(
+                c, qkva_prep_kernel<Tc, S, pair, false, false>, tiles, dim3(kGemvWarps * kWarp), 0, W, x, N, K, qkva,
+                q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, tiles);
+        return wave_launch<qkva_prep_kernel<Tc, S, pair, true, true>>(
+            c, qkva_prep_kernel<Tc, S, pair, false, true>, tiles, dim3(kGemvWarps * kWarp), 0, W, x, N, K, qkva,
+            q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, tiles);
     });
 }
 
@@ -88,14 +93,15 @@ cudaError_t mla_prep(const launch_ctx &c, const bf16 *qkva, const bf16 *q_a_norm
 
 cudaError_t qkva_prep(const launch_ctx &c, const bf16 *W, const bf16 *x, int K, bf16 *qkva, const bf16 *q_a_norm,
                       const bf16 *kv_a_norm, const float2 *rope_cs, const int32_t *pos0, bf16 *qa, bf16 *cache_ckv,
-                      bf16 *cache_kpe, int rq, int rkv, int dr, float eps, unsigned *ticket, int T)
+                      bf16 *cache_kpe, int rq, int rkv, int dr, float eps, unsigned *ticket, int T, int jobs)
 {
-    if (!prep_shapes_ok(rq, rkv, dr) || K % 8 || K <= 0 || T < 1 || T > kMaxT || !ticket)
+    if (!prep_shapes_ok(rq, rkv, dr) || K % 8 || K <= 0 || T < 1 || T > kMaxT || (jobs && !ticket))
         return cudaErrorInvalidValue;
+    const bool j = jobs != 0;
     switch (gemv_parts(K)) {
-    case 4: return qkva_prep_s<4>(c, W, x, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, T);
-    case 2: return qkva_prep_s<2>(c, W, x, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, T);
-    default: return qkva_prep_s<1>(c, W, x, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, T);
+    case 4: return qkva_prep_s<4>(c, W, x, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, T, j);
+    case 2: return qkva_prep_s<2>(c, W, x, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, T, j);
+    default: return qkva_prep_s<1>(c, W, x, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, T, j);
     }
 }
 

@@ -36,6 +36,15 @@ ARB_QB_FIT_FN int arb_qb_absorb_fits(int rq, int dn, int dr, int rkv)
            arb_gemv_parts(rq) <= 2;
 }
 
+/* Whether the MLA prep (the q_a norm, the latent's norm and RoPE into the cache) can run in that
+ * fused launch (--fuse prep_qb, mla_qb.cu): where it fits, and every lane of q_b's warps holds an
+ * input vector in the first round (a part of at least 256 inputs), so all of a CTA's threads wait
+ * at once, where the CTA forms its qa behind a barrier. */
+ARB_QB_FIT_FN int arb_qb_prep_fits(int rq, int dn, int dr, int rkv)
+{
+    return arb_qb_absorb_fits(rq, dn, dr, rkv) && rq / arb_gemv_parts(rq) >= 256;
+}
+
 /* Whether the attention's merge and W_uv run as one launch (attend_ops.cuh's mla_merge_uv_tile):
  * two threads of a merge block to a W_uv row (v_head_dim up to 128), the latent row a multiple of
  * 8 up to 512 (the merge's blocks of 64 columns, at most 8 of them). */
@@ -45,9 +54,9 @@ ARB_QB_FIT_FN int arb_merge_uv_fits(int dv, int rkv)
 }
 
 /* The fused kernels a step of the launches form runs (ARB_FUSE_* bits, engine_opts.h's values:
- * 1 qb_absorb, 2 merge_uv): `fuse` as the options hold it; given 0 (the default) drops what the
- * shapes do not fit, given 1 keeps it (the GPU model then refuses the shapes, naming them); none
- * outside the launches form. */
+ * 1 qb_absorb, 2 merge_uv, 4 prep_qb): `fuse` as the options hold it; given 0 (the default) drops
+ * what the shapes do not fit (prep_qb also without qb_absorb), given 1 keeps it (the GPU model
+ * then refuses the shapes or the set, naming them); none outside the launches form. */
 ARB_QB_FIT_FN unsigned arb_fuse_applied(unsigned fuse, int given, int launches, int rq, int dn, int dr, int dv, int rkv)
 {
     if (!launches)
@@ -56,6 +65,8 @@ ARB_QB_FIT_FN unsigned arb_fuse_applied(unsigned fuse, int given, int launches, 
         fuse &= ~1u;
     if (!given && !arb_merge_uv_fits(dv, rkv))
         fuse &= ~2u;
+    if (!given && (!(fuse & 1u) || !arb_qb_prep_fits(rq, dn, dr, rkv)))
+        fuse &= ~4u;
     return fuse;
 }
 

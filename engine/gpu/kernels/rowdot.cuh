@@ -11,10 +11,22 @@ namespace arbk {
 
 constexpr int kRowdotUnroll = 8;
 
+// Whether warp_rowdot reads x with plain loads (x in shared memory: a policy P with
+// `static constexpr bool x_shared = true`, mla_qb.cu's --fuse prep_qb) or ld_act<P::coherent>.
+template <class P, class = void> struct rowdot_x_shared {
+    static constexpr bool value = false;
+};
+template <class P> struct rowdot_x_shared<P, decltype((void)P::x_shared)> {
+    static constexpr bool value = P::x_shared;
+};
+
 // acc[t] = W[row] . x[t] (and acc2[t] = W2[row] . x[t] when TWO), K % 8 == 0, ldx % 8 == 0.
 // WAIT: the first round of weight loads is issued, then the kernel waits on its PDL
 // predecessor (x is its output; the weights are not), so the row streams meanwhile.
-// P: how to wait and how x is loaded (common.cuh's pdl_sync or persist_sync). U: the vectors
+// P: how to wait and how x is loaded (common.cuh's pdl_sync or persist_sync; rowdot_x_shared
+// above). With WAIT a lane calls p.wait() in its first round (if K / 8 > lane) and again after the
+// loop: pdl_wait returns at once the second time; a policy with a barrier in its wait (mla_qb.cu)
+// needs every lane in the first round (K >= 256) and does its work once. U: the vectors
 // a lane loads per round (the first round before the wait); each lane still adds its vectors
 // lane, lane + 32, .. in ascending order, so the sums do not depend on it.
 template <int T, bool TWO, bool WAIT = false, class P = pdl_sync, int U = kRowdotUnroll>
@@ -53,7 +65,8 @@ __device__ __forceinline__ void warp_rowdot(const bf16 *__restrict__ wrow, const
 #pragma unroll
                 for (int t = 0; t < T; t++) {
                     float xf[8];
-                    unpack8(ld_act<P::coherent>(xv + (size_t)t * ldxv + v), xf);
+                    const uint4 *xp = xv + (size_t)t * ldxv + v;
+                    unpack8(rowdot_x_shared<P>::value ? *xp : ld_act<P::coherent>(xp), xf);
 #pragma unroll
                     for (int j = 0; j < 8; j++) {
                         acc[t] = fmaf(wf[j], xf[j], acc[t]);

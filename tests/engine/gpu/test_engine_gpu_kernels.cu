@@ -17,6 +17,9 @@
 //               also with its grid folded into one wave
 //   qb_absorb   q_b and the absorption in one launch (--fuse qb_absorb) bit-identical to
 //               the two launches, T = 1, 3, 8, and the shapes it refuses
+//   qb_prep     the MLA prep in that launch (--fuse prep_qb), qkv_a's launch the projection only,
+//               bit-identical to qkva_prep's jobs then the plain fused q_b, T = 1, 3, 8, on a
+//               non-blocking stream with PDL; its refusals
 //   l2_pull     the side branch's pulls toward L2 (--l2-side): odd ranges run without an error and
 //               write nothing; its refusals
 // The MoE block is test_engine_gpu_moe.cu. Tolerances: fp32 outputs within 1e-5 of sum |terms| (accumulation order); bf16 outputs
@@ -547,6 +550,116 @@ void t_qb_absorb()
     cudaFree(d_cs), cudaFree(d_pos), cudaFree(d_W), cudaFree(d_kvb), cudaFree(scratch), cudaFree(tickets);
 }
 
+// --fuse prep_qb: qkva_prep with jobs 0 (the projection only) then mla_qb_absorb running the prep
+// itself, against qkva_prep with its jobs then the plain fused q_b: qkva, qa, q, qlat, qpe and the
+// cache rows bit-identical, at Kimi-K2's per-rank shapes (K 7168, q_b in two parts), T = 1, 3, 8,
+// twice each, on a non-blocking stream with PDL (the q_b CTAs may start while qkv_a runs: the
+// engine's case), every output poisoned before; the tickets left zero; the shapes and calls refused.
+void t_qb_prep()
+{
+    const int nh = 8, dn = 128, dr = 64, dv = 128, rkv = 512, rq = 1536, P0 = 287, ctx = 320, K = 7168;
+    const int qw = nh * (dn + dr), N = rq + rkv + dr;
+    const float eps = 1e-6f;
+    TAP_CHECK(arbk::mla_qb_prep_fits(rq, dn, dr, rkv));
+    TAP_CHECK(!arbk::mla_qb_prep_fits(128, dn, dr, rkv));  // a q_b part of 128 inputs: lanes without a first vector
+    TAP_CHECK(!arbk::mla_qb_prep_fits(rq, 64, dr, rkv));   // no fused q_b to run it in
+    TAP_CHECK(!arbk::mla_qb_prep_fits(4800, dn, dr, rkv)); // qa past the shared memory it may take
+    cudaStream_t st;
+    TAP_REQUIRE(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
+    arbk::launch_ctx lc = g_lc;
+    lc.stream = st;
+    const std::vector<float2> cs = rope_table(ctx, dr, 1.0);
+    std::vector<int32_t> posv = {P0};
+    float2 *d_cs = to_dev(cs);
+    int32_t *d_pos = to_dev(posv);
+    auto Wa = rand_bf((size_t)N * K, 0.02f), Wb = rand_bf((size_t)qw * rq, 0.05f);
+    auto kvb = rand_bf((size_t)nh * (dn + dv) * rkv, 0.05f), qan = rand_bf(rq, 1.0f), kvn = rand_bf(rkv, 1.0f);
+    bf16 *d_Wa = (bf16 *)to_dev(Wa), *d_Wb = (bf16 *)to_dev(Wb), *d_kvb = (bf16 *)to_dev(kvb);
+    bf16 *d_qan = (bf16 *)to_dev(qan), *d_kvn = (bf16 *)to_dev(kvn);
+    float *scratch;
+    unsigned *tickets; // [0 .. nh): q_b's heads, [nh]: qkv_a's
+    TAP_REQUIRE(cudaMalloc(&scratch, arbk::mla_qb_absorb_scratch_floats(nh, rkv) * 4) == cudaSuccess);
+    TAP_REQUIRE(cudaMalloc(&tickets, (nh + 1) * sizeof(unsigned)) == cudaSuccess);
+    cudaMemset(tickets, 0, (nh + 1) * sizeof(unsigned));
+    for (int T : {1, 3, 8}) {
+        auto x = rand_bf((size_t)T * K, 1.0f);
+        bf16 *d_x = (bf16 *)to_dev(x);
+        bf16 *qkva[2], *qa[2], *q[2], *qlat[2], *qpe[2], *ckv[2], *kpe[2];
+        for (int f = 0; f < 2; f++) {
+            cudaMalloc(&qkva[f], (size_t)T * N * 2), cudaMalloc(&qa[f], (size_t)T * rq * 2);
+            cudaMalloc(&q[f], (size_t)T * qw * 2), cudaMalloc(&qlat[f], (size_t)T * nh * rkv * 2);
+            cudaMalloc(&qpe[f], (size_t)T * nh * dr * 2);
+            cudaMalloc(&ckv[f], (size_t)ctx * rkv * 2), cudaMalloc(&kpe[f], (size_t)ctx * dr * 2);
+            cudaMemset(ckv[f], 0, (size_t)ctx * rkv * 2), cudaMemset(kpe[f], 0, (size_t)ctx * dr * 2);
+        }
+        TAP_REQUIRE(arbk::qkva_prep(lc, d_Wa, d_x, K, qkva[0], d_qan, d_kvn, d_cs, d_pos, qa[0], ckv[0], kpe[0], rq, rkv,
+                                    dr, eps, tickets + nh, T) == cudaSuccess);
+        TAP_REQUIRE(arbk::mla_qb_absorb(lc, qa[0], d_Wb, d_kvb, d_cs, d_pos, q[0], qlat[0], qpe[0], scratch, tickets, nh,
+                                        rq, dn, dr, dv, rkv, T) == cudaSuccess);
+        TAP_REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
+        auto sizes = std::vector<size_t>{(size_t)T * N, (size_t)T * rq, (size_t)T * qw, (size_t)T * nh * rkv,
+                                         (size_t)T * nh * dr, (size_t)ctx * rkv, (size_t)ctx * dr};
+        const char *names[] = {"qkva", "qa", "q", "qlat", "qpe", "cache_ckv", "cache_kpe"};
+        bf16 **bufs[] = {qkva, qa, q, qlat, qpe, ckv, kpe};
+        std::vector<std::vector<uint16_t>> ref;
+        for (int b = 0; b < 7; b++)
+            ref.push_back(from_dev((uint16_t *)bufs[b][0], sizes[b]));
+        size_t nonzero = 0;
+        for (uint16_t v : ref[3])
+            nonzero += (v & 0x7fff) != 0;
+        TAP_CHECK(nonzero > ref[3].size() / 2); // a real qlat to compare with
+        arbk::qb_prep pp;
+        pp.qkva = qkva[1], pp.q_a_norm = d_qan, pp.kv_a_norm = d_kvn, pp.cache_ckv = ckv[1], pp.cache_kpe = kpe[1];
+        pp.qa = qa[1], pp.eps = eps;
+        for (int rep = 0; rep < 2; rep++) {
+            for (int b = 0; b < 5; b++)
+                cudaMemset(bufs[b][1], 0xff, sizes[b] * 2);
+            cudaMemset(ckv[1], 0, sizes[5] * 2), cudaMemset(kpe[1], 0, sizes[6] * 2);
+            TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+            // the qa argument is not read with a prep: a null one is accepted
+            TAP_REQUIRE(arbk::qkva_prep(lc, d_Wa, d_x, K, qkva[1], d_qan, d_kvn, d_cs, d_pos, nullptr, nullptr, nullptr,
+                                        rq, rkv, dr, eps, nullptr, T, 0) == cudaSuccess);
+            TAP_REQUIRE(arbk::mla_qb_absorb(lc, nullptr, d_Wb, d_kvb, d_cs, d_pos, q[1], qlat[1], qpe[1], scratch,
+                                            tickets, nh, rq, dn, dr, dv, rkv, T, pp) == cudaSuccess);
+            TAP_REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
+            bool all = true;
+            for (int b = 0; b < 7; b++) {
+                const bool same = from_dev((uint16_t *)bufs[b][1], sizes[b]) == ref[b];
+                if (!same)
+                    tap_diag("prep_qb T %d run %d: %s DIFFERS from qkva_prep's jobs + the fused q_b", T, rep, names[b]);
+                all = all && same;
+            }
+            TAP_CHECK(all);
+            size_t left = 0;
+            for (unsigned v : from_dev(tickets, nh + 1))
+                left += v != 0;
+            TAP_EQ_U64(left, 0);
+        }
+        cudaFree(d_x);
+        for (int f = 0; f < 2; f++)
+            cudaFree(qkva[f]), cudaFree(qa[f]), cudaFree(q[f]), cudaFree(qlat[f]), cudaFree(qpe[f]), cudaFree(ckv[f]),
+                cudaFree(kpe[f]);
+    }
+    // refused, nothing launched: a prep without its qa, without a norm, at a q_lora_rank it does not
+    // fit; qkva_prep with jobs but no ticket
+    arbk::qb_prep bad;
+    bad.qkva = d_Wa, bad.q_a_norm = d_qan, bad.kv_a_norm = d_kvn, bad.cache_ckv = d_kvb, bad.cache_kpe = d_kvb;
+    TAP_CHECK(arbk::mla_qb_absorb(lc, nullptr, d_Wb, d_kvb, d_cs, d_pos, d_kvb, d_kvb, d_kvb, scratch, tickets, nh, rq,
+                                  dn, dr, dv, rkv, 1, bad) == cudaErrorInvalidValue);
+    bad.qa = d_kvb, bad.kv_a_norm = nullptr;
+    TAP_CHECK(arbk::mla_qb_absorb(lc, nullptr, d_Wb, d_kvb, d_cs, d_pos, d_kvb, d_kvb, d_kvb, scratch, tickets, nh, rq,
+                                  dn, dr, dv, rkv, 1, bad) == cudaErrorInvalidValue);
+    bad.kv_a_norm = d_kvn;
+    TAP_CHECK(arbk::mla_qb_absorb(lc, nullptr, d_Wb, d_kvb, d_cs, d_pos, d_kvb, d_kvb, d_kvb, scratch, tickets, nh, 128,
+                                  dn, dr, dv, rkv, 1, bad) == cudaErrorInvalidValue);
+    TAP_CHECK(arbk::qkva_prep(lc, d_Wa, d_Wa, K, d_kvb, d_qan, d_kvn, d_cs, d_pos, d_kvb, d_kvb, d_kvb, rq, rkv, dr, eps,
+                              nullptr, 1, 1) == cudaErrorInvalidValue);
+    TAP_CHECK(cudaStreamSynchronize(st) == cudaSuccess);
+    cudaStreamDestroy(st);
+    cudaFree(d_cs), cudaFree(d_pos), cudaFree(d_Wa), cudaFree(d_Wb), cudaFree(d_kvb), cudaFree(d_qan), cudaFree(d_kvn);
+    cudaFree(scratch), cudaFree(tickets);
+}
+
 // l2_pull (--l2-side): ranges with an unaligned start, a length short of 16 and none at all, and
 // more pieces than lanes, pulled and synchronized without an error; the memory unchanged (a pull
 // writes nothing); refused without a launch: more than kL2PullRanges ranges, bytes without a pointer.
@@ -590,7 +703,7 @@ int main(int argc, char **argv)
     }
     static const tap_test_t tests[] = {
         {"gemv", t_gemv}, {"wgen", t_wgen}, {"router", t_router}, {"mla", t_mla}, {"qb_absorb", t_qb_absorb},
-        {"l2_pull", t_l2_pull},
+        {"qb_prep", t_qb_prep}, {"l2_pull", t_l2_pull},
     };
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

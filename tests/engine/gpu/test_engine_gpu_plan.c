@@ -104,6 +104,18 @@ static void t_refusals(void)
     o = opts(&c, &tiny_rope, 1, ARB_GPU_BF16);
     o.fuse = ARB_FUSE_MERGE_UV;
     refused(o, "--fuse merge_uv needs v_head_dim 1 .. 128");
+    o = opts(&kimi, &kimi_rope, 8, ARB_GPU_INT4); /* --fuse prep_qb: with qb_absorb, at a q_lora_rank it fits */
+    o.fuse = ARB_FUSE_PREP_QB;
+    refused(o, "give --fuse qb_absorb,prep_qb");
+    o.fuse = ARB_FUSE_QB_ABSORB | ARB_FUSE_PREP_QB;
+    TAP_EQ_INT(arb_gpu_model_plan(&o, &mem, why, sizeof why), ARB_OK);
+    c = kimi;
+    c.q_lora_rank = 128; /* one q_b part of 128 inputs */
+    o = opts(&c, &kimi_rope, 8, ARB_GPU_INT4);
+    o.fuse = ARB_FUSE_QB_ABSORB | ARB_FUSE_PREP_QB;
+    refused(o, "--fuse prep_qb needs q_b's rows in parts of at least 256 inputs");
+    o.fuse = ARB_FUSE_QB_ABSORB;
+    TAP_EQ_INT(arb_gpu_model_plan(&o, &mem, why, sizeof why), ARB_OK);
     c = tiny;
     strcpy(c.scoring_func, "softmax");
     arb_gpu_dims_t d;

@@ -32,10 +32,13 @@ static void t_names(void)
     TAP_EQ_STR(arb_engine_opts_bits_str(ARB_BITS_FUSE, ARB_FUSE_QB_ABSORB, b, sizeof b), "qb_absorb");
     TAP_EQ_STR(arb_engine_opts_bits_str(ARB_BITS_FUSE, ARB_FUSE_MERGE_UV, b, sizeof b), "merge_uv");
     TAP_EQ_STR(arb_engine_opts_bits_str(ARB_BITS_FUSE, ARB_FUSE_QB_ABSORB | ARB_FUSE_MERGE_UV, b, sizeof b), "qb_absorb+merge_uv");
+    TAP_EQ_STR(arb_engine_opts_bits_str(ARB_BITS_FUSE, ARB_FUSE_QB_ABSORB | ARB_FUSE_PREP_QB, b, sizeof b), "qb_absorb+prep_qb");
     unsigned f = 99; /* --fuse's parser, as engine_gpu_bench calls it */
     char e[160];
     TAP_EQ_INT(arb_engine_opts_bits_parse(ARB_BITS_FUSE, "merge_uv,qb_absorb", &f, e, sizeof e), 0);
     TAP_EQ_INT(f, ARB_FUSE_QB_ABSORB | ARB_FUSE_MERGE_UV);
+    TAP_EQ_INT(arb_engine_opts_bits_parse(ARB_BITS_FUSE, "prep_qb,qb_absorb", &f, e, sizeof e), 0);
+    TAP_EQ_INT(f, ARB_FUSE_QB_ABSORB | ARB_FUSE_PREP_QB);
     TAP_EQ_INT(arb_engine_opts_bits_parse(ARB_BITS_FUSE, "none", &f, e, sizeof e), 0);
     TAP_EQ_INT(f, 0);
     TAP_CHECK(arb_engine_opts_bits_parse(ARB_BITS_FUSE, "merge", &f, e, sizeof e) != 0);
@@ -92,6 +95,19 @@ static void t_fuse_applied(void)
     TAP_EQ_INT(arb_fuse_applied(both, 0, 1, 1536, 128, 64, 192, 512), ARB_FUSE_QB_ABSORB); /* dv 192: dropped */
     TAP_EQ_INT(arb_fuse_applied(both, 1, 1, 1536, 128, 64, 192, 512), both);       /* given: kept, then refused */
     TAP_EQ_INT(arb_fuse_applied(both, 0, 0, 64, 16, 16, 16, 32), 0);               /* persistent */
+    /* prep_qb: only with qb_absorb, by default; a q_b part under 256 inputs drops it */
+    const unsigned pq = ARB_FUSE_QB_ABSORB | ARB_FUSE_PREP_QB;
+    TAP_EQ_INT(arb_fuse_applied(pq, 1, 1, 1536, 128, 64, 128, 512), pq);
+    TAP_EQ_INT(arb_fuse_applied(pq, 0, 1, 1536, 128, 64, 128, 512), pq);
+    TAP_EQ_INT(arb_fuse_applied(ARB_FUSE_PREP_QB, 0, 1, 1536, 128, 64, 128, 512), 0);
+    TAP_EQ_INT(arb_fuse_applied(ARB_FUSE_PREP_QB, 1, 1, 1536, 128, 64, 128, 512), ARB_FUSE_PREP_QB); /* refused later */
+    TAP_EQ_INT(arb_fuse_applied(pq, 0, 1, 128, 128, 64, 128, 512), ARB_FUSE_QB_ABSORB); /* q_lora 128 */
+    TAP_EQ_INT(arb_fuse_applied(pq, 0, 1, 64, 16, 16, 16, 32), 0);                       /* tiny */
+    TAP_EQ_INT(arb_fuse_applied(pq, 0, 0, 1536, 128, 64, 128, 512), 0);                  /* persistent */
+    TAP_CHECK(arb_qb_prep_fits(1536, 128, 64, 512));
+    TAP_CHECK(arb_qb_prep_fits(512, 128, 64, 512));  /* one part of 512 */
+    TAP_CHECK(!arb_qb_prep_fits(248, 128, 64, 512)); /* one part of 248: lanes without a first vector */
+    TAP_CHECK(!arb_qb_prep_fits(1536, 64, 64, 512)); /* no fused q_b */
     TAP_CHECK(arb_merge_uv_fits(128, 512));
     TAP_CHECK(arb_merge_uv_fits(16, 32));
     TAP_CHECK(!arb_merge_uv_fits(129, 512)); /* two threads a row of a 256-thread block */
