@@ -25,7 +25,10 @@ void arb_engine_opts_defaults(arb_engine_opts_t *o)
                                         H100, two calls (results/engine-h100/62b1d56-router-pull/) */
     o->side_upto = 8; /* --l2-side in steps of every T */
     o->wave_from = 1; /* --wave-fit none: folding lost on an H200 wherever it did not also lower the registers */
-    o->fuse = ARB_FUSE_QB_ABSORB; /* where the shapes fit it: one launch and its round trips fewer, the same bits (results/engine-h100/d86afbb-fuse/) */
+    /* where the shapes fit them: one launch and its round trips fewer, the same bits
+     * (results/engine-h100/d86afbb-fuse/); the prep in it, no ticket in qkv_a, the same bits
+     * (results/engine-h200/c8f9a64-prep-qb/: decode -2.2%, verify -2.5% on an H200) */
+    o->fuse = ARB_FUSE_QB_ABSORB | ARB_FUSE_PREP_QB;
 }
 
 void arb_engine_opts_usage(FILE *f)
@@ -92,8 +95,8 @@ void arb_engine_opts_usage(FILE *f)
             "                      and merge_uv (the attention's merge and W_uv; W_uv summed in its own order;\n"
             "                      needs v_head_dim <= 128) and prep_qb (the q_a norm and the latent's norm and\n"
             "                      RoPE in qb_absorb's launch instead of qkv_a's last block, bit-identical;\n"
-            "                      needs qb_absorb and q_lora_rank >= 256) (default qb_absorb where the\n"
-            "                      model's shapes fit it)\n"
+            "                      needs qb_absorb and q_lora_rank >= 256) (default qb_absorb,prep_qb\n"
+            "                      where the model's shapes fit them)\n"
             "  --attn-min-rows N   gpu: the attention's row groups keep at least N of the step's T x heads\n"
             "                      rows, 1..64; fewer, fuller groups (one m16 tile holds 16 rows), the same bits\n"
             "                      (default 4: T = 1 two groups of 4 at Kimi-K2's 8 heads a rank)\n"

@@ -286,7 +286,7 @@ int main(int argc, char **argv)
     arb_gpu_wformat_t wf = ARB_GPU_INT4;
     unsigned K = 8, context = 4096, spec_k = 2, layers = 0, experts = 0;
     int S = 32, eager = 0, fuse_given = 0;
-    unsigned fuse = ARB_FUSE_QB_ABSORB; /* the engine's default: where the shapes fit */
+    unsigned fuse = ARB_FUSE_QB_ABSORB | ARB_FUSE_PREP_QB; /* the engine's default: where the shapes fit */
     unsigned side = ARB_L2_SIDE_ROUTER; /* the engine's default in its launches form */
     int moe_early = 0;
     const char *timeline = NULL;

@@ -7,7 +7,8 @@
  * and 2), gives bit-identical logits and experts after every step (the same operations in
  * the same order: a tile is one block index of the kernel form), and so do the launches
  * form with its projections' grids folded into one wave (--wave-fit qkv_a,o_proj) and with q_b
- * and the absorption in one launch (--fuse qb_absorb: prefill at T = 8 included), and with the side
+ * and the absorption and the MLA prep in one launch (--fuse qb_absorb,prep_qb: prefill at T = 8
+ * included), and with the side
  * branch of L2 pulls (--l2-side, every name), and with the MoE down launch's selection and first
  * round of weights read before its wait (--moe-early on and l2). Then a captured persistent step replays
  * bit-identically, with PDL on and off, and so does a captured launches step with the side branch,
@@ -40,10 +41,11 @@ static cudaStream_t stream;
 
 /* persistent-form bits per form: launches, attention only, attention and MoE, the launches
  * with qkv_a's and o_proj's grids folded into one wave at every T (--wave-fit), and the
- * launches with q_b and the absorption in one launch (--fuse qb_absorb, mla_qb.cu) */
+ * launches with q_b, the absorption and the MLA prep in one launch (--fuse qb_absorb,prep_qb, mla_qb.cu:
+ * the engine's default where the shapes fit) */
 static const int form_bits[FORMS] = {0, 1, 3, 0, 0, 0, 0, 0};
 static const unsigned form_wave[FORMS] = {0, 0, 0, ARB_WAVE_FIT_QKV_A | ARB_WAVE_FIT_O_PROJ, 0, 0, 0, 0};
-static const unsigned form_fuse[FORMS] = {0, 0, 0, 0, ARB_FUSE_QB_ABSORB, 0, 0, 0};
+static const unsigned form_fuse[FORMS] = {0, 0, 0, 0, ARB_FUSE_QB_ABSORB | ARB_FUSE_PREP_QB, 0, 0, 0};
 #define SIDE_ALL (ARB_L2_SIDE_O_PROJ | ARB_L2_SIDE_ROUTER | ARB_L2_SIDE_SHARED | ARB_L2_SIDE_QKV_A)
 static const unsigned form_side[FORMS] = {0, 0, 0, 0, 0, SIDE_ALL, 0, 0};
 static const int form_early[FORMS] = {0, 0, 0, 0, 0, 0, 1, 2};
@@ -51,7 +53,7 @@ static const char *const form_name[FORMS] = {"launches",
                                              "persistent-attn",
                                              "persistent",
                                              "launches, wave fit",
-                                             "launches, q_b + absorb fused",
+                                             "launches, q_b + absorb + prep fused",
                                              "launches, side branch of L2 pulls",
                                              "launches, MoE down's loads before its wait",
                                              "launches, MoE down's loads before its wait, later rounds toward L2"};

@@ -53,7 +53,7 @@ static void t_parse_round_trip(void)
     TAP_EQ_INT(o.wave_fit, ARB_WAVE_FIT_QKV_A | ARB_WAVE_FIT_O_PROJ);
     TAP_EQ_INT(o.wave_from, 3);
     TAP_EQ_INT(o.l2_ahead, ARB_L2_AHEAD_ROUTER);
-    TAP_EQ_INT(o.fuse, ARB_FUSE_QB_ABSORB); /* not given: qb_absorb where the shapes fit */
+    TAP_EQ_INT(o.fuse, ARB_FUSE_QB_ABSORB | ARB_FUSE_PREP_QB); /* not given: both where the shapes fit */
     TAP_EQ_INT(o.fuse_given, 0);
     char *a3[] = {"engine", "--fuse", "qb_absorb", NULL};
     TAP_REQUIRE(parse(&o, 3, a3) == 0);
