@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(kRouterWarps *kWarp)
     ARB_TL(ARB_TL_ROUTER);
     extern __shared__ float topk_smem[];
     // the bias (a weight) where the top-k stages it, by every block before its logits: the
-    // last block's top-k then reloads it from L1 instead of waiting on memory after the ticket
+    // last block's top-k then finds it there (STAGED) instead of waiting on memory after the ticket
     for (int e = threadIdx.x; e < E; e += blockDim.x)
         topk_smem[T * E + e] = __ldg(bias + e);
     router_logits_tile<T>(pdl_sync(), h, W, logits, H, E, (int)blockIdx.x);
@@ -36,7 +36,8 @@ __global__ void __launch_bounds__(kRouterWarps *kWarp)
         return;
     // the other blocks' logits through L2 (the tile reads them with __ldcg); its wait and
     // trigger are the kernel's own, already passed
-    router_topk_tile<NL>(persist_sync(), logits, bias, rt, E, k, n_group, topk_group, scaling, T, topk_smem);
+    router_topk_tile<NL, persist_sync, true>(persist_sync(), logits, bias, rt, E, k, n_group, topk_group, scaling, T,
+                                             topk_smem);
 }
 
 static_assert(kRouterWarps == kTopkWarps, "the top-k runs in a logits block");

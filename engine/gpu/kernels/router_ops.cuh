@@ -75,8 +75,11 @@ __device__ __forceinline__ unsigned long long kept_groups(const float *sc, const
 //   the lanes in parallel; rank j < k is the j-th pick. The weights by the lanes (their
 //   sum in pick order). Then the dedupe by T k threads: an entry is an expert's first when
 //   no earlier entry names it; its slot is the number of distinct experts below it.
-// topk_smem: router_topk_smem(E, T) bytes (16-byte aligned).
-template <int NL, class P>
+// topk_smem: router_topk_smem(E, T) bytes (16-byte aligned). STAGED: the caller has already put
+// the bias in its place there (router.cu's logits blocks, before their wait), so it is not read
+// again. The scores' loads are issued four at a time before any is used (one trip to L2 for a
+// block's share at T <= 4 and E <= 256 a thread, instead of one a load).
+template <int NL, class P, bool STAGED = false>
 __device__ __forceinline__ void router_topk_tile(const P &pol, const float *logits, const float *__restrict__ bias,
                                                  const moe_route &rt, int E, int k, int n_group, int topk_group,
                                                  float scaling, int T, float *topk_smem)
@@ -87,11 +90,22 @@ __device__ __forceinline__ void router_topk_tile(const P &pol, const float *logi
     __shared__ float selw[kMaxT * kMaxTopk], selsc[kMaxT * kMaxTopk];
     pol.launch_dependents();
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, gsz = E / n_group;
-    for (int e = threadIdx.x; e < E; e += blockDim.x)
-        bias_s[e] = bias[e];
+    if (!STAGED)
+        for (int e = threadIdx.x; e < E; e += blockDim.x)
+            bias_s[e] = bias[e];
     pol.wait();
-    for (int i = threadIdx.x; i < T * E; i += blockDim.x) // every token's scores
-        score[i] = 1.0f / (1.0f + expf(-__ldcg(logits + i)));
+    constexpr int kScoreLoads = 4;
+    const int ns = T * E, step = (int)blockDim.x;
+    for (int i0 = threadIdx.x; i0 < ns; i0 += kScoreLoads * step) { // every token's scores
+        float lv[kScoreLoads];
+#pragma unroll
+        for (int u = 0; u < kScoreLoads; u++)
+            lv[u] = i0 + u * step < ns ? __ldcg(logits + i0 + u * step) : 0.0f;
+#pragma unroll
+        for (int u = 0; u < kScoreLoads; u++)
+            if (i0 + u * step < ns)
+                score[i0 + u * step] = 1.0f / (1.0f + expf(-lv[u]));
+    }
     __syncthreads();
     if (warp < T) {
         const int t = warp;
