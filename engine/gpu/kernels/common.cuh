@@ -292,6 +292,18 @@ __device__ __forceinline__ void rope_pair(float x0, float x1, float2 cs, bf16 *o
     out[1] = to_bf(x0 * cs.y + x1 * cs.x);
 }
 
+// One bf16 through L2 (ld.global.cg) for an activation a predecessor or another block wrote, as a
+// volatile asm. cuda_bf16.hpp's __ldcg(const __nv_bfloat16 *) is a plain asm with no memory
+// operand, which the compiler may move above a PDL wait (an asm volatile) or a barrier: it did in
+// mla_qb.cu's prep at T = 1 (the PTX had six of its loads before griddepcontrol.wait; the RoPE of
+// the cache row read qkva before qkv_a had written it). The vector and fp32 __ldcg are volatile.
+__device__ __forceinline__ bf16 ldcg_bf16(const bf16 *p)
+{
+    unsigned short r;
+    asm volatile("ld.global.cg.b16 %0, [%1];" : "=h"(r) : "l"(p) : "memory");
+    return __ushort_as_bfloat16(r);
+}
+
 // PDL: a kernel launched with programmatic stream serialization may start while its
 // predecessor runs; it must wait before touching anything the predecessor writes, and
 // lets its own successor start launching once it is under way. No-ops without PDL.

@@ -29,8 +29,8 @@ __device__ __forceinline__ void mla_prep_job(const bf16 *qkva, const bf16 *__res
     warp_rmsnorm<COH>(row + rq, kv_a_norm, cache_ckv + (size_t)pos * rkv, rkv, eps);
     const bf16 *pe = row + rq + rkv;
     for (int i = threadIdx.x % kWarp; i < dr / 2; i += kWarp) {
-        const bf16 a = COH ? __ldcg(pe + 2 * i) : pe[2 * i];
-        const bf16 b = COH ? __ldcg(pe + 2 * i + 1) : pe[2 * i + 1];
+        const bf16 a = COH ? ldcg_bf16(pe + 2 * i) : pe[2 * i];
+        const bf16 b = COH ? ldcg_bf16(pe + 2 * i + 1) : pe[2 * i + 1];
         rope_pair(bf(a), bf(b), rope_cs[(size_t)pos * (dr / 2) + i], cache_kpe + (size_t)pos * dr + 2 * i);
     }
 }
@@ -46,7 +46,7 @@ __device__ __forceinline__ void mla_prep_job_staged(const bf16 *row, const bf16 
     warp_rmsnorm_staged(row + rq, w_s, stage, cache_ckv + (size_t)pos * rkv, rkv, eps);
     const bf16 *pe = row + rq + rkv;
     for (int i = threadIdx.x % kWarp; i < dr / 2; i += kWarp)
-        rope_pair(bf(__ldcg(pe + 2 * i)), bf(__ldcg(pe + 2 * i + 1)), rope_cs[(size_t)pos * (dr / 2) + i],
+        rope_pair(bf(ldcg_bf16(pe + 2 * i)), bf(ldcg_bf16(pe + 2 * i + 1)), rope_cs[(size_t)pos * (dr / 2) + i],
                   cache_kpe + (size_t)pos * dr + 2 * i);
 }
 
@@ -110,7 +110,7 @@ __device__ __forceinline__ void mla_absorb_tile(const P &p, const bf16 *q, const
         for (int i = threadIdx.x; i < T * pairs; i += blockDim.x) {
             const int t = i / pairs, k = i % pairs;
             const bf16 *src = q + ((size_t)t * nh_r + h) * qw + dn + 2 * k;
-            const bf16 a = P::coherent ? __ldcg(src) : src[0], b = P::coherent ? __ldcg(src + 1) : src[1];
+            const bf16 a = P::coherent ? ldcg_bf16(src) : src[0], b = P::coherent ? ldcg_bf16(src + 1) : src[1];
             rope_pair(bf(a), bf(b), rope_cs[(size_t)(*pos0 + t) * pairs + k],
                       qpe + ((size_t)t * nh_r + h) * dr + 2 * k);
         }
@@ -118,7 +118,7 @@ __device__ __forceinline__ void mla_absorb_tile(const P &p, const bf16 *q, const
     }
     for (int i = threadIdx.x; i < T * dn; i += blockDim.x) {
         const bf16 *src = q + ((size_t)(i / dn) * nh_r + h) * qw + i % dn;
-        qn[i / dn][i % dn] = bf(P::coherent ? __ldcg(src) : *src);
+        qn[i / dn][i % dn] = bf(P::coherent ? ldcg_bf16(src) : *src);
     }
     __syncthreads();
     const int c = y * kAbsorbCols + 2 * lane; // this lane's two latent columns
