@@ -120,10 +120,9 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     if ((m->o.l2_ahead & ARB_L2_AHEAD_ROUTER) && !L.dense)
         lu.ahead = {L.router, (size_t)s.E * H * sizeof(bf16)};
     if (m->o.fuse & ARB_FUSE_QB_ABSORB) { // --fuse qb_absorb: the two launches below as one, the same bits
-        qb_prep pp;
-        if (prep_qb)
-            pp.qkva = m->qkva, pp.q_a_norm = L.q_a_norm, pp.kv_a_norm = L.kv_a_norm, pp.cache_ckv = L.cache_ckv,
-            pp.cache_kpe = L.cache_kpe, pp.qa = m->qa, pp.eps = m->o.dims.rms_eps;
+        const qb_prep pp = prep_qb ? qb_prep{m->qkva, L.q_a_norm, L.kv_a_norm, L.cache_ckv, L.cache_kpe, m->qa,
+                                             m->o.dims.rms_eps}
+                                   : qb_prep{};
         ARB_CUDA_TRY(mla_qb_absorb(la, m->qa, L.q_b, L.kv_b, m->rope_cs, m->pos0, m->q, m->qlat, m->qpe, m->qb_scratch,
                                    m->qb_tickets, s.nh_r, s.rq, s.dn, s.dr, s.dv, s.rkv, t, pp),
                      why, len);

@@ -74,11 +74,11 @@ cudaError_t mla_prep(const launch_ctx &c, const bf16 *qkva, const bf16 *q_a_norm
                      int rkv, int dr, float eps, int T);
 // qkva = x @ W^T (W [(rq + rkv + dr) x K], gemv's bf16 epilogue) and then mla_prep, in one
 // launch (the projection's last block runs the prep); results bit-identical to gemv + mla_prep.
-// ticket: one device word, zero before the first launch and left zero by each. jobs 0: the
+// ticket: one device word, zero before the first launch and left zero by each. jobs false: the
 // projection only (no ticket, no prep: --fuse prep_qb, where mla_qb_absorb runs the prep).
 cudaError_t qkva_prep(const launch_ctx &c, const bf16 *W, const bf16 *x, int K, bf16 *qkva, const bf16 *q_a_norm,
                       const bf16 *kv_a_norm, const float2 *rope_cs, const int32_t *pos0, bf16 *qa, bf16 *cache_ckv,
-                      bf16 *cache_kpe, int rq, int rkv, int dr, float eps, unsigned *ticket, int T, int jobs = 1);
+                      bf16 *cache_kpe, int rq, int rkv, int dr, float eps, unsigned *ticket, int T, bool jobs = true);
 
 // ---- mla.cu, mla_split.cu: absorbed attention over the latent cache ----
 // rope_cs [context x dr/2] (cos * m, sin * m); partial [chunks x T nh_r x (rkv + 4)] fp32.

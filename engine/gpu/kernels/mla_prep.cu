@@ -69,13 +69,13 @@ cudaError_t qkva_prep_s(const launch_ctx &c, const bf16 *W, const bf16 *x, int K
         constexpr bool pair = gemv_pair(S, GEMV_BF16, Tc);
         constexpr int rows = gemv_rows_per_block(S, pair);
         const int N = rq + rkv + dr, tiles = (N + rows - 1) / rows;
-        if (!jobs)
-            return wave_launch<qkva_prep_kernel<Tc, S, pair, true, false>>(
-                c, qkva_prep_kernel<Tc, S, pair, false, false>, tiles, dim3(kGemvWarps * kWarp), 0, W, x, N, K, qkva,
+        auto go = [&](auto jb) {
+            constexpr bool J = decltype(jb)::value;
+            return wave_launch<qkva_prep_kernel<Tc, S, pair, true, J>>(
+                c, qkva_prep_kernel<Tc, S, pair, false, J>, tiles, dim3(kGemvWarps * kWarp), 0, W, x, N, K, qkva,
                 q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, tiles);
-        return wave_launch<qkva_prep_kernel<Tc, S, pair, true, true>>(
-            c, qkva_prep_kernel<Tc, S, pair, false, true>, tiles, dim3(kGemvWarps * kWarp), 0, W, x, N, K, qkva,
-            q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, tiles);
+        };
+        return jobs ? go(std::true_type()) : go(std::false_type());
     });
 }
 
@@ -93,15 +93,14 @@ cudaError_t mla_prep(const launch_ctx &c, const bf16 *qkva, const bf16 *q_a_norm
 
 cudaError_t qkva_prep(const launch_ctx &c, const bf16 *W, const bf16 *x, int K, bf16 *qkva, const bf16 *q_a_norm,
                       const bf16 *kv_a_norm, const float2 *rope_cs, const int32_t *pos0, bf16 *qa, bf16 *cache_ckv,
-                      bf16 *cache_kpe, int rq, int rkv, int dr, float eps, unsigned *ticket, int T, int jobs)
+                      bf16 *cache_kpe, int rq, int rkv, int dr, float eps, unsigned *ticket, int T, bool jobs)
 {
     if (!prep_shapes_ok(rq, rkv, dr) || K % 8 || K <= 0 || T < 1 || T > kMaxT || (jobs && !ticket))
         return cudaErrorInvalidValue;
-    const bool j = jobs != 0;
     switch (gemv_parts(K)) {
-    case 4: return qkva_prep_s<4>(c, W, x, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, T, j);
-    case 2: return qkva_prep_s<2>(c, W, x, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, T, j);
-    default: return qkva_prep_s<1>(c, W, x, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, T, j);
+    case 4: return qkva_prep_s<4>(c, W, x, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, T, jobs);
+    case 2: return qkva_prep_s<2>(c, W, x, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, T, jobs);
+    default: return qkva_prep_s<1>(c, W, x, K, qkva, q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, T, jobs);
     }
 }
 

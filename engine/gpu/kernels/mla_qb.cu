@@ -89,7 +89,7 @@ size_t qb_prep_smem(int T, int rq, int rkv) { return ((size_t)T + 1) * (rq + rkv
 
 // Block (j, h): j < kQbParts the nope rows 16 j .. of head h, else its RoPE rows 16 (j - kQbParts) ...
 // scratch [nh_r][kQbParts][T][rkv] fp32; tickets [nh_r], zero before the first launch (each
-// head's last CTA resets its own). PREP: dynamic shared memory T * rq bf16 (qa).
+// head's last CTA resets its own). PREP: dynamic shared memory qb_prep_smem(T, rq, rkv) bytes.
 template <int T, int S, bool PREP> __global__ void __launch_bounds__(8 * S * kWarp)
     mla_qb_absorb_kernel(const bf16 *__restrict__ qa, const bf16 *__restrict__ Wqb, const bf16 *__restrict__ kv_b,
                          const float2 *__restrict__ rope_cs, const int32_t *__restrict__ pos0, bf16 *__restrict__ q,

@@ -618,7 +618,7 @@ void t_qb_prep()
             TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
             // the qa argument is not read with a prep: a null one is accepted
             TAP_REQUIRE(arbk::qkva_prep(lc, d_Wa, d_x, K, qkva[1], d_qan, d_kvn, d_cs, d_pos, nullptr, nullptr, nullptr,
-                                        rq, rkv, dr, eps, nullptr, T, 0) == cudaSuccess);
+                                        rq, rkv, dr, eps, nullptr, T, false) == cudaSuccess);
             TAP_REQUIRE(arbk::mla_qb_absorb(lc, nullptr, d_Wb, d_kvb, d_cs, d_pos, q[1], qlat[1], qpe[1], scratch,
                                             tickets, nh, rq, dn, dr, dv, rkv, T, pp) == cudaSuccess);
             TAP_REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
@@ -653,7 +653,7 @@ void t_qb_prep()
     TAP_CHECK(arbk::mla_qb_absorb(lc, nullptr, d_Wb, d_kvb, d_cs, d_pos, d_kvb, d_kvb, d_kvb, scratch, tickets, nh, 128,
                                   dn, dr, dv, rkv, 1, bad) == cudaErrorInvalidValue);
     TAP_CHECK(arbk::qkva_prep(lc, d_Wa, d_Wa, K, d_kvb, d_qan, d_kvn, d_cs, d_pos, d_kvb, d_kvb, d_kvb, rq, rkv, dr, eps,
-                              nullptr, 1, 1) == cudaErrorInvalidValue);
+                              nullptr, 1, true) == cudaErrorInvalidValue);
     TAP_CHECK(cudaStreamSynchronize(st) == cudaSuccess);
     cudaStreamDestroy(st);
     cudaFree(d_cs), cudaFree(d_pos), cudaFree(d_Wa), cudaFree(d_Wb), cudaFree(d_kvb), cudaFree(d_qan), cudaFree(d_kvn);
