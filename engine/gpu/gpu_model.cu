@@ -81,9 +81,9 @@ arb_status_t shapes_of(const arb_gpu_model_opts_t *o, arb_gpu_shapes *s, char *w
                   "gpu model: --fuse prep_qb runs the prep in qb_absorb's launch: give --fuse qb_absorb,prep_qb");
     if ((o->fuse & ARB_FUSE_PREP_QB) && !arbk::mla_qb_prep_fits((int)s->rq, (int)s->dn, (int)s->dr, (int)s->rkv))
         ARB_RAISE(ARB_ERR_INVALID, why, len,
-                  "gpu model: --fuse prep_qb needs q_b's rows in parts of at least 256 inputs and q_lora_rank at "
-                  "most 4096; this model has q_lora_rank %u (give --fuse qb_absorb)",
-                  s->rq);
+                  "gpu model: --fuse prep_qb needs q_b's rows in parts of at least 256 inputs and q_lora_rank + "
+                  "kv_lora_rank at most 4096; this model has %u and %u (give --fuse qb_absorb)",
+                  s->rq, s->rkv);
     if ((o->fuse & ARB_FUSE_MERGE_UV) && !arbk::mla_merge_uv_fits((int)s->dv, (int)s->rkv))
         ARB_RAISE(ARB_ERR_INVALID, why, len,
                   "gpu model: --fuse merge_uv needs v_head_dim 1 .. 128 and kv_lora_rank a multiple of 8 up to 512; "

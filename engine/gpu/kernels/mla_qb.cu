@@ -85,7 +85,8 @@ struct qb_prep_sync {
 
 // PREP's dynamic shared memory (bf16): qa [T][rq], the latent rows [T][rkv], q_a_norm [rq],
 // kv_a_norm [rkv].
-size_t qb_prep_smem(int T, int rq, int rkv) { return ((size_t)T + 1) * (rq + rkv) * sizeof(bf16); }
+constexpr size_t qb_prep_smem(int T, int rq, int rkv) { return ((size_t)T + 1) * (rq + rkv) * sizeof(bf16); }
+static_assert(qb_prep_smem(kMaxT, 4096, 0) == 72 * 1024, "qb_fit.h's arb_qb_prep_fits bound: rq + rkv <= 4096");
 
 // Block (j, h): j < kQbParts the nope rows 16 j .. of head h, else its RoPE rows 16 (j - kQbParts) ...
 // scratch [nh_r][kQbParts][T][rkv] fp32; tickets [nh_r], zero before the first launch (each
@@ -224,10 +225,7 @@ bool mla_qb_absorb_fits(int rq, int dn, int dr, int rkv)
     return arb_qb_absorb_fits(rq, dn, dr, rkv) != 0;
 }
 
-bool mla_qb_prep_fits(int rq, int dn, int dr, int rkv)
-{
-    return arb_qb_prep_fits(rq, dn, dr, rkv) != 0 && qb_prep_smem(kMaxT, rq, rkv) <= 72 * 1024; // + 18 KB: SM120's 99
-}
+bool mla_qb_prep_fits(int rq, int dn, int dr, int rkv) { return arb_qb_prep_fits(rq, dn, dr, rkv) != 0; }
 
 size_t mla_qb_absorb_scratch_floats(int nh_r, int rkv) { return (size_t)nh_r * kQbParts * kMaxT * rkv; }
 

@@ -37,12 +37,14 @@ ARB_QB_FIT_FN int arb_qb_absorb_fits(int rq, int dn, int dr, int rkv)
 }
 
 /* Whether the MLA prep (the q_a norm, the latent's norm and RoPE into the cache) can run in that
- * fused launch (--fuse prep_qb, mla_qb.cu): where it fits, and every lane of q_b's warps holds an
+ * fused launch (--fuse prep_qb, mla_qb.cu): where it fits, every lane of q_b's warps holds an
  * input vector in the first round (a part of at least 256 inputs), so all of a CTA's threads wait
- * at once, where the CTA forms its qa behind a barrier. */
+ * at once, where the CTA forms its qa behind a barrier; and its shared memory at 8 tokens, 9 x
+ * (rq + rkv) bf16 (mla_qb.cu's qb_prep_smem), stays within 72 KB, so that with the kernel's static
+ * ~18 KB it fits SM120's 99 KB a block: rq + rkv <= 4096. */
 ARB_QB_FIT_FN int arb_qb_prep_fits(int rq, int dn, int dr, int rkv)
 {
-    return arb_qb_absorb_fits(rq, dn, dr, rkv) && rq / arb_gemv_parts(rq) >= 256;
+    return arb_qb_absorb_fits(rq, dn, dr, rkv) && rq / arb_gemv_parts(rq) >= 256 && rq + rkv <= 4096;
 }
 
 /* Whether the attention's merge and W_uv run as one launch (attend_ops.cuh's mla_merge_uv_tile):

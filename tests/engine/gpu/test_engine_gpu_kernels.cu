@@ -563,7 +563,8 @@ void t_qb_prep()
     TAP_CHECK(arbk::mla_qb_prep_fits(rq, dn, dr, rkv));
     TAP_CHECK(!arbk::mla_qb_prep_fits(128, dn, dr, rkv));  // a q_b part of 128 inputs: lanes without a first vector
     TAP_CHECK(!arbk::mla_qb_prep_fits(rq, 64, dr, rkv));   // no fused q_b to run it in
-    TAP_CHECK(!arbk::mla_qb_prep_fits(4800, dn, dr, rkv)); // qa past the shared memory it may take
+    TAP_CHECK(!arbk::mla_qb_prep_fits(3592, dn, dr, rkv)); // 9 x (rq + rkv) bf16 past 72 KB of shared memory
+    TAP_CHECK(!arbk::mla_qb_prep_fits(4800, dn, dr, rkv)); // q_b's rows in four parts: no fused q_b
     cudaStream_t st;
     TAP_REQUIRE(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
     arbk::launch_ctx lc = g_lc;

@@ -108,6 +108,9 @@ static void t_fuse_applied(void)
     TAP_CHECK(arb_qb_prep_fits(512, 128, 64, 512));  /* one part of 512 */
     TAP_CHECK(!arb_qb_prep_fits(248, 128, 64, 512)); /* one part of 248: lanes without a first vector */
     TAP_CHECK(!arb_qb_prep_fits(1536, 64, 64, 512)); /* no fused q_b */
+    TAP_CHECK(arb_qb_prep_fits(3584, 128, 64, 512));  /* rq + rkv 4096: 72 KB of shared memory at 8 tokens */
+    TAP_CHECK(!arb_qb_prep_fits(3592, 128, 64, 512)); /* past it */
+    TAP_EQ_INT(arb_fuse_applied(pq, 0, 1, 3592, 128, 64, 128, 512), ARB_FUSE_QB_ABSORB); /* dropped by default */
     TAP_CHECK(arb_merge_uv_fits(128, 512));
     TAP_CHECK(arb_merge_uv_fits(16, 32));
     TAP_CHECK(!arb_merge_uv_fits(129, 512)); /* two threads a row of a 256-thread block */
