@@ -8,7 +8,9 @@
 # built once, for sm_90 (GENCODE overrides), in parallel: BASE's tree with only
 # what the engine run needs (arbench, the noop, modeled and nccl plugins, engine_gpu_bench), the
 # others with the engine's GPU tests too. Then, under OUT:
-#   build-NAME.log, tests-NAME.log   the builds; each non-base tree's engine GPU tests
+#   build-NAME.log, tests-NAME.log   the builds; each non-base tree's engine GPU tests (only
+#                                    those of the names in AB_TESTS where it is set, e.g.
+#                                    AB_TESTS="new": an intermediate tree built and timed only)
 #   ncu-NAME.log                     Nsight Compute (--clock-control none) on the router and
 #                                    attention kernels of engine_gpu_bench's first decode
 #                                    steps (2 layers, context 4096), for the trees NCU names
@@ -75,6 +77,7 @@ done
 
 for i in "${!trees[@]}"; do
     [ "${trees[$i]}" != "${trees[0]}" ] && [ "${first[$i]}" -eq "$i" ] && [ "${ok[$i]}" -eq 0 ] || continue
+    if [ -n "${AB_TESTS+x}" ]; then case " $AB_TESTS " in *" ${names[$i]} "*) ;; *) continue ;; esac; fi
     (cd "${trees[$i]}" && timeout 150 meson test -C build-gpu --no-rebuild "${tests[@]}" --print-errorlogs) \
         >"$out/tests-${names[$i]}.log" 2>&1
     echo "gpu tests ${names[$i]}: rc=$? ($(($(date +%s) - t0)) s)"

@@ -260,20 +260,27 @@ __device__ __forceinline__ void warp_rmsnorm_staged(const bf16 *in, const bf16 *
 
 // Whether this block is the last of the n blocks that share `ticket` to arrive here (each of
 // them calls it once, all its threads): their writes before the call are then visible to the
-// last block's reads through L2 (__ldcg; a fence on each side of the ticket). The last block
-// resets the ticket (a device word, zero before the first launch), so the next launch finds
-// it zero: the kernels that use one are launched one after another (the PDL wait orders them).
+// last block's reads through L2 (__ldcg). Thread 0 takes the ticket with one acquire-release
+// atomic at GPU scope (`atom.acq_rel.gpu.global.add`): its release half orders the block's writes (made
+// before the barrier, which the release's cumulativity covers) before the increment, its acquire
+// half orders the last block's reads (after the second barrier) after it; the increments form one
+// release sequence, so the last block's acquire sees every earlier block's writes. Until the
+// twenty-sixth session it was `__threadfence()` (membar.gl, that is fence.sc.gpu, the slow fence)
+// before a relaxed atomicAdd and another after the last block's reset, three trips to memory on
+// the last block's path instead of one. The last block resets the ticket (a device word, zero
+// before the first launch) with a plain store, so the next launch finds it zero: the kernels that
+// use one are launched one after another and the next one's use comes after its PDL wait, that is
+// after this grid has completed and its writes are visible.
 __device__ __forceinline__ bool last_to_arrive(unsigned *ticket, unsigned n)
 {
     __shared__ int last;
     __syncthreads();
     if (threadIdx.x == 0) {
-        __threadfence();
-        last = atomicAdd(ticket, 1u) == n - 1;
-        if (last) {
+        unsigned old;
+        asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(ticket) : "memory");
+        last = old == n - 1;
+        if (last)
             *ticket = 0;
-            __threadfence();
-        }
     }
     __syncthreads();
     return last != 0;
