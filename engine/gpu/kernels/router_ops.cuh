@@ -63,6 +63,18 @@ __device__ __forceinline__ unsigned long long kept_groups(const float *sc, const
     return keep;
 }
 
+// An order-preserving unsigned key of a float (larger float, larger key; -0 below +0, which
+// only the threshold below meets, where a comparison of floats treats them as equal anyway).
+__device__ __forceinline__ unsigned float_key(float v)
+{
+    const unsigned u = __float_as_uint(v);
+    return (u & 0x80000000u) ? ~u : u | 0x80000000u;
+}
+__device__ __forceinline__ float key_float(unsigned k)
+{
+    return __uint_as_float((k & 0x80000000u) ? k & 0x7fffffffu : ~k);
+}
+
 // Top-k of every token and the dedupe, one block of kTopkWarps warps (warp t routes token
 // t), NL >= E / 32 choices per lane. Dynamic shared memory: score [T x E], bias [E] (staged
 // before the PDL wait: a weight, not the logits kernel's output), then the candidates
@@ -70,11 +82,17 @@ __device__ __forceinline__ unsigned long long kept_groups(const float *sc, const
 // is formed. Per token, with no serial pick:
 //   thr = the k-th largest of the 32 lanes' best choices (k lanes hold a choice >= thr, so
 //         every one of the top k is >= thr);
-//   the candidates (eligible, choice >= thr) listed in shared memory, usually about k;
-//   each candidate's rank among them by (choice descending, index ascending), counted by
-//   the lanes in parallel; rank j < k is the j-th pick. The weights by the lanes (their
-//   sum in pick order). Then the dedupe by T k threads: an entry is an expert's first when
-//   no earlier entry names it; its slot is the number of distinct experts below it.
+//   the candidates (eligible, choice >= thr) listed in shared memory in ascending expert
+//         order (a ballot per lane slot: no scan), usually about k;
+//   each candidate's rank among them by (choice descending, index ascending: in the list,
+//         the earlier position), counted by the lanes in parallel, four candidates a round;
+//         rank j < k is the j-th pick. The weights by the lanes (their sum in pick order).
+// Then the dedupe: the picked experts as bits of a shared bitmap (an OR, whatever the order);
+// an expert's slot is the number of picked experts below it, n_uniq all of them; coef is
+// zeroed before and each pick writes its own (slot, token) after a barrier.
+// The twenty-sixth session's form: the same picks, weights and slots as the one before it (a
+// scan for the list, a rank loop of one candidate a trip, a dedupe of loops over the entries and
+// a third barrier), with a shorter chain for the one warp that runs it at T = 1.
 // topk_smem: router_topk_smem(E, T) bytes (16-byte aligned). STAGED: the caller has already put
 // the bias in its place there (router.cu's logits blocks, before their wait), so it is not read
 // again. The scores' loads are issued four at a time before any is used (one trip to L2 for a
@@ -84,16 +102,22 @@ __device__ __forceinline__ void router_topk_tile(const P &pol, const float *logi
                                                  const moe_route &rt, int E, int k, int n_group, int topk_group,
                                                  float scaling, int T, float *topk_smem)
 {
+    static_assert(NL * kWarp <= kMaxExperts && kMaxExperts % kWarp == 0, "a bit of the bitmap per expert");
     float *score = topk_smem, *bias_s = score + T * E;
     unsigned short *cand = reinterpret_cast<unsigned short *>(bias_s + E);
-    __shared__ int sel[kMaxT * kMaxTopk], slot_of[kMaxT * kMaxTopk], first[kMaxT * kMaxTopk];
-    __shared__ float selw[kMaxT * kMaxTopk], selsc[kMaxT * kMaxTopk];
+    __shared__ int sel[kMaxT * kMaxTopk];
+    __shared__ float selsc[kMaxT * kMaxTopk];
+    __shared__ unsigned picked[NL]; // bit e % 32 of word e / 32: some token picks expert e
     pol.launch_dependents();
-    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, gsz = E / n_group;
+    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
     if (!STAGED)
         for (int e = threadIdx.x; e < E; e += blockDim.x)
             bias_s[e] = bias[e];
+    if (threadIdx.x < NL)
+        picked[threadIdx.x] = 0;
     pol.wait();
+    for (int p = threadIdx.x; p < T * k * kMaxT; p += blockDim.x) // every slot a pick may take: 0 unless picked
+        rt.coef[p] = 0.0f;
     constexpr int kScoreLoads = 4;
     const int ns = T * E, step = (int)blockDim.x;
     for (int i0 = threadIdx.x; i0 < ns; i0 += kScoreLoads * step) { // every token's scores
@@ -107,52 +131,69 @@ __device__ __forceinline__ void router_topk_tile(const P &pol, const float *logi
                 score[i0 + u * step] = 1.0f / (1.0f + expf(-lv[u]));
     }
     __syncthreads();
-    if (warp < T) {
-        const int t = warp;
+    const int t = warp;
+    int my_e = 0;      // lane j < k of warp t < T: the j-th pick
+    float my_w = 0.0f; // and its weight
+    if (t < T) {
         const float *sct = score + t * E;
         unsigned short *ct = cand + t * E;
-        const unsigned long long keep = kept_groups(sct, bias_s, n_group, topk_group, gsz);
         float cv[NL]; // the lane's choices, e = lane + 32 i; -inf where not eligible
         float lm = -INFINITY;
+        if (n_group <= 1) {
 #pragma unroll
-        for (int i = 0; i < NL; i++) {
-            const int e = lane + kWarp * i;
-            const bool ok = e < E && (n_group <= 1 || ((keep >> (e / gsz)) & 1));
-            cv[i] = ok ? sct[e] + bias_s[e] : -INFINITY;
-            lm = fmaxf(lm, cv[i]);
+            for (int i = 0; i < NL; i++) {
+                const int e = lane + kWarp * i;
+                cv[i] = e < E ? sct[e] + bias_s[e] : -INFINITY;
+                lm = fmaxf(lm, cv[i]);
+            }
+        } else {
+            const int gsz = E / n_group;
+            const unsigned long long keep = kept_groups(sct, bias_s, n_group, topk_group, gsz);
+#pragma unroll
+            for (int i = 0; i < NL; i++) {
+                const int e = lane + kWarp * i;
+                cv[i] = e < E && ((keep >> (e / gsz)) & 1) ? sct[e] + bias_s[e] : -INFINITY;
+                lm = fmaxf(lm, cv[i]);
+            }
         }
         int ge = 0; // lanes whose best choice is >= this lane's
+#pragma unroll
         for (int l = 0; l < kWarp; l++)
             ge += __shfl_sync(0xffffffffu, lm, l) >= lm;
-        const float thr = warp_max(ge >= k ? lm : -INFINITY);
-        unsigned cm = 0; // the lane's candidates, bit i
+        const float thr = key_float(__reduce_max_sync(0xffffffffu, ge >= k ? float_key(lm) : 0u));
+        const unsigned below = (1u << lane) - 1u; // the lanes before this one
+        int n_c = 0;
 #pragma unroll
-        for (int i = 0; i < NL; i++)
-            if (cv[i] != -INFINITY && cv[i] >= thr)
-                cm |= 1u << i;
-        const int mine = __popc(cm);
-        int off = mine; // inclusive prefix over the lanes, then exclusive
-#pragma unroll
-        for (int o = 1; o < kWarp; o <<= 1) {
-            const int v = __shfl_up_sync(0xffffffffu, off, o);
-            if (lane >= o)
-                off += v;
+        for (int i = 0; i < NL; i++) { // e = lane + 32 i: slot i's candidates after slot i - 1's, lanes in order
+            const bool c = cv[i] != -INFINITY && cv[i] >= thr;
+            const unsigned b = __ballot_sync(0xffffffffu, c);
+            if (c)
+                ct[n_c + __popc(b & below)] = (unsigned short)(lane + kWarp * i);
+            n_c += __popc(b);
         }
-        const int n_c = __shfl_sync(0xffffffffu, off, kWarp - 1);
-        off -= mine;
-#pragma unroll
-        for (int i = 0; i < NL; i++)
-            if ((cm >> i) & 1)
-                ct[off++] = (unsigned short)(lane + kWarp * i);
         __syncwarp();
         for (int a = lane; a < n_c; a += kWarp) {
             const int ea = ct[a];
             const float va = sct[ea] + bias_s[ea];
             int rank = 0;
-            for (int b = 0; b < n_c; b++) {
-                const int eb = ct[b];
+            int b0 = 0;
+            for (; b0 + 4 <= n_c; b0 += 4) {
+                int eb[4];
+                float vb[4];
+#pragma unroll
+                for (int u = 0; u < 4; u++)
+                    eb[u] = ct[b0 + u];
+#pragma unroll
+                for (int u = 0; u < 4; u++)
+                    vb[u] = sct[eb[u]] + bias_s[eb[u]];
+#pragma unroll
+                for (int u = 0; u < 4; u++)
+                    rank += vb[u] > va || (vb[u] == va && b0 + u < a);
+            }
+            for (; b0 < n_c; b0++) {
+                const int eb = ct[b0];
                 const float vb = sct[eb] + bias_s[eb];
-                rank += vb > va || (vb == va && eb < ea);
+                rank += vb > va || (vb == va && b0 < a);
             }
             if (rank < k)
                 sel[t * k + rank] = ea, selsc[t * k + rank] = sct[ea];
@@ -163,38 +204,28 @@ __device__ __forceinline__ void router_topk_tile(const P &pol, const float *logi
         for (int j = 0; j < k; j++)
             sum += __shfl_sync(0xffffffffu, sc, j);
         if (lane < k) {
-            selw[t * k + lane] = sc / sum * scaling;
-            rt.experts[t * k + lane] = sel[t * k + lane];
+            my_e = sel[t * k + lane];
+            my_w = sc / sum * scaling;
+            rt.experts[t * k + lane] = my_e;
+            atomicOr(&picked[my_e / kWarp], 1u << (my_e % kWarp));
         }
     }
     __syncthreads();
-    const int n = T * k, i = threadIdx.x;
-    int f = 0;
-    if (i < n) {
-        f = 1;
-        for (int j = 0; j < i; j++)
-            f &= sel[j] != sel[i];
-        first[i] = f;
+    if (t < T && lane < k) { // slot: the picked experts below this one (a duplicate pick writes the same uniq)
+        const int w = my_e / kWarp;
+        int slot = __popc(picked[w] & ((1u << (my_e % kWarp)) - 1u));
+#pragma unroll
+        for (int i = 0; i < NL; i++)
+            slot += i < w ? __popc(picked[i]) : 0;
+        rt.uniq[slot] = my_e;
+        rt.coef[slot * kMaxT + t] = my_w;
     }
-    const int n_uniq = __syncthreads_count(f);
-    if (i < n) {
-        int slot = 0;
-        for (int j = 0; j < n; j++)
-            slot += first[j] && sel[j] < sel[i];
-        slot_of[i] = slot;
-        if (f)
-            rt.uniq[slot] = sel[i];
-    }
-    if (i == 0)
+    if (threadIdx.x == 0) {
+        int n_uniq = 0;
+#pragma unroll
+        for (int i = 0; i < NL; i++)
+            n_uniq += __popc(picked[i]);
         *rt.n_uniq = n_uniq;
-    __syncthreads();
-    for (int p = threadIdx.x; p < n_uniq * kMaxT; p += blockDim.x) { // coef[u][t]: 0 where t does not pick u
-        const int u = p / kMaxT, t = p % kMaxT;
-        float w = 0.0f;
-        if (t < T)
-            for (int j = 0; j < k; j++)
-                w = slot_of[t * k + j] == u ? selw[t * k + j] : w;
-        rt.coef[p] = w;
     }
 }
 

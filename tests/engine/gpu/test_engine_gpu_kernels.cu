@@ -25,6 +25,7 @@
 // The MoE block is test_engine_gpu_moe.cu. Tolerances: fp32 outputs within 1e-5 of sum |terms| (accumulation order); bf16 outputs
 // additionally one rounding, 2^-8 relative; where a bf16 intermediate is rounded on both
 // sides (act, qlat, olat) a flip of one ulp is allowed through 4 x that.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -152,20 +153,28 @@ void t_wgen()
     cudaFree(d), cudaFree(dq), cudaFree(ds);
 }
 
-void router_case(int E, int k, int ng, int kg, int T)
+// rep > 0: expert e's router row is row e % rep's and the bias zero, so the choices tie in sets of
+// E / rep experts (rep 1: all E tie, every expert a candidate of the top-k's threshold); the
+// picks then go by index.
+void router_case(int E, int k, int ng, int kg, int T, int rep_rows = 0)
 {
     const int H = 7168;
     auto W = rand_bf((size_t)E * H, 0.02f), h = rand_bf((size_t)T * H, 1.0f);
     std::vector<float> bias(E);
     for (auto &x : bias)
-        x = 0.01f * frand();
+        x = rep_rows ? 0.0f : 0.01f * frand();
+    if (rep_rows)
+        for (int e = rep_rows; e < E; e++)
+            std::copy(W.begin() + (size_t)(e % rep_rows) * H, W.begin() + (size_t)(e % rep_rows + 1) * H,
+                      W.begin() + (size_t)e * H);
     bf16 *dW = (bf16 *)to_dev(W), *dh = (bf16 *)to_dev(h);
     float *db = to_dev(bias), *dl;
     cudaMalloc(&dl, sizeof(float) * T * E);
     route_dev r = alloc_route(T, k);
     for (int rep = 0; rep < 2; rep++) { // twice: a launch leaves nothing the next one depends on
         if (rep) // the selection and the dedupe of the second launch are its own: poison the first's
-            cudaMemset(r.rt.uniq, 0xff, sizeof(int32_t) * arbk::kMaxSlots), cudaMemset(r.rt.n_uniq, 0, sizeof(int32_t));
+            cudaMemset(r.rt.uniq, 0xff, sizeof(int32_t) * arbk::kMaxSlots), cudaMemset(r.rt.n_uniq, 0, sizeof(int32_t)),
+                cudaMemset(r.rt.coef, 0xff, sizeof(float) * arbk::kMaxSlots * arbk::kMaxT);
         TAP_REQUIRE(arbk::router(g_lc, dh, dW, db, dl, r.rt, H, E, k, ng, kg, 2.827f, r.ticket, T) == cudaSuccess);
         TAP_EQ_U64(from_dev(r.ticket, 1)[0], 0); // the last block left the ticket zero
     }
@@ -206,6 +215,19 @@ void router_case(int E, int k, int ng, int kg, int T)
     }
     for (int u = 1; u < nu[0]; u++)
         bad_sel += uniq[u] <= uniq[u - 1]; // ascending, distinct
+    std::sort(seen.begin(), seen.end());
+    bad_sel += (size_t)std::abs(nu[0] - (int)(std::unique(seen.begin(), seen.end()) - seen.begin())); // n_uniq: the distinct picks
+    size_t bad_zero = 0; // coef[u][t] of a token that does not pick uniq[u] (and every t >= T): 0, not the poison
+    for (int u = 0; u < nu[0] && u < arbk::kMaxSlots; u++)
+        for (int t = 0; t < arbk::kMaxT; t++) {
+            bool picks = false;
+            for (int j = 0; t < T && j < k; j++)
+                picks |= ex[(size_t)t * k + j] == uniq[u];
+            bad_zero += !picks && coef[(size_t)u * arbk::kMaxT + t] != 0.0f;
+        }
+    if (bad_zero)
+        tap_diag("router E %d k %d: %zu coef entries of unpicked (expert, token) not zero", E, k, bad_zero);
+    bad_sel += bad_zero;
     if (bad_sel)
         tap_diag("router E %d k %d groups %d/%d: %zu selection errors", E, k, ng, kg, bad_sel);
     TAP_EQ_U64(bad_sel, 0);
@@ -218,6 +240,9 @@ void t_router()
     router_case(384, 8, 1, 1, 3);
     router_case(384, 8, 1, 1, 8);
     router_case(256, 8, 8, 4, 2);
+    router_case(384, 8, 1, 1, 1, 48); // ties: sets of 8 equal choices
+    router_case(384, 8, 1, 1, 3, 1);  // every choice equal: 384 candidates, picks 0 .. 7
+    router_case(256, 8, 8, 4, 2, 64); // ties across the groups
 }
 
 // qkva_prep against gemv + mla_prep on the same inputs (Kimi-K2's K = 7168): qkva, qa and
