@@ -31,7 +31,7 @@ template <> struct moe_tiling<2, 2> {
 // --moe-stage x (gate_up_int4's XS): the routed INT4 gate/up of one tile at T <= kMoeXsT with the
 // token vectors in shared memory ([kMoeXsGroups][T][32] bf16 a warp: H <= 8 x 32 x kMoeXsGroups,
 // Kimi-K2's 7168 = 8 x 32 x 28) and kMoeXsUnrq groups' weights in flight a lane instead of 7.
-constexpr int kMoeXsT = 2, kMoeXsGroups = 28, kMoeXsUnrq = 14;
+constexpr int kMoeXsT = 2, kMoeXsGroups = 28, kMoeXsUnrq = 12;
 __host__ __device__ constexpr bool moe_xs_fits(int H, int T)
 {
     return T <= kMoeXsT && H % 32 == 0 && (H / 32 + kMoeWarps - 1) / kMoeWarps <= kMoeXsGroups;
@@ -100,7 +100,7 @@ gate_up_int4_group(float (&ag)[ROWT][NH][4], float (&au)[ROWT][NH][4], const uin
 // memory `xs` ([g1 - g0][T][32] bf16) once, by cp.async after issuing its first round of weight
 // loads (through L2: the activation an earlier kernel wrote), and
 // each group reads its B vector from there; the ~4 registers a group it saves hold more groups'
-// weights in flight (moe_xs_unrq: Kimi-K2's 28 groups a warp in 2 rounds instead of 4). The same
+// weights in flight (kMoeXsUnrq: 12, Kimi-K2's 28 groups a warp in 3 rounds instead of 4; 14, 2 rounds, spilled 16 bytes on sm_90 and lost: decode +4.6% on an H100, results/engine-h100/4c5327a-moe-x/). The same
 // vectors and the same order, so the same sums.
 template <int ROWT, int NH, int UNR, bool COH, int SMG = 0, int XS = 0>
 __device__ __forceinline__ void gate_up_int4(const uint2 *__restrict__ gq, const uint2 *__restrict__ uq,
