@@ -104,10 +104,8 @@ void arb_engine_opts_usage(FILE *f)
             "                      as that takes; from 4 on SM90 its kernel is compiled for four an SM (64\n"
             "                      registers; slower on an H100), past 4 more than one wave; the same bits\n"
             "                      (default 3)\n"
-            "  --moe-stage M       gpu, launches form: none, smem (the routed INT4 gate/up tiles at T <= 3\n"
-            "                      stage more groups a round in shared memory) or x (at T <= 2 their token\n"
-            "                      vectors in shared memory, twice the groups' weights in flight); the same\n"
-            "                      bits; default none\n"
+            "  --moe-stage M       gpu, launches form: none, or smem (the routed INT4 gate/up tiles at T <= 3\n"
+            "                      stage more groups a round in shared memory; the same bits; default none)\n"
             "  --moe-early M       gpu, MoE launches: off (default); on and l2 are withdrawn (the GPU then\n"
             "                      disagreed with the CPU reference: docs/engine.md)\n"
             "  --quiet             no progress lines\n"
@@ -370,8 +368,8 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         case O_ATTNROWS: bad = parse_uint("--attn-min-rows", optarg, 1, 64, &o->attn_min_rows, err, len); break;
         case O_ATTNFILL: bad = parse_uint("--attn-fill", optarg, 1, 16, &o->attn_fill, err, len); break;
         case O_MOESTAGE: {
-            static const char *const names[] = {"none", "smem", "x"};
-            bad = parse_choice("--moe-stage", optarg, names, 3, &o->moe_stage, err, len);
+            static const char *const names[] = {"none", "smem"};
+            bad = parse_choice("--moe-stage", optarg, names, 2, &o->moe_stage, err, len);
             break;
         }
         case O_MOEEARLY: {
@@ -438,9 +436,9 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         return -1;
     }
     if (o->moe_stage && (o->backend == ARB_ENGINE_CPU || o->step_form == ARB_STEP_PERSISTENT)) {
-        snprintf(err, len, "--moe-stage %s with %s: the staged gate/up is the GPU's MoE launches' (give --backend "
+        snprintf(err, len, "--moe-stage smem with %s: the staged gate/up is the GPU's MoE launches' (give --backend "
                  "gpu with --step-form launches or persistent-attn, or --moe-stage none)",
-                 o->moe_stage == 2 ? "x" : "smem", o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent");
+                 o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent");
         return -1;
     }
     if (o->moe_early) { /* withdrawn everywhere: results/engine-h200/6162998-moe-early/README.md */

@@ -124,9 +124,8 @@ typedef struct arb_engine_opts {
     unsigned wave_from;        /* --wave-fit-from T: the fold in steps of at least T tokens (default 1) */
     unsigned fuse;             /* --fuse none|LIST: ARB_FUSE_* bits (default qb_absorb, where the shapes fit it) */
     int fuse_given;            /* --fuse was given: what it names must fit the model (else refused) */
-    int moe_stage;             /* --moe-stage none|smem|x: 1 smem (the routed INT4 gate/up at T <= 3 stages more
-                                  groups in shared memory), 2 x (at T <= 2 its token vectors in shared memory and
-                                  twice the groups in flight); experiments, default none */
+    int moe_stage;             /* --moe-stage none|smem: 1 smem (the routed INT4 gate/up at T <= 3 stages more
+                                  groups in shared memory; an experiment, default none) */
     int moe_early;             /* --moe-early off|on|l2: 1 on (the MoE down launch reads the selection and issues its
                                   first round of routed weights before its PDL wait; gate/up triggers it after its
                                   own), 2 l2 (on, and its later rounds' INT4 weights toward L2 there); default 0 off */

@@ -114,7 +114,7 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
             snprintf(tail, sizeof tail, ",fuse=%s", arb_engine_opts_bits_str(ARB_BITS_FUSE, o->fuse, b, sizeof b));
         }
         if (o->moe_stage)
-            snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",moe_stage=%s", o->moe_stage == 2 ? "x" : "smem");
+            snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",moe_stage=smem");
         if (o->moe_early)
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",moe_early=%s", o->moe_early == 2 ? "l2" : "on");
         if (o->attn_min_rows)

@@ -30,8 +30,7 @@ struct launch_ctx {
     int pdl;        // 1: launch with programmatic stream serialization (PDL)
     l2_ahead ahead; // none unless set
     int wave;       // 1: a projection's grid folded into one wave (wave_fit.h); gemv and qkva_prep honour it
-    int moe_stage;  // 1: the routed INT4 gate/up tiles at T <= 3 stage more groups in shared memory, 2: at T <= 2
-                    // their token vectors in shared memory and more groups in flight (moe.cu)
+    int moe_stage;  // 1: the routed INT4 gate/up tiles at T <= 3 stage more groups in shared memory (moe.cu)
     int moe_early;  // 1: gate/up triggers its dependents after its wait, and down reads the selection and issues its
                     // first round of routed weights before its own (moe.cu); 2: and pulls its later rounds' INT4
                     // weights toward L2 there; give gate/up and down the same context

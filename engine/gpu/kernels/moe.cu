@@ -28,14 +28,13 @@ namespace arbk {
 namespace {
 
 // P: pdl_sync, or pdl_late with --moe-early (the trigger after the wait, for down's early loads).
-// XS: --moe-stage x (moe_ops.cuh's kMoeXsT): the routed INT4 tiles' token vectors in shared memory.
-template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, int MINB, int SMG = 0, class P = pdl_sync, int XS = 0>
+template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, int MINB, int SMG = 0, class P = pdl_sync>
 __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
     moe_gate_up_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ h, bf16 *__restrict__ act,
                        bf16 *__restrict__ act_sh, int T)
 {
     ARB_TL(ARB_TL_GATE_UP);
-    moe_gate_up_tile<INT4, ROWT, NH, UNR, UNRQ, P, SMG, XS>(P(), P(), w, rt, h, act, act_sh, T, (int)blockIdx.x);
+    moe_gate_up_tile<INT4, ROWT, NH, UNR, UNRQ, P, SMG>(P(), P(), w, rt, h, act, act_sh, T, (int)blockIdx.x);
 }
 
 // --moe-stage smem: INT4 groups a warp stages in shared memory a round on top of UNRQ in registers
@@ -86,15 +85,10 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
     if (which & 1) {
         auto gate_up = c.moe_early ? moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, 0, pdl_late>
                                    : moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB>;
-        if constexpr (INT4 && ROWT == 1 && NH == 1) { // --moe-stage: where it is built (one tile, T <= 3)
-            if (c.moe_stage == 1)
+        if constexpr (INT4 && ROWT == 1 && NH == 1) // --moe-stage smem: where it is built (one tile, T <= 3)
+            if (c.moe_stage)
                 gate_up = c.moe_early ? moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups, pdl_late>
                                       : moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups>;
-            else if (c.moe_stage == 2 && moe_xs_fits(w.H, T)) // x: elsewhere the plain kernel
-                gate_up =
-                    c.moe_early ? moe_gate_up_kernel<INT4, ROWT, NH, UNR, kMoeXsUnrq, MINB, 0, pdl_late, kMoeXsT>
-                                : moe_gate_up_kernel<INT4, ROWT, NH, UNR, kMoeXsUnrq, MINB, 0, pdl_sync, kMoeXsT>;
-        }
         e = launch(c, gate_up, dim3(moe_sh_items(w.H, w.Is, T) + max_slots * (w.I / rows)), block, 0, w, rt, h, act,
                    act_sh, T);
     }

@@ -28,15 +28,6 @@ template <> struct moe_tiling<2, 1> {
 template <> struct moe_tiling<2, 2> {
     static constexpr int unr = 1, unrq = 2;
 };
-// --moe-stage x (gate_up_int4's XS): the routed INT4 gate/up of one tile at T <= kMoeXsT with the
-// token vectors in shared memory ([kMoeXsGroups][T][32] bf16 a warp: H <= 8 x 32 x kMoeXsGroups,
-// Kimi-K2's 7168 = 8 x 32 x 28) and kMoeXsUnrq groups' weights in flight a lane instead of 7.
-constexpr int kMoeXsT = 2, kMoeXsGroups = 28, kMoeXsUnrq = 12;
-__host__ __device__ constexpr bool moe_xs_fits(int H, int T)
-{
-    return T <= kMoeXsT && H % 32 == 0 && (H / 32 + kMoeWarps - 1) / kMoeWarps <= kMoeXsGroups;
-}
-
 // The shared expert's gate/up: each warp of a part takes moe_sh_unr(ROWT) input groups (one
 // round of loads: 4 groups of one tile or 2 of two, 64 KB a block), so an item of ROWT tiles
 // is moe_sh_parts(H, ROWT) blocks (Kimi-K2: 7 at ROWT 1, 14 at ROWT 2), each reading about
@@ -94,51 +85,28 @@ gate_up_int4_group(float (&ag)[ROWT][NH][4], float (&au)[ROWT][NH][4], const uin
 // shared memory `st` by cp.async (no registers held), issued with the register loads and added
 // after them, so the groups are still added in ascending order and the sums are the same bits
 // (Kimi-K2 at T <= 3: 28 groups a warp in 3 round trips instead of 4).
-//
-// XS > 0 (--moe-stage x; ROWT 1, NH 1, SMG 0, T <= XS): the token vectors are not held in
-// registers a group: the warp copies its groups' columns of the T token rows into its shared
-// memory `xs` ([g1 - g0][T][32] bf16) once, by cp.async after issuing its first round of weight
-// loads (through L2: the activation an earlier kernel wrote), and
-// each group reads its B vector from there; the ~4 registers a group it saves hold more groups'
-// weights in flight (kMoeXsUnrq: 12, Kimi-K2's 28 groups a warp in 3 rounds instead of 4; 14, 2 rounds, spilled 16 bytes on sm_90 and lost: decode +4.6% on an H100, results/engine-h100/4c5327a-moe-x/). The same
-// vectors and the same order, so the same sums.
-template <int ROWT, int NH, int UNR, bool COH, int SMG = 0, int XS = 0>
+template <int ROWT, int NH, int UNR, bool COH, int SMG = 0>
 __device__ __forceinline__ void gate_up_int4(const uint2 *__restrict__ gq, const uint2 *__restrict__ uq,
                                              const uint32_t *__restrict__ gs, const uint32_t *__restrict__ us, int G,
                                              const bf16 *__restrict__ x, int ldx, int T, int g0, int g1,
                                              float (&ag)[ROWT][NH][4], float (&au)[ROWT][NH][4],
-                                             gate_up_stage<(SMG > 0 ? SMG : 1), ROWT, NH> *st = nullptr,
-                                             bf16 *xs = nullptr)
+                                             gate_up_stage<(SMG > 0 ? SMG : 1), ROWT, NH> *st = nullptr)
 {
-    static_assert(XS == 0 || (ROWT == 1 && NH == 1 && SMG == 0), "the token vectors in shared memory: one tile, T <= 8");
     const int lane = threadIdx.x % kWarp, gi = lane / 4;
     for (int g = g0; g < g1; g += UNR + SMG) {
         uint2 qa[UNR][ROWT], qb[UNR][ROWT];
         uint32_t sa[UNR][ROWT], sb[UNR][ROWT];
-        uint4 xb[XS ? 1 : UNR][NH];
+        uint4 xb[UNR][NH];
 #pragma unroll
         for (int j = 0; j < UNR; j++) {
             if (g + j >= g1)
                 break;
-            if constexpr (XS == 0)
-                ld_b_halves<NH, COH>(xb[j], x, ldx, g + j, T);
+            ld_b_halves<NH, COH>(xb[j], x, ldx, g + j, T);
 #pragma unroll
             for (int k = 0; k < ROWT; k++) {
                 const size_t o = ((size_t)k * G + g + j) * kWarp + lane, so = ((size_t)k * G + g + j) * 8 + gi;
                 qa[j][k] = ld_stream2(gq + o), qb[j][k] = ld_stream2(uq + o);
                 sa[j][k] = __ldg(gs + so), sb[j][k] = __ldg(us + so);
-            }
-        }
-        if constexpr (XS > 0) {
-            if (g == g0) { // the warp's columns of the token rows, with the first round in flight
-                const int nv = (g1 - g0) * 4; // 16-byte vectors a token row: by cp.async, no registers held
-                for (int i = lane; i < T * nv; i += kWarp) {
-                    const int n = i / nv, v = i % nv;
-                    cp_async16(xs + ((size_t)(v / 4) * T + n) * 32 + v % 4 * 8, x + (size_t)n * ldx + g0 * 32 + v * 8);
-                }
-                cp_async_commit();
-                cp_async_wait_all();
-                __syncwarp();
             }
         }
         if constexpr (SMG > 0) {
@@ -168,13 +136,7 @@ __device__ __forceinline__ void gate_up_int4(const uint2 *__restrict__ gq, const
         for (int j = 0; j < UNR; j++) {
             if (g + j >= g1)
                 break;
-            if constexpr (XS > 0) { // ld_b's vector, from the warp's copy
-                xb[0][0] = gi < T ? *reinterpret_cast<const uint4 *>(xs + ((size_t)(g + j - g0) * T + gi) * 32 +
-                                                                     lane % 4 * 8)
-                                  : make_uint4(0u, 0u, 0u, 0u);
-                gate_up_int4_group<ROWT, NH>(ag, au, qa[j], qb[j], sa[j], sb[j], xb[0]);
-            } else
-                gate_up_int4_group<ROWT, NH>(ag, au, qa[j], qb[j], sa[j], sb[j], xb[j]);
+            gate_up_int4_group<ROWT, NH>(ag, au, qa[j], qb[j], sa[j], sb[j], xb[j]);
         }
         if constexpr (SMG > 0) {
             cp_async_wait_all(); // the lane's own copies; each lane reads only its own slots
@@ -283,7 +245,7 @@ __device__ __forceinline__ void gate_up_store(bf16 *dst, int ld, int row0, int k
 // and stores the item. pol_sh: the shared items' wait, pol: the routed tiles' (both forms pass
 // the same policy). NH token halves: T <= 8 NH; act's token stride 8 NH (moe_tstride).
 // SMG > 0 (INT4 only; --moe-stage smem): the routed tiles stage SMG more groups a round (gate_up_int4).
-template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, class P, int SMG = 0, int XS = 0>
+template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, class P, int SMG = 0>
 __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, const moe_weights &w,
                                                  const moe_route &rt, const bf16 *h, bf16 *act, bf16 *act_sh, int T,
                                                  int bx)
@@ -318,16 +280,11 @@ __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, 
                 __shared__ gate_up_stage<SMG, ROWT, NH> stage[kMoeWarps];
                 st = &stage[warp];
             }
-            bf16 *xs = nullptr;
-            if constexpr (XS > 0) {
-                __shared__ __align__(16) bf16 xstage[kMoeWarps][kMoeXsGroups * XS * 32];
-                xs = xstage[warp];
-            }
-            gate_up_int4<ROWT, NH, UNRQ, coh, SMG, XS>(
+            gate_up_int4<ROWT, NH, UNRQ, coh, SMG>(
                 reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.gate) + r * (H / 8)),
                 reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.up) + r * (H / 8)),
                 reinterpret_cast<const uint32_t *>(w.gate_s + r * G),
-                reinterpret_cast<const uint32_t *>(w.up_s + r * G), G, h, H, T, g0, g1, ag, au, st, xs);
+                reinterpret_cast<const uint32_t *>(w.up_s + r * G), G, h, H, T, g0, g1, ag, au, st);
         } else
             gate_up_bf16<ROWT, NH, UNR, coh>(static_cast<const bf16 *>(w.gate) + r * H,
                                              static_cast<const bf16 *>(w.up) + r * H, H, h, T, g0, g1, ag, au);
