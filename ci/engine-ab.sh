@@ -14,7 +14,11 @@
 #   ncu-NAME.log                     Nsight Compute (--clock-control none) on the router and
 #                                    attention kernels of engine_gpu_bench's first decode
 #                                    steps (2 layers, context 4096), for the trees NCU names
-#                                    (e.g. NCU="base new"; default none)
+#                                    (e.g. NCU="base new"; default none). NCU_KERNELS (an ncu
+#                                    -k filter) and NCU_PER (how many of its launches a step
+#                                    has) profile other kernels: e.g. NCU_KERNELS=regex:moe_gate_up
+#                                    NCU_PER=1 (one MoE layer of the two; the shared-memory
+#                                    configuration is in LaunchStats)
 #   engine-NAME-N.{csv,log}          ROUNDS kimi-k2 engine runs of each tree, the trees
 #                                    alternated in the order given, with their -kernels-*.csv
 #   diff-NAME.txt                    each name's per-kernel tables against the first name's
@@ -91,8 +95,8 @@ for i in "${!trees[@]}"; do
     # 512 prefill steps of 8 tokens, then decode; per step: attend x2, merge x2, the router's
     # launches (one in a tree whose router kernel is one launch, two otherwise)
     nr=2; grep -q "router_topk_kernel" "${trees[$i]}/engine/gpu/kernels/router.cu" || nr=1
-    per=$((4 + nr))
-    timeout 90 "$ncu" --clock-control none -k 'regex:router|mla_attend_pos|mla_merge' \
+    per=${NCU_PER:-$((4 + nr))}
+    timeout 90 "$ncu" --clock-control none -k "${NCU_KERNELS:-regex:router|mla_attend_pos|mla_merge}" \
         --launch-skip $((512 * per)) --launch-count $((2 * per)) \
         --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
         --section SchedulerStats --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
