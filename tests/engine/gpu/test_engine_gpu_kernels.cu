@@ -8,7 +8,9 @@
 //               INT4 values read through the fragment layout of moe_int4_layout.h)
 //   router      logits and top-k (Kimi: 384 experts, one group, T = 3 and 8; DeepSeek: 256
 //               in 8 groups, 4 kept) against engine/model/router.h's arb_route on the same
-//               logits (T = 1, 3, 8 for Kimi)
+//               logits (T = 1, 3, 8 for Kimi); ties (repeated router rows, zero bias: sets of
+//               8 equal choices, all 384 equal, tied groups); coef zero for every unpicked
+//               (expert, token) over a poisoned buffer, n_uniq the distinct picks
 //   mla         prep, absorb, attend over 10 chunks (the last partial and wholly masked for
 //               the first token), the merge and W_uv, T = 1, 3, 8; twice: bit-identical;
 //               the merge and W_uv in one launch (--fuse merge_uv) against the same double
