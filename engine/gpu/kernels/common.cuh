@@ -157,6 +157,22 @@ __device__ __forceinline__ void block_rmsnorm(const bf16 *in, const bf16 *w, bf1
         out[i] = to_bf(bf(in[i]) * inv * bf(w[i]));
 }
 
+// Eight normed values: bf16(x * inv * w) for the eight bf16 of x and of w, rounded in pairs
+// (warp_rmsnorm and warp_rmsnorm_staged alike, so their bits are the same).
+__device__ __forceinline__ uint4 norm_pack8(uint4 x, uint4 wx, float inv)
+{
+    float f[8], g[8];
+    unpack8(x, f);
+    unpack8(wx, g);
+    uint32_t o[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const __nv_bfloat162 pr = __floats2bfloat162_rn(f[2 * j] * inv * g[2 * j], f[2 * j + 1] * inv * g[2 * j + 1]);
+        o[j] = *reinterpret_cast<const uint32_t *>(&pr);
+    }
+    return make_uint4(o[0], o[1], o[2], o[3]);
+}
+
 // out = bf16(in / sqrt(mean(in^2) + eps) * w) over one row of n values by one warp (the
 // block_rmsnorm formula): lane l sums the squares of the row's 16-byte vectors l, l + 32, ..
 // in order, then the lanes' sums in warp_sum's fixed order. in, w, out 16-byte aligned,
@@ -194,18 +210,7 @@ __device__ __forceinline__ void warp_rmsnorm(const bf16 *in, const bf16 *__restr
             ss = fmaf(f[j], f[j], ss);
     }
     const float inv = 1.0f / sqrtf(warp_sum(ss) / (float)n + eps);
-    auto store = [&](int v, uint4 x, uint4 wx) {
-        float f[8], g[8];
-        unpack8(x, f);
-        unpack8(wx, g);
-        uint32_t o[4];
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const __nv_bfloat162 pr = __floats2bfloat162_rn(f[2 * j] * inv * g[2 * j], f[2 * j + 1] * inv * g[2 * j + 1]);
-            o[j] = *reinterpret_cast<const uint32_t *>(&pr);
-        }
-        ov[v] = make_uint4(o[0], o[1], o[2], o[3]);
-    };
+    auto store = [&](int v, uint4 x, uint4 wx) { ov[v] = norm_pack8(x, wx, inv); };
 #pragma unroll
     for (int i = 0; i < kWarpNormVecs; i++)
         if (lane + kWarp * i < nv)
@@ -244,18 +249,8 @@ __device__ __forceinline__ void warp_rmsnorm_staged(const bf16 *in, const bf16 *
     const float inv = 1.0f / sqrtf(warp_sum(ss) / (float)n + eps);
     const uint4 *wv = reinterpret_cast<const uint4 *>(w_s);
     uint4 *ov = reinterpret_cast<uint4 *>(out);
-    for (int v = lane; v < nv; v += kWarp) {
-        float f[8], g[8];
-        unpack8(sv[v], f);
-        unpack8(wv[v], g);
-        uint32_t o[4];
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const __nv_bfloat162 pr = __floats2bfloat162_rn(f[2 * j] * inv * g[2 * j], f[2 * j + 1] * inv * g[2 * j + 1]);
-            o[j] = *reinterpret_cast<const uint32_t *>(&pr);
-        }
-        ov[v] = make_uint4(o[0], o[1], o[2], o[3]);
-    }
+    for (int v = lane; v < nv; v += kWarp)
+        ov[v] = norm_pack8(sv[v], wv[v], inv);
 }
 
 // Whether this block is the last of the n blocks that share `ticket` to arrive here (each of
