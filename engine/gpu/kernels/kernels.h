@@ -34,6 +34,8 @@ struct launch_ctx {
     int moe_early;  // 1: gate/up triggers its dependents after its wait, and down reads the selection and issues its
                     // first round of routed weights before its own (moe.cu); 2: and pulls its later rounds' INT4
                     // weights toward L2 there; give gate/up and down the same context
+    int moe_order;  // the gate/up grid's order: 0 auto (routed tiles first where they fit one an SM), 1 the shared
+                    // expert's parts first, 2 the routed tiles first (moe.cu); the same bits in every order
 };
 
 constexpr int kMaxT = 8;          // tokens per step (ARB_GPU_MAX_T)

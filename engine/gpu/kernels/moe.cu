@@ -31,10 +31,15 @@ namespace {
 template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, int MINB, int SMG = 0, class P = pdl_sync>
 __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
     moe_gate_up_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ h, bf16 *__restrict__ act,
-                       bf16 *__restrict__ act_sh, int T)
+                       bf16 *__restrict__ act_sh, int T, int routed_first)
 {
     ARB_TL(ARB_TL_GATE_UP);
-    moe_gate_up_tile<INT4, ROWT, NH, UNR, UNRQ, P, SMG>(P(), P(), w, rt, h, act, act_sh, T, (int)blockIdx.x);
+    // routed_first > 0 (moe_order_routed_first): blocks 0 .. routed_first - 1 run the routed tiles,
+    // the shared expert's parts after them; each logical block does the same work either way
+    int bx = (int)blockIdx.x;
+    if (routed_first)
+        bx = bx < routed_first ? moe_sh_items(w.H, w.Is, T) + bx : bx - routed_first;
+    moe_gate_up_tile<INT4, ROWT, NH, UNR, UNRQ, P, SMG>(P(), P(), w, rt, h, act, act_sh, T, bx);
 }
 
 // --moe-stage smem: INT4 groups a warp stages in shared memory a round on top of UNRQ in registers
@@ -50,6 +55,30 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
 {
     ARB_TL(ARB_TL_DOWN);
     moe_down_tile<INT4, ROWT, NH, UNR, pdl_sync, EARLY>(pdl_sync(), w, rt, act, act_sh, part, T, (int)blockIdx.x);
+}
+
+// The gate/up grid's order (launch_ctx.moe_order, --moe-order): the hardware hands a launch's
+// blocks to SMs in index order as room frees, and under PDL a gate/up launch starts beside the
+// router's blocks, with room for about one of its blocks an SM. Shared expert first (1, the
+// order before the twenty-seventh session): the shared parts take that first block an SM and
+// their loads overlap the router, and the routed tiles land where room frees next: on an H200
+// at T = 1 two on 19 of 132 SMs a launch and none on 23, 12.8 us from the wait to the end on
+// an SM with two, 10.3 with one (the raw records of results/engine-h200/c8f9a64-prep-qb/tl,
+// read in docs/notes.md's twenty-seventh session). Routed first (2): one
+// routed tile an SM while they fit, the shared parts in the room that frees before the wait.
+// Auto (0): routed first where the routed tiles fit one an SM (Kimi-K2's 128 at T = 1 on 132
+// or 188 SMs), else shared first (at T = 3 the shared parts would start only after routed
+// tiles end, past the wait).
+static cudaError_t moe_order_routed_first(int order, int routed, int *first)
+{
+    *first = order == 2;
+    if (order != 0)
+        return cudaSuccess;
+    device_shape d;
+    const cudaError_t e = current_device_shape(&d);
+    if (e == cudaSuccess)
+        *first = routed <= d.sms;
+    return e;
 }
 
 // Rows per CTA (ROWT tiles), groups in flight per lane (UNR for routed bf16 tiles, UNRQ for
@@ -89,8 +118,12 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
             if (c.moe_stage)
                 gate_up = c.moe_early ? moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups, pdl_late>
                                       : moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups>;
-        e = launch(c, gate_up, dim3(moe_sh_items(w.H, w.Is, T) + max_slots * (w.I / rows)), block, 0, w, rt, h, act,
-                   act_sh, T);
+        const int routed = max_slots * (w.I / rows);
+        int rfirst = 0;
+        e = moe_order_routed_first(c.moe_order, routed, &rfirst);
+        if (e == cudaSuccess)
+            e = launch(c, gate_up, dim3(moe_sh_items(w.H, w.Is, T) + routed), block, 0, w, rt, h, act, act_sh, T,
+                       rfirst ? routed : 0);
     }
     if (e == cudaSuccess && (which & 2)) {
         const auto down = c.moe_early == 2 ? moe_down_kernel<INT4, kDown, NH, kUnrDown, 2>

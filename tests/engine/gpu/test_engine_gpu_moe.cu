@@ -8,7 +8,8 @@
 //                 host) for T = 1, 2, 3, 8, and 12 and 16 (two token halves, tree verify; act
 //                 and coef at moe_tstride(T)), experts shared by two tokens; a rerun
 //                 bit-identical; at T <= 3 the staged gate/up (--moe-stage smem) bit-identical,
-//                 output and act; --moe-early bit-identical, also with the selection published
+//                 output and act; both gate/up grid orders (--moe-order shared-first and
+//                 routed-first) bit-identical to the default's (auto), output and act; --moe-early bit-identical, also with the selection published
 //                 late by gate/up's predecessor (late_selection); T = kMoeMaxT + 1 refused
 //   moe_bf16_T*   the same with bf16 experts
 // Tolerance: one bf16 rounding of the output (2^-8 relative), 1e-5 of sum |terms| for
@@ -166,25 +167,37 @@ void moe_case(bool int4, int T)
     TAP_REQUIRE(arbk::moe_down(g_lc, mw, r.rt, act, act_sh, part, T) == cudaSuccess);
     auto again = from_dev((uint16_t *)part, (size_t)T * H);
     TAP_CHECK(memcmp(got.data(), again.data(), got.size() * 2) == 0);
-    if (int4 && T <= 3) { // --moe-stage smem (staged groups in shared memory): the same bits, act too
-        auto act0 = from_dev((uint16_t *)act, (size_t)arbk::kMaxSlots * ts * I);
+    // A variant's launch (ls) against the default's bits, the output and act (every distinct
+    // expert's rows of its T tokens: what the kernel writes), both poisoned first.
+    const auto act0 = from_dev((uint16_t *)act, (size_t)arbk::kMaxSlots * ts * I);
+    const auto same_bits = [&](const arbk::launch_ctx &ls, const char *what) {
         cudaMemset(part, 0xff, (size_t)T * H * 2), cudaMemset(act, 0xff, (size_t)arbk::kMaxSlots * ts * I * 2);
-        arbk::launch_ctx ls = g_lc;
-        ls.moe_stage = 1;
+        cudaMemset(act_sh, 0xff, (size_t)ts * Is * 2);
         TAP_REQUIRE(arbk::moe_block(ls, mw, r.rt, dh, act, act_sh, part, T, T * k) == cudaSuccess);
         TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-        const auto staged = from_dev((uint16_t *)part, (size_t)T * H);
+        const auto out = from_dev((uint16_t *)part, (size_t)T * H);
         const auto act1 = from_dev((uint16_t *)act, (size_t)arbk::kMaxSlots * ts * I);
-        size_t same_act = 0; // what the kernel writes: every distinct expert's rows of its T tokens
+        size_t same_act = 0;
         const size_t n_act = uniq.size() * (size_t)T * I;
         for (size_t u = 0; u < uniq.size(); u++)
             for (size_t i = (u * ts) * I; i < (u * ts + T) * I; i++)
                 same_act += act0[i] == act1[i];
-        if (memcmp(got.data(), staged.data(), got.size() * 2) != 0 || same_act != n_act)
-            tap_diag("moe int4 T=%d staged: part %s, act %zu of %zu the same", T,
-                     memcmp(got.data(), staged.data(), got.size() * 2) ? "DIFFERS" : "same", same_act, n_act);
-        TAP_CHECK(memcmp(got.data(), staged.data(), got.size() * 2) == 0);
+        const bool same = memcmp(got.data(), out.data(), got.size() * 2) == 0;
+        if (!same || same_act != n_act)
+            tap_diag("moe %s T=%d %s: part %s, act %zu of %zu the same", int4 ? "int4" : "bf16", T, what,
+                     same ? "same" : "DIFFERS", same_act, n_act);
+        TAP_CHECK(same);
         TAP_EQ_U64(same_act, n_act);
+    };
+    if (int4 && T <= 3) { // --moe-stage smem (staged groups in shared memory)
+        arbk::launch_ctx ls = g_lc;
+        ls.moe_stage = 1;
+        same_bits(ls, "staged");
+    }
+    for (int order = 1; order <= 2; order++) { // --moe-order shared-first, routed-first: the grid's order only
+        arbk::launch_ctx ls = g_lc;
+        ls.moe_order = order;
+        same_bits(ls, order == 1 ? "shared-first" : "routed-first");
     }
     // --moe-early with the selection published late (late_selection): down must still use the one its
     // predecessor's predecessor wrote. The same pairing with gate/up triggering at its start (off)

@@ -172,6 +172,25 @@ static void t_refusals(void)
     TAP_EQ_INT(parse(&o, 1, b5), 0);
     TAP_EQ_INT(o.moe_stage, 0);
     TAP_EQ_INT(o.moe_early, 0); /* --moe-early: default off */
+    TAP_EQ_INT(o.moe_order, 0);  /* --moe-order: default auto */
+    char *m1[] = {"engine", "--moe-order", "routed-first", NULL};
+    TAP_EQ_INT(parse(&o, 3, m1), 0);
+    TAP_EQ_INT(o.moe_order, 2);
+    char *m2[] = {"engine", "--step-form", "persistent-attn", "--moe-order", "shared-first", NULL}; /* MoE launches */
+    TAP_EQ_INT(parse(&o, 5, m2), 0);
+    TAP_EQ_INT(o.moe_order, 1);
+    char *m3[] = {"engine", "--step-form", "persistent", "--moe-order", "shared-first", NULL};
+    TAP_CHECK(parse(&o, 5, m3) != 0);
+    TAP_HAS_STR(err, "--moe-order shared-first with --step-form persistent");
+    char *m4[] = {"engine", "--config", "tiny", "--backend", "cpu", "--moe-order", "routed-first", NULL};
+    TAP_CHECK(parse(&o, 7, m4) != 0);
+    TAP_HAS_STR(err, "--moe-order routed-first with --backend cpu");
+    char *m5[] = {"engine", "--config", "tiny", "--backend", "cpu", "--moe-order", "auto", NULL}; /* auto: anywhere */
+    TAP_EQ_INT(parse(&o, 7, m5), 0);
+    char *m6[] = {"engine", "--moe-order", "routed", NULL};
+    TAP_CHECK(parse(&o, 3, m6) != 0);
+    TAP_HAS_STR(err, "--moe-order");
+    TAP_HAS_STR(err, "routed");
     /* on and l2 withdrawn (the tiny check failed with on): refused, naming the run that showed it */
     char *e1[] = {"engine", "--moe-early", "on", NULL};
     TAP_CHECK(parse(&o, 3, e1) != 0);
