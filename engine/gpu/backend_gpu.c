@@ -75,7 +75,6 @@ static arb_status_t model_opts(const arb_engine_setup_t *s, arb_inst_t *const *s
     o->moe_stage = s->opts->moe_stage;
     o->moe_early = s->opts->moe_early;
     o->moe_order = s->opts->moe_order;
-    o->moe_split = (int)s->opts->moe_split;
     o->attn_min_rows = (int)s->opts->attn_min_rows;
     o->attn_fill = (int)s->opts->attn_fill;
     o->fuse = arb_fuse_applied(s->opts->fuse, s->opts->fuse_given, s->opts->step_form == ARB_STEP_LAUNCHES,

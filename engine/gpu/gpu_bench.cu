@@ -286,8 +286,7 @@ extern "C" arb_status_t arb_gpu_moe_bench_sel(arb_gpu_model_t *m, unsigned T, co
         rt.coef = reinterpret_cast<float *>(carve(sizeof(float) * arbk::kMaxSlots * ts));
         rt.uniq = reinterpret_cast<int32_t *>(carve(sizeof(int32_t) * arbk::kMaxSlots));
         rt.n_uniq = reinterpret_cast<int32_t *>(carve(sizeof(int32_t)));
-        rt.sh_part = m->route.sh_part, rt.sh_ticket = m->route.sh_ticket;
-        rt.split_part = m->route.split_part, rt.split_ticket = m->route.split_ticket; // the model's: the layers run in turn
+        rt.sh_part = m->route.sh_part, rt.sh_ticket = m->route.sh_ticket; // the model's: the layers run in turn
         const int32_t n = (int32_t)sel[i].uniq.size();
         e = cudaMemcpy(rt.coef, sel[i].coef.data(), sizeof(float) * sel[i].coef.size(), cudaMemcpyHostToDevice);
         if (e == cudaSuccess)
@@ -346,8 +345,7 @@ extern "C" arb_status_t arb_gpu_moe_bench_sel(arb_gpu_model_t *m, unsigned T, co
         ARB_RAISE_GOTO(rs, ARB_CUDA_STATUS_(e), err_free, why, why_len, "gpu moe bench: setup: %s", cudaGetErrorString(e));
 
     { // ours: the model's two MoE kernels per layer, as the step launches them (--moe-stage, --moe-early)
-        const arbk::launch_ctx lc = {st, m->o.pdl, {}, 0, m->o.moe_stage, m->o.moe_early, m->o.moe_order,
-                                      m->o.moe_split};
+        const arbk::launch_ctx lc = {st, m->o.pdl, {}, 0, m->o.moe_stage, m->o.moe_early, m->o.moe_order};
         ARB_CUDA_GOTO(rs, cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), err_free, why, why_len);
         for (int i = 0; i < nl && e == cudaSuccess; i++)
             e = arbk::moe_block(lc, m->layers[sel[i].layer].moe, routes[i], h_in, act_moe, act_sh, part, (int)T,

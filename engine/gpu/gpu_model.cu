@@ -199,9 +199,6 @@ void layout(arb_gpu_model_t *m, bump &w, bump &c, bump &a)
         take(a, m->route.sh_part, np, act);
         take(a, m->route.sh_ticket, (size_t)arbk::moe_sh_tickets((int)s.Is), act);
     }
-    // --moe-split's halves (1 MB at Kimi-K2's 64 slots): taken whether or not the run splits
-    take(a, m->route.split_part, arbk::moe_split_floats((int)s.I, (int)s.max_slots), act);
-    take(a, m->route.split_ticket, (size_t)arbk::moe_split_tickets((int)s.I, (int)s.max_slots), act);
     take(a, m->experts, (size_t)s.Lz * Tm * s.k, act);
     take(a, m->act_moe, (size_t)s.max_slots * arbk::kMaxT * s.I, act);
     take(a, m->act_sh, (size_t)arbk::kMaxT * s.Is, act);

@@ -205,7 +205,6 @@ arb_status_t moe(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_ctx &l
     lm.moe_stage = m->o.moe_stage;
     lm.moe_early = m->o.moe_early;
     lm.moe_order = m->o.moe_order;
-    lm.moe_split = m->o.moe_split;
     ARB_CUDA_TRY(moe_gate_up(lm, L.moe, rt, m->h, m->act_moe, m->act_sh, (int)T, (int)slots), why, len);
     mark(m, lc.stream, ARB_GPU_PROF_MOE_GATE_UP);
     ARB_CUDA_TRY(moe_down(lm, L.moe, rt, m->act_moe, m->act_sh, arb_gpu_site_at(m, 2 * l + 1, T).part, (int)T), why, len);
@@ -230,7 +229,7 @@ extern "C" arb_status_t arb_gpu_model_step(arb_gpu_model_t *m, unsigned T, void 
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu step: T %u outside 1 .. %u", T, m->o.max_tokens);
     const arb_gpu_shapes &s = m->s;
     cudaStream_t st = static_cast<cudaStream_t>(stream);
-    const launch_ctx lc = {st, m->o.pdl, {}, 0, 0, 0, 0, 0};
+    const launch_ctx lc = {st, m->o.pdl, {}, 0, 0, 0, 0};
     m->side_forked = 0;
     if (m->persist)
         ARB_TRY(arb_gpu_persist_begin(m, st, why, why_len));

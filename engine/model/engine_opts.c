@@ -109,8 +109,6 @@ void arb_engine_opts_usage(FILE *f)
             "  --moe-order O       gpu, launches form: the MoE gate/up grid's order, auto (default: the routed\n"
             "                      tiles first where they fit one an SM), shared-first or routed-first; the\n"
             "                      same bits\n"
-            "  --moe-split T       gpu, launches form: the routed INT4 gate/up tiles of steps of at most T tokens\n"
-            "                      (0..3) as two blocks each, gate and up; the same bits (default 0: none)\n"
             "  --moe-early M       gpu, MoE launches: off (default); on and l2 are withdrawn (the GPU then\n"
             "                      disagreed with the CPU reference: docs/engine.md)\n"
             "  --quiet             no progress lines\n"
@@ -120,7 +118,7 @@ void arb_engine_opts_usage(FILE *f)
 }
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
-       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_SIDE, O_SIDEUPTO, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_MOEORDER, O_MOESPLIT, O_MOEEARLY, O_ATTNROWS, O_ATTNFILL, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
+       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_SIDE, O_SIDEUPTO, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_MOEORDER, O_MOEEARLY, O_ATTNROWS, O_ATTNFILL, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
        O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE, O_DRAFT,
        O_WDIR, O_PROMPT, O_OUTIDS };
 
@@ -280,7 +278,6 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"fuse", required_argument, 0, O_FUSE},
         {"moe-stage", required_argument, 0, O_MOESTAGE},
         {"moe-order", required_argument, 0, O_MOEORDER},
-        {"moe-split", required_argument, 0, O_MOESPLIT},
         {"moe-early", required_argument, 0, O_MOEEARLY},
         {"attn-min-rows", required_argument, 0, O_ATTNROWS},
         {"attn-fill", required_argument, 0, O_ATTNFILL},
@@ -384,7 +381,6 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             bad = parse_choice("--moe-order", optarg, names, 3, &o->moe_order, err, len);
             break;
         }
-        case O_MOESPLIT: bad = parse_uint("--moe-split", optarg, 0, 3, &o->moe_split, err, len); break;
         case O_MOEEARLY: {
             static const char *const names[] = {"off", "on", "l2"};
             bad = parse_choice("--moe-early", optarg, names, 3, &o->moe_early, err, len);
@@ -459,12 +455,6 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
                  "with --step-form launches or persistent-attn, or leave --moe-order out)",
                  o->moe_order == 1 ? "shared-first" : "routed-first",
                  o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent");
-        return -1;
-    }
-    if (o->moe_split && (o->backend == ARB_ENGINE_CPU || o->step_form == ARB_STEP_PERSISTENT)) {
-        snprintf(err, len, "--moe-split %u with %s: the split is the GPU's MoE gate/up launch's (give --backend gpu "
-                 "with --step-form launches or persistent-attn, or --moe-split 0)",
-                 o->moe_split, o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent");
         return -1;
     }
     if (o->moe_early) { /* withdrawn everywhere: results/engine-h200/6162998-moe-early/README.md */

@@ -128,8 +128,6 @@ typedef struct arb_engine_opts {
                                   groups in shared memory; an experiment, default none) */
     int moe_order;             /* --moe-order auto|shared-first|routed-first: 0, 1, 2 (the MoE gate/up grid's order;
                                   default 0 auto) */
-    unsigned moe_split;        /* --moe-split T: the routed INT4 gate/up tiles of steps of at most T tokens (0..3) as
-                                  two blocks each, gate and up (default 0: none) */
     int moe_early;             /* --moe-early off|on|l2: 1 on (the MoE down launch reads the selection and issues its
                                   first round of routed weights before its PDL wait; gate/up triggers it after its
                                   own), 2 l2 (on, and its later rounds' INT4 weights toward L2 there); default 0 off */

@@ -36,8 +36,6 @@ struct launch_ctx {
                     // weights toward L2 there; give gate/up and down the same context
     int moe_order;  // the gate/up grid's order: 0 auto (routed tiles first where they fit one an SM), 1 the shared
                     // expert's parts first, 2 the routed tiles first (moe.cu); the same bits in every order
-    int moe_split;  // the routed INT4 gate/up tiles of steps of T <= moe_split tokens (at most 3) as two blocks each,
-                    // gate and up (moe_ops.cuh's SPL; needs moe_route's split scratch); 0 none; the same bits
 };
 
 constexpr int kMaxT = 8;          // tokens per step (ARB_GPU_MAX_T)
@@ -153,16 +151,9 @@ struct moe_route {   // device buffers the router fills and the MoE kernels read
     // where moe_sh_part_floats is 0 (one part).
     float *sh_part;
     unsigned *sh_ticket;
-    // --moe-split (launch_ctx.moe_split): each split routed tile's two halves' fp32 sums
-    // [moe_split_floats(I, max_slots)] and a ticket per tile [moe_split_tickets(I, max_slots)],
-    // zero before the first launch and left zero; may be NULL where no launch splits.
-    float *split_part;
-    unsigned *split_ticket;
 };
 size_t moe_sh_part_floats(int H, int Is);
 int moe_sh_tickets(int Is);
-size_t moe_split_floats(int I, int max_slots);
-int moe_split_tickets(int I, int max_slots);
 // One launch: the logits, then the top-k and dedupe by the logits' last block (a ticket);
 // logits [T x E] fp32 scratch; ticket: one device word, zero before the first launch and
 // left zero by each.

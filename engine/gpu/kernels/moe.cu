@@ -28,7 +28,7 @@ namespace arbk {
 namespace {
 
 // P: pdl_sync, or pdl_late with --moe-early (the trigger after the wait, for down's early loads).
-template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, int MINB, int SMG = 0, class P = pdl_sync, int SPL = 0>
+template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, int MINB, int SMG = 0, class P = pdl_sync>
 __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
     moe_gate_up_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ h, bf16 *__restrict__ act,
                        bf16 *__restrict__ act_sh, int T, int routed_first)
@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
     int bx = (int)blockIdx.x;
     if (routed_first)
         bx = bx < routed_first ? moe_sh_items(w.H, w.Is, T) + bx : bx - routed_first;
-    moe_gate_up_tile<INT4, ROWT, NH, UNR, UNRQ, P, SMG, SPL>(P(), P(), w, rt, h, act, act_sh, T, bx);
+    moe_gate_up_tile<INT4, ROWT, NH, UNR, UNRQ, P, SMG>(P(), P(), w, rt, h, act, act_sh, T, bx);
 }
 
 // --moe-stage smem: INT4 groups a warp stages in shared memory a round on top of UNRQ in registers
@@ -47,10 +47,6 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
 // CTAs an SM on SM90 and SM120 alike). Not the default: slower on an H100 (decode +1.53%, verify
 // +1.61%, results/engine-h100/3744719-stage/).
 constexpr int kMoeStageGroups = 3;
-
-// --moe-split (launch_ctx.moe_split): a split block's groups in flight per lane (one matrix: 7
-// registers a group against 10 for both, so Kimi-K2's 28 groups a warp in 2 round trips).
-constexpr int kMoeSplitGroups = 14;
 
 template <bool INT4, int ROWT, int NH, int UNR, int EARLY>
 __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
@@ -65,14 +61,14 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
 // blocks to SMs in index order as room frees, and under PDL a gate/up launch starts beside the
 // router's blocks, with room for about one of its blocks an SM. Shared expert first (1, the
 // order before the twenty-seventh session): the shared parts take that first block an SM and
-// their loads overlap the router; the routed tiles land where room frees next, at T = 1 on an
-// H100 two on 20 of 132 SMs a launch and none on 24, 11.8 us from the wait to the end on an SM
-// with two, 10.2 with one (results/engine-h100/e65d516-moe-order/tl). Routed first (2): one
-// routed tile an SM while they fit (126 SMs with one there), the shared parts in the room that
-// frees before the wait. Auto (0): routed first where the routed tiles fit one an SM (a split
-// tile, --moe-split, counted once; Kimi-K2's 128 at T = 1 on 132 or 188 SMs), else shared first
-// (at T = 3 routed first put the shared parts after routed tiles, past the wait: gate/up +1.3 us
-// a layer on an H100, the same run).
+// their loads overlap the router, and the routed tiles land where room frees next: on an H200
+// at T = 1 two on 19 of 132 SMs a launch and none on 23, 12.8 us from the wait to the end on
+// an SM with two, 10.3 with one (the raw records of results/engine-h200/c8f9a64-prep-qb/tl,
+// read in docs/notes.md's twenty-seventh session). Routed first (2): one
+// routed tile an SM while they fit, the shared parts in the room that frees before the wait.
+// Auto (0): routed first where the routed tiles fit one an SM (Kimi-K2's 128 at T = 1 on 132
+// or 188 SMs), else shared first (at T = 3 the shared parts would start only after routed
+// tiles end, past the wait).
 static cudaError_t moe_order_routed_first(int order, int routed, int *first)
 {
     *first = order == 2;
@@ -122,18 +118,9 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
             if (c.moe_stage)
                 gate_up = c.moe_early ? moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups, pdl_late>
                                       : moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups>;
-        bool split = false;
-        if constexpr (INT4 && ROWT == 1 && NH == 1) // --moe-split: where it is built (one tile, T <= 3)
-            if (c.moe_split >= T && !c.moe_stage) {
-                if (!rt.split_part || !rt.split_ticket)
-                    return cudaErrorInvalidValue; // the halves' sums need their scratch
-                split = true;
-                gate_up = c.moe_early ? moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, 0, pdl_late, kMoeSplitGroups>
-                                      : moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, 0, pdl_sync, kMoeSplitGroups>;
-            }
-        const int tiles = max_slots * (w.I / rows), routed = split ? 2 * tiles : tiles;
+        const int routed = max_slots * (w.I / rows);
         int rfirst = 0;
-        e = moe_order_routed_first(c.moe_order, tiles, &rfirst);
+        e = moe_order_routed_first(c.moe_order, routed, &rfirst);
         if (e == cudaSuccess)
             e = launch(c, gate_up, dim3(moe_sh_items(w.H, w.Is, T) + routed), block, 0, w, rt, h, act, act_sh, T,
                        rfirst ? routed : 0);
@@ -183,10 +170,6 @@ size_t moe_sh_part_floats(int H, int Is)
 }
 
 int moe_sh_tickets(int Is) { return Is / 16; }
-
-// --moe-split: [tiles][2 halves][ROWT 1 x NH 1 x 4 x 32] floats, a ticket a tile (16 rows of I).
-size_t moe_split_floats(int I, int max_slots) { return (size_t)max_slots * (I / 16) * 2 * 4 * kWarp; }
-int moe_split_tickets(int I, int max_slots) { return max_slots * (I / 16); }
 
 cudaError_t moe_gate_up(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                         bf16 *act_sh, int T, int max_slots)

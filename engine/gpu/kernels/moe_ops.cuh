@@ -160,45 +160,6 @@ __device__ __forceinline__ void gate_up_int4(const uint2 *__restrict__ gq, const
     }
 }
 
-// --moe-split (SPL in moe_gate_up_tile): gate_up_int4's gate half alone, or its up half, over the
-// same groups into acc: each group's operations on acc are gate_up_int4's on ag (or au), so the
-// sums are the same bits. UNR groups in flight per lane (7 registers a group, not 10).
-template <int ROWT, int NH, int UNR, bool COH>
-__device__ __forceinline__ void one_int4(const uint2 *__restrict__ q, const uint32_t *__restrict__ sc, int G,
-                                         const bf16 *__restrict__ x, int ldx, int T, int g0, int g1,
-                                         float (&acc)[ROWT][NH][4])
-{
-    const int lane = threadIdx.x % kWarp, gi = lane / 4;
-    for (int g = g0; g < g1; g += UNR) {
-        uint2 qa[UNR][ROWT];
-        uint32_t sa[UNR][ROWT];
-        uint4 xb[UNR][NH];
-#pragma unroll
-        for (int j = 0; j < UNR; j++) {
-            if (g + j >= g1)
-                break;
-            ld_b_halves<NH, COH>(xb[j], x, ldx, g + j, T);
-#pragma unroll
-            for (int k = 0; k < ROWT; k++) {
-                const size_t o = ((size_t)k * G + g + j) * kWarp + lane, so = ((size_t)k * G + g + j) * 8 + gi;
-                qa[j][k] = ld_stream2(q + o);
-                sa[j][k] = __ldg(sc + so);
-            }
-        }
-#pragma unroll
-        for (int j = 0; j < UNR; j++) {
-            if (g + j >= g1)
-                break;
-#pragma unroll
-            for (int k = 0; k < ROWT; k++) {
-                float p[NH][4];
-                mma_int4_group<NH>(p, qa[j][k], xb[j]);
-                add_scaled<NH>(acc[k], p, sa[j][k]);
-            }
-        }
-    }
-}
-
 // The same for bf16 tiles of row-major [rows x K] matrices from their first rows (tiles 16 K apart).
 template <int ROWT, int NH, int UNR, bool COH>
 __device__ __forceinline__ void gate_up_bf16(const bf16 *__restrict__ wg, const bf16 *__restrict__ wu, int K,
@@ -284,17 +245,12 @@ __device__ __forceinline__ void gate_up_store(bf16 *dst, int ld, int row0, int k
 // and stores the item. pol_sh: the shared items' wait, pol: the routed tiles' (both forms pass
 // the same policy). NH token halves: T <= 8 NH; act's token stride 8 NH (moe_tstride).
 // SMG > 0 (INT4 only; --moe-stage smem): the routed tiles stage SMG more groups a round (gate_up_int4).
-// SPL > 0 (INT4 only; --moe-split): each routed tile is two blocks, routed block 2 i its gate rows
-// and 2 i + 1 its up rows (one_int4, SPL groups in flight), each block's sums (the same bits as
-// the tile's gate or up sums in one block) to rt.split_part and the tile's second block to arrive
-// (rt.split_ticket) stores silu(gate) * up: twice the blocks, each with half the bytes.
-template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, class P, int SMG = 0, int SPL = 0>
+template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, class P, int SMG = 0>
 __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, const moe_weights &w,
                                                  const moe_route &rt, const bf16 *h, bf16 *act, bf16 *act_sh, int T,
                                                  int bx)
 {
     static_assert(SMG == 0 || INT4, "the staged groups are INT4 tiles'");
-    static_assert(SPL == 0 || (INT4 && SMG == 0), "the split is of INT4 tiles, unstaged");
     __shared__ float red[kMoeWarps][2 * ROWT][NH][4][kWarp];
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
     const int H = w.H, I = w.I, G = H / 32, rows = 16 * ROWT;
@@ -304,30 +260,21 @@ __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, 
     constexpr bool coh = P::coherent;
     float ag[ROWT][NH][4] = {}, au[ROWT][NH][4] = {};
     bf16 *dst;
-    int ld, row0, half = 0, tile = 0;
+    int ld, row0;
     if (shared) {
         row0 = bx / parts * rows, dst = act_sh, ld = w.Is;
         gate_up_sh_part<ROWT, NH, moe_sh_unr(ROWT)>(pol_sh, w, h, T, bx / parts, bx % parts, ag, au);
     } else {
         const int per = (G + kMoeWarps - 1) / kMoeWarps, g0 = min(G, warp * per), g1 = min(G, g0 + per);
         pol.wait();
-        int rb = bx - sh_items;
-        if constexpr (SPL > 0)
-            half = rb & 1, rb >>= 1;
-        const int slot = rb / items, it = rb % items;
-        tile = rb;
+        const int slot = (bx - sh_items) / items, it = (bx - sh_items) % items;
         // slot < max_slots <= kMaxSlots, so uniq[slot] is in the buffer: both loads in one round trip
         const int n_uniq = coh ? __ldcg(rt.n_uniq) : *rt.n_uniq, e = coh ? __ldcg(rt.uniq + slot) : rt.uniq[slot];
         if (slot >= n_uniq)
             return;                                         // the whole CTA
         const size_t r = (size_t)e * I + (size_t)it * rows; // first row of the [E x I x H] tensors
         row0 = it * rows, dst = act + (size_t)slot * (8 * NH) * I, ld = I;
-        if constexpr (SPL > 0) {
-            const size_t o = r * (H / 8);
-            one_int4<ROWT, NH, SPL, coh>(
-                reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(half ? w.up : w.gate) + o),
-                reinterpret_cast<const uint32_t *>((half ? w.up_s : w.gate_s) + r * G), G, h, H, T, g0, g1, ag);
-        } else if (INT4) {
+        if (INT4) {
             gate_up_stage<(SMG > 0 ? SMG : 1), ROWT, NH> *st = nullptr;
             if constexpr (SMG > 0) {
                 __shared__ gate_up_stage<SMG, ROWT, NH> stage[kMoeWarps];
@@ -359,27 +306,6 @@ __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, 
             for (int c = 0; c < 4; c++)
                 for (int v = 0; v < kMoeWarps; v++)
                     gk[hf][c] += red[v][k][hf][c][lane], uk[hf][c] += red[v][ROWT + k][hf][c][lane];
-    if (SPL > 0 && !shared) { // one half of a split tile: the gate (or up) sums in gk
-        constexpr int kHalfFloats = ROWT * NH * 4 * kWarp;
-        float *pair = rt.split_part + (size_t)tile * 2 * kHalfFloats;
-        if (warp < ROWT)
-#pragma unroll
-            for (int hf = 0; hf < NH; hf++)
-#pragma unroll
-                for (int c = 0; c < 4; c++)
-                    __stcg(pair + half * kHalfFloats + ((k * NH + hf) * 4 + c) * kWarp + lane, gk[hf][c]);
-        if (!last_to_arrive(rt.split_ticket + tile, 2u) || warp >= ROWT)
-            return;
-        const float *other = pair + (1 - half) * kHalfFloats;
-#pragma unroll
-        for (int hf = 0; hf < NH; hf++)
-#pragma unroll
-            for (int c = 0; c < 4; c++) {
-                const float o = __ldcg(other + ((k * NH + hf) * 4 + c) * kWarp + lane);
-                gate_up_store(dst, ld, row0, k, c, half ? o : gk[hf][c], half ? gk[hf][c] : o, T, hf);
-            }
-        return;
-    }
     if (!shared || parts == 1) {
         if (warp < ROWT)
 #pragma unroll

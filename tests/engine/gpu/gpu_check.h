@@ -18,7 +18,7 @@ namespace {
 
 using arbk::bf16;
 
-const arbk::launch_ctx g_lc = {nullptr, 1, {}, 0, 0, 0, 0, 0};
+const arbk::launch_ctx g_lc = {nullptr, 1, {}, 0, 0, 0, 0};
 
 uint64_t g_rng = 0x1234567;
 float frand() // uniform in (-1, 1)
@@ -77,16 +77,10 @@ struct route_dev {
     int32_t *experts;
     unsigned *ticket; // the router's last-block ticket, zero
 };
-// H, Is: the MoE block's shapes, for the shared expert's parts (0, 0: the router alone); I and
-// max_slots, for --moe-split's halves (0, 0: none).
-route_dev alloc_route(int T, int k, int H = 0, int Is = 0, int I = 0, int max_slots = 0)
+// H, Is: the MoE block's shapes, for the shared expert's parts (0, 0: the router alone).
+route_dev alloc_route(int T, int k, int H = 0, int Is = 0)
 {
     route_dev r{};
-    if (I && max_slots) {
-        cudaMalloc(&r.rt.split_part, sizeof(float) * arbk::moe_split_floats(I, max_slots));
-        cudaMalloc(&r.rt.split_ticket, sizeof(unsigned) * arbk::moe_split_tickets(I, max_slots));
-        cudaMemset(r.rt.split_ticket, 0, sizeof(unsigned) * arbk::moe_split_tickets(I, max_slots));
-    }
     if (const size_t np = H && Is ? arbk::moe_sh_part_floats(H, Is) : 0) {
         cudaMalloc(&r.rt.sh_part, sizeof(float) * np);
         cudaMalloc(&r.rt.sh_ticket, sizeof(unsigned) * arbk::moe_sh_tickets(Is));

@@ -9,9 +9,7 @@
 //                 and coef at moe_tstride(T)), experts shared by two tokens; a rerun
 //                 bit-identical; at T <= 3 the staged gate/up (--moe-stage smem) bit-identical,
 //                 output and act; both gate/up grid orders (--moe-order shared-first and
-//                 routed-first) bit-identical to the default's (auto), output and act; at
-//                 T <= 3 the split gate/up (--moe-split) bit-identical in both orders, its
-//                 tickets left zero, refused without its scratch; --moe-early bit-identical, also with the selection published
+//                 routed-first) bit-identical to the default's (auto), output and act; --moe-early bit-identical, also with the selection published
 //                 late by gate/up's predecessor (late_selection); T = kMoeMaxT + 1 refused
 //   moe_bf16_T*   the same with bf16 experts
 // Tolerance: one bf16 rounding of the output (2^-8 relative), 1e-5 of sum |terms| for
@@ -142,7 +140,7 @@ void moe_case(bool int4, int T)
     }
     mw.sh_gate = (bf16 *)to_dev(sg), mw.sh_up = (bf16 *)to_dev(su), mw.sh_down = (bf16 *)to_dev(sd);
     mw.H = H, mw.I = I, mw.Is = Is;
-    route_dev r = alloc_route(T, k, H, Is, I, T * k);
+    route_dev r = alloc_route(T, k, H, Is);
     std::vector<int32_t> uniq(sel.begin(), sel.end());
     std::sort(uniq.begin(), uniq.end());
     uniq.erase(std::unique(uniq.begin(), uniq.end()), uniq.end());
@@ -195,26 +193,6 @@ void moe_case(bool int4, int T)
         arbk::launch_ctx ls = g_lc;
         ls.moe_stage = 1;
         same_bits(ls, "staged");
-    }
-    if (int4 && T <= 3) { // --moe-split: each routed tile's gate and up in blocks of their own, in both orders
-        for (int order = 1; order <= 2; order++) {
-            arbk::launch_ctx ls = g_lc;
-            ls.moe_split = 3, ls.moe_order = order;
-            same_bits(ls, order == 1 ? "split, shared-first" : "split, routed-first");
-        }
-        const auto tk = from_dev(r.rt.split_ticket, (size_t)arbk::moe_split_tickets(I, T * k));
-        size_t nonzero = 0; // each tile's last half resets its ticket
-        for (unsigned v : tk)
-            nonzero += v != 0;
-        TAP_EQ_U64(nonzero, 0);
-        arbk::moe_route bare = r.rt; // without the halves' scratch: refused, not run
-        bare.split_part = nullptr;
-        arbk::launch_ctx ls = g_lc;
-        ls.moe_split = 3;
-        TAP_CHECK(arbk::moe_gate_up(ls, mw, bare, dh, act, act_sh, T, T * k) == cudaErrorInvalidValue);
-        ls.moe_split = T - 1; // below T: not split, so the scratch is not needed
-        TAP_CHECK(arbk::moe_gate_up(ls, mw, bare, dh, act, act_sh, T, T * k) == cudaSuccess);
-        TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
     }
     for (int order = 1; order <= 2; order++) { // --moe-order shared-first, routed-first: the grid's order only
         arbk::launch_ctx ls = g_lc;
@@ -350,7 +328,7 @@ void moe_case(bool int4, int T)
     cudaFree((void *)mw.sh_gate), cudaFree((void *)mw.sh_up), cudaFree((void *)mw.sh_down);
     cudaFree(dh), cudaFree(act), cudaFree(act_sh), cudaFree(part);
     cudaFree(r.experts), cudaFree(r.rt.coef), cudaFree(r.rt.uniq), cudaFree(r.rt.n_uniq), cudaFree(r.rt.sh_part);
-    cudaFree(r.rt.sh_ticket), cudaFree(r.ticket), cudaFree(r.rt.split_part), cudaFree(r.rt.split_ticket);
+    cudaFree(r.rt.sh_ticket), cudaFree(r.ticket);
 }
 void t_moe_int4_t1() { moe_case(true, 1); }
 void t_moe_int4_t2() { moe_case(true, 2); }

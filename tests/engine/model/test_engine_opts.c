@@ -173,19 +173,6 @@ static void t_refusals(void)
     TAP_EQ_INT(o.moe_stage, 0);
     TAP_EQ_INT(o.moe_early, 0); /* --moe-early: default off */
     TAP_EQ_INT(o.moe_order, 0);  /* --moe-order: default auto */
-    TAP_EQ_U64(o.moe_split, 0);  /* --moe-split: default none */
-    char *s1[] = {"engine", "--moe-split", "1", NULL};
-    TAP_EQ_INT(parse(&o, 3, s1), 0);
-    TAP_EQ_U64(o.moe_split, 1);
-    char *s2[] = {"engine", "--moe-split", "4", NULL}; /* past the one-tile gate/up's T */
-    TAP_CHECK(parse(&o, 3, s2) != 0);
-    TAP_HAS_STR(err, "--moe-split");
-    char *s3[] = {"engine", "--step-form", "persistent", "--moe-split", "1", NULL};
-    TAP_CHECK(parse(&o, 5, s3) != 0);
-    TAP_HAS_STR(err, "--moe-split 1 with --step-form persistent");
-    char *s4[] = {"engine", "--config", "tiny", "--backend", "cpu", "--moe-split", "3", NULL};
-    TAP_CHECK(parse(&o, 7, s4) != 0);
-    TAP_HAS_STR(err, "--moe-split 3 with --backend cpu");
     char *m1[] = {"engine", "--moe-order", "routed-first", NULL};
     TAP_EQ_INT(parse(&o, 3, m1), 0);
     TAP_EQ_INT(o.moe_order, 2);
