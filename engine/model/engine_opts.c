@@ -104,9 +104,6 @@ void arb_engine_opts_usage(FILE *f)
             "                      as that takes; from 4 on SM90 its kernel is compiled for four an SM (64\n"
             "                      registers; slower on an H100), past 4 more than one wave; the same bits\n"
             "                      (default 3)\n"
-            "  --attn-per-sm N     gpu, launches form: at most N attention (attend) blocks an SM, 0..16 (0: no\n"
-            "                      cap, the default), by shared memory each asks for; the same bits\n"
-            "  --merge-per-sm N    gpu, launches form: the same for the attention's merge blocks\n"
             "  --moe-stage M       gpu, launches form: none, or smem (the routed INT4 gate/up tiles at T <= 3\n"
             "                      stage more groups a round in shared memory; the same bits; default none)\n"
             "  --moe-order O       gpu, launches form: the MoE gate/up grid's order, auto (default: the routed\n"
@@ -121,7 +118,7 @@ void arb_engine_opts_usage(FILE *f)
 }
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
-       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_SIDE, O_SIDEUPTO, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_MOEORDER, O_MOEEARLY, O_ATTNROWS, O_ATTNFILL, O_ATTNPERSM, O_MERGEPERSM, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
+       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_SIDE, O_SIDEUPTO, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_MOEORDER, O_MOEEARLY, O_ATTNROWS, O_ATTNFILL, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
        O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE, O_DRAFT,
        O_WDIR, O_PROMPT, O_OUTIDS };
 
@@ -284,8 +281,6 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"moe-early", required_argument, 0, O_MOEEARLY},
         {"attn-min-rows", required_argument, 0, O_ATTNROWS},
         {"attn-fill", required_argument, 0, O_ATTNFILL},
-        {"attn-per-sm", required_argument, 0, O_ATTNPERSM},
-        {"merge-per-sm", required_argument, 0, O_MERGEPERSM},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0},
     };
     arb_engine_opts_defaults(o);
@@ -376,8 +371,6 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             break;
         case O_ATTNROWS: bad = parse_uint("--attn-min-rows", optarg, 1, 64, &o->attn_min_rows, err, len); break;
         case O_ATTNFILL: bad = parse_uint("--attn-fill", optarg, 1, 16, &o->attn_fill, err, len); break;
-        case O_ATTNPERSM: bad = parse_uint("--attn-per-sm", optarg, 0, 16, &o->attn_per_sm, err, len); break;
-        case O_MERGEPERSM: bad = parse_uint("--merge-per-sm", optarg, 0, 16, &o->merge_per_sm, err, len); break;
         case O_MOESTAGE: {
             static const char *const names[] = {"none", "smem"};
             bad = parse_choice("--moe-stage", optarg, names, 2, &o->moe_stage, err, len);
@@ -446,16 +439,6 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         return launches_only(o, "--wave-fit", "the folded grids are the GPU's launches form's", err, len);
     if (o->fuse && o->fuse_given && !launches)
         return launches_only(o, "--fuse", "the fused kernels are the GPU's launches form's", err, len);
-    if ((o->attn_per_sm || o->merge_per_sm) && !launches) {
-        const char *opt = o->attn_per_sm ? "--attn-per-sm" : "--merge-per-sm";
-        snprintf(err, len, "%s with %s: the capped blocks are the GPU's launches form's attention (give --backend gpu "
-                 "--step-form launches, or %s 0)", opt,
-                 o->backend == ARB_ENGINE_CPU ? "--backend cpu" : o->step_form == ARB_STEP_PERSISTENT
-                                                                    ? "--step-form persistent"
-                                                                    : "--step-form persistent-attn",
-                 opt);
-        return -1;
-    }
     if ((o->attn_min_rows || o->attn_fill) && o->backend == ARB_ENGINE_CPU) {
         snprintf(err, len, "%s with --backend cpu: the row groups are the GPU attention's (give --backend gpu, or leave "
                  "it out)", o->attn_min_rows ? "--attn-min-rows" : "--attn-fill");

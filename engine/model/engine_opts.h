@@ -133,8 +133,6 @@ typedef struct arb_engine_opts {
                                   own), 2 l2 (on, and its later rounds' INT4 weights toward L2 there); default 0 off */
     unsigned attn_min_rows;    /* --attn-min-rows N: the attention's row groups keep at least N of the step's
                                   T x heads rows, 1..64 (0: the kernels' default, 4) */
-    unsigned attn_per_sm;      /* --attn-per-sm N: at most N attend blocks an SM (0: no cap, the default) */
-    unsigned merge_per_sm;     /* --merge-per-sm N: at most N merge blocks an SM (0: no cap, the default) */
     unsigned attn_fill;        /* --attn-fill N: the attention's grid aims at N CTAs an SM, 1..16 (0: the kernels'
                                   default, 3) */
 } arb_engine_opts_t;

@@ -90,14 +90,6 @@ cudaError_t qkva_prep(const launch_ctx &c, const bf16 *W, const bf16 *x, int K, 
 // grid.y groups of at least min_rows rows (0: 4) while chunks x groups stays within it, and
 // wherever they do not fit the shared memory (no row's operations change).
 cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas, int min_rows);
-// Once per process, after mla_setup (--attn-per-sm, --merge-per-sm): at most attend_per_sm
-// attend and merge_per_sm merge blocks an SM (0: no cap), by shared memory each block asks
-// for and leaves unused (the hardware places a launch's blocks where they fit; under PDL it
-// may pack three attend or four merge blocks on one SM while others have none). The same bits.
-cudaError_t mla_spread(int rkv, int dr, int attend_per_sm, int merge_per_sm);
-// The most attend and merge blocks of a step of T tokens one SM holds as they are launched now
-// (cudaOccupancyMaxActiveBlocksPerMultiprocessor with the shared memory they ask for).
-cudaError_t mla_blocks_per_sm(int rkv, int dr, int nh_r, int T, int context, int *attend, int *merge);
 // qlat[t,h] = q_nope[t,h] @ W_uk[h]; qpe[t,h] = rope(q_pe[t,h], P0 + t); c.ahead pulled
 // toward L2 after the wait (as mla_uv does)
 cudaError_t mla_absorb(const launch_ctx &c, const bf16 *q, const bf16 *kv_b, const float2 *rope_cs,

@@ -84,8 +84,6 @@ static int g_attend_rows; // rows per block at most (mla_setup): every row of a 
 static int g_attend_fill; // CTAs a launch aims for (mla_setup): three per SM unless the caller says
 static int g_attend_min_rows; // rows a group keeps at least (mla_setup), where the step has them
 static bool g_attend_four;    // mla_attend_pos_kernel<4> (mla_setup): SM90 with a fill of four or more CTAs an SM
-static size_t g_attend_smem;  // mla_spread: the attend block's shared memory at least (0: what it uses)
-static size_t g_merge_pad;    // mla_spread: dynamic shared memory a merge block asks for and leaves unused
 
 size_t mla_attend_pos_smem(int rkv, int dr, int rows)
 {
@@ -119,7 +117,6 @@ cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas,
     if (rows < 1)
         return cudaErrorInvalidValue;
     g_attend_rows = rows;
-    g_attend_smem = 0, g_merge_pad = 0; // no cap until mla_spread says
     g_attend_fill = fill_ctas;
     g_attend_min_rows = min_rows > 0 ? min_rows : 4;
     g_attend_four = d.major == 9 && fill_ctas >= 4 * d.sms;
@@ -128,62 +125,6 @@ cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas,
     if (e == cudaSuccess)
         e = cudaFuncSetAttribute(mla_attend_pos_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)mla_attend_pos_smem(rkv, dr, rows));
-    return e;
-}
-
-// The shared memory a block must ask for (static and dynamic) so that at most n fit an SM.
-static cudaError_t smem_for_at_most(int n, size_t *bytes)
-{
-    int dev = 0, per_sm = 0, reserved = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev);
-    if (e == cudaSuccess) // n + 1 blocks of (bytes + reserved) must exceed the SM's
-        *bytes = ((size_t)per_sm / (n + 1) + 16 - (size_t)reserved) / 16 * 16;
-    return e;
-}
-
-cudaError_t mla_spread(int rkv, int dr, int attend_per_sm, int merge_per_sm)
-{
-    if (g_attend_rows < 1 || attend_per_sm < 0 || merge_per_sm < 0)
-        return cudaErrorInvalidValue; // mla_setup not called
-    int dev = 0, optin = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-    size_t a = 0, m = 0;
-    if (e == cudaSuccess && attend_per_sm)
-        e = smem_for_at_most(attend_per_sm, &a);
-    if (e == cudaSuccess && merge_per_sm)
-        e = smem_for_at_most(merge_per_sm, &m);
-    if (e != cudaSuccess)
-        return e;
-    a = min(a, (size_t)optin), m = min(m, (size_t)optin);
-    g_attend_smem = max(a, mla_attend_pos_smem(rkv, dr, g_attend_rows));
-    g_merge_pad = m > sizeof(merge_smem) ? m - sizeof(merge_smem) : 0;
-    e = cudaFuncSetAttribute(mla_attend_pos_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)g_attend_smem);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(mla_attend_pos_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)g_attend_smem);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(mla_merge_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)g_merge_pad);
-    if (!attend_per_sm)
-        g_attend_smem = 0;
-    return e;
-}
-
-cudaError_t mla_blocks_per_sm(int rkv, int dr, int nh_r, int T, int context, int *attend, int *merge)
-{
-    int chunks, groups, Rg;
-    mla_attend_grid(T, nh_r, context, 0, &chunks, &groups, &Rg);
-    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        attend, g_attend_four ? mla_attend_pos_kernel<4> : mla_attend_pos_kernel<0>, kPosWarps * kWarp,
-        max(g_attend_smem, mla_attend_pos_smem(rkv, dr, Rg)));
-    if (e == cudaSuccess)
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(merge, mla_merge_kernel, kMergeQuads * kMergeStrands,
-                                                          g_merge_pad);
     return e;
 }
 
@@ -208,8 +149,7 @@ cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qp
     mla_attend_grid(T, nh_r, context, 0, &chunks, &groups, &Rg);
     const dim3 grid(chunks, groups);
     return launch(c, g_attend_four ? mla_attend_pos_kernel<4> : mla_attend_pos_kernel<0>, grid, dim3(kPosWarps * kWarp),
-                  max(g_attend_smem, mla_attend_pos_smem(rkv, dr, Rg)), qlat, qpe, cache_ckv, cache_kpe, pos0, partial,
-                  nh_r, dr, rkv, scale,
+                  mla_attend_pos_smem(rkv, dr, Rg), qlat, qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale,
                   T, Rg);
 }
 
@@ -219,7 +159,7 @@ cudaError_t mla_merge(const launch_ctx &c, const float *partial, const int32_t *
     if (rkv % 8)
         return cudaErrorInvalidValue;
     const dim3 grid(T * nh_r, (rkv + kMergeCols - 1) / kMergeCols);
-    return launch(c, mla_merge_kernel, grid, dim3(kMergeQuads * kMergeStrands), g_merge_pad, partial, pos0, olat, T * nh_r,
+    return launch(c, mla_merge_kernel, grid, dim3(kMergeQuads * kMergeStrands), 0, partial, pos0, olat, T * nh_r,
                   rkv, T);
 }
 

@@ -235,16 +235,6 @@ static void t_refusals(void)
     char *d6[] = {"engine", "--attn-fill", "17", NULL};
     TAP_CHECK(parse(&o, 3, d6) != 0);
     TAP_HAS_STR(err, "--attn-fill");
-    char *d8[] = {"engine", "--attn-per-sm", "2", "--merge-per-sm", "1", NULL};
-    TAP_EQ_INT(parse(&o, 5, d8), 0);
-    TAP_EQ_U64(o.attn_per_sm, 2);
-    TAP_EQ_U64(o.merge_per_sm, 1);
-    char *d9[] = {"engine", "--step-form", "persistent-attn", "--merge-per-sm", "1", NULL};
-    TAP_CHECK(parse(&o, 5, d9) != 0);
-    TAP_HAS_STR(err, "--merge-per-sm");
-    char *d10[] = {"engine", "--attn-per-sm", "17", NULL};
-    TAP_CHECK(parse(&o, 3, d10) != 0);
-    TAP_HAS_STR(err, "--attn-per-sm");
     char *d7[] = {"engine", "--config", "tiny", "--backend", "cpu", "--attn-fill", "6", NULL};
     TAP_CHECK(parse(&o, 7, d7) != 0);
     TAP_HAS_STR(err, "--attn-fill with --backend cpu");
