@@ -61,14 +61,14 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
 // blocks to SMs in index order as room frees, and under PDL a gate/up launch starts beside the
 // router's blocks, with room for about one of its blocks an SM. Shared expert first (1, the
 // order before the twenty-seventh session): the shared parts take that first block an SM and
-// their loads overlap the router, and the routed tiles land where room frees next: on an H200
-// at T = 1 two on 19 of 132 SMs a launch and none on 23, 12.8 us from the wait to the end on
-// an SM with two, 10.3 with one (the raw records of results/engine-h200/c8f9a64-prep-qb/tl,
-// read in docs/notes.md's twenty-seventh session). Routed first (2): one
-// routed tile an SM while they fit, the shared parts in the room that frees before the wait.
-// Auto (0): routed first where the routed tiles fit one an SM (Kimi-K2's 128 at T = 1 on 132
-// or 188 SMs), else shared first (at T = 3 the shared parts would start only after routed
-// tiles end, past the wait).
+// their loads overlap the router; the routed tiles land where room frees next, at T = 1 on an
+// H100 two on 20 of 132 SMs a launch and none on 24, 11.8 us from the wait to the end on an SM
+// with two, 10.2 with one (results/engine-h100/e65d516-moe-order/tl). Routed first (2): one
+// routed tile an SM while they fit (126 SMs with one there; decode -3.1% in the same run), the
+// shared parts in the room that frees before the wait. Auto (0): routed first where the routed
+// tiles fit one an SM (Kimi-K2's 128 at T = 1 on 132 or 188 SMs), else shared first (at T = 3
+// routed first put the shared parts after routed tiles, past the wait: gate/up +1.3 us a layer
+// on an H100, the same run).
 static cudaError_t moe_order_routed_first(int order, int routed, int *first)
 {
     *first = order == 2;
