@@ -11,7 +11,8 @@
 # with ci/timeline.py: OUT/NAME.log, OUT/NAME-T1.csv.gz and -T3.csv.gz (the records),
 # OUT/NAME-summary.txt (a layer's launches: segment of the critical path, release gap, body,
 # tail, time before the wait; then quantiles over each kind's CTAs: ci/timeline.py --ctas),
-# OUT/NAME-launches.csv (every launch). The stamps cost time of
+# OUT/NAME-launches.csv (every launch), OUT/NAME-by-sm.txt (ci/timeline.py --by-sm: where gate/up's
+# routed tiles, down, attend and merge ran, SM by SM). The stamps cost time of
 # their own: the bench's step times in this build are not the engine's (time those with
 # `arbench engine` or ci/engine-ab.sh in a plain build). GENCODE (default sm_90) sets the build's
 # nvcc -gencode list as meson's gencode option takes it; the machine's NCCL in /usr.
@@ -43,9 +44,21 @@ for a in "$@"; do
     [ $r -eq 0 ] || { tail -5 "$out/$name.log"; rc=1; continue; }
     grep -E "^timeline" "$out/$name.log"
     # --split gate_up:112: the shared expert's 112 parts (Kimi-K2 at tp-shape 8, every T) and the routed tiles apart
+    # where the shared parts come first (T = 3; --moe-order shared-first). Under the default order at T = 1 the
+    # routed tiles come first (moe.cu): gate_up<112 are then routed tiles and gate_up>=112 16 routed tiles and
+    # the 112 parts (results/engine-h100/e65d516-moe-order/tl/place.py reads the records by the order instead)
     python3 ci/timeline.py --ctas --split gate_up:112 --out "$out/$name-launches.csv" "$out"/"$name"-T*.csv \
         >"$out/$name-summary.txt" 2>&1 || rc=1
     grep -v "^#   .*  \(start\|wait\|end\|run\) " "$out/$name-summary.txt" # the CTAs' quantiles: in the file
+    # where the MoE's and the attention's blocks ran, SM by SM: gate/up's routed tiles by the grid's
+    # order (moe.cu: at Kimi-K2's tp-shape 8 the first 128 at T = 1 under the default, from 112 on at T = 3)
+    r1=0-128 r3=112-
+    case " $opts " in *" --moe-order shared-first "*) r1=112- ;; *" --moe-order routed-first "*) r3=0-384 ;; esac
+    for t in 1:$r1 3:$r3; do
+        python3 ci/timeline.py --by-sm "gate_up:${t#*:}" --by-sm down --by-sm attend --by-sm merge \
+            "$out/$name-T${t%%:*}.csv" | grep -E "^# /|by SM|run with|last end"
+    done >"$out/$name-by-sm.txt" 2>&1 || rc=1
+    grep -E "by SM (gate_up|down)|last end" "$out/$name-by-sm.txt"
     gzip -f "$out"/"$name"-T*.csv
 done
 exit $rc

@@ -3,7 +3,8 @@
 """Where a step's time goes, launch by launch, from the timeline engine_gpu_bench --timeline
 writes (a build configured with -Dengine_timeline=true; engine/gpu/kernels/timeline.cuh):
 
-    ci/timeline.py [--layers A:B] [--ctas [--split KIND:N ...]] [--out FILE] TIMELINE.csv [...]
+    ci/timeline.py [--layers A:B] [--ctas [--split KIND:N ...]] [--by-sm KIND[:LO-[HI]] ...]
+                   [--out FILE] TIMELINE.csv [...]
 
 Each CSV row (a file ending in .gz is read through gzip) is one CTA: tag, launch (which launch
 of that tag), block, sm, and three stamps (start 0, PDL-wait return w, end 1) on the global
@@ -35,7 +36,14 @@ first start), and of `run`, its end minus its wait's return (what it did once it
 kind whose CTAs differ in work, as the MoE's shared and routed tiles, shows two groups).
 --split KIND:N (with --ctas, repeatable) also prints those quantiles for KIND's blocks below N
 and from N on, as rows KIND<N and KIND>=N (gate_up:112: Kimi-K2's shared expert's 112 parts at
-tp-shape 8 come first in gate/up's grid, its routed tiles after them).
+tp-shape 8 come first in gate/up's grid, its routed tiles after them, in the shared-first order;
+since the twenty-seventh session the default order puts the routed tiles first where they fit
+one an SM, T = 1 at Kimi-K2: there the split mixes them, see engine/gpu/kernels/moe.cu).
+--by-sm KIND[:LO-[HI]] (repeatable) prints where KIND's blocks (those LO .. HI - 1 of each launch,
+default all) ran, SM by SM: how many SMs had 0, 1, 2, .. of them (a launch's mean, against the SMs
+the file names), each block's run by how many its SM had, and the last one's end after the
+launch's median wait return (the twenty-seventh session found the MoE's routed tiles two on some SMs
+and none on others this way: gate_up:0-128 at T = 1, gate_up:112- at T = 3 at Kimi-K2's tp-shape 8).
 --out FILE also writes the per-launch table as CSV (written whole, then renamed).
 Exit 2 on a bad argument or file."""
 import argparse
@@ -114,16 +122,16 @@ def launches(rows, fits):
             return a + b * c if b else float(g)
 
         cta = (at(r['c0'], r['g0']), at(r['cw'], r['gw']) if r['gw'] is not None else None, at(r['c1'], r['g1']),
-               r['block'])
+               r['block'], r['sm'])
         t.setdefault((r['tag'], r['launch']), []).append(cta)
     out = []
     for (tag, n), ctas in t.items():
-        waits = [w for _, w, _, _ in ctas if w is not None]
-        ends = sorted(e for _, _, e, _ in ctas)
-        starts = [s for s, _, _, _ in ctas]
+        waits = [w for _, w, _, _, _ in ctas if w is not None]
+        ends = sorted(e for _, _, e, _, _ in ctas)
+        starts = [s for s, _, _, _, _ in ctas]
         out.append({'tag': tag, 'launch': n, 'ctas': len(ctas), 'start': min(starts), 'each': ctas,
                     'wait': min(waits) if waits else None, 'end': ends[-1], 'end_med': statistics.median(ends),
-                    'pre': statistics.median(w - s for s, w, _, _ in ctas if w is not None) if waits else None})
+                    'pre': statistics.median(w - s for s, w, _, _, _ in ctas if w is not None) if waits else None})
     out.sort(key=lambda L: L['start'])
     return out
 
@@ -157,7 +165,7 @@ def measure(chain):
         L['body'] = (L['end'] - L['wait']) / 1e3 if L['wait'] is not None else None
         L['tail'] = (L['end'] - L['end_med']) / 1e3
         L['early'] = (pe - L['start']) / 1e3
-        starts = [s0 for s0, _, _, _ in L['each']]
+        starts = [s0 for s0, _, _, _, _ in L['each']]
         L['late'] = (max(starts) - pe) / 1e3
         L['ahead'] = sum(1 for x in starts if x < pe) / len(starts)
         L['pre_us'] = L['pre'] / 1e3 if L['pre'] is not None else None
@@ -216,7 +224,7 @@ def cta_quantiles(kinds, sel, splits=None):
         for L in sel:
             if L['kind'] != k:
                 continue
-            for s0, w, e, b in L['each']:
+            for s0, w, e, b, _ in L['each']:
                 if not keep(b):
                     continue
                 cols['start'].append((s0 - L['start']) / 1e3)
@@ -229,6 +237,43 @@ def cta_quantiles(kinds, sel, splits=None):
                 print('#   ' + (name if c == 'start' else '').ljust(13) + c.ljust(6) + ''.join(f'{x:8.2f}' for x in quantiles(v)))
 
 
+def by_sm(sel, n_sms, specs):
+    """--by-sm: per (kind, block range), where its launches' blocks ran: SMs with 0, 1, 2, ..
+    of them (a launch's mean; 0 counted against the n_sms SMs the file's records name), each
+    block's run (end minus wait) by how many its SM had, and the last block's end after the
+    launch's median wait return, us."""
+    for k, lo, hi in specs:
+        name = k if lo == 0 and hi is None else f'{k}[{lo}:{"" if hi is None else hi}]'
+        hist, runs, last, n = {}, {}, [], 0
+        for L in sel:
+            if L['kind'] != k:
+                continue
+            mine = [c for c in L['each'] if c[3] >= lo and (hi is None or c[3] < hi)]
+            waits = [w for _, w, _, _, _ in L['each'] if w is not None]
+            if not mine or not waits:
+                continue
+            n += 1
+            per = {}
+            for c in mine:
+                per[c[4]] = per.get(c[4], 0) + 1
+            for v in list(per.values()) + [0] * max(0, n_sms - len(per)):
+                hist[v] = hist.get(v, 0) + 1
+            for _, w, e, _, sm in mine:
+                if w is not None:
+                    runs.setdefault(per[sm], []).append((e - w) / 1e3)
+            last.append((max(e for _, _, e, _, _ in mine) - statistics.median(waits)) / 1e3)
+        if not n:
+            print(f'#   by SM {name}: no launches with such blocks in those layers')
+            continue
+        print(f'#   by SM {name}: {n} launches; SMs with 0/1/2/.. of its blocks (a launch\'s mean): '
+              + ', '.join(f'{v}: {c / n:.1f}' for v, c in sorted(hist.items())))
+        for v in sorted(runs):
+            q = quantiles(runs[v])
+            print(f'#     run with {v} on its SM: median {q[2]:.2f} p90 {q[3]:.2f} max {q[4]:.2f} us (n {len(runs[v])})')
+        q = quantiles(last)
+        print(f'#     last end after the launch\'s median wait: median {q[2]:.2f} p90 {q[3]:.2f} max {q[4]:.2f} us')
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('csv', nargs='+')
@@ -237,6 +282,8 @@ def main():
     ap.add_argument('--ctas', action='store_true', help='also quantiles over each kind\'s CTAs')
     ap.add_argument('--split', action='append', default=[], metavar='KIND:N',
                     help='with --ctas: also KIND\'s blocks below N and from N on')
+    ap.add_argument('--by-sm', action='append', default=[], metavar='KIND[:LO-[HI]]',
+                    help='where KIND\'s blocks (those LO .. HI - 1) ran, SM by SM')
     o = ap.parse_args()
     splits = []
     for a in o.split:
@@ -244,6 +291,16 @@ def main():
         if not k or not n.isdigit() or int(n) < 1:
             die(f'--split {a}: expected KIND:N, a kind and a block count >= 1 (e.g. gate_up:112)')
         splits.append((k, int(n)))
+    specs = []
+    for a in o.by_sm:
+        k, _, r = a.partition(':')
+        lo_s, dash, hi_s = r.partition('-')
+        ok = k and (not r or (dash and lo_s.isdigit() and (not hi_s or hi_s.isdigit())))
+        lo_b, hi_b = (int(lo_s), int(hi_s) if hi_s else None) if r and ok else (0, None)
+        if not ok or (hi_b is not None and hi_b <= lo_b):
+            die(f'--by-sm {a}: expected KIND, or KIND:LO-HI or KIND:LO- (blocks LO .. HI - 1, LO < HI; '
+                'e.g. gate_up:0-128)')
+        specs.append((k, lo_b, hi_b))
     if splits and not o.ctas:
         die('--split without --ctas: the split rows are --ctas\'s quantiles (give --ctas)')
     lo = hi = None
@@ -269,6 +326,8 @@ def main():
         kinds, sel = summarize(path, chain, lo, hi, res, step)
         if o.ctas:
             cta_quantiles(kinds, sel, splits)
+        if specs:
+            by_sm(sel, len({r['sm'] for r in rows}), specs)
         for L in chain:
             table.append([path, L['layer'], L['kind'], L['launch'], L['ctas']] +
                          [f'{L[c]:.3f}' if L.get(c) is not None else '' for c in ('seg', 'gap', 'body', 'tail', 'pre_us', 'early', 'late', 'ahead')])

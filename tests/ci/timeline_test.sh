@@ -4,7 +4,7 @@
 # Two SMs whose cycle counters run at 2 GHz from different origins (the fit must put both on
 # the global timer), a layer of qkva_prep, uv, a GEMV after uv (o_proj), the side branch's
 # l2_pull (off the chain), a GEMV before argmax (lm_head) and argmax; --ctas's quantiles and
-# --split's; the same file gzipped. Then its refusals: a file
+# --split's; --by-sm's; the same file gzipped. Then its refusals: a file
 # that is not a timeline, a missing file, a bad --layers, --out onto an input.
 set -u
 script=$1
@@ -57,6 +57,18 @@ lo=$(grep -A3 -E "^#   o_proj<1 +start" "$tmp/split" | awk '{print $NF}' | tr '\
 hi=$(grep -A3 -E "^#   o_proj>=1 +start" "$tmp/split" | awk '{print $NF}' | tr '\n' ' ')
 [ "$lo" = "0.00 0.40 2.10 1.70 " ] && [ "$hi" = "0.05 0.50 1.70 1.20 " ] &&
     tap OK "--split: o_proj's blocks below 1 and from 1 on apart" || tap FAIL "--split: '$lo' / '$hi'"
+# --by-sm o_proj: its blocks one on each of the file's two SMs; runs 1.7 and 1.2 us; the last end
+# (14000) 1.65 us after the median wait (12350); o_proj:1-: block 1 alone (SM 0), ending at 13600
+python3 "$script" --layers 0:1 --by-sm o_proj --by-sm o_proj:1- "$f" >"$tmp/bysm" 2>&1
+grep -q "by SM o_proj: 1 launches; SMs with 0/1/2/.. of its blocks (a launch's mean): 1: 2.0$" "$tmp/bysm" &&
+    grep -q "run with 1 on its SM: median 1.20 p90 1.20 max 1.70 us (n 2)" "$tmp/bysm" &&
+    grep -q "median 1.65 p90 1.65 max 1.65 us" "$tmp/bysm" &&
+    tap OK "--by-sm: o_proj one block an SM, its runs and last end" || tap FAIL "--by-sm o_proj"
+grep -q "by SM o_proj\[1:\]: 1 launches; SMs with 0/1/2/.. of its blocks (a launch's mean): 0: 1.0, 1: 1.0$" "$tmp/bysm" &&
+    grep -q "median 1.25 p90 1.25 max 1.25 us" "$tmp/bysm" &&
+    tap OK "--by-sm o_proj:1-: block 1 alone, one SM without it" || tap FAIL "--by-sm o_proj:1-"
+tap_refused "--by-sm without a range's dash" "expected KIND, or KIND:LO-HI" python3 "$script" --by-sm o_proj:1 "$f"
+tap_refused "--by-sm with HI <= LO" "LO < HI" python3 "$script" --by-sm o_proj:2-1 "$f"
 tap_refused "--split without --ctas" "give --ctas" python3 "$script" --split o_proj:1 "$f"
 tap_refused "--split without a count" "expected KIND:N" python3 "$script" --ctas --split o_proj "$f"
 gzip -c "$f" >"$tmp/t.csv.gz"
