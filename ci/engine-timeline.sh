@@ -53,7 +53,13 @@ for a in "$@"; do
     # where the MoE's and the attention's blocks ran, SM by SM: gate/up's routed tiles by the grid's
     # order (moe.cu: at Kimi-K2's tp-shape 8 the first 128 at T = 1 under the default, from 112 on at T = 3)
     r1=0-128 r3=112-
-    case " $opts " in *" --moe-order shared-first "*) r1=112- ;; *" --moe-order routed-first "*) r3=0-384 ;; esac
+    # (--moe-order spread at T = 3: the first as many as SMs, then from 112 + that on: not one range,
+    # so its T = 3 gate/up row mixes the shared parts in)
+    case " $opts " in
+    *" --moe-order shared-first "*) r1=112- ;;
+    *" --moe-order routed-first "*) r3=0-384 ;;
+    *" --moe-order spread "*) r3=0- ;;
+    esac
     for t in 1:$r1 3:$r3; do
         python3 ci/timeline.py --by-sm "gate_up:${t#*:}" --by-sm down --by-sm attend --by-sm merge \
             "$out/$name-T${t%%:*}.csv" | grep -E "^# /|by SM|run with|last end"

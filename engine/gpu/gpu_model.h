@@ -124,7 +124,7 @@ typedef struct arb_gpu_model_opts {
     unsigned wave_from;    /* ... in steps of at least this many tokens */
     unsigned fuse;         /* ARB_FUSE_* bits (engine_opts.h): the launches form's fused kernels, where the shapes fit */
     int moe_stage;         /* 1: the MoE launches' routed INT4 gate/up at T <= 3 stage more groups in shared memory */
-    int moe_order;         /* the MoE gate/up grid's order: 0 auto, 1 shared expert first, 2 routed tiles first */
+    int moe_order;         /* the MoE gate/up grid's order: 0 auto, 1 shared expert first, 2 routed tiles first, 3 spread */
     int moe_early;         /* 1: the MoE launches' down reads the selection and its first round of weights before its
                               wait (gate/up triggers it after its own); 2: and its later rounds' toward L2 there */
     int attn_min_rows;     /* the attention's row groups keep at least this many rows (0: the kernels' default) */

@@ -107,8 +107,8 @@ void arb_engine_opts_usage(FILE *f)
             "  --moe-stage M       gpu, launches form: none, or smem (the routed INT4 gate/up tiles at T <= 3\n"
             "                      stage more groups a round in shared memory; the same bits; default none)\n"
             "  --moe-order O       gpu, launches form: the MoE gate/up grid's order, auto (default: the routed\n"
-            "                      tiles first where they fit one an SM), shared-first or routed-first; the\n"
-            "                      same bits\n"
+            "                      tiles first where they fit one an SM), shared-first, routed-first or spread\n"
+            "                      (as many routed tiles as SMs, the shared parts, the rest); the same bits\n"
             "  --moe-early M       gpu, MoE launches: off (default); on and l2 are withdrawn (the GPU then\n"
             "                      disagreed with the CPU reference: docs/engine.md)\n"
             "  --quiet             no progress lines\n"
@@ -377,8 +377,8 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             break;
         }
         case O_MOEORDER: {
-            static const char *const names[] = {"auto", "shared-first", "routed-first"};
-            bad = parse_choice("--moe-order", optarg, names, 3, &o->moe_order, err, len);
+            static const char *const names[] = {"auto", "shared-first", "routed-first", "spread"};
+            bad = parse_choice("--moe-order", optarg, names, 4, &o->moe_order, err, len);
             break;
         }
         case O_MOEEARLY: {
@@ -453,7 +453,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
     if (o->moe_order && (o->backend == ARB_ENGINE_CPU || o->step_form == ARB_STEP_PERSISTENT)) {
         snprintf(err, len, "--moe-order %s with %s: the order is the GPU's MoE gate/up launch's (give --backend gpu "
                  "with --step-form launches or persistent-attn, or leave --moe-order out)",
-                 o->moe_order == 1 ? "shared-first" : "routed-first",
+                 o->moe_order == 1 ? "shared-first" : o->moe_order == 2 ? "routed-first" : "spread",
                  o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent");
         return -1;
     }

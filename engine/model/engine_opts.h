@@ -126,7 +126,7 @@ typedef struct arb_engine_opts {
     int fuse_given;            /* --fuse was given: what it names must fit the model (else refused) */
     int moe_stage;             /* --moe-stage none|smem: 1 smem (the routed INT4 gate/up at T <= 3 stages more
                                   groups in shared memory; an experiment, default none) */
-    int moe_order;             /* --moe-order auto|shared-first|routed-first: 0, 1, 2 (the MoE gate/up grid's order;
+    int moe_order;             /* --moe-order auto|shared-first|routed-first|spread: 0 .. 3 (the MoE gate/up grid's order;
                                   default 0 auto) */
     int moe_early;             /* --moe-early off|on|l2: 1 on (the MoE down launch reads the selection and issues its
                                   first round of routed weights before its PDL wait; gate/up triggers it after its

@@ -35,7 +35,8 @@ struct launch_ctx {
                     // first round of routed weights before its own (moe.cu); 2: and pulls its later rounds' INT4
                     // weights toward L2 there; give gate/up and down the same context
     int moe_order;  // the gate/up grid's order: 0 auto (routed tiles first where they fit one an SM), 1 the shared
-                    // expert's parts first, 2 the routed tiles first (moe.cu); the same bits in every order
+                    // expert's parts first, 2 the routed tiles first, 3 spread (as many routed tiles as SMs, the
+                    // shared parts, the other routed tiles; moe.cu); the same bits in every order
 };
 
 constexpr int kMaxT = 8;          // tokens per step (ARB_GPU_MAX_T)
@@ -55,6 +56,14 @@ constexpr int kMoeMaxT = 16;
 constexpr int moe_halves(int T) { return T <= 8 ? 1 : 2; }
 constexpr int moe_tstride(int T) { return 8 * moe_halves(T); }
 static_assert(moe_tstride(kMaxT) == kMaxT, "the router writes coef with the stride of T <= kMaxT");
+// The MoE gate/up grid's order (moe.cu, launch_ctx.moe_order): block bx of a grid of sh shared
+// parts and the routed tiles whose first `head` routed tiles lead it, as the logical block (the
+// shared parts 0 .. sh - 1, then the routed tiles) it runs: the first head blocks routed tiles
+// 0 .. head - 1, the next sh the shared parts, the rest the other routed tiles in order.
+__host__ __device__ constexpr int moe_gate_up_block(int bx, int sh, int head)
+{
+    return bx < head ? sh + bx : bx < head + sh ? bx - head : bx;
+}
 
 // ---- embed.cu: res[t] = embed[token[t]]; h[t] = rmsnorm(res[t], norm) ----
 cudaError_t embed_rmsnorm(const launch_ctx &c, const bf16 *table, const int32_t *tokens, const bf16 *norm, bf16 *res,

@@ -31,14 +31,13 @@ namespace {
 template <bool INT4, int ROWT, int NH, int UNR, int UNRQ, int MINB, int SMG = 0, class P = pdl_sync>
 __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
     moe_gate_up_kernel(moe_weights w, moe_route rt, const bf16 *__restrict__ h, bf16 *__restrict__ act,
-                       bf16 *__restrict__ act_sh, int T, int routed_first)
+                       bf16 *__restrict__ act_sh, int T, int head)
 {
     ARB_TL(ARB_TL_GATE_UP);
-    // routed_first > 0 (moe_order_routed_first): blocks 0 .. routed_first - 1 run the routed tiles,
-    // the shared expert's parts after them; each logical block does the same work either way
-    int bx = (int)blockIdx.x;
-    if (routed_first)
-        bx = bx < routed_first ? moe_sh_items(w.H, w.Is, T) + bx : bx - routed_first;
+    // head > 0 (moe_order_head): blocks 0 .. head - 1 run the first routed tiles, the shared
+    // expert's parts come next, then the other routed tiles (kernels.h's moe_gate_up_block);
+    // each logical block does the same work in every order
+    const int bx = head ? moe_gate_up_block((int)blockIdx.x, moe_sh_items(w.H, w.Is, T), head) : (int)blockIdx.x;
     moe_gate_up_tile<INT4, ROWT, NH, UNR, UNRQ, P, SMG>(P(), P(), w, rt, h, act, act_sh, T, bx);
 }
 
@@ -68,16 +67,20 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
 // shared parts in the room that frees before the wait. Auto (0): routed first where the routed
 // tiles fit one an SM (Kimi-K2's 128 at T = 1 on 132 or 188 SMs), else shared first (at T = 3
 // routed first put the shared parts after routed tiles, past the wait: gate/up +1.3 us a layer
-// on an H100, the same run).
-static cudaError_t moe_order_routed_first(int order, int routed, int *first)
+// on an H100, the same run). Spread (3; built, not yet run on a GPU): as many routed tiles as
+// SMs first, then the shared parts, then the other routed tiles: auto's order where the routed
+// tiles fit one an SM, and at T = 3 (384 on 132 SMs) a routed tile in every SM's first room
+// with the shared parts still in the room that frees next.
+// The routed tiles that lead the grid (0: the shared parts lead).
+static cudaError_t moe_order_head(int order, int routed, int *head)
 {
-    *first = order == 2;
-    if (order != 0)
+    *head = order == 2 ? routed : 0;
+    if (order != 0 && order != 3)
         return cudaSuccess;
     device_shape d;
     const cudaError_t e = current_device_shape(&d);
     if (e == cudaSuccess)
-        *first = routed <= d.sms;
+        *head = order == 3 ? min(routed, d.sms) : routed <= d.sms ? routed : 0;
     return e;
 }
 
@@ -119,11 +122,11 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
                 gate_up = c.moe_early ? moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups, pdl_late>
                                       : moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups>;
         const int routed = max_slots * (w.I / rows);
-        int rfirst = 0;
-        e = moe_order_routed_first(c.moe_order, routed, &rfirst);
+        int head = 0;
+        e = moe_order_head(c.moe_order, routed, &head);
         if (e == cudaSuccess)
             e = launch(c, gate_up, dim3(moe_sh_items(w.H, w.Is, T) + routed), block, 0, w, rt, h, act, act_sh, T,
-                       rfirst ? routed : 0);
+                       head);
     }
     if (e == cudaSuccess && (which & 2)) {
         const auto down = c.moe_early == 2 ? moe_down_kernel<INT4, kDown, NH, kUnrDown, 2>

@@ -12,7 +12,7 @@
  *                    [--experts E] [--context 4096] [--steps 32] [--spec-k 2] [--eager]
  *                    [--moe-t LIST] [--fuse LIST] [--l2-side LIST: both as arbench engine's, with
  *                    its defaults] [--moe-early off|on|l2]
- *                    [--moe-order auto|shared-first|routed-first] [--timeline PREFIX]
+ *                    [--moe-order auto|shared-first|routed-first|spread] [--timeline PREFIX]
  *
  * --moe-t LIST (the sweep's list grammar, e.g. 1:8,12,16; T up to ARB_GPU_MOE_MAX_T): the MoE
  * block alone at each T over a synthetic selection (each token k distinct experts drawn
@@ -330,9 +330,13 @@ int main(int argc, char **argv)
             if (moe_early < 0)
                 DIE("--moe-early %s: expected off, on or l2", v);
         } else if (!strcmp(a, "--moe-order")) {
-            moe_order = !strcmp(v, "auto") ? 0 : !strcmp(v, "shared-first") ? 1 : !strcmp(v, "routed-first") ? 2 : -1;
+            static const char *const orders[] = {"auto", "shared-first", "routed-first", "spread"};
+            moe_order = -1;
+            for (int j = 0; j < 4; j++)
+                if (!strcmp(v, orders[j]))
+                    moe_order = j;
             if (moe_order < 0)
-                DIE("--moe-order %s: expected auto, shared-first or routed-first", v);
+                DIE("--moe-order %s: expected auto, shared-first, routed-first or spread", v);
         } else if (!strcmp(a, "--timeline")) {
             if (!*v)
                 DIE("--timeline: an empty prefix (expected a path prefix for PREFIX-T1.csv)");
@@ -347,7 +351,7 @@ int main(int argc, char **argv)
         } else
             DIE("unknown option or value: %s %s (accepted: --config --weights int4|bf16 --tp-shape --layers --experts "
                 "--context --steps --spec-k --eager --moe-t --fuse LIST --l2-side LIST --moe-early off|on|l2 "
-                "--moe-order auto|shared-first|routed-first --timeline PREFIX)",
+                "--moe-order auto|shared-first|routed-first|spread --timeline PREFIX)",
                 a, v);
     }
     if (timeline && !arb_tl_built())

@@ -8,8 +8,9 @@
 //                 host) for T = 1, 2, 3, 8, and 12 and 16 (two token halves, tree verify; act
 //                 and coef at moe_tstride(T)), experts shared by two tokens; a rerun
 //                 bit-identical; at T <= 3 the staged gate/up (--moe-stage smem) bit-identical,
-//                 output and act; both gate/up grid orders (--moe-order shared-first and
-//                 routed-first) bit-identical to the default's (auto), output and act; --moe-early bit-identical, also with the selection published
+//                 output and act; the gate/up grid orders (--moe-order shared-first,
+//                 routed-first and spread: at T = 8, 256 routed tiles, spread leads with one
+//                 an SM) bit-identical to the default's (auto), output and act; --moe-early bit-identical, also with the selection published
 //                 late by gate/up's predecessor (late_selection); T = kMoeMaxT + 1 refused
 //   moe_bf16_T*   the same with bf16 experts
 // Tolerance: one bf16 rounding of the output (2^-8 relative), 1e-5 of sum |terms| for
@@ -194,10 +195,10 @@ void moe_case(bool int4, int T)
         ls.moe_stage = 1;
         same_bits(ls, "staged");
     }
-    for (int order = 1; order <= 2; order++) { // --moe-order shared-first, routed-first: the grid's order only
+    for (int order = 1; order <= 3; order++) { // --moe-order shared-first, routed-first, spread: the order only
         arbk::launch_ctx ls = g_lc;
         ls.moe_order = order;
-        same_bits(ls, order == 1 ? "shared-first" : "routed-first");
+        same_bits(ls, order == 1 ? "shared-first" : order == 2 ? "routed-first" : "spread");
     }
     // --moe-early with the selection published late (late_selection): down must still use the one its
     // predecessor's predecessor wrote. The same pairing with gate/up triggering at its start (off)

@@ -9,9 +9,14 @@
 //                (rows per item 16 ROWT, ROWT 1 up to T = 3 else 2, NH = 1 up to T = 8 else 2,
 //                parts of 8 warps x 4 (ROWT 1) or 2 (ROWT 2) input groups, 2 ROWT NH x 4 x 32
 //                floats a part)
+//   order        moe_gate_up_block (the gate/up grid's order, --moe-order) maps a grid's blocks
+//                one to one onto its logical blocks, the first `head` onto routed tiles 0 ..
+//                head - 1 in order, at Kimi-K2's shapes (112 shared parts; 128, 384 routed;
+//                heads 0, 132, 188, all) and odd ones
 //   refusals     moe_block refuses T = 0 and T > kMoeMaxT, shapes not multiples of 32 and
 //                more slots than kMaxSlots before it launches anything (no device touched)
 #include <cstdio>
+#include <vector>
 
 #include "gpu/kernels/kernels.h"
 #include "tap.h"
@@ -68,6 +73,31 @@ void t_sh_scratch()
     TAP_CHECK(arbk::moe_sh_part_floats(7168, 256) >= f);
 }
 
+void t_order()
+{
+    const int cases[][3] = {{112, 128, 128}, {112, 128, 0}, {112, 384, 132}, {112, 384, 188}, {112, 384, 384},
+                            {112, 384, 0},   {7, 5, 3},     {7, 5, 5},       {1, 1, 1},       {3, 0, 0}};
+    for (const auto &c : cases) {
+        const int sh = c[0], R = c[1], head = c[2], n = sh + R;
+        std::vector<int> seen(n, 0);
+        size_t bad = 0;
+        for (int b = 0; b < n; b++) {
+            const int l = arbk::moe_gate_up_block(b, sh, head);
+            bad += l < 0 || l >= n || seen[l]++;
+            if (b < head) // the leading blocks: routed tiles 0 .. head - 1, in order
+                bad += l != sh + b;
+        }
+        if (bad)
+            tap_diag("order: %d shared, %d routed, head %d: %zu blocks wrong", sh, R, head, bad);
+        TAP_EQ_U64(bad, 0);
+    }
+    // head 0 is the identity (the shared parts first); head = R is routed first
+    TAP_EQ_INT(arbk::moe_gate_up_block(5, 112, 0), 5);
+    TAP_EQ_INT(arbk::moe_gate_up_block(128, 112, 128), 0);
+    TAP_EQ_INT(arbk::moe_gate_up_block(0, 112, 132), 112);
+    TAP_EQ_INT(arbk::moe_gate_up_block(244, 112, 132), 244);
+}
+
 void t_refusals()
 {
     arbk::moe_weights w{};
@@ -92,6 +122,7 @@ void t_refusals()
 
 int main(int argc, char **argv)
 {
-    static const tap_test_t tests[] = {{"tstride", t_tstride}, {"sh_scratch", t_sh_scratch}, {"refusals", t_refusals}};
+    static const tap_test_t tests[] = {
+        {"tstride", t_tstride}, {"sh_scratch", t_sh_scratch}, {"order", t_order}, {"refusals", t_refusals}};
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

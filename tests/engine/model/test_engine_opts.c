@@ -187,6 +187,9 @@ static void t_refusals(void)
     TAP_HAS_STR(err, "--moe-order routed-first with --backend cpu");
     char *m5[] = {"engine", "--config", "tiny", "--backend", "cpu", "--moe-order", "auto", NULL}; /* auto: anywhere */
     TAP_EQ_INT(parse(&o, 7, m5), 0);
+    char *m7[] = {"engine", "--moe-order", "spread", NULL};
+    TAP_EQ_INT(parse(&o, 3, m7), 0);
+    TAP_EQ_INT(o.moe_order, 3);
     char *m6[] = {"engine", "--moe-order", "routed", NULL};
     TAP_CHECK(parse(&o, 3, m6) != 0);
     TAP_HAS_STR(err, "--moe-order");
