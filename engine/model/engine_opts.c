@@ -210,6 +210,18 @@ static int parse_choice(const char *opt, const char *v, const char *const *names
     return -1;
 }
 
+static const char *const moe_order_names[] = {"auto", "shared-first", "routed-first", "spread"};
+
+const char *arb_engine_opts_moe_order_name(int order)
+{
+    return order >= 0 && order < 4 ? moe_order_names[order] : NULL;
+}
+
+int arb_engine_opts_moe_order(const char *v, int *order, char *err, size_t err_len)
+{
+    return parse_choice("--moe-order", v, moe_order_names, 4, order, err, err_len);
+}
+
 static int parse_modes(const char *v, unsigned *modes, char *err, size_t len)
 {
     char buf[256];
@@ -376,11 +388,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             bad = parse_choice("--moe-stage", optarg, names, 2, &o->moe_stage, err, len);
             break;
         }
-        case O_MOEORDER: {
-            static const char *const names[] = {"auto", "shared-first", "routed-first", "spread"};
-            bad = parse_choice("--moe-order", optarg, names, 4, &o->moe_order, err, len);
-            break;
-        }
+        case O_MOEORDER: bad = arb_engine_opts_moe_order(optarg, &o->moe_order, err, len); break;
         case O_MOEEARLY: {
             static const char *const names[] = {"off", "on", "l2"};
             bad = parse_choice("--moe-early", optarg, names, 3, &o->moe_early, err, len);
@@ -453,7 +461,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
     if (o->moe_order && (o->backend == ARB_ENGINE_CPU || o->step_form == ARB_STEP_PERSISTENT)) {
         snprintf(err, len, "--moe-order %s with %s: the order is the GPU's MoE gate/up launch's (give --backend gpu "
                  "with --step-form launches or persistent-attn, or leave --moe-order out)",
-                 o->moe_order == 1 ? "shared-first" : o->moe_order == 2 ? "routed-first" : "spread",
+                 arb_engine_opts_moe_order_name(o->moe_order),
                  o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent");
         return -1;
     }

@@ -156,6 +156,12 @@ int arb_engine_opts_bits_parse(arb_engine_bits_t which, const char *v, unsigned 
  * no bit. */
 const char *arb_engine_opts_bits_str(arb_engine_bits_t which, unsigned bits, char *buf, size_t n);
 
+/* --moe-order's value: its name by number (0 auto, 1 shared-first, 2 routed-first, 3 spread; NULL
+ * past them), and a name into its number: 0, or -1 with a message naming the option, the value and
+ * the accepted names in err (arb_engine_opts_parse's; engine_gpu_bench's too). */
+const char *arb_engine_opts_moe_order_name(int order);
+int arb_engine_opts_moe_order(const char *v, int *order, char *err, size_t err_len);
+
 /* Parses `arbench engine` arguments (argv[0] is the subcommand). Returns 0, 1 when
  * --help was given, -1 on bad input with a one-line message naming the option and the
  * accepted form in err. */

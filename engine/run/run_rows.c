@@ -117,7 +117,7 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",moe_stage=smem");
         if (o->moe_order)
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",moe_order=%s",
-                     o->moe_order == 1 ? "shared-first" : o->moe_order == 2 ? "routed-first" : "spread");
+                     arb_engine_opts_moe_order_name(o->moe_order));
         if (o->moe_early)
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",moe_early=%s", o->moe_early == 2 ? "l2" : "on");
         if (o->attn_min_rows)

@@ -37,7 +37,7 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
     // head > 0 (moe_order_head): blocks 0 .. head - 1 run the first routed tiles, the shared
     // expert's parts come next, then the other routed tiles (kernels.h's moe_gate_up_block);
     // each logical block does the same work in every order
-    const int bx = head ? moe_gate_up_block((int)blockIdx.x, moe_sh_items(w.H, w.Is, T), head) : (int)blockIdx.x;
+    const int bx = moe_gate_up_block((int)blockIdx.x, moe_sh_items(w.H, w.Is, T), head); // head 0: blockIdx.x
     moe_gate_up_tile<INT4, ROWT, NH, UNR, UNRQ, P, SMG>(P(), P(), w, rt, h, act, act_sh, T, bx);
 }
 

@@ -329,14 +329,9 @@ int main(int argc, char **argv)
             moe_early = !strcmp(v, "off") ? 0 : !strcmp(v, "on") ? 1 : !strcmp(v, "l2") ? 2 : -1;
             if (moe_early < 0)
                 DIE("--moe-early %s: expected off, on or l2", v);
-        } else if (!strcmp(a, "--moe-order")) {
-            static const char *const orders[] = {"auto", "shared-first", "routed-first", "spread"};
-            moe_order = -1;
-            for (int j = 0; j < 4; j++)
-                if (!strcmp(v, orders[j]))
-                    moe_order = j;
-            if (moe_order < 0)
-                DIE("--moe-order %s: expected auto, shared-first, routed-first or spread", v);
+        } else if (!strcmp(a, "--moe-order")) { /* the engine's own parser: the same names and messages */
+            if (arb_engine_opts_moe_order(v, &moe_order, why, sizeof why) != 0)
+                DIE("%s", why);
         } else if (!strcmp(a, "--timeline")) {
             if (!*v)
                 DIE("--timeline: an empty prefix (expected a path prefix for PREFIX-T1.csv)");

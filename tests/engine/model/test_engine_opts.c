@@ -190,6 +190,12 @@ static void t_refusals(void)
     char *m7[] = {"engine", "--moe-order", "spread", NULL};
     TAP_EQ_INT(parse(&o, 3, m7), 0);
     TAP_EQ_INT(o.moe_order, 3);
+    for (int i = 0; i < 4; i++) { /* the names the rows print parse back to their number */
+        int back = -1;
+        TAP_EQ_INT(arb_engine_opts_moe_order(arb_engine_opts_moe_order_name(i), &back, err, sizeof err), 0);
+        TAP_EQ_INT(back, i);
+    }
+    TAP_CHECK(arb_engine_opts_moe_order_name(4) == NULL && arb_engine_opts_moe_order_name(-1) == NULL);
     char *m6[] = {"engine", "--moe-order", "routed", NULL};
     TAP_CHECK(parse(&o, 3, m6) != 0);
     TAP_HAS_STR(err, "--moe-order");
