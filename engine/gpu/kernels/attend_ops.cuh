@@ -11,6 +11,37 @@
 
 namespace arbk {
 
+// The attention merge's chunk weights for one row: base points at the row's partial in
+// chunk 0 (chunks cstride floats apart, m at [rkv], l at [rkv + 1]); wch[c] = exp(m_c - M)
+// (0 for a wholly masked chunk); returns sum_c wch[c] l_c, the same in every thread, in a
+// fixed order. By the whole block; wch (shared) is published on return.
+template <bool COH = false> __device__ __forceinline__ float chunk_weights(const float *base, size_t cstride, int rkv,
+                                                                           int nch, float *wch, float *scratch)
+{
+    // the thread's first chunk's (m, l) in one round trip (one chunk a thread up to
+    // blockDim.x chunks: 8192 positions at 256 threads); later chunks' read as they come
+    const int ch0 = threadIdx.x;
+    float m0 = -INFINITY, l0 = 0.0f;
+    if (ch0 < nch) {
+        m0 = COH ? __ldcg(base + ch0 * cstride + rkv) : base[ch0 * cstride + rkv];
+        l0 = COH ? __ldcg(base + ch0 * cstride + rkv + 1) : base[ch0 * cstride + rkv + 1];
+    }
+    float m = fmaxf(-INFINITY, m0); // as a loop from -inf over the thread's chunks
+    for (int ch = ch0 + blockDim.x; ch < nch; ch += blockDim.x)
+        m = fmaxf(m, COH ? __ldcg(base + ch * cstride + rkv) : base[ch * cstride + rkv]);
+    const float M = block_max(m, scratch);
+    float lsum = 0.0f;
+    for (int ch = ch0; ch < nch; ch += blockDim.x) {
+        const bool first = ch == ch0;
+        const float mc = first ? m0 : COH ? __ldcg(base + ch * cstride + rkv) : base[ch * cstride + rkv];
+        const float lc = first ? l0 : COH ? __ldcg(base + ch * cstride + rkv + 1) : base[ch * cstride + rkv + 1];
+        const float w = mc == -INFINITY ? 0.0f : expf(mc - M);
+        wch[ch] = w;
+        lsum = fmaf(w, lc, lsum);
+    }
+    return block_sum(lsum, scratch); // its barriers also publish wch
+}
+
 constexpr int kPosWarps = 8;
 static_assert(kAttnChunk == kWarp, "a lane per position of a chunk in the softmax; two k16 steps in the sum");
 

@@ -4,6 +4,7 @@
 #include "gpu/kernels/kernels.h"
 
 #include "gpu/kernels/common.cuh"
+#include "gpu/kernels/norm.cuh"
 
 namespace arbk {
 namespace {

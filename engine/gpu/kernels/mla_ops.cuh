@@ -6,6 +6,7 @@
 #define ARB_ENGINE_KERNELS_MLA_OPS_CUH
 
 #include "gpu/kernels/common.cuh"
+#include "gpu/kernels/norm.cuh"
 
 namespace arbk {
 
