@@ -47,6 +47,9 @@ gen=${GENCODE:-"['arch=compute_90,code=sm_90']"}
 engine_targets="harness/arbench collectives/noop/arb-noop.so collectives/modeled/arb-modeled.so collectives/nccl/arb-nccl.so tests/engine/gpu/engine_gpu_bench"
 tests=("engine gpu kernels" "engine gpu moe" "engine gpu vs cpu" "engine gpu profile")
 test_bins="test_engine_gpu_kernels test_engine_gpu_moe test_engine_gpu_vs_cpu test_engine_gpu_profile"
+if [ -f "${trees[$#-1]}/tests/engine/gpu/test_engine_gpu_mla.cu" ]; then # a tree whose MLA cases have their own test
+    tests+=("engine gpu mla"); test_bins="$test_bins test_engine_gpu_mla"
+fi
 if [ -f "${trees[$#-1]}/tests/engine/gpu/test_engine_gpu_persist.c" ]; then # a tree with the persistent form
     tests+=("engine gpu persist"); test_bins="$test_bins test_engine_gpu_persist"
 fi
