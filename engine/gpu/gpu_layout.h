@@ -63,7 +63,6 @@ struct arb_gpu_model {
     arb_gpu_shapes s;
     arb_gpu_mem_t mem;
     int sms;
-    int carveout; /* launch_ctx.carveout: the percent o.smem_carveout asks for on this device (0: none) */
     void *weights, *cache, *act; /* the three device allocations */
     size_t weight_bytes;
     arb_gpu_layer *layers;

@@ -293,17 +293,6 @@ extern "C" arb_status_t arb_gpu_model_create(const arb_gpu_model_opts_t *opts, a
     int dev = 0;
     ARB_CUDA_GOTO(st, cudaGetDevice(&dev), err_free_host, why, why_len);
     ARB_CUDA_GOTO(st, cudaDeviceGetAttribute(&m->sms, cudaDevAttrMultiProcessorCount, dev), err_free_host, why, why_len);
-    if (m->o.smem_carveout) {
-        int smem_sm = 0;
-        ARB_CUDA_GOTO(st, cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev),
-                      err_free_host, why, why_len);
-        m->carveout = arbk::carveout_percent(m->o.smem_carveout, smem_sm / 1024);
-        if (!m->carveout)
-            ARB_RAISE_GOTO(st, ARB_ERR_INVALID, err_free_host, why, why_len,
-                           "--smem-carveout %d: this GPU has %d KiB of shared memory an SM; give at most that, or "
-                           "driver",
-                           m->o.smem_carveout, smem_sm / 1024);
-    }
     {
         bump w = {nullptr, 0}, c = {nullptr, 0}, a = {nullptr, 0};
         layout(m, w, c, a);

@@ -129,8 +129,6 @@ typedef struct arb_gpu_model_opts {
                               wait (gate/up triggers it after its own); 2: and its later rounds' toward L2 there */
     int attn_min_rows;     /* the attention's row groups keep at least this many rows (0: the kernels' default) */
     int attn_fill;         /* the attention's grid aims at this many CTAs an SM (0: the kernels' default) */
-    int smem_carveout;     /* KiB: every kernel's shared-memory carveout an SM (0: the driver's choice a kernel; at most
-                              the device's shared memory an SM, checked by arb_gpu_model_create) */
     /* bits: 1 each layer's attention (between the call sites before and after it), 2 each
      * MoE block, as one persistent launch (engine/gpu/gpu_persist.cu); 0: a launch per kernel */
     int persistent;

@@ -54,7 +54,7 @@ arb_status_t side_pull(arb_gpu_model_t *m, unsigned T, cudaStream_t st, const l2
         return ARB_OK;
     ARB_CUDA_TRY(cudaEventRecord(m->side_fork, st), why, len);
     ARB_CUDA_TRY(cudaStreamWaitEvent(m->side, m->side_fork, 0), why, len);
-    ARB_CUDA_TRY(l2_pull(m->side, a, m->carveout), why, len);
+    ARB_CUDA_TRY(l2_pull(m->side, a), why, len);
     m->side_forked = 1;
     return ARB_OK;
 }
@@ -229,7 +229,7 @@ extern "C" arb_status_t arb_gpu_model_step(arb_gpu_model_t *m, unsigned T, void 
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu step: T %u outside 1 .. %u", T, m->o.max_tokens);
     const arb_gpu_shapes &s = m->s;
     cudaStream_t st = static_cast<cudaStream_t>(stream);
-    const launch_ctx lc = {st, m->o.pdl, {}, 0, 0, 0, 0, m->carveout};
+    const launch_ctx lc = {st, m->o.pdl, {}, 0, 0, 0, 0};
     m->side_forked = 0;
     if (m->persist)
         ARB_TRY(arb_gpu_persist_begin(m, st, why, why_len));

@@ -109,9 +109,6 @@ void arb_engine_opts_usage(FILE *f)
             "  --moe-order O       gpu, launches form: the MoE gate/up grid's order, auto (default: the routed\n"
             "                      tiles first where they fit one an SM), shared-first, routed-first or spread\n"
             "                      (as many routed tiles as SMs, the shared parts, the rest); the same bits\n"
-            "  --smem-carveout C   gpu: every engine kernel's shared-memory carveout an SM, driver (default:\n"
-            "                      the driver picks one a kernel) or KiB (rounded up to a size the GPU has, at\n"
-            "                      most its shared memory an SM); the same bits\n"
             "  --moe-early M       gpu, MoE launches: off (default); on and l2 are withdrawn (the GPU then\n"
             "                      disagreed with the CPU reference: docs/engine.md)\n"
             "  --quiet             no progress lines\n"
@@ -121,7 +118,7 @@ void arb_engine_opts_usage(FILE *f)
 }
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
-       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_SIDE, O_SIDEUPTO, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_MOEORDER, O_CARVEOUT, O_MOEEARLY, O_ATTNROWS, O_ATTNFILL, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
+       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_SIDE, O_SIDEUPTO, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_MOEORDER, O_MOEEARLY, O_ATTNROWS, O_ATTNFILL, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
        O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE, O_DRAFT,
        O_WDIR, O_PROMPT, O_OUTIDS };
 
@@ -225,22 +222,6 @@ int arb_engine_opts_moe_order(const char *v, int *order, char *err, size_t err_l
     return parse_choice("--moe-order", v, moe_order_names, 4, order, err, err_len);
 }
 
-int arb_engine_opts_smem_carveout(const char *v, unsigned *kib, char *err, size_t err_len)
-{
-    if (strcmp(v, "driver") == 0) {
-        *kib = 0;
-        return 0;
-    }
-    char *end;
-    unsigned long x = strtoul(v, &end, 10);
-    if (!*v || *end || v[0] == '-' || v[0] == '+' || x < 1 || x > 1024) {
-        snprintf(err, err_len, "--smem-carveout '%s': expected driver or a size in KiB, 1..1024", v);
-        return -1;
-    }
-    *kib = (unsigned)x;
-    return 0;
-}
-
 static int parse_modes(const char *v, unsigned *modes, char *err, size_t len)
 {
     char buf[256];
@@ -309,7 +290,6 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"fuse", required_argument, 0, O_FUSE},
         {"moe-stage", required_argument, 0, O_MOESTAGE},
         {"moe-order", required_argument, 0, O_MOEORDER},
-        {"smem-carveout", required_argument, 0, O_CARVEOUT},
         {"moe-early", required_argument, 0, O_MOEEARLY},
         {"attn-min-rows", required_argument, 0, O_ATTNROWS},
         {"attn-fill", required_argument, 0, O_ATTNFILL},
@@ -409,7 +389,6 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             break;
         }
         case O_MOEORDER: bad = arb_engine_opts_moe_order(optarg, &o->moe_order, err, len); break;
-        case O_CARVEOUT: bad = arb_engine_opts_smem_carveout(optarg, &o->smem_carveout, err, len); break;
         case O_MOEEARLY: {
             static const char *const names[] = {"off", "on", "l2"};
             bad = parse_choice("--moe-early", optarg, names, 3, &o->moe_early, err, len);
@@ -484,15 +463,6 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
                  "with --step-form launches or persistent-attn, or leave --moe-order out)",
                  arb_engine_opts_moe_order_name(o->moe_order),
                  o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent");
-        return -1;
-    }
-    if (o->smem_carveout && !launches) /* a persistent form sizes its grid by occupancy before any launch */
-    {
-        snprintf(err, len, "--smem-carveout %u with %s: the carveout is set on the GPU's launches form's kernels (give "
-                 "--backend gpu --step-form launches, or --smem-carveout driver)", o->smem_carveout,
-                 o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
-                 : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
-                                                       : "--step-form persistent-attn");
         return -1;
     }
     if (o->moe_early) { /* withdrawn everywhere: results/engine-h200/6162998-moe-early/README.md */

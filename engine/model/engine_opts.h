@@ -135,9 +135,6 @@ typedef struct arb_engine_opts {
                                   T x heads rows, 1..64 (0: the kernels' default, 4) */
     unsigned attn_fill;        /* --attn-fill N: the attention's grid aims at N CTAs an SM, 1..16 (0: the kernels'
                                   default, 3) */
-    unsigned smem_carveout;    /* --smem-carveout driver|KIB: 0 the driver's choice a kernel (default); else every engine
-                                  kernel asks for a shared-memory carveout of KIB an SM (the L1 / shared split; checked
-                                  against the device when the model is made) */
 } arb_engine_opts_t;
 
 void arb_engine_opts_defaults(arb_engine_opts_t *o);
@@ -164,11 +161,6 @@ const char *arb_engine_opts_bits_str(arb_engine_bits_t which, unsigned bits, cha
  * the accepted names in err (arb_engine_opts_parse's; engine_gpu_bench's too). */
 const char *arb_engine_opts_moe_order_name(int order);
 int arb_engine_opts_moe_order(const char *v, int *order, char *err, size_t err_len);
-
-/* --smem-carveout's value: driver into 0, KIB (1..1024) into itself; 0, or -1 with a message naming
- * the option, the value and the accepted form in err (arb_engine_opts_parse's; engine_gpu_bench's
- * too). */
-int arb_engine_opts_smem_carveout(const char *v, unsigned *kib, char *err, size_t err_len);
 
 /* Parses `arbench engine` arguments (argv[0] is the subcommand). Returns 0, 1 when
  * --help was given, -1 on bad input with a one-line message naming the option and the

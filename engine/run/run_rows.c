@@ -124,8 +124,6 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",attn_min_rows=%u", o->attn_min_rows);
         if (o->attn_fill)
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",attn_fill=%u", o->attn_fill);
-        if (o->smem_carveout)
-            snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",smem_carveout=%u", o->smem_carveout);
         if (o->l2_side) {
             char b[40];
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",l2_side=%s",

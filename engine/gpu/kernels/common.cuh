@@ -296,51 +296,11 @@ template <typename F> cudaError_t with_t(int T, F f)
 }
 static_assert(kMaxT == 8, "with_t covers T = 1 .. kMaxT");
 
-// The carveout a kernel was last given on the current device (launch_ctx.carveout): each kernel's
-// attribute is set when it changes, and set back to the driver's choice when a launch asks for
-// none after one that asked (tests run both in one process). A table keyed by the kernel and the
-// device; full (more than kCarveoutSlots kernels a process), it returns cudaErrorMemoryAllocation.
-constexpr int kCarveoutSlots = 2048;
-inline cudaError_t apply_carveout(const void *kernel, int carveout)
-{
-    struct slot {
-        const void *kernel;
-        int dev, pct; // pct 0: the driver's choice
-    };
-    static slot table[kCarveoutSlots];
-    static bool any = false; // no launch has asked for a carveout yet: nothing to set back
-    if (!carveout && !any)
-        return cudaSuccess;
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e != cudaSuccess)
-        return e;
-    size_t h = ((reinterpret_cast<uintptr_t>(kernel) >> 4) * 31u + (size_t)dev) % kCarveoutSlots;
-    for (int probe = 0; probe < kCarveoutSlots; probe++, h = (h + 1) % kCarveoutSlots) {
-        slot &t = table[h];
-        if (t.kernel && (t.kernel != kernel || t.dev != dev))
-            continue;
-        if (t.kernel && t.pct == carveout)
-            return cudaSuccess;
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                 carveout ? carveout : (int)cudaSharedmemCarveoutDefault);
-        if (e != cudaSuccess)
-            return e;
-        t = {kernel, dev, carveout};
-        any = any || carveout;
-        return cudaSuccess;
-    }
-    return cudaErrorMemoryAllocation;
-}
-
-// Every engine kernel is launched here, so PDL is one switch (and the carveout another).
+// Every engine kernel is launched here, so PDL is one switch.
 template <typename... KArgs, typename... Args>
 cudaError_t launch(const launch_ctx &c, void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
                    Args... args)
 {
-    const cudaError_t ce = apply_carveout(reinterpret_cast<const void *>(kernel), c.carveout);
-    if (ce != cudaSuccess)
-        return ce;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;

@@ -37,22 +37,7 @@ struct launch_ctx {
     int moe_order;  // the gate/up grid's order: 0 auto (routed tiles first where they fit one an SM), 1 the shared
                     // expert's parts first, 2 the routed tiles first, 3 spread (as many routed tiles as SMs, the
                     // shared parts, the other routed tiles; moe.cu); the same bits in every order
-    int carveout;   // 0: each kernel's shared-memory carveout the driver's choice; 1..100: every kernel launched
-                    // asks for this percent of the device's shared memory an SM (carveout_percent), the L1 /
-                    // shared split the hardware rounds up to a size it has; the same bits
 };
-
-// The carveout percent that asks for kib KiB of shared memory an SM on a device with max_kib
-// (cudaDevAttrMaxSharedMemoryPerMultiprocessor): the hardware rounds a percent up to the next
-// size it has, so floor(kib * 100 / max_kib) gives the least size >= that percent's share, kib
-// itself where kib is one of them. 0 for kib outside 1 .. max_kib (no such carveout).
-inline int carveout_percent(int kib, int max_kib)
-{
-    if (kib < 1 || max_kib < 1 || kib > max_kib)
-        return 0;
-    const int p = kib * 100 / max_kib;
-    return p < 1 ? 1 : p;
-}
 
 constexpr int kMaxT = 8;          // tokens per step (ARB_GPU_MAX_T)
 constexpr int kMaxNope = 256;     // qk_nope_head_dim
@@ -290,7 +275,7 @@ struct l2_pulls {
     l2_ahead r[kL2PullRanges];
     int n;
 };
-cudaError_t l2_pull(cudaStream_t s, const l2_pulls &a, int carveout); // carveout: launch_ctx's
+cudaError_t l2_pull(cudaStream_t s, const l2_pulls &a);
 
 } // namespace arbk
 

@@ -42,14 +42,14 @@ __global__ void __launch_bounds__(kWarp) l2_pull_kernel(l2_pulls a)
 
 } // namespace
 
-cudaError_t l2_pull(cudaStream_t s, const l2_pulls &a, int carveout)
+cudaError_t l2_pull(cudaStream_t s, const l2_pulls &a)
 {
     if (a.n < 0 || a.n > kL2PullRanges)
         return cudaErrorInvalidValue;
     for (int q = 0; q < a.n; q++)
         if (a.r[q].bytes && !a.r[q].p)
             return cudaErrorInvalidValue;
-    const launch_ctx c = {s, 0, {}, 0, 0, 0, 0, carveout};
+    const launch_ctx c = {s, 0, {}, 0, 0, 0, 0};
     return launch(c, l2_pull_kernel, dim3(kL2PullCtas), dim3(kWarp), 0, a);
 }
 

@@ -254,21 +254,17 @@ void t_l2_pull()
     a.r[a.n++] = {d + 100, 9};     // nothing whole: no piece
     a.r[a.n++] = {d, 0};           // empty
     a.r[a.n++] = {d + 4096, 4096}; // aligned
-    TAP_CHECK(arbk::l2_pull(nullptr, a, 0) == cudaSuccess);
-    TAP_CHECK(cudaDeviceSynchronize() == cudaSuccess);
-    // a carveout asked for (launch_ctx.carveout, --smem-carveout), then set back to the driver's choice
-    TAP_CHECK(arbk::l2_pull(nullptr, a, 57) == cudaSuccess);
-    TAP_CHECK(arbk::l2_pull(nullptr, a, 0) == cudaSuccess);
+    TAP_CHECK(arbk::l2_pull(nullptr, a) == cudaSuccess);
     TAP_CHECK(cudaDeviceSynchronize() == cudaSuccess);
     std::vector<uint8_t> back(n);
     TAP_REQUIRE(cudaMemcpy(back.data(), d, n, cudaMemcpyDeviceToHost) == cudaSuccess);
     TAP_CHECK(back == h);
     arbk::l2_pulls many = {};
     many.n = arbk::kL2PullRanges + 1;
-    TAP_CHECK(arbk::l2_pull(nullptr, many, 0) == cudaErrorInvalidValue);
+    TAP_CHECK(arbk::l2_pull(nullptr, many) == cudaErrorInvalidValue);
     arbk::l2_pulls null_p = {};
     null_p.r[null_p.n++] = {nullptr, 64};
-    TAP_CHECK(arbk::l2_pull(nullptr, null_p, 0) == cudaErrorInvalidValue);
+    TAP_CHECK(arbk::l2_pull(nullptr, null_p) == cudaErrorInvalidValue);
     TAP_CHECK(cudaGetLastError() == cudaSuccess);
     cudaFree(d);
 }

@@ -15,11 +15,6 @@
 //                heads 0, 132, 188, all) and odd ones
 //   refusals     moe_block refuses T = 0 and T > kMoeMaxT, shapes not multiples of 32 and
 //                more slots than kMaxSlots before it launches anything (no device touched)
-//   carveout     kernels.h's carveout_percent (--smem-carveout): on the shared-memory sizes of
-//                SM90 (228 KiB an SM), SM80 (164) and SM86/89/120 (100), the percent it gives
-//                rounds up (as the hardware does) to the size asked for; a size between two
-//                rounds up to the larger or, at most 1% of the maximum below it, to the smaller;
-//                0 past the maximum and for 0
 #include <cstdio>
 #include <vector>
 
@@ -108,7 +103,7 @@ void t_refusals()
     arbk::moe_weights w{};
     w.H = 7168, w.I = 256, w.Is = 256;
     arbk::moe_route rt{};
-    const arbk::launch_ctx lc = {nullptr, 0, {}, 0, 0, 0, 0, 0};
+    const arbk::launch_ctx lc = {nullptr, 0, {}, 0, 0, 0, 0};
     // pointers are never dereferenced: every case is refused before a launch
     TAP_CHECK(arbk::moe_block(lc, w, rt, nullptr, nullptr, nullptr, nullptr, 0, 1) == cudaErrorInvalidValue);
     TAP_CHECK(arbk::moe_block(lc, w, rt, nullptr, nullptr, nullptr, nullptr, arbk::kMoeMaxT + 1, 1) ==
@@ -125,56 +120,9 @@ void t_refusals()
 
 } // namespace
 
-// The size the hardware gives for a carveout percent: the least of `sizes` at or above its share.
-int rounded_up(int pct, int max_kib, const int *sizes, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (sizes[i] * 100 >= pct * max_kib)
-            return sizes[i];
-    return -1;
-}
-
-void t_carveout()
-{
-    static const int sm90[] = {0, 8, 16, 32, 64, 100, 132, 164, 196, 228}, sm80[] = {0, 8, 16, 32, 64, 100, 132, 164},
-                     sm120[] = {0, 8, 16, 32, 64, 100};
-    const struct {
-        const int *sizes;
-        int n;
-    } archs[] = {{sm90, 10}, {sm80, 8}, {sm120, 6}};
-    size_t bad = 0, between = 0;
-    for (const auto &a : archs) {
-        const int max_kib = a.sizes[a.n - 1];
-        for (int i = 1; i < a.n; i++) { // each size the hardware has, asked for exactly
-            const int p = arbk::carveout_percent(a.sizes[i], max_kib);
-            if (p < 1 || p > 100 || rounded_up(p, max_kib, a.sizes, a.n) != a.sizes[i]) {
-                fprintf(stderr, "# %d KiB of %d: %d%% -> %d KiB\n", a.sizes[i], max_kib, p,
-                        rounded_up(p, max_kib, a.sizes, a.n));
-                bad++;
-            }
-        }
-        for (int kib = 1; kib <= max_kib; kib++) { // every size between: the next one up, or within 1% below
-            const int got = rounded_up(arbk::carveout_percent(kib, max_kib), max_kib, a.sizes, a.n);
-            if (got < kib) {
-                between++;
-                bad += (kib - got) * 100 > max_kib;
-            }
-        }
-        TAP_EQ_INT(arbk::carveout_percent(max_kib + 1, max_kib), 0);
-        TAP_EQ_INT(arbk::carveout_percent(0, max_kib), 0);
-    }
-    TAP_EQ_U64(bad, 0);
-    fprintf(stderr, "# %zu sizes between the hardware's round down, each by less than 1%% of the maximum\n", between);
-    TAP_EQ_INT(arbk::carveout_percent(132, 228), 57);
-    TAP_EQ_INT(arbk::carveout_percent(64, 0), 0);
-}
-
 int main(int argc, char **argv)
 {
-    static const tap_test_t tests[] = {{"tstride", t_tstride},
-                                       {"sh_scratch", t_sh_scratch},
-                                       {"order", t_order},
-                                       {"refusals", t_refusals},
-                                       {"carveout", t_carveout}};
+    static const tap_test_t tests[] = {
+        {"tstride", t_tstride}, {"sh_scratch", t_sh_scratch}, {"order", t_order}, {"refusals", t_refusals}};
     return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

@@ -200,27 +200,6 @@ static void t_refusals(void)
     TAP_CHECK(parse(&o, 3, m6) != 0);
     TAP_HAS_STR(err, "--moe-order");
     TAP_HAS_STR(err, "routed");
-    TAP_EQ_INT(o.smem_carveout, 0); /* --smem-carveout: default driver */
-    char *sc1[] = {"engine", "--smem-carveout", "132", NULL};
-    TAP_EQ_INT(parse(&o, 3, sc1), 0);
-    TAP_EQ_INT(o.smem_carveout, 132);
-    char *sc2[] = {"engine", "--smem-carveout", "driver", NULL};
-    TAP_EQ_INT(parse(&o, 3, sc2), 0);
-    TAP_EQ_INT(o.smem_carveout, 0);
-    static const char *const bad_kib[] = {"0", "1025", "-8", "+8", "64k", "", "auto"};
-    for (size_t i = 0; i < sizeof bad_kib / sizeof bad_kib[0]; i++) {
-        char *scb[] = {"engine", "--smem-carveout", (char *)bad_kib[i], NULL};
-        TAP_CHECK(parse(&o, 3, scb) != 0);
-        TAP_HAS_STR(err, "expected driver or a size in KiB, 1..1024");
-    }
-    char *sc3[] = {"engine", "--config", "tiny", "--backend", "cpu", "--smem-carveout", "100", NULL};
-    TAP_CHECK(parse(&o, 7, sc3) != 0);
-    TAP_HAS_STR(err, "--smem-carveout 100 with --backend cpu");
-    char *sc4[] = {"engine", "--step-form", "persistent-attn", "--smem-carveout", "100", NULL};
-    TAP_CHECK(parse(&o, 5, sc4) != 0);
-    TAP_HAS_STR(err, "--smem-carveout 100 with --step-form persistent-attn");
-    char *sc5[] = {"engine", "--config", "tiny", "--backend", "cpu", "--smem-carveout", "driver", NULL};
-    TAP_EQ_INT(parse(&o, 7, sc5), 0); /* driver: anywhere */
     /* on and l2 withdrawn (the tiny check failed with on): refused, naming the run that showed it */
     char *e1[] = {"engine", "--moe-early", "on", NULL};
     TAP_CHECK(parse(&o, 3, e1) != 0);
