@@ -5,6 +5,7 @@
 #define ARB_TESTS_ENGINE_GPU_CHECK_H
 
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <vector>
 
@@ -94,6 +95,17 @@ route_dev alloc_route(int T, int k, int H = 0, int Is = 0)
     cudaMalloc(&r.rt.n_uniq, sizeof(int32_t));
     r.rt.experts = r.experts;
     return r;
+}
+
+// tap_main, or exit 77 (meson's skip) with a TAP plan of none where no CUDA device is visible.
+int gpu_tap_main(const tap_test_t *tests, size_t n, int argc, char **argv)
+{
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+        printf("1..0 # SKIP no CUDA device visible\n");
+        return 77;
+    }
+    return tap_main(tests, n, argc, argv);
 }
 
 } // namespace

@@ -478,15 +478,10 @@ void t_qb_prep()
 
 int main(int argc, char **argv)
 {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-        printf("1..0 # SKIP no CUDA device visible\n");
-        return 77;
-    }
     static const tap_test_t tests[] = {
         {"mla", t_mla},
         {"qb_absorb", t_qb_absorb},
         {"qb_prep", t_qb_prep},
     };
-    return tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
+    return gpu_tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
