@@ -211,15 +211,16 @@ static int parse_choice(const char *opt, const char *v, const char *const *names
 }
 
 static const char *const moe_order_names[] = {"auto", "shared-first", "routed-first", "spread"};
+enum { n_moe_orders = (int)(sizeof moe_order_names / sizeof moe_order_names[0]) };
 
 const char *arb_engine_opts_moe_order_name(int order)
 {
-    return order >= 0 && order < 4 ? moe_order_names[order] : NULL;
+    return order >= 0 && order < n_moe_orders ? moe_order_names[order] : NULL;
 }
 
 int arb_engine_opts_moe_order(const char *v, int *order, char *err, size_t err_len)
 {
-    return parse_choice("--moe-order", v, moe_order_names, 4, order, err, err_len);
+    return parse_choice("--moe-order", v, moe_order_names, n_moe_orders, order, err, err_len);
 }
 
 static int parse_modes(const char *v, unsigned *modes, char *err, size_t len)

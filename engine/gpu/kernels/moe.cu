@@ -67,10 +67,10 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
 // shared parts in the room that frees before the wait. Auto (0): routed first where the routed
 // tiles fit one an SM (Kimi-K2's 128 at T = 1 on 132 or 188 SMs), else shared first (at T = 3
 // routed first put the shared parts after routed tiles, past the wait: gate/up +1.3 us a layer
-// on an H100, the same run). Spread (3; built, not yet run on a GPU): as many routed tiles as
-// SMs first, then the shared parts, then the other routed tiles: auto's order where the routed
-// tiles fit one an SM, and at T = 3 (384 on 132 SMs) a routed tile in every SM's first room
-// with the shared parts still in the room that frees next.
+// on an H100, the same run). Spread (3): as many routed tiles as SMs first, then the shared
+// parts, then the other routed tiles: auto's order where the routed tiles fit one an SM, and at
+// T = 3 (384 on 132 SMs) a routed tile in every SM's first room with the shared parts in the
+// room that frees next; verify +0.76% against auto on an H100 (results/engine-h100/ceaad23-spread/).
 // The routed tiles that lead the grid (0: the shared parts lead).
 static cudaError_t moe_order_head(int order, int routed, int *head)
 {
