@@ -30,6 +30,7 @@ import tempfile
 ALLOWED = [
     (r"persist_", "persistent forms: their stages poll counters (ld.acquire) after one launch-wide wait"),
     (r"moe_down_kernelILb[01]ELi\d+ELi\d+ELi\d+ELi[12]E", "--moe-early on|l2 (withdrawn): the selection read before the wait by design"),
+    (r"moe_down_kernelILb[01]ELi\d+ELi\d+ELi\d+ELi3E", "--moe-early spec: a guess of the selection before the wait, read again after it"),
 ]
 EARLY_LOAD = re.compile(r"^\s*(@%p\d+\s+)?ld\.(global\.(cg|cv|lu|ca)\b|acquire\b|relaxed\b|volatile\b)")
 ENTRY = re.compile(r"\.entry\s+([A-Za-z0-9_$]+)")

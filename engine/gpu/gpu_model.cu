@@ -169,7 +169,7 @@ void layout(arb_gpu_model_t *m, bump &w, bump &c, bump &a)
             take(w, dn, in_elems, &mem.routed_experts);
             L.moe.gate = g, L.moe.up = u, L.moe.down = dn;
         }
-        L.moe.H = (int)s.H, L.moe.I = (int)s.I, L.moe.Is = (int)s.Is;
+        L.moe.H = (int)s.H, L.moe.I = (int)s.I, L.moe.Is = (int)s.Is, L.moe.E = (int)s.E;
     }
     m->aux = nullptr;
     if (m->o.naux)

@@ -126,7 +126,9 @@ typedef struct arb_gpu_model_opts {
     int moe_stage;         /* 1: the MoE launches' routed INT4 gate/up at T <= 3 stage more groups in shared memory */
     int moe_order;         /* the MoE gate/up grid's order: 0 auto, 1 shared expert first, 2 routed tiles first, 3 spread */
     int moe_early;         /* 1: the MoE launches' down reads the selection and its first round of weights before its
-                              wait (gate/up triggers it after its own); 2: and its later rounds' toward L2 there */
+                              wait (gate/up triggers it after its own); 2: and its later rounds' toward L2 there;
+                              3 spec, 4 spec-sync: the selection before the wait a guess, checked after it
+                              (launch_ctx.moe_early) */
     int attn_min_rows;     /* the attention's row groups keep at least this many rows (0: the kernels' default) */
     int attn_fill;         /* the attention's grid aims at this many CTAs an SM (0: the kernels' default) */
     /* bits: 1 each layer's attention (between the call sites before and after it), 2 each

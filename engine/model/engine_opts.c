@@ -109,8 +109,11 @@ void arb_engine_opts_usage(FILE *f)
             "  --moe-order O       gpu, launches form: the MoE gate/up grid's order, auto (default: the routed\n"
             "                      tiles first where they fit one an SM), shared-first, routed-first or spread\n"
             "                      (as many routed tiles as SMs, the shared parts, the rest); the same bits\n"
-            "  --moe-early M       gpu, MoE launches: off (default); on and l2 are withdrawn (the GPU then\n"
-            "                      disagreed with the CPU reference: docs/engine.md)\n"
+            "  --moe-early M       gpu, MoE launches: off (default); spec (down issues its first round of routed\n"
+            "                      weights before its PDL wait from a guess of the selection, checked after the\n"
+            "                      wait and issued again where wrong; gate/up triggers it after its own wait),\n"
+            "                      spec-sync (the same down, gate/up triggering at its start); the same bits;\n"
+            "                      on and l2 are withdrawn (the GPU then disagreed with the CPU reference)\n"
             "  --quiet             no progress lines\n"
             "  --profile FILE      per-site choice from a profile of arbench profile (CSV or JSON); no match: nccl\n"
             "  --tune              first sweep exactly the call-site shapes, write that profile next to --out, use it\n"
@@ -221,6 +224,19 @@ const char *arb_engine_opts_moe_order_name(int order)
 int arb_engine_opts_moe_order(const char *v, int *order, char *err, size_t err_len)
 {
     return parse_choice("--moe-order", v, moe_order_names, n_moe_orders, order, err, err_len);
+}
+
+static const char *const moe_early_names[] = {"off", "on", "l2", "spec", "spec-sync"};
+enum { n_moe_earlies = (int)(sizeof moe_early_names / sizeof moe_early_names[0]) };
+
+const char *arb_engine_opts_moe_early_name(int early)
+{
+    return early >= 0 && early < n_moe_earlies ? moe_early_names[early] : NULL;
+}
+
+int arb_engine_opts_moe_early(const char *v, int *early, char *err, size_t err_len)
+{
+    return parse_choice("--moe-early", v, moe_early_names, n_moe_earlies, early, err, err_len);
 }
 
 static int parse_modes(const char *v, unsigned *modes, char *err, size_t len)
@@ -390,11 +406,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             break;
         }
         case O_MOEORDER: bad = arb_engine_opts_moe_order(optarg, &o->moe_order, err, len); break;
-        case O_MOEEARLY: {
-            static const char *const names[] = {"off", "on", "l2"};
-            bad = parse_choice("--moe-early", optarg, names, 3, &o->moe_early, err, len);
-            break;
-        }
+        case O_MOEEARLY: bad = arb_engine_opts_moe_early(optarg, &o->moe_early, err, len); break;
         case O_APPEND: o->append = 1; break;
         case O_FORCE: o->force = 1; break;
         case O_ACCEPT: bad = parse_rates(optarg, o, err, len); break;
@@ -466,7 +478,14 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
                  o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent");
         return -1;
     }
-    if (o->moe_early) { /* withdrawn everywhere: results/engine-h200/6162998-moe-early/README.md */
+    if (o->moe_early >= 3 && (o->backend == ARB_ENGINE_CPU || o->step_form == ARB_STEP_PERSISTENT)) {
+        snprintf(err, len, "--moe-early %s with %s: the guessed selection is the GPU's MoE down launch's (give "
+                 "--backend gpu with --step-form launches or persistent-attn, or leave --moe-early out)",
+                 arb_engine_opts_moe_early_name(o->moe_early),
+                 o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent");
+        return -1;
+    }
+    if (o->moe_early == 1 || o->moe_early == 2) { /* withdrawn everywhere: results/engine-h200/6162998-moe-early/README.md */
         snprintf(err, len,
                  "%s: withdrawn: with --moe-early on the GPU disagreed with the CPU reference (tiny --check-steps: max "
                  "|logit diff| 0.274 > 0.25, verify agree 15/24; results/engine-h200/6162998-moe-early/; a race that "

@@ -128,9 +128,12 @@ typedef struct arb_engine_opts {
                                   groups in shared memory; an experiment, default none) */
     int moe_order;             /* --moe-order auto|shared-first|routed-first|spread: 0 .. 3 (the MoE gate/up grid's order;
                                   default 0 auto) */
-    int moe_early;             /* --moe-early off|on|l2: 1 on (the MoE down launch reads the selection and issues its
-                                  first round of routed weights before its PDL wait; gate/up triggers it after its
-                                  own), 2 l2 (on, and its later rounds' INT4 weights toward L2 there); default 0 off */
+    int moe_early;             /* --moe-early off|on|l2|spec|spec-sync: 1 on (the MoE down launch reads the selection
+                                  and issues its first round of routed weights before its PDL wait; gate/up triggers
+                                  it after its own), 2 l2 (on, and its later rounds' INT4 weights toward L2 there):
+                                  both withdrawn; 3 spec (on's loads from a guess of the selection, read again after
+                                  the wait and the first round issued again where it differs), 4 spec-sync (spec's
+                                  down, gate/up triggering at its start); default 0 off */
     unsigned attn_min_rows;    /* --attn-min-rows N: the attention's row groups keep at least N of the step's
                                   T x heads rows, 1..64 (0: the kernels' default, 4) */
     unsigned attn_fill;        /* --attn-fill N: the attention's grid aims at N CTAs an SM, 1..16 (0: the kernels'
@@ -161,6 +164,11 @@ const char *arb_engine_opts_bits_str(arb_engine_bits_t which, unsigned bits, cha
  * the accepted names in err (arb_engine_opts_parse's; engine_gpu_bench's too). */
 const char *arb_engine_opts_moe_order_name(int order);
 int arb_engine_opts_moe_order(const char *v, int *order, char *err, size_t err_len);
+
+/* --moe-early's value, the same way: 0 off, 1 on, 2 l2 (both withdrawn: arb_engine_opts_parse refuses
+ * them), 3 spec, 4 spec-sync. */
+const char *arb_engine_opts_moe_early_name(int early);
+int arb_engine_opts_moe_early(const char *v, int *early, char *err, size_t err_len);
 
 /* Parses `arbench engine` arguments (argv[0] is the subcommand). Returns 0, 1 when
  * --help was given, -1 on bad input with a one-line message naming the option and the

@@ -119,7 +119,8 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",moe_order=%s",
                      arb_engine_opts_moe_order_name(o->moe_order));
         if (o->moe_early)
-            snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",moe_early=%s", o->moe_early == 2 ? "l2" : "on");
+            snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",moe_early=%s",
+                     arb_engine_opts_moe_early_name(o->moe_early));
         if (o->attn_min_rows)
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",attn_min_rows=%u", o->attn_min_rows);
         if (o->attn_fill)

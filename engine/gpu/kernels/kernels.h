@@ -33,7 +33,10 @@ struct launch_ctx {
     int moe_stage;  // 1: the routed INT4 gate/up tiles at T <= 3 stage more groups in shared memory (moe.cu)
     int moe_early;  // 1: gate/up triggers its dependents after its wait, and down reads the selection and issues its
                     // first round of routed weights before its own (moe.cu); 2: and pulls its later rounds' INT4
-                    // weights toward L2 there; give gate/up and down the same context
+                    // weights toward L2 there (1 and 2 withdrawn: a race); 3 spec: gate/up as 1, down's
+                    // selection before its wait only a guess, read again after it and the first round issued
+                    // again where it differs (moe_ops.cuh); 4 spec-sync: 3's down after a gate/up that
+                    // triggers at its start; give gate/up and down the same context
     int moe_order;  // the gate/up grid's order: 0 auto (routed tiles first where they fit one an SM), 1 the shared
                     // expert's parts first, 2 the routed tiles first, 3 spread (as many routed tiles as SMs, the
                     // shared parts, the other routed tiles; moe.cu); the same bits in every order
@@ -176,6 +179,8 @@ struct moe_weights {
 
     const bf16 *sh_gate, *sh_up, *sh_down; // shared expert bf16 [Is x H], [H x Is]
     int H, I, Is;                       // hidden, routed and shared intermediate per rank
+    int E;                              // routed experts (0: not given; --moe-early spec needs it: its guessed
+                                        // selection is clamped to 0 .. E - 1 before any load)
 };
 // act [max_slots x moe_tstride(T) x I], act_sh [moe_tstride(T) x Is] bf16 scratch; part
 // [T x H] bf16; T <= kMoeMaxT. max_slots: the grid's bound on distinct experts, min(T k, E).

@@ -115,12 +115,14 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
     const int rows = 16 * ROWT;
     cudaError_t e = cudaSuccess;
     if (which & 1) {
-        auto gate_up = c.moe_early ? moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, 0, pdl_late>
-                                   : moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB>;
+        // --moe-early on, l2 and spec: gate/up triggers down after its own wait (spec-sync: at its start)
+        const bool late = c.moe_early >= 1 && c.moe_early <= 3;
+        auto gate_up = late ? moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, 0, pdl_late>
+                            : moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB>;
         if constexpr (INT4 && ROWT == 1 && NH == 1) // --moe-stage smem: where it is built (one tile, T <= 3)
             if (c.moe_stage)
-                gate_up = c.moe_early ? moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups, pdl_late>
-                                      : moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups>;
+                gate_up = late ? moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups, pdl_late>
+                               : moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups>;
         const int routed = max_slots * (w.I / rows);
         int head = 0;
         e = moe_order_head(c.moe_order, routed, &head);
@@ -129,9 +131,10 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
                        head);
     }
     if (e == cudaSuccess && (which & 2)) {
-        const auto down = c.moe_early == 2 ? moe_down_kernel<INT4, kDown, NH, kUnrDown, 2>
-                          : c.moe_early    ? moe_down_kernel<INT4, kDown, NH, kUnrDown, 1>
-                                           : moe_down_kernel<INT4, kDown, NH, kUnrDown, 0>;
+        const auto down = c.moe_early >= 3 ? moe_down_kernel<INT4, kDown, NH, kUnrDown, 3>
+                          : c.moe_early == 2 ? moe_down_kernel<INT4, kDown, NH, kUnrDown, 2>
+                          : c.moe_early      ? moe_down_kernel<INT4, kDown, NH, kUnrDown, 1>
+                                             : moe_down_kernel<INT4, kDown, NH, kUnrDown, 0>;
         e = launch(c, down, dim3(w.H / (16 * kDown)), block, 0, w, rt, (const bf16 *)act, (const bf16 *)act_sh, part,
                    T);
     }
@@ -159,6 +162,10 @@ static cudaError_t moe_launch(const launch_ctx &c, const moe_weights &w, const m
         return cudaErrorInvalidValue;
     if ((which & 1) && moe_sh_parts(w.H, moe_rowt(T)) > 1 && (!rt.sh_part || !rt.sh_ticket))
         return cudaErrorInvalidValue; // the shared expert's parts need their scratch
+    if ((which & 2) && c.moe_early >= 3 && w.E < 1)
+        return cudaErrorInvalidValue; // spec clamps its guessed selection to the experts there are
+    if (c.moe_early < 0 || c.moe_early > 4)
+        return cudaErrorInvalidValue;
 
     return w.gate_s ? moe_by_t<true>(c, w, rt, h, act, act_sh, part, T, max_slots, which)
                     : moe_by_t<false>(c, w, rt, h, act, act_sh, part, T, max_slots, which);

@@ -348,14 +348,20 @@ __device__ __forceinline__ void moe_gate_up_tile(const P &pol_sh, const P &pol, 
 // selection (written by the router, gate/up's predecessor, complete once gate/up triggers this
 // launch) is read through L2 before the wait, and each warp's first round of routed weights is
 // issued before it too; 2 l2, also the later rounds' INT4 weights and scales pulled toward L2 there
-// (T = 1 at Kimi-K2 has one round). The same loads, sums and order, so the same bits.
+// (T = 1 at Kimi-K2 has one round). The same loads, sums and order, so the same bits. Both read the
+// selection before the wait as if it were final; on and l2 are withdrawn (a race: docs/engine.md).
+// 3 spec: the selection read before the wait is a guess only: the first round's weights are
+// issued from it, and after the wait the selection is read again (as EARLY 0 reads it); where any
+// slot or the count differs, the block takes the one read after the wait and issues its first
+// round again. So the weights used are always the selection's after the wait, whatever the guess
+// saw (a stale or half-written buffer costs the round trip EARLY 0 pays; the bits are EARLY 0's).
 template <bool INT4, int ROWT, int NH, int UNR, class P, int EARLY = 0>
 __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w, const moe_route &rt, const bf16 *act,
                                               const bf16 *act_sh, bf16 *__restrict__ part, int T, int bx)
 {
     static_assert(EARLY == 0 || !P::coherent, "the early selection is a kernel's own, after a pdl_late gate/up");
     __shared__ float red[kMoeWarps][ROWT][NH][4][kWarp];
-    __shared__ int s_uniq[kMaxSlots], s_n;
+    __shared__ int s_uniq[kMaxSlots], s_n, s_stale;
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, gi = lane / 4, ti = lane % 4;
     const int H = w.H, I = w.I, Is = w.Is, Gi = I / 32, Gs = Is / 32;
     const int r0 = bx * 16 * ROWT;
@@ -380,6 +386,14 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
             s_uniq[i] = l2 ? __ldcg(rt.uniq + i) : rt.uniq[i];
         if (threadIdx.x == 0)
             s_n = l2 ? __ldcg(rt.n_uniq) : *rt.n_uniq;
+    };
+    // EARLY 3's guess: what the buffer held before the wait (an older layer's selection, a half-written
+    // one, or never written), clamped so that every load it issues is within the weights
+    const auto guess = [&]() {
+        for (int i = threadIdx.x; i < kMaxSlots; i += blockDim.x)
+            s_uniq[i] = min(max(__ldcg(rt.uniq + i), 0), w.E - 1);
+        if (threadIdx.x == 0)
+            s_n = min(max(__ldcg(rt.n_uniq), 0), kMaxSlots), s_stale = 0;
     };
     // Round q0's routed weights: pair q = q0 + 8 j is (slot q / Gi, group q % Gi).
     uint2 qa[UNR][ROWT];
@@ -408,7 +422,10 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
         }
     };
     if constexpr (EARLY > 0) {
-        selection(true);
+        if constexpr (EARLY == 3)
+            guess();
+        else
+            selection(true);
         __syncthreads();
         weights(warp, s_n * Gi);
         if (INT4 && EARLY == 2) // a (pair, tile)'s fragments: 256 contiguous bytes, two lines
@@ -431,11 +448,49 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
     pol.wait();
     if constexpr (EARLY == 0)
         selection(coh);
+    // EARLY 3: the selection again, now that the wait orders it (each thread its own slots, as
+    // selection() assigns them); compared with the guess, not yet stored: other warps may still
+    // be issuing the guess's loads from s_uniq
+    constexpr int kSlotsPer = (kMaxSlots + kMoeWarps * kWarp - 1) / (kMoeWarps * kWarp);
+    // (only slots below the count are compared: the router leaves the others as they were, and
+    // a never-written slot's clamped guess would differ from it every time)
+    int fresh[EARLY == 3 ? kSlotsPer : 1], fresh_n = 0;
+    if constexpr (EARLY == 3) {
+        fresh_n = __ldcg(rt.n_uniq);
+#pragma unroll
+        for (int k = 0; k < kSlotsPer; k++) {
+            const int i = (int)threadIdx.x + k * (int)blockDim.x;
+            fresh[k] = i < kMaxSlots ? __ldcg(rt.uniq + i) : 0;
+        }
+        bool differ = fresh_n != s_n;
+#pragma unroll
+        for (int k = 0; k < kSlotsPer; k++) {
+            const int i = (int)threadIdx.x + k * (int)blockDim.x;
+            differ |= i < fresh_n && i < kMaxSlots && fresh[k] != s_uniq[i];
+        }
+        if (differ)
+            s_stale = 1; // any thread; read after the barrier below
+    }
     uint4 xs[NH];
 #pragma unroll
     for (int hf = 0; hf < NH; hf++)
         xs[hf] = warp < Gs ? ld_b<coh>(act_sh, Is, warp, T, hf) : make_uint4(0, 0, 0, 0);
     __syncthreads();
+    bool reissue = false; // EARLY 3: the guess was wrong, the first round is issued again below
+    if constexpr (EARLY == 3) {
+        reissue = s_stale != 0; // the same in every thread: set only before the barrier
+        if (reissue) {
+#pragma unroll
+            for (int k = 0; k < kSlotsPer; k++) {
+                const int i = (int)threadIdx.x + k * (int)blockDim.x;
+                if (i < kMaxSlots)
+                    s_uniq[i] = fresh[k];
+            }
+            if (threadIdx.x == 0)
+                s_n = fresh_n;
+            __syncthreads();
+        }
+    }
     float acc[ROWT][NH][4] = {};
     if (warp < Gs) // the shared expert (weight 1): groups warp, warp + 8, .. in that order
 #pragma unroll
@@ -455,7 +510,7 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
     for (int q0 = warp; q0 < npairs; q0 += kMoeWarps * UNR) {
         uint4 xb[UNR][NH];
         float2 cf[UNR][NH];
-        if (EARLY == 0 || q0 != warp) // EARLY: the first round's are in flight since before the wait
+        if (EARLY == 0 || q0 != warp || reissue) // EARLY: the first round's are in flight since before the wait
             weights(q0, npairs);
 #pragma unroll
         for (int j = 0; j < UNR; j++) {

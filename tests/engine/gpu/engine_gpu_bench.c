@@ -11,7 +11,7 @@
  *   engine_gpu_bench [--config kimi-k2] [--weights int4|bf16] [--tp-shape 8] [--layers L]
  *                    [--experts E] [--context 4096] [--steps 32] [--spec-k 2] [--eager]
  *                    [--moe-t LIST] [--fuse LIST] [--l2-side LIST: both as arbench engine's, with
- *                    its defaults] [--moe-early off|on|l2]
+ *                    its defaults] [--moe-early off|on|l2|spec|spec-sync]
  *                    [--moe-order auto|shared-first|routed-first|spread] [--timeline PREFIX]
  *
  * --moe-t LIST (the sweep's list grammar, e.g. 1:8,12,16; T up to ARB_GPU_MOE_MAX_T): the MoE
@@ -326,9 +326,8 @@ int main(int argc, char **argv)
             if (arb_engine_opts_bits_parse(ARB_BITS_L2_SIDE, v, &side, why, sizeof why) != 0)
                 DIE("%s", why);
         } else if (!strcmp(a, "--moe-early")) {
-            moe_early = !strcmp(v, "off") ? 0 : !strcmp(v, "on") ? 1 : !strcmp(v, "l2") ? 2 : -1;
-            if (moe_early < 0)
-                DIE("--moe-early %s: expected off, on or l2", v);
+            if (arb_engine_opts_moe_early(v, &moe_early, why, sizeof why) != 0) /* the engine's names (on, l2 */
+                DIE("%s", why); /* timed here though withdrawn there) */
         } else if (!strcmp(a, "--moe-order")) { /* the engine's own parser: the same names and messages */
             if (arb_engine_opts_moe_order(v, &moe_order, why, sizeof why) != 0)
                 DIE("%s", why);
@@ -345,7 +344,7 @@ int main(int argc, char **argv)
                     DIE("--moe-t %s: T %u, expected 1 .. %d", v, moe_ts[j], ARB_GPU_MOE_MAX_T);
         } else
             DIE("unknown option or value: %s %s (accepted: --config --weights int4|bf16 --tp-shape --layers --experts "
-                "--context --steps --spec-k --eager --moe-t --fuse LIST --l2-side LIST --moe-early off|on|l2 "
+                "--context --steps --spec-k --eager --moe-t --fuse LIST --l2-side LIST --moe-early off|on|l2|spec|spec-sync "
                 "--moe-order auto|shared-first|routed-first|spread --timeline PREFIX)",
                 a, v);
     }

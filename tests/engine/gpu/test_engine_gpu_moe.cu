@@ -10,8 +10,9 @@
 //                 bit-identical; at T <= 3 the staged gate/up (--moe-stage smem) bit-identical,
 //                 output and act; the gate/up grid orders (--moe-order shared-first,
 //                 routed-first and spread: at T = 8, 256 routed tiles, spread leads with one
-//                 an SM) bit-identical to the default's (auto), output and act; --moe-early bit-identical, also with the selection published
-//                 late by gate/up's predecessor (late_selection); T = kMoeMaxT + 1 refused
+//                 an SM) bit-identical to the default's (auto), output and act; --moe-early (on, l2,
+//                 spec, spec-sync) bit-identical, also with the selection published late by gate/up's
+//                 predecessor (late_selection; spec-sync then guesses the poison); T = kMoeMaxT + 1 refused
 //   moe_bf16_T*   the same with bf16 experts
 // Tolerance: one bf16 rounding of the output (2^-8 relative), 1e-5 of sum |terms| for
 // accumulation order, and one-ulp flips of the stored act (bf16 on both sides) through
@@ -140,7 +141,7 @@ void moe_case(bool int4, int T)
         mw.gate = to_dev(gb), mw.up = to_dev(ub), mw.down = to_dev(db);
     }
     mw.sh_gate = (bf16 *)to_dev(sg), mw.sh_up = (bf16 *)to_dev(su), mw.sh_down = (bf16 *)to_dev(sd);
-    mw.H = H, mw.I = I, mw.Is = Is;
+    mw.H = H, mw.I = I, mw.Is = Is, mw.E = E;
     route_dev r = alloc_route(T, k, H, Is);
     std::vector<int32_t> uniq(sel.begin(), sel.end());
     std::sort(uniq.begin(), uniq.end());
@@ -240,9 +241,20 @@ void moe_case(bool int4, int T)
     tap_diag("moe %s T=%d: gate/up triggering at its start with down's early loads (the race): %zu of %zu outputs "
              "differ",
              int4 ? "int4" : "bf16", T, late_run(0, 1), got.size());
+    // --moe-early spec (3) and spec-sync (4): down's guess is checked after its wait, so even where it
+    // saw the poisoned slots the outputs are the selection's, asserted (spec-sync pairs gate/up and
+    // down as the race above does, whose outputs differed at T = 1 .. 8 in the committed logs: there
+    // its guess is the poison and its first round is issued again)
+    for (int early = 3; early <= 4; early++) {
+        const size_t d = late_run(early, early);
+        if (d)
+            tap_diag("moe %s T=%d early %d, selection published late: %zu outputs differ", int4 ? "int4" : "bf16", T,
+                     early, d);
+        TAP_EQ_U64(d, 0);
+    }
     cudaFree(src);
     cudaStreamDestroy(ls);
-    for (int early = 1; early <= 2; early++) { // --moe-early on, l2 (down's loads before its wait): the same bits
+    for (int early = 1; early <= 4; early++) { // --moe-early on, l2, spec, spec-sync: the same bits
         cudaMemset(part, 0xff, (size_t)T * H * 2);
         arbk::launch_ctx le = g_lc;
         le.moe_early = early;

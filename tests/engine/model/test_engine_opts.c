@@ -217,12 +217,28 @@ static void t_refusals(void)
     char *e5[] = {"engine", "--moe-early", "yes", NULL};
     TAP_CHECK(parse(&o, 3, e5) != 0);
     TAP_HAS_STR(err, "--moe-early");
+    TAP_HAS_STR(err, "spec or spec-sync"); /* the accepted names */
     char *e7[] = {"engine", "--moe-early", "l2", NULL};
     TAP_CHECK(parse(&o, 3, e7) != 0);
     TAP_HAS_STR(err, "--moe-early l2: withdrawn");
     char *e8[] = {"engine", "--step-form", "persistent", "--moe-early", "l2", NULL};
     TAP_CHECK(parse(&o, 5, e8) != 0);
     TAP_HAS_STR(err, "--moe-early l2: withdrawn");
+    /* spec and spec-sync: the guessed selection, checked after the wait (the GPU's MoE launches only) */
+    char *s1[] = {"engine", "--moe-early", "spec", NULL};
+    TAP_EQ_INT(parse(&o, 3, s1), 0);
+    TAP_EQ_INT(o.moe_early, 3);
+    char *s2[] = {"engine", "--step-form", "persistent-attn", "--moe-early", "spec-sync", NULL}; /* MoE as launches */
+    TAP_EQ_INT(parse(&o, 5, s2), 0);
+    TAP_EQ_INT(o.moe_early, 4);
+    char *s3[] = {"engine", "--step-form", "persistent", "--moe-early", "spec", NULL};
+    TAP_CHECK(parse(&o, 5, s3) != 0);
+    TAP_HAS_STR(err, "--moe-early spec with --step-form persistent");
+    char *s4[] = {"engine", "--config", "tiny", "--backend", "cpu", "--moe-early", "spec-sync", NULL};
+    TAP_CHECK(parse(&o, 7, s4) != 0);
+    TAP_HAS_STR(err, "--moe-early spec-sync with --backend cpu");
+    TAP_CHECK(strcmp(arb_engine_opts_moe_early_name(3), "spec") == 0);
+    TAP_CHECK(arb_engine_opts_moe_early_name(5) == NULL && arb_engine_opts_moe_early_name(-1) == NULL);
     char *e6[] = {"engine", "--config", "tiny", "--backend", "cpu", "--moe-early", "off", NULL}; /* off: anywhere */
     TAP_EQ_INT(parse(&o, 7, e6), 0);
     TAP_EQ_INT(o.moe_early, 0);
