@@ -29,6 +29,7 @@ void arb_engine_opts_defaults(arb_engine_opts_t *o)
      * (results/engine-h100/d86afbb-fuse/); the prep in it, no ticket in qkv_a, the same bits
      * (results/engine-h200/c8f9a64-prep-qb/: decode -2.2%, verify -2.5% on an H200) */
     o->fuse = ARB_FUSE_QB_ABSORB | ARB_FUSE_PREP_QB;
+    o->moe_early = ARB_ENGINE_DEFAULT_MOE_EARLY; /* dropped where there are no MoE launches */
 }
 
 void arb_engine_opts_usage(FILE *f)
@@ -109,11 +110,12 @@ void arb_engine_opts_usage(FILE *f)
             "  --moe-order O       gpu, launches form: the MoE gate/up grid's order, auto (default: the routed\n"
             "                      tiles first where they fit one an SM), shared-first, routed-first or spread\n"
             "                      (as many routed tiles as SMs, the shared parts, the rest); the same bits\n"
-            "  --moe-early M       gpu, MoE launches: off (default); spec (down issues its first round of routed\n"
+            "  --moe-early M       gpu, MoE launches: spec (default: down issues its first round of routed\n"
             "                      weights before its PDL wait from a guess of the selection, checked after the\n"
             "                      wait and issued again where wrong; gate/up triggers it after its own wait),\n"
-            "                      spec-sync (the same down, gate/up triggering at its start); the same bits;\n"
-            "                      on and l2 are withdrawn (the GPU then disagreed with the CPU reference)\n"
+            "                      spec-sync (the same down, gate/up triggering at its start) or off (all after\n"
+            "                      the wait); the same bits; on and l2 are withdrawn (the GPU then disagreed\n"
+            "                      with the CPU reference)\n"
             "  --quiet             no progress lines\n"
             "  --profile FILE      per-site choice from a profile of arbench profile (CSV or JSON); no match: nccl\n"
             "  --tune              first sweep exactly the call-site shapes, write that profile next to --out, use it\n"
@@ -406,7 +408,10 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             break;
         }
         case O_MOEORDER: bad = arb_engine_opts_moe_order(optarg, &o->moe_order, err, len); break;
-        case O_MOEEARLY: bad = arb_engine_opts_moe_early(optarg, &o->moe_early, err, len); break;
+        case O_MOEEARLY:
+            bad = arb_engine_opts_moe_early(optarg, &o->moe_early, err, len);
+            o->moe_early_given = 1;
+            break;
         case O_APPEND: o->append = 1; break;
         case O_FORCE: o->force = 1; break;
         case O_ACCEPT: bad = parse_rates(optarg, o, err, len); break;
@@ -478,7 +483,10 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
                  o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent");
         return -1;
     }
-    if (o->moe_early >= 3 && (o->backend == ARB_ENGINE_CPU || o->step_form == ARB_STEP_PERSISTENT)) {
+    const int moe_launches = o->backend == ARB_ENGINE_GPU && o->step_form != ARB_STEP_PERSISTENT;
+    if (!o->moe_early_given && !moe_launches)
+        o->moe_early = 0; /* the default's guess is the GPU's MoE down launch's: dropped elsewhere */
+    if (o->moe_early >= 3 && !moe_launches) {
         snprintf(err, len, "--moe-early %s with %s: the guessed selection is the GPU's MoE down launch's (give "
                  "--backend gpu with --step-form launches or persistent-attn, or leave --moe-early out)",
                  arb_engine_opts_moe_early_name(o->moe_early),

@@ -71,6 +71,9 @@ enum {
 #define ARB_ENGINE_DEFAULT_SPEC_K 2u     /* verify T = k + 1 = 3 tokens: 43,008 B at hidden 7168 */
 #define ARB_ENGINE_DEFAULT_SEED 1u
 #define ARB_ENGINE_DEFAULT_PREFILL_CHUNK 8u  /* the GPU step's largest T (ARB_GPU_MAX_T) */
+/* --moe-early spec, where the MoE runs as the GPU's launches (else dropped): decode -2.85%, verify
+ * +0.04% (not shown) on an H100, four rounds (results/engine-h100/77935d4-spec/) */
+#define ARB_ENGINE_DEFAULT_MOE_EARLY 3
 #define ARB_ENGINE_MAX_RATES 16u          /* acceptance rates in one --accept-rate list */
 
 typedef struct arb_engine_opts {
@@ -133,7 +136,9 @@ typedef struct arb_engine_opts {
                                   it after its own), 2 l2 (on, and its later rounds' INT4 weights toward L2 there):
                                   both withdrawn; 3 spec (on's loads from a guess of the selection, read again after
                                   the wait and the first round issued again where it differs), 4 spec-sync (spec's
-                                  down, gate/up triggering at its start); default 0 off */
+                                  down, gate/up triggering at its start); default 3 spec where the MoE runs as the
+                                  GPU's launches, else 0 */
+    int moe_early_given;       /* --moe-early was given: spec and spec-sync refused where there are no MoE launches */
     unsigned attn_min_rows;    /* --attn-min-rows N: the attention's row groups keep at least N of the step's
                                   T x heads rows, 1..64 (0: the kernels' default, 4) */
     unsigned attn_fill;        /* --attn-fill N: the attention's grid aims at N CTAs an SM, 1..16 (0: the kernels'

@@ -289,7 +289,7 @@ int main(int argc, char **argv)
     int S = 32, eager = 0, fuse_given = 0;
     unsigned fuse = ARB_FUSE_QB_ABSORB | ARB_FUSE_PREP_QB; /* the engine's default: where the shapes fit */
     unsigned side = ARB_L2_SIDE_ROUTER; /* the engine's default in its launches form */
-    int moe_early = 0, moe_order = 0;
+    int moe_early = ARB_ENGINE_DEFAULT_MOE_EARLY, moe_order = 0; /* the engine's defaults */
     const char *timeline = NULL;
     unsigned moe_ts[ARB_GPU_MOE_MAX_T];
     size_t n_moe_ts = 0;

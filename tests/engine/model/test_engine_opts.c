@@ -171,7 +171,7 @@ static void t_refusals(void)
     char *b5[] = {"engine", NULL}; /* default none */
     TAP_EQ_INT(parse(&o, 1, b5), 0);
     TAP_EQ_INT(o.moe_stage, 0);
-    TAP_EQ_INT(o.moe_early, 0); /* --moe-early: default off */
+    TAP_EQ_INT(o.moe_early, 3); /* --moe-early: default spec (the GPU's launches) */
     TAP_EQ_INT(o.moe_order, 0);  /* --moe-order: default auto */
     char *m1[] = {"engine", "--moe-order", "routed-first", NULL};
     TAP_EQ_INT(parse(&o, 3, m1), 0);
@@ -238,6 +238,19 @@ static void t_refusals(void)
     TAP_CHECK(parse(&o, 7, s4) != 0);
     TAP_HAS_STR(err, "--moe-early spec-sync with --backend cpu");
     TAP_CHECK(strcmp(arb_engine_opts_moe_early_name(3), "spec") == 0);
+    /* the default spec is dropped, not refused, where the MoE is not the GPU's launches */
+    char *s5[] = {"engine", "--config", "tiny", "--backend", "cpu", NULL};
+    TAP_EQ_INT(parse(&o, 5, s5), 0);
+    TAP_EQ_INT(o.moe_early, 0);
+    char *s6[] = {"engine", "--step-form", "persistent", NULL};
+    TAP_EQ_INT(parse(&o, 3, s6), 0);
+    TAP_EQ_INT(o.moe_early, 0);
+    char *s7[] = {"engine", "--step-form", "persistent-attn", NULL}; /* MoE as launches: kept */
+    TAP_EQ_INT(parse(&o, 3, s7), 0);
+    TAP_EQ_INT(o.moe_early, 3);
+    char *s8[] = {"engine", "--moe-early", "off", NULL};
+    TAP_EQ_INT(parse(&o, 3, s8), 0);
+    TAP_EQ_INT(o.moe_early, 0);
     TAP_CHECK(arb_engine_opts_moe_early_name(5) == NULL && arb_engine_opts_moe_early_name(-1) == NULL);
     char *e6[] = {"engine", "--config", "tiny", "--backend", "cpu", "--moe-early", "off", NULL}; /* off: anywhere */
     TAP_EQ_INT(parse(&o, 7, e6), 0);
