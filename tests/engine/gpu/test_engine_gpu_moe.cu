@@ -231,21 +231,15 @@ void moe_case(bool int4, int T)
             differ += got[i] != out[i];
         return ok ? differ : got.size() + 1;
     };
-    for (int early = 1; early <= 2; early++) {
-        const size_t d = late_run(early, early);
-        if (d)
-            tap_diag("moe %s T=%d early %d, selection published late: %zu outputs differ", int4 ? "int4" : "bf16", T,
-                     early, d);
-        TAP_EQ_U64(d, 0);
-    }
     tap_diag("moe %s T=%d: gate/up triggering at its start with down's early loads (the race): %zu of %zu outputs "
              "differ",
              int4 ? "int4" : "bf16", T, late_run(0, 1), got.size());
-    // --moe-early spec (3) and spec-sync (4): down's guess is checked after its wait, so even where it
-    // saw the poisoned slots the outputs are the selection's, asserted (spec-sync pairs gate/up and
-    // down as the race above does, whose outputs differed at T = 1 .. 8 in the committed logs: there
-    // its guess is the poison and its first round is issued again)
-    for (int early = 3; early <= 4; early++) {
+    // on and l2 (1, 2) after a gate/up that triggers after its wait; spec (3) and spec-sync (4) check
+    // down's guess after its wait, so even where it saw the poisoned slots the outputs are the
+    // selection's (spec-sync pairs gate/up and down as the race above does, whose outputs differed
+    // at T = 1 .. 8 in the committed logs: there its guess is the poison and its first round is
+    // issued again). All asserted.
+    for (int early = 1; early <= 4; early++) {
         const size_t d = late_run(early, early);
         if (d)
             tap_diag("moe %s T=%d early %d, selection published late: %zu outputs differ", int4 ? "int4" : "bf16", T,
