@@ -317,6 +317,10 @@ void arb_gpu_model_destroy(arb_gpu_model_t *m);
 arb_status_t arb_gpu_timeline_begin(size_t cap, char *why, size_t why_len);
 arb_status_t arb_gpu_timeline_end(arb_tl_rec_t *out, size_t cap, size_t *n, size_t *dropped, char *why,
                                   size_t why_len);
+/* In the same builds: *n, the MoE down CTAs whose --moe-early spec guess of the selection was wrong
+ * (they issued their first round again) since the last call, which clears it; waits for the device
+ * first. ARB_DECLINE in another build. */
+arb_status_t arb_gpu_moe_reissues(unsigned *n, char *why, size_t why_len);
 
 /* For tests: the persistent form's wait (gpu_persist.cu) on a counter holding `value`
  * until it reaches `target` or timeout_ns pass; *err the error word after it (code when

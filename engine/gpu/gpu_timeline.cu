@@ -7,6 +7,7 @@
 
 #include "arbench/status.h"
 #include "gpu/gpu_model.h"
+#include "gpu/kernels/kernels.h"
 #include "gpu/kernels/timeline.h"
 
 namespace {
@@ -80,4 +81,15 @@ extern "C" arb_status_t arb_gpu_timeline_end(arb_tl_rec_t *out, size_t cap, size
 out:
     tl_free();
     return rs;
+}
+
+extern "C" arb_status_t arb_gpu_moe_reissues(unsigned *n, char *why, size_t why_len)
+{
+    *n = 0;
+    if (!arb_tl_built())
+        ARB_RAISE(ARB_DECLINE, why, why_len,
+                  "moe reissues: this build counts none (configure with meson -Dengine_timeline=true)");
+    ARB_CUDA_TRY(cudaDeviceSynchronize(), why, why_len);
+    ARB_CUDA_TRY(arbk::moe_reissues(n), why, why_len);
+    return ARB_OK;
 }

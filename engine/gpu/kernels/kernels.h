@@ -192,6 +192,10 @@ cudaError_t moe_down(const launch_ctx &c, const moe_weights &w, const moe_route 
                      const bf16 *act_sh, bf16 *part, int T);
 cudaError_t moe_block(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                       bf16 *act_sh, bf16 *part, int T, int max_slots);
+// A timeline build's count of MoE down CTAs (moe.cu's launches) that issued their first round again
+// because --moe-early spec's guessed selection was wrong, since the last call; read and cleared after
+// the device is idle. cudaErrorNotSupported (and 0) in any other build.
+cudaError_t moe_reissues(unsigned *n);
 
 // ---- persist.cu: a layer's segment between call sites as one persistent launch ----
 // (engine/gpu/persist_plan.h: the stages, their tiles, the lists and the counters.) Each

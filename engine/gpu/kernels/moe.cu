@@ -199,6 +199,18 @@ cudaError_t moe_block(const launch_ctx &c, const moe_weights &w, const moe_route
     return moe_launch(c, w, rt, h, act, act_sh, part, T, max_slots, 3);
 }
 
+cudaError_t moe_reissues(unsigned *n)
+{
+#if ARB_TIMELINE
+    const unsigned zero = 0;
+    cudaError_t e = cudaMemcpyFromSymbol(n, g_moe_reissues, sizeof *n);
+    return e == cudaSuccess ? cudaMemcpyToSymbol(g_moe_reissues, &zero, sizeof zero) : e;
+#else
+    *n = 0;
+    return cudaErrorNotSupported;
+#endif
+}
+
 ARB_TL_TU(moe)
 
 } // namespace arbk

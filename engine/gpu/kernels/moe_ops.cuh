@@ -8,6 +8,14 @@
 
 namespace arbk {
 
+#if ARB_TIMELINE
+namespace {
+// A timeline build's count of the MoE down CTAs whose guessed selection (--moe-early spec) was wrong
+// (moe_down_tile, EARLY 3): this file's; moe.cu's moe_reissues reads and clears moe.cu's.
+__device__ unsigned g_moe_reissues;
+} // namespace
+#endif
+
 constexpr int kMoeWarps = 8;
 
 // The tiling by T (moe.cu says why): ROWT 16-row tiles per block; NH token halves
@@ -480,6 +488,10 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
     if constexpr (EARLY == 3) {
         reissue = s_stale != 0; // the same in every thread: set only before the barrier
         if (reissue) {
+#if ARB_TIMELINE
+            if (threadIdx.x == 0)
+                atomicAdd(&g_moe_reissues, 1u);
+#endif
 #pragma unroll
             for (int k = 0; k < kSlotsPer; k++) {
                 const int i = (int)threadIdx.x + k * (int)blockDim.x;

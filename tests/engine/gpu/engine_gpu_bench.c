@@ -239,9 +239,12 @@ static void timeline_step(run_t *r, unsigned T, const char *prefix)
         tok[t] = t ? arb_wgen_below(1, ARB_W_PROMPT, 1, r->pos + t, 1000) : r->next; /* as measure()'s drafts */
     step(r, tok, T); /* the graph exists and is warm: measure() ran this T */
     size_t n = 0, dropped = 0;
+    unsigned reissues = 0;
+    CK(arb_gpu_moe_reissues(&reissues, why, sizeof why)); /* cleared: this step's alone below */
     CK(arb_gpu_timeline_begin(cap, why, sizeof why));
     step(r, tok, T);
     CK(arb_gpu_timeline_end(rec, cap, &n, &dropped, why, sizeof why));
+    CK(arb_gpu_moe_reissues(&reissues, why, sizeof why));
     char path[4096], tmp[4200];
     snprintf(path, sizeof path, "%s-T%u.csv", prefix, T);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -275,7 +278,7 @@ static void timeline_step(run_t *r, unsigned T, const char *prefix)
     }
     if (fclose(f) != 0 || rename(tmp, path) != 0)
         DIE("--timeline: writing %s failed", path);
-    printf("timeline_T=%u records=%zu dropped=%zu file=%s\n", T, n, dropped, path);
+    printf("timeline_T=%u records=%zu dropped=%zu file=%s moe_down_reissues=%u\n", T, n, dropped, path, reissues);
     free(rec);
     if (dropped)
         DIE("--timeline: %zu CTAs past the room of %zu records (T = %u)", dropped, cap, T);
