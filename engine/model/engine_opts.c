@@ -500,7 +500,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
                  "needs PDL: results/engine-h100/f5918db-diag/). With on "
                  "and l2 the MoE down reads the router's selection before its PDL wait, after gate/up's trigger, "
                  "which NVIDIA documents as leave to begin scheduling, not as an ordering of memory: only the wait "
-                 "orders it (give --moe-early off; engine_gpu_bench --moe-early still times it)",
+                 "orders it (give --moe-early spec, the default, which checks its early read after the wait, or off; engine_gpu_bench --moe-early still times on and l2)",
                  o->moe_early == 2 ? "--moe-early l2" : "--moe-early on");
         return -1;
     }
