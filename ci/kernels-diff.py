@@ -16,9 +16,12 @@ rounds and its multiple of the wider side's range (a large multiple with few rou
 to run more rounds, not a result). Columns: chain_us (default: what each family adds to the
 chain, docs/engine.md), graph_us or eager_us. The tables must be of the same model, shard, context
 and T values (refused otherwise, naming the file), each round given once (its run_id), and at
-least one family must have a value on both sides. Exit 0 with the table, 2 on invalid input.
+least one family must have a value on both sides. A FILE ending in .gz is read through gzip (the
+committed rounds' tables are stored so: results/README.md). Exit 0 with the table, 2 on invalid
+input.
 """
 import csv
+import gzip
 import math
 import sys
 
@@ -40,10 +43,11 @@ def read_side(arg, column):
     runs = []
     for path in files.split(","):
         try:
-            with open(path, newline="") as f:
+            opener = gzip.open if path.endswith(".gz") else open
+            with opener(path, "rt", newline="") as f:
                 rows = list(csv.DictReader(f))
-        except OSError as e:
-            fail("%s: %s" % (path, e.strerror))
+        except (OSError, EOFError) as e:  # EOFError: a truncated .gz
+            fail("%s: %s" % (path, getattr(e, "strerror", None) or e))
         if not rows:
             fail("%s: no rows" % path)
         missing = [c for c in ("schema", "tokens", "family", "floor_us", column) + SAME if c not in rows[0]]

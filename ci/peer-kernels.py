@@ -26,6 +26,7 @@ Exit status: 0 done, 2 torch or CUDA missing or bad arguments.
 """
 import argparse
 import csv
+import gzip
 import math
 import os
 import statistics
@@ -176,7 +177,7 @@ def read_engine(path):
     chain_us (each family's segment of the replayed step, since 2026-12-05) where the table has
     it, else graph_us (what removing the family's nodes saves)."""
     got = {}
-    with open(path, newline="") as f:
+    with (gzip.open if path.endswith(".gz") else open)(path, "rt", newline="") as f:  # committed rounds: .csv.gz
         rows = list(csv.DictReader(f))
     col = "chain_us" if any(r.get("chain_us") for r in rows) else "graph_us"
     for row in rows:
@@ -225,7 +226,7 @@ def main():
         die(f"--out {a.out}: its folder does not exist")
     try:
         engine, ecol = read_engine(a.engine) if a.engine else ({}, "")
-    except (OSError, KeyError, ValueError) as e:
+    except (OSError, EOFError, KeyError, ValueError) as e:
         die(f"--engine {a.engine}: not an arbench engine <results>-kernels.csv ({e}); expected columns family, "
             "tokens, graph_us")
     if a.engine and not engine:

@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0 bad=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; bad=1; fi; }
-echo "1..9"
+echo "1..11"
 A=results/engine-h200/a6f2bb6-fused-site/ab
 base=$(ls $A/engine-base-*-kernels-*.csv | paste -sd,) new=$(ls $A/engine-new-*-kernels-*.csv | paste -sd,)
 python3 $py --column graph_us base="$base" new="$new" >"$tmp/o.txt"
@@ -74,4 +74,14 @@ ok $? "a side whose column is empty throughout is refused, not an empty table wi
 err=$(python3 $py a="$f" 2>&1 >/dev/null)
 [ $? = 2 ] && echo "$err" | grep -q 'needs two sides'
 ok $? "one side is refused"
+# the committed rounds' tables are stored gzipped (results/README.md): read the same
+python3 $py a="$tmp/a1.csv,$tmp/a2.csv,$tmp/a3.csv,$tmp/a4.csv" b="$tmp/b1.csv,$tmp/b2.csv,$tmp/b3.csv,$tmp/b4.csv" >"$tmp/plain.txt"
+for i in 1 2 3 4; do gzip -c "$tmp/b$i.csv" >"$tmp/b$i.csv.gz"; done
+python3 $py a="$tmp/a1.csv,$tmp/a2.csv,$tmp/a3.csv,$tmp/a4.csv" b="$tmp/b1.csv.gz,$tmp/b2.csv.gz,$tmp/b3.csv.gz,$tmp/b4.csv.gz" >"$tmp/gz.txt"
+[ $? = 0 ] && [ -s "$tmp/gz.txt" ] && cmp -s "$tmp/plain.txt" "$tmp/gz.txt" && grep -q ' shown (p=0.029' "$tmp/gz.txt"
+ok $? "tables given as .csv.gz read as the plain files (the same output)"
+head -c 100 "$tmp/b1.csv.gz" >"$tmp/cut.csv.gz"
+err=$(python3 $py a="$f" b="$tmp/cut.csv.gz" 2>&1 >/dev/null)
+[ $? = 2 ] && echo "$err" | grep -q "cut.csv.gz: "
+ok $? "a truncated .csv.gz is refused, naming the file"
 exit $bad
