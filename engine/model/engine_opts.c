@@ -279,6 +279,16 @@ static int launches_only(const arb_engine_opts_t *o, const char *opt, const char
     return -1;
 }
 
+/* "OPT with --backend cpu|--step-form persistent: WHAT (give ..., or INSTEAD)": an option of the GPU's
+ * MoE launches (the launches and persistent-attn forms) given where there are none. */
+static int moe_launches_only(const arb_engine_opts_t *o, const char *opt, const char *what, const char *instead,
+                             char *err, size_t len)
+{
+    snprintf(err, len, "%s with %s: %s (give --backend gpu with --step-form launches or persistent-attn, or %s)", opt,
+             o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent", what, instead);
+    return -1;
+}
+
 int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err, size_t len)
 {
     static const struct option lo[] = {
@@ -470,28 +480,23 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
                  "it out)", o->attn_min_rows ? "--attn-min-rows" : "--attn-fill");
         return -1;
     }
-    if (o->moe_stage && (o->backend == ARB_ENGINE_CPU || o->step_form == ARB_STEP_PERSISTENT)) {
-        snprintf(err, len, "--moe-stage smem with %s: the staged gate/up is the GPU's MoE launches' (give --backend "
-                 "gpu with --step-form launches or persistent-attn, or --moe-stage none)",
-                 o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent");
-        return -1;
-    }
-    if (o->moe_order && (o->backend == ARB_ENGINE_CPU || o->step_form == ARB_STEP_PERSISTENT)) {
-        snprintf(err, len, "--moe-order %s with %s: the order is the GPU's MoE gate/up launch's (give --backend gpu "
-                 "with --step-form launches or persistent-attn, or leave --moe-order out)",
-                 arb_engine_opts_moe_order_name(o->moe_order),
-                 o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent");
-        return -1;
-    }
     const int moe_launches = o->backend == ARB_ENGINE_GPU && o->step_form != ARB_STEP_PERSISTENT;
+    if (o->moe_stage && !moe_launches)
+        return moe_launches_only(o, "--moe-stage smem", "the staged gate/up is the GPU's MoE launches'",
+                                 "--moe-stage none", err, len);
+    if (o->moe_order && !moe_launches) {
+        char opt[64];
+        snprintf(opt, sizeof opt, "--moe-order %s", arb_engine_opts_moe_order_name(o->moe_order));
+        return moe_launches_only(o, opt, "the order is the GPU's MoE gate/up launch's", "leave --moe-order out", err,
+                                 len);
+    }
     if (!o->moe_early_given && !moe_launches)
         o->moe_early = 0; /* the default's guess is the GPU's MoE down launch's: dropped elsewhere */
     if (o->moe_early >= 3 && !moe_launches) {
-        snprintf(err, len, "--moe-early %s with %s: the guessed selection is the GPU's MoE down launch's (give "
-                 "--backend gpu with --step-form launches or persistent-attn, or leave --moe-early out)",
-                 arb_engine_opts_moe_early_name(o->moe_early),
-                 o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent");
-        return -1;
+        char opt[64];
+        snprintf(opt, sizeof opt, "--moe-early %s", arb_engine_opts_moe_early_name(o->moe_early));
+        return moe_launches_only(o, opt, "the guessed selection is the GPU's MoE down launch's",
+                                 "leave --moe-early out", err, len);
     }
     if (o->moe_early == 1 || o->moe_early == 2) { /* withdrawn everywhere: results/engine-h200/6162998-moe-early/README.md */
         snprintf(err, len,
