@@ -247,7 +247,7 @@ extern "C" arb_status_t arb_draft_gpu_step(arb_draft_gpu_t *m, const void *aux, 
                   "gpu draft step: %u rows at position %u (from row %u); expected 1 to %u rows inside %u positions", T,
                   pos0, from, m->o.max_tokens, m->o.positions);
     cudaStream_t st = static_cast<cudaStream_t>(stream);
-    const arbk::launch_ctx lc = {st, 0, {}, 0, 0, 0, 0, 0, 0};
+    const arbk::launch_ctx lc = {st, 0, {}, 0, 0, 0, 0};
     int32_t ids[arbk::kMaxT];
     for (unsigned i = 0; i < T; i++) {
         if (tokens[i] >= c->vocab_size)

@@ -73,7 +73,6 @@ static arb_status_t model_opts(const arb_engine_setup_t *s, arb_inst_t *const *s
     o->wave_fit = s->opts->wave_fit;
     o->wave_from = s->opts->wave_from;
     o->moe_stage = s->opts->moe_stage;
-    o->qb_smem = s->opts->qb_weights;
     o->moe_early = s->opts->moe_early;
     o->moe_order = s->opts->moe_order;
     o->attn_min_rows = (int)s->opts->attn_min_rows;

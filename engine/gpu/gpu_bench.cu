@@ -345,7 +345,7 @@ extern "C" arb_status_t arb_gpu_moe_bench_sel(arb_gpu_model_t *m, unsigned T, co
         ARB_RAISE_GOTO(rs, ARB_CUDA_STATUS_(e), err_free, why, why_len, "gpu moe bench: setup: %s", cudaGetErrorString(e));
 
     { // ours: the model's two MoE kernels per layer, as the step launches them (--moe-stage, --moe-early)
-        const arbk::launch_ctx lc = {st, m->o.pdl, {}, 0, m->o.moe_stage, m->o.moe_early, m->o.moe_order, 0, 0};
+        const arbk::launch_ctx lc = {st, m->o.pdl, {}, 0, m->o.moe_stage, m->o.moe_early, m->o.moe_order};
         ARB_CUDA_GOTO(rs, cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), err_free, why, why_len);
         for (int i = 0; i < nl && e == cudaSuccess; i++)
             e = arbk::moe_block(lc, m->layers[sel[i].layer].moe, routes[i], h_in, act_moe, act_sh, part, (int)T,

@@ -123,7 +123,6 @@ typedef struct arb_gpu_model_opts {
     unsigned wave_fit;     /* ARB_WAVE_FIT_* bits (engine_opts.h): the launches form's grids folded into one wave */
     unsigned wave_from;    /* ... in steps of at least this many tokens */
     unsigned fuse;         /* ARB_FUSE_* bits (engine_opts.h): the launches form's fused kernels, where the shapes fit */
-    int qb_smem;           /* 1: the fused q_b's weights in shared memory (--qb-weights smem; kernels.h's qb_smem) */
     int moe_stage;         /* 1: the MoE launches' routed INT4 gate/up at T <= 3 stage more groups in shared memory */
     int moe_order;         /* the MoE gate/up grid's order: 0 auto, 1 shared expert first, 2 routed tiles first, 3 spread */
     int moe_early;         /* 1: the MoE launches' down reads the selection and its first round of weights before its

@@ -84,12 +84,6 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     lo.wave = (m->o.wave_fit & ARB_WAVE_FIT_O_PROJ) && T >= m->o.wave_from;
     // --fuse prep_qb: those three in q_b's launch (mla_qb.cu), qkv_a's launch the projection only
     const bool prep_qb = (m->o.fuse & ARB_FUSE_PREP_QB) != 0;
-    // --qb-weights smem: q_b's CTAs (weights in shared memory, 256 threads) fit an SM beside two of
-    // qkv_a's, where both kernels' carveout leaves them the room (mla_qb.cu); T > 3: the registers form
-    int qb_pct = 0;
-    if (m->o.qb_smem && (m->o.fuse & ARB_FUSE_QB_ABSORB))
-        ARB_CUDA_TRY(mla_qb_smem_carveout(s.rq, s.rkv, t, prep_qb, &qb_pct), why, len);
-    lq.carveout = qb_pct;
     ARB_CUDA_TRY(qkva_prep(lq, L.qkv_a, m->h, H, m->qkva, L.q_a_norm, L.kv_a_norm, m->rope_cs, m->pos0, m->qa,
                            L.cache_ckv, L.cache_kpe, s.rq, s.rkv, s.dr, m->o.dims.rms_eps,
                            m->tickets + ARB_GPU_TICKET_QKVA, t, !prep_qb),
@@ -121,7 +115,6 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     // router's; the chain from absorb to o_proj is latency-bound (its own bytes ~6 MB) and
     // o_proj's 14.7 MB then come from L2 (Kimi-K2, TP = 8)
     launch_ctx la = lc, lu = lc;
-    la.qb_smem = m->o.qb_smem, la.carveout = qb_pct;
     if (m->o.l2_ahead & ARB_L2_AHEAD_O_PROJ)
         la.ahead = {L.o_proj, (size_t)H * ow * sizeof(bf16)};
     if ((m->o.l2_ahead & ARB_L2_AHEAD_ROUTER) && !L.dense)
@@ -236,7 +229,7 @@ extern "C" arb_status_t arb_gpu_model_step(arb_gpu_model_t *m, unsigned T, void 
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "gpu step: T %u outside 1 .. %u", T, m->o.max_tokens);
     const arb_gpu_shapes &s = m->s;
     cudaStream_t st = static_cast<cudaStream_t>(stream);
-    const launch_ctx lc = {st, m->o.pdl, {}, 0, 0, 0, 0, 0, 0};
+    const launch_ctx lc = {st, m->o.pdl, {}, 0, 0, 0, 0};
     m->side_forked = 0;
     if (m->persist)
         ARB_TRY(arb_gpu_persist_begin(m, st, why, why_len));

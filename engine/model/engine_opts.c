@@ -107,10 +107,6 @@ void arb_engine_opts_usage(FILE *f)
             "                      (default 3)\n"
             "  --moe-stage M       gpu, launches form: none, or smem (the routed INT4 gate/up tiles at T <= 3\n"
             "                      stage more groups a round in shared memory; the same bits; default none)\n"
-            "  --qb-weights W      gpu, launches form, qb_absorb fused: regs (default: a q_b CTA of 512 threads\n"
-            "                      holds its weights in registers) or smem (256 threads, the weights copied into\n"
-            "                      shared memory before the PDL wait, so a CTA fits an SM beside qkv_a's at T <= 3;\n"
-            "                      qkv_a's and q_b's shared-memory carveout set to make the room); the same bits\n"
             "  --moe-order O       gpu, launches form: the MoE gate/up grid's order, auto (default: the routed\n"
             "                      tiles first where they fit one an SM), shared-first, routed-first or spread\n"
             "                      (as many routed tiles as SMs, the shared parts, the rest); the same bits\n"
@@ -127,7 +123,7 @@ void arb_engine_opts_usage(FILE *f)
 }
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
-       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_SIDE, O_SIDEUPTO, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_QBWEIGHTS, O_MOEORDER, O_MOEEARLY, O_ATTNROWS, O_ATTNFILL, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
+       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_SIDE, O_SIDEUPTO, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_MOEORDER, O_MOEEARLY, O_ATTNROWS, O_ATTNFILL, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
        O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE, O_DRAFT,
        O_WDIR, O_PROMPT, O_OUTIDS };
 
@@ -273,22 +269,14 @@ static int parse_modes(const char *v, unsigned *modes, char *err, size_t len)
 
 /* `opt` given outside the GPU's launches form: -1 with the message naming where it was given and
  * what `opt` belongs to (`what`), and how to run it or leave it out. */
-static int launches_only_or(const arb_engine_opts_t *o, const char *opt, const char *what, const char *instead,
-                            char *err, size_t len)
+static int launches_only(const arb_engine_opts_t *o, const char *opt, const char *what, char *err, size_t len)
 {
-    snprintf(err, len, "%s with %s: %s (give --backend gpu --step-form launches, or %s)", opt,
+    snprintf(err, len, "%s with %s: %s (give --backend gpu --step-form launches, or %s none)", opt,
              o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
              : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
                                                    : "--step-form persistent-attn",
-             what, instead);
+             what, opt);
     return -1;
-}
-/* the same, its way out `OPT none` */
-static int launches_only(const arb_engine_opts_t *o, const char *opt, const char *what, char *err, size_t len)
-{
-    char instead[64];
-    snprintf(instead, sizeof instead, "%s none", opt);
-    return launches_only_or(o, opt, what, instead, err, len);
 }
 
 /* "OPT with --backend cpu|--step-form persistent: WHAT (give ..., or INSTEAD)": an option of the GPU's
@@ -330,7 +318,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"wave-fit-from", required_argument, 0, O_WAVEFROM},
         {"fuse", required_argument, 0, O_FUSE},
         {"moe-stage", required_argument, 0, O_MOESTAGE},
-        {"moe-order", required_argument, 0, O_MOEORDER}, {"qb-weights", required_argument, 0, O_QBWEIGHTS},
+        {"moe-order", required_argument, 0, O_MOEORDER},
         {"moe-early", required_argument, 0, O_MOEEARLY},
         {"attn-min-rows", required_argument, 0, O_ATTNROWS},
         {"attn-fill", required_argument, 0, O_ATTNFILL},
@@ -429,11 +417,6 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             bad = parse_choice("--moe-stage", optarg, names, 2, &o->moe_stage, err, len);
             break;
         }
-        case O_QBWEIGHTS: {
-            static const char *const names[] = {"regs", "smem"};
-            bad = parse_choice("--qb-weights", optarg, names, 2, &o->qb_weights, err, len);
-            break;
-        }
         case O_MOEORDER: bad = arb_engine_opts_moe_order(optarg, &o->moe_order, err, len); break;
         case O_MOEEARLY:
             bad = arb_engine_opts_moe_early(optarg, &o->moe_early, err, len);
@@ -492,14 +475,6 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         return launches_only(o, "--wave-fit", "the folded grids are the GPU's launches form's", err, len);
     if (o->fuse && o->fuse_given && !launches)
         return launches_only(o, "--fuse", "the fused kernels are the GPU's launches form's", err, len);
-    if (o->qb_weights && !launches)
-        return launches_only_or(o, "--qb-weights smem", "the fused q_b is the GPU's launches form's",
-                                "--qb-weights regs", err, len);
-    if (o->qb_weights && o->fuse_given && !(o->fuse & ARB_FUSE_QB_ABSORB)) {
-        snprintf(err, len, "--qb-weights smem without qb_absorb in --fuse: the weights are the fused q_b's (give "
-                 "--fuse with qb_absorb, or leave --qb-weights out)");
-        return -1;
-    }
     if ((o->attn_min_rows || o->attn_fill) && o->backend == ARB_ENGINE_CPU) {
         snprintf(err, len, "%s with --backend cpu: the row groups are the GPU attention's (give --backend gpu, or leave "
                  "it out)", o->attn_min_rows ? "--attn-min-rows" : "--attn-fill");

@@ -129,8 +129,6 @@ typedef struct arb_engine_opts {
     int fuse_given;            /* --fuse was given: what it names must fit the model (else refused) */
     int moe_stage;             /* --moe-stage none|smem: 1 smem (the routed INT4 gate/up at T <= 3 stages more
                                   groups in shared memory; an experiment, default none) */
-    int qb_weights;            /* --qb-weights regs|smem: 1 smem (the fused q_b's weights by cp.async into shared
-                                  memory, 256-thread CTAs beside qkv_a's at T <= 3; default 0 regs) */
     int moe_order;             /* --moe-order auto|shared-first|routed-first|spread: 0 .. 3 (the MoE gate/up grid's order;
                                   default 0 auto) */
     int moe_early;             /* --moe-early off|on|l2|spec|spec-sync: 1 on (the MoE down launch reads the selection

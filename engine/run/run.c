@@ -75,12 +75,6 @@ static int setup_model(arb_engine_run_t *r, char *msg, size_t len)
     r->opts.fuse = arb_fuse_applied(o->fuse, o->fuse_given, launches, (int)r->cfg.q_lora_rank,
                                     (int)r->cfg.qk_nope_head_dim, (int)r->cfg.qk_rope_head_dim, (int)r->cfg.v_head_dim,
                                     (int)r->cfg.kv_lora_rank);
-    if (o->qb_weights && !(r->opts.fuse & ARB_FUSE_QB_ABSORB)) {
-        snprintf(msg, len, "--qb-weights smem: this model's step runs no fused q_b (qb_absorb needs qk_nope_head_dim "
-                 "128; %s has %u), whose weights it places (leave --qb-weights out)", o->config,
-                 r->cfg.qk_nope_head_dim);
-        return -1;
-    }
     s->opts = o, s->cfg = &r->cfg, s->tp_shape = K;
     if (o->backend == ARB_ENGINE_CPU) {
         if (K % N) {

@@ -115,8 +115,6 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
         }
         if (o->moe_stage)
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",moe_stage=smem");
-        if (o->qb_weights)
-            snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",qb_weights=smem");
         if (o->moe_order)
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",moe_order=%s",
                      arb_engine_opts_moe_order_name(o->moe_order));

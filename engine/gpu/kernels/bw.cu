@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(kBwThreads) read_kernel(const uint4 *__restric
 
 cudaError_t stream_read(cudaStream_t s, const void *src, size_t bytes, uint32_t *sink, int sms)
 {
-    const launch_ctx c = {s, 0, {}, 0, 0, 0, 0, 0, 0};
+    const launch_ctx c = {s, 0, {}, 0, 0, 0, 0};
     return launch(c, read_kernel, dim3(sms * 4), dim3(kBwThreads), 0, static_cast<const uint4 *>(src), bytes / 16,
                   sink);
 }

@@ -205,11 +205,6 @@ __device__ __forceinline__ void cp_async4(void *smem, const void *gmem)
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
-// All but the N most recently committed groups of this thread's copies have landed.
-template <int N> __device__ __forceinline__ void cp_async_wait_group()
-{
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
 
 // Pull `bytes` at p (a weight row: nothing a predecessor writes) toward L2 before waiting
 // on the predecessor, one 128-byte line per lane and step: under PDL the fetch overlaps
@@ -345,39 +340,6 @@ inline cudaError_t current_device_shape(device_shape *out)
         seen[dev] = d;
     }
     *out = seen[dev];
-    return cudaSuccess;
-}
-
-// A kernel's preferred shared-memory carveout (cudaFuncAttributePreferredSharedMemoryCarveout: a
-// percent of the SM's shared memory, or cudaSharedmemCarveoutDefault), set on the current device
-// only when it differs from what this process set there last; a kernel never set is at the
-// default. A table of (kernel, device); full, cudaErrorMemoryAllocation.
-inline cudaError_t kernel_carveout(const void *kernel, int pct)
-{
-    struct slot {
-        const void *kernel;
-        int dev, pct;
-    };
-    constexpr int kSlots = 64;
-    static slot seen[kSlots];
-    static int n;
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e != cudaSuccess)
-        return e;
-    int i = 0;
-    while (i < n && (seen[i].kernel != kernel || seen[i].dev != dev))
-        i++;
-    const int was = i < n ? seen[i].pct : (int)cudaSharedmemCarveoutDefault;
-    if (was == pct)
-        return cudaSuccess;
-    if (i == n && n == kSlots)
-        return cudaErrorMemoryAllocation;
-    e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, pct);
-    if (e != cudaSuccess)
-        return e;
-    seen[i] = {kernel, dev, pct};
-    n += i == n;
     return cudaSuccess;
 }
 

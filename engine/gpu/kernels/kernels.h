@@ -40,11 +40,6 @@ struct launch_ctx {
     int moe_order;  // the gate/up grid's order: 0 auto (routed tiles first where they fit one an SM), 1 the shared
                     // expert's parts first, 2 the routed tiles first, 3 spread (as many routed tiles as SMs, the
                     // shared parts, the other routed tiles; moe.cu); the same bits in every order
-    int qb_smem;    // 1: mla_qb_absorb's weights by cp.async into shared memory, 256-thread CTAs (mla_qb.cu;
-                    // --qb-weights smem), where its shared memory fits the device; 0: in registers
-    int carveout;   // qkva_prep's and mla_qb_absorb's preferred shared-memory carveout (percent of the SM's;
-                    // 0: the driver's choice): mla_qb_smem_carveout, so that the SM qkv_a runs on has room
-                    // for a q_b CTA (--qb-weights smem)
 };
 
 constexpr int kMaxT = 8;          // tokens per step (ARB_GPU_MAX_T)
@@ -127,10 +122,6 @@ struct qb_prep {
     float eps = 0.0f;
 };
 bool mla_qb_absorb_fits(int rq, int dn, int dr, int rkv);
-// c.qb_smem: the carveout (percent of this device's shared memory an SM) a q_b CTA with its weights in
-// shared memory needs beside two qkv_a CTAs at T tokens; 0 where that form does not fit this device
-// at T (the registers form then runs: mla_qb_absorb's choice). With `prep` as the launch's.
-cudaError_t mla_qb_smem_carveout(int rq, int rkv, int T, bool prep, int *pct);
 bool mla_qb_prep_fits(int rq, int dn, int dr, int rkv);
 size_t mla_qb_absorb_scratch_floats(int nh_r, int rkv);
 cudaError_t mla_qb_absorb(const launch_ctx &c, const bf16 *qa, const bf16 *Wqb, const bf16 *kv_b, const float2 *rope_cs,

@@ -49,7 +49,7 @@ cudaError_t l2_pull(cudaStream_t s, const l2_pulls &a)
     for (int q = 0; q < a.n; q++)
         if (a.r[q].bytes && !a.r[q].p)
             return cudaErrorInvalidValue;
-    const launch_ctx c = {s, 0, {}, 0, 0, 0, 0, 0, 0};
+    const launch_ctx c = {s, 0, {}, 0, 0, 0, 0};
     return launch(c, l2_pull_kernel, dim3(kL2PullCtas), dim3(kWarp), 0, a);
 }
 

@@ -71,13 +71,6 @@ cudaError_t qkva_prep_s(const launch_ctx &c, const bf16 *W, const bf16 *x, int K
         const int N = rq + rkv + dr, tiles = (N + rows - 1) / rows;
         auto go = [&](auto jb) {
             constexpr bool J = decltype(jb)::value;
-            // c.carveout (--qb-weights smem): room on qkv_a's SMs for a q_b CTA (mla_qb_smem_carveout)
-            const int pct = c.carveout ? c.carveout : (int)cudaSharedmemCarveoutDefault;
-            cudaError_t e = kernel_carveout((const void *)qkva_prep_kernel<Tc, S, pair, false, J>, pct);
-            if (e == cudaSuccess)
-                e = kernel_carveout((const void *)qkva_prep_kernel<Tc, S, pair, true, J>, pct);
-            if (e != cudaSuccess)
-                return e;
             return wave_launch<qkva_prep_kernel<Tc, S, pair, true, J>>(
                 c, qkva_prep_kernel<Tc, S, pair, false, J>, tiles, dim3(kGemvWarps * kWarp), 0, W, x, N, K, qkva,
                 q_a_norm, kv_a_norm, rope_cs, pos0, qa, cache_ckv, cache_kpe, rq, rkv, dr, eps, ticket, tiles);

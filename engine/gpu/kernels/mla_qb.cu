@@ -46,9 +46,8 @@ static_assert(kQbRows == 2 * 8, "a warp takes rows i and i + 8 of its part");
 // the wait, read from it), so the q_b weights the warps hold in flight keep their registers. Once:
 // warp_rowdot calls wait again after its loop, and every thread reaches the first call together
 // (mla_qb_prep_fits: every lane has a first-round vector). Inputs from shared memory
-// (rowdot.cuh's x_shared). PENDING: cp.async groups of this thread's that the wait leaves in flight
-// (WS: the q_b rows, committed last; the norm weights and W_uk's rows before them).
-template <int PENDING = 0> struct qb_prep_sync {
+// (rowdot.cuh's x_shared).
+struct qb_prep_sync {
     static constexpr bool coherent = false;
     static constexpr bool x_shared = true;
     qb_prep pp;
@@ -64,10 +63,7 @@ template <int PENDING = 0> struct qb_prep_sync {
             return;
         done = true;
         pdl_wait();
-        if constexpr (PENDING == 0)
-            cp_async_wait_all(); // the norm weights (and a nope CTA's W_uk rows), then everyone's
-        else
-            cp_async_wait_group<PENDING>();
+        cp_async_wait_all(); // the norm weights (and a nope CTA's W_uk rows), then everyone's
         __syncthreads();
         const int nw = (int)(blockDim.x / kWarp), jobs = owner ? 2 * T : T, width = rq + rkv + dr;
         for (int j = (int)(threadIdx.x / kWarp); j < jobs; j += nw) { // j < T: token j's qa, else its latent
@@ -92,77 +88,22 @@ template <int PENDING = 0> struct qb_prep_sync {
 constexpr size_t qb_prep_smem(int T, int rq, int rkv) { return ((size_t)T + 1) * (rq + rkv) * sizeof(bf16); }
 static_assert(qb_prep_smem(kMaxT, 4096, 0) == 72 * 1024, "qb_fit.h's arb_qb_prep_fits bound: rq + rkv <= 4096");
 
-// WS (launch_ctx.qb_smem, --qb-weights smem): the CTA's 16 q_b rows copied into shared memory by
-// cp.async before the wait instead of held in registers, so a CTA is 256 threads of at most 80
-// registers (__launch_bounds__(256, 3)) and 16 rq bf16 more shared memory: with two of qkv_a's CTAs
-// (88 registers each on sm_90 at T = 1) it fits an SM beside them, and its weights stream while
-// qkv_a runs, where the registers form (512 threads x 128) waits for an empty SM. Its dynamic shared
-// memory: the rows, then PREP's.
-// Up to kQbWsMaxT tokens (decode and a verify of 3): from T = 4 the T-wide sums past 80 registers
-// spill 24 .. 452 bytes (ptxas, sm_90 and sm_120), so the registers form runs there.
-constexpr int kQbWsThreads = 8 * kWarp;
-constexpr int kQbWsMaxT = 3;
-constexpr size_t qb_ws_smem(int T, int rq, int rkv, bool prep)
-{
-    return (size_t)kQbRows * rq * sizeof(bf16) + (prep ? qb_prep_smem(T, rq, rkv) : 0);
-}
-
-// warp_rowdot's sums (lane vectors lane, lane + 32, .. ascending, each its 8 products in order,
-// then warp_sum) with both rows in shared memory; x in shared memory (XS) or the predecessor's
-// output (ld_act, after the wait): the same bits as warp_rowdot on the same values.
-template <int T, bool XS> __device__ __forceinline__ void smem_rowdot(const bf16 *w1, const bf16 *w2, const bf16 *x,
-                                                                      int ldx, int K, float (&acc)[T], float (&acc2)[T])
-{
-    const int lane = threadIdx.x % kWarp, nvec = K / 8, ldxv = ldx / 8;
-    const uint4 *a = reinterpret_cast<const uint4 *>(w1), *b = reinterpret_cast<const uint4 *>(w2);
-    const uint4 *xv = reinterpret_cast<const uint4 *>(x);
-#pragma unroll
-    for (int t = 0; t < T; t++)
-        acc[t] = 0.0f, acc2[t] = 0.0f;
-    for (int v = lane; v < nvec; v += kWarp) {
-        float wf[8], wf2[8];
-        unpack8(a[v], wf);
-        unpack8(b[v], wf2);
-#pragma unroll
-        for (int t = 0; t < T; t++) {
-            float xf[8];
-            const uint4 *xp = xv + (size_t)t * ldxv + v;
-            unpack8(XS ? *xp : ld_act<false>(xp), xf);
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                acc[t] = fmaf(wf[j], xf[j], acc[t]);
-                acc2[t] = fmaf(wf2[j], xf[j], acc2[t]);
-            }
-        }
-    }
-#pragma unroll
-    for (int t = 0; t < T; t++) {
-        acc[t] = warp_sum(acc[t]);
-        acc2[t] = warp_sum(acc2[t]);
-    }
-}
-
 // Block (j, h): j < kQbParts the nope rows 16 j .. of head h, else its RoPE rows 16 (j - kQbParts) ...
 // scratch [nh_r][kQbParts][T][rkv] fp32; tickets [nh_r], zero before the first launch (each
 // head's last CTA resets its own). PREP: dynamic shared memory qb_prep_smem(T, rq, rkv) bytes.
-// WS: kQbWsThreads threads, warp i rows i and i + 8 of every part in turn, dynamic shared memory
-// qb_ws_smem(T, rq, rkv, PREP) bytes; the sums and stores as the registers form's. (The registers
-// form's minimum of 0 blocks an SM is none given: its code as before WS, sm_90 cubin .text.)
-template <int T, int S, bool PREP, bool WS = false>
-__global__ void __launch_bounds__(WS ? kQbWsThreads : 8 * S * kWarp, WS ? 3 : 0)
+template <int T, int S, bool PREP> __global__ void __launch_bounds__(8 * S * kWarp)
     mla_qb_absorb_kernel(const bf16 *__restrict__ qa, const bf16 *__restrict__ Wqb, const bf16 *__restrict__ kv_b,
                          const float2 *__restrict__ rope_cs, const int32_t *__restrict__ pos0, bf16 *__restrict__ q,
                          bf16 *__restrict__ qlat, bf16 *__restrict__ qpe, float *scratch, unsigned *tickets, int nh_r,
                          int rq, int dn, int dr, int dv, int rkv, l2_ahead ahead, qb_prep pp)
 {
     ARB_TL(ARB_TL_QB_ABSORB);
-    extern __shared__ __align__(16) bf16 dyn[];              // WS: the q_b rows; PREP: this CTA's qa
+    extern __shared__ __align__(16) bf16 qa_dyn[];           // PREP: this CTA's qa
     __shared__ __align__(16) bf16 wuk[kQbRows * kMaxLatent]; // W_uk rows d0 .. d0 + 15, rkv columns each
     __shared__ float qv[T][kQbRows];                         // this CTA's q rows, bf16 values
     __shared__ float red[8 * S][2][T];                       // the warps' part sums (rows i, i + 8)
     const int j = (int)blockIdx.x, h = (int)blockIdx.y, qw = dn + dr;
-    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, part = WS ? 0 : warp % S,
-              i = WS ? warp : warp / S;
+    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, part = warp % S, i = warp / S;
     const bool nope = j < kQbParts;
     const int r0 = nope ? j * kQbRows : dn + (j - kQbParts) * kQbRows; // first row within the head
     const int Ks = rq / S, k0 = part * Ks;
@@ -177,64 +118,26 @@ __global__ void __launch_bounds__(WS ? kQbWsThreads : 8 * S * kWarp, WS ? 3 : 0)
         cp_async_commit();
     }
     constexpr int first = kQbUnroll * kWarp * 8; // inputs of the first round (gemv_tile's rule)
-    bf16 *const qa_dyn = WS ? dyn + (size_t)kQbRows * rq : dyn;
-    if (!WS && Ks > first) {
+    if (Ks > first) {
         warp_prefetch_l2(w1 + first, (size_t)(Ks - first) * 2);
         warp_prefetch_l2(w2 + first, (size_t)(Ks - first) * 2);
     }
     float acc[T], acc2[T];
-    if constexpr (WS) {
-        if constexpr (PREP) {
-            bf16 *kv_s = qa_dyn + (size_t)T * rq, *wq_s = kv_s + (size_t)T * rkv, *wkv_s = wq_s + rq;
-            for (int v = threadIdx.x; v < rq / 8; v += blockDim.x)
-                cp_async16(wq_s + (size_t)v * 8, pp.q_a_norm + (size_t)v * 8);
-            for (int v = threadIdx.x; v < rkv / 8; v += blockDim.x)
-                cp_async16(wkv_s + (size_t)v * 8, pp.kv_a_norm + (size_t)v * 8);
-            cp_async_commit();
-        }
-        { // the CTA's 16 rows: contiguous in Wqb; the last group committed
-            const uint4 *src = reinterpret_cast<const uint4 *>(Wqb + ((size_t)h * qw + r0) * rq);
-            uint4 *dst = reinterpret_cast<uint4 *>(dyn);
-            for (int v = threadIdx.x; v < kQbRows * rq / 8; v += blockDim.x)
-                cp_async16(dst + v, src + v);
-            cp_async_commit();
-        }
-        if constexpr (PREP) {
-            bf16 *kv_s = qa_dyn + (size_t)T * rq, *wq_s = kv_s + (size_t)T * rkv, *wkv_s = wq_s + rq;
-            static_assert(qb_prep_sync<1>::x_shared && !qb_prep_sync<1>::coherent,
-                          "smem_rowdot<T, true>: x as the policy's");
-            const qb_prep_sync<1> pol{
-                pp, rope_cs, pos0, qa_dyn, kv_s, wq_s, wkv_s, rq, rkv, dr, T, h == 0 && j == kQbParts, false};
-            pol.wait();
-        } else {
-            pdl_wait();
-        }
-        cp_async_wait_all();
-        __syncthreads();
-#pragma unroll
-        for (int p = 0; p < S; p++) {
-            const bf16 *ws = dyn + (size_t)i * rq + (size_t)p * Ks;
-            smem_rowdot<T, PREP>(ws, ws + (size_t)8 * rq, (PREP ? qa_dyn : qa) + (size_t)p * Ks, rq, Ks, acc, acc2);
-            if (lane == 0)
-#pragma unroll
-                for (int t = 0; t < T; t++)
-                    red[i * S + p][0][t] = acc[t], red[i * S + p][1][t] = acc2[t];
-        }
-    } else if constexpr (PREP) {
+    if constexpr (PREP) {
         bf16 *kv_s = qa_dyn + (size_t)T * rq, *wq_s = kv_s + (size_t)T * rkv, *wkv_s = wq_s + rq;
         for (int v = threadIdx.x; v < rq / 8; v += blockDim.x) // weights, not the predecessor's output
             cp_async16(wq_s + (size_t)v * 8, pp.q_a_norm + (size_t)v * 8);
         for (int v = threadIdx.x; v < rkv / 8; v += blockDim.x)
             cp_async16(wkv_s + (size_t)v * 8, pp.kv_a_norm + (size_t)v * 8);
         cp_async_commit();
-        const qb_prep_sync<> pol{
-            pp, rope_cs, pos0, qa_dyn, kv_s, wq_s, wkv_s, rq, rkv, dr, T, h == 0 && j == kQbParts, false};
-        warp_rowdot<T, true, true, qb_prep_sync<>, kQbUnroll>(w1, w2, qa_dyn + k0, rq, Ks, acc, acc2, pol);
+        const qb_prep_sync pol{pp,   rope_cs, pos0, qa_dyn, kv_s, wq_s, wkv_s, rq, rkv, dr, T, h == 0 && j == kQbParts,
+                               false};
+        warp_rowdot<T, true, true, qb_prep_sync, kQbUnroll>(w1, w2, qa_dyn + k0, rq, Ks, acc, acc2, pol);
     } else {
         warp_rowdot<T, true, true, pdl_sync, kQbUnroll>(w1, w2, qa + k0, rq, Ks, acc, acc2, pdl_sync());
     }
     grid_prefetch_l2(ahead); // a later kernel's weights (--l2-ahead), as absorb did
-    if (!WS && lane == 0)
+    if (lane == 0)
 #pragma unroll
         for (int t = 0; t < T; t++)
             red[warp][0][t] = acc[t], red[warp][1][t] = acc2[t];
@@ -291,53 +194,6 @@ __global__ void __launch_bounds__(WS ? kQbWsThreads : 8 * S * kWarp, WS ? 3 : 0)
     }
 }
 
-// The WS kernel's shared memory a CTA (its static part and `dyn` bytes) against this device's
-// per-block opt-in limit: *total 0 where it does not fit. Read once a device and kernel.
-template <auto K> cudaError_t qb_ws_total(size_t dyn, size_t *total)
-{
-    static int seen_dev = -1;
-    static size_t stat, optin;
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess && dev != seen_dev) {
-        cudaFuncAttributes fa;
-        int o = 0;
-        e = cudaFuncGetAttributes(&fa, K);
-        if (e == cudaSuccess)
-            e = cudaDeviceGetAttribute(&o, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-        if (e != cudaSuccess)
-            return e;
-        stat = fa.sharedSizeBytes, optin = (size_t)o, seen_dev = dev;
-    }
-    if (e != cudaSuccess)
-        return e;
-    *total = stat + dyn <= optin ? stat + dyn : 0;
-    return cudaSuccess;
-}
-
-// The WS launch where it fits (*ran true), else nothing (the caller runs the registers form).
-template <int TT, int S, bool PREP>
-cudaError_t qb_ws_launch(const launch_ctx &c, dim3 grid, bool *ran, const bf16 *qa, const bf16 *Wqb, const bf16 *kv_b,
-                         const float2 *rope_cs, const int32_t *pos0, bf16 *q, bf16 *qlat, bf16 *qpe, float *scratch,
-                         unsigned *tickets, int nh_r, int rq, int dn, int dr, int dv, int rkv, const qb_prep &pp)
-{
-    constexpr auto k = mla_qb_absorb_kernel<TT, S, PREP, true>;
-    const size_t smem = qb_ws_smem(TT, rq, rkv, PREP);
-    size_t total = 0;
-    cudaError_t e = qb_ws_total<k>(smem, &total);
-    *ran = false;
-    if (e != cudaSuccess || !total)
-        return e;
-    e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (e == cudaSuccess)
-        e = kernel_carveout((const void *)k, c.carveout ? c.carveout : (int)cudaSharedmemCarveoutDefault);
-    if (e != cudaSuccess)
-        return e;
-    *ran = true;
-    return launch(c, k, grid, dim3(kQbWsThreads), smem, qa, Wqb, kv_b, rope_cs, pos0, q, qlat, qpe, scratch, tickets,
-                  nh_r, rq, dn, dr, dv, rkv, c.ahead, pp);
-}
-
 template <int S> cudaError_t qb_absorb_s(const launch_ctx &c, const bf16 *qa, const bf16 *Wqb, const bf16 *kv_b,
                                          const float2 *rope_cs, const int32_t *pos0, bf16 *q, bf16 *qlat, bf16 *qpe,
                                          float *scratch, unsigned *tickets, int nh_r, int rq, int dn, int dr, int dv,
@@ -346,17 +202,6 @@ template <int S> cudaError_t qb_absorb_s(const launch_ctx &c, const bf16 *qa, co
     const dim3 grid(kQbParts + dr / kQbRows, nh_r), block(8 * S * kWarp);
     return with_t(T, [&](auto tt) {
         constexpr int TT = decltype(tt)::value;
-        if (TT <= kQbWsMaxT && c.qb_smem) {
-            constexpr int TW = TT <= kQbWsMaxT ? TT : 1; // instances up to kQbWsMaxT only
-            bool ran = false;
-            const cudaError_t e =
-                pp.qkva ? qb_ws_launch<TW, S, true>(c, grid, &ran, qa, Wqb, kv_b, rope_cs, pos0, q, qlat, qpe, scratch,
-                                                    tickets, nh_r, rq, dn, dr, dv, rkv, pp)
-                        : qb_ws_launch<TW, S, false>(c, grid, &ran, qa, Wqb, kv_b, rope_cs, pos0, q, qlat, qpe, scratch,
-                                                     tickets, nh_r, rq, dn, dr, dv, rkv, pp);
-            if (e != cudaSuccess || ran)
-                return e;
-        }
         if (!pp.qkva)
             return launch(c, mla_qb_absorb_kernel<TT, S, false>, grid, block, 0, qa, Wqb, kv_b, rope_cs, pos0, q, qlat,
                           qpe, scratch, tickets, nh_r, rq, dn, dr, dv, rkv, c.ahead, pp);
@@ -383,39 +228,6 @@ bool mla_qb_absorb_fits(int rq, int dn, int dr, int rkv)
 bool mla_qb_prep_fits(int rq, int dn, int dr, int rkv) { return arb_qb_prep_fits(rq, dn, dr, rkv) != 0; }
 
 size_t mla_qb_absorb_scratch_floats(int nh_r, int rkv) { return (size_t)nh_r * kQbParts * kMaxT * rkv; }
-
-cudaError_t mla_qb_smem_carveout(int rq, int rkv, int T, bool prep, int *pct)
-{
-    *pct = 0;
-    if (T < 1 || T > kMaxT || rq <= 0 || rkv <= 0 || rkv > kMaxLatent)
-        return cudaErrorInvalidValue;
-    if (T > kQbWsMaxT)
-        return cudaSuccess;
-    size_t total = 0;
-    const cudaError_t e = with_t(T, [&](auto tt) {
-        constexpr int TT = decltype(tt)::value <= kQbWsMaxT ? decltype(tt)::value : 1;
-        const size_t dyn = qb_ws_smem(TT, rq, rkv, prep);
-        if (gemv_parts(rq) == 2)
-            return prep ? qb_ws_total<mla_qb_absorb_kernel<TT, 2, true, true>>(dyn, &total)
-                        : qb_ws_total<mla_qb_absorb_kernel<TT, 2, false, true>>(dyn, &total);
-        return prep ? qb_ws_total<mla_qb_absorb_kernel<TT, 1, true, true>>(dyn, &total)
-                    : qb_ws_total<mla_qb_absorb_kernel<TT, 1, false, true>>(dyn, &total);
-    });
-    if (e != cudaSuccess || !total)
-        return e;
-    int dev = 0, per_sm = 0;
-    cudaError_t e2 = cudaGetDevice(&dev);
-    if (e2 == cudaSuccess)
-        e2 = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev);
-    if (e2 != cudaSuccess)
-        return e2;
-    // the CTA, its 1 KB reserved by the hardware, and two qkv_a CTAs' (static shared memory under 1 KB)
-    const size_t need = total + 1024 + 2 * 2048;
-    if (per_sm <= 0 || need > (size_t)per_sm)
-        return cudaSuccess;
-    *pct = (int)((need * 100 + (size_t)per_sm - 1) / (size_t)per_sm);
-    return cudaSuccess;
-}
 
 cudaError_t mla_qb_absorb(const launch_ctx &c, const bf16 *qa, const bf16 *Wqb, const bf16 *kv_b, const float2 *rope_cs,
                           const int32_t *pos0, bf16 *q, bf16 *qlat, bf16 *qpe, float *scratch, unsigned *tickets,

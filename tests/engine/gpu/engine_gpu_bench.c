@@ -292,7 +292,7 @@ int main(int argc, char **argv)
     int S = 32, eager = 0, fuse_given = 0;
     unsigned fuse = ARB_FUSE_QB_ABSORB | ARB_FUSE_PREP_QB; /* the engine's default: where the shapes fit */
     unsigned side = ARB_L2_SIDE_ROUTER; /* the engine's default in its launches form */
-    int moe_early = ARB_ENGINE_DEFAULT_MOE_EARLY, moe_order = 0, qb_smem = 0; /* the engine's defaults */
+    int moe_early = ARB_ENGINE_DEFAULT_MOE_EARLY, moe_order = 0; /* the engine's defaults */
     const char *timeline = NULL;
     unsigned moe_ts[ARB_GPU_MOE_MAX_T];
     size_t n_moe_ts = 0;
@@ -334,8 +334,6 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--moe-order")) { /* the engine's own parser: the same names and messages */
             if (arb_engine_opts_moe_order(v, &moe_order, why, sizeof why) != 0)
                 DIE("%s", why);
-        } else if (!strcmp(a, "--qb-weights") && (!strcmp(v, "regs") || !strcmp(v, "smem"))) {
-            qb_smem = !strcmp(v, "smem");
         } else if (!strcmp(a, "--timeline")) {
             if (!*v)
                 DIE("--timeline: an empty prefix (expected a path prefix for PREFIX-T1.csv)");
@@ -350,7 +348,7 @@ int main(int argc, char **argv)
         } else
             DIE("unknown option or value: %s %s (accepted: --config --weights int4|bf16 --tp-shape --layers --experts "
                 "--context --steps --spec-k --eager --moe-t --fuse LIST --l2-side LIST --moe-early off|on|l2|spec|spec-sync "
-                "--moe-order auto|shared-first|routed-first|spread --qb-weights regs|smem --timeline PREFIX)",
+                "--moe-order auto|shared-first|routed-first|spread --timeline PREFIX)",
                 a, v);
     }
     if (timeline && !arb_tl_built())
@@ -369,7 +367,7 @@ int main(int argc, char **argv)
                    capacity = context + (unsigned)S * (1 + Tv) + ARB_GPU_MAX_T + (timeline ? 2 * (1 + Tv) : 0);
     arb_gpu_model_opts_t o = {.format = wf, .seed = 1, .max_tokens = ARB_GPU_MAX_T, .context = capacity,
                               .fusion = ARB_FUSION_AUTO, .pdl = 1, .l2_side = side, .moe_early = moe_early,
-                              .moe_order = moe_order, .qb_smem = qb_smem};
+                              .moe_order = moe_order};
     CK(arb_gpu_dims_from_config(&cfg, &rope, K, 0, &o.dims, why, sizeof why));
     o.fuse = arb_fuse_applied(fuse, fuse_given, 1, (int)o.dims.q_lora, (int)o.dims.nope, (int)o.dims.rope,
                               (int)o.dims.v_head, (int)o.dims.kv_lora);
@@ -379,11 +377,11 @@ int main(int argc, char **argv)
     CK(arb_gpu_model_plan(&o, &mem, why, sizeof why));
     char fuse_name[48], side_name[48];
     printf("config=%s layers=%u experts=%u weights=%s tp_shape=%u context=%u capacity=%u pdl=%d fuse=%s l2_side=%s "
-           "moe_early=%d moe_order=%d qb_smem=%d timeline_build=%d\n",
+           "moe_early=%d moe_order=%d timeline_build=%d\n",
            cfg.name, cfg.num_hidden_layers, cfg.n_routed_experts, wf == ARB_GPU_INT4 ? "int4" : "bf16", K, context,
            capacity, o.pdl, arb_engine_opts_bits_str(ARB_BITS_FUSE, o.fuse, fuse_name, sizeof fuse_name),
            arb_engine_opts_bits_str(ARB_BITS_L2_SIDE, o.l2_side, side_name, sizeof side_name), moe_early,
-           moe_order, qb_smem, arb_tl_built());
+           moe_order, arb_tl_built());
     printf("memory_GB: embed=%.3f attention=%.3f norms_router=%.3f dense=%.3f shared=%.3f routed=%.3f lm_head=%.3f "
            "kv_cache=%.3f activations=%.3f total=%.3f\n",
            mem.embed / 1e9, mem.attention / 1e9, mem.norms_router / 1e9, mem.dense_mlp / 1e9, mem.shared_expert / 1e9,

@@ -19,7 +19,7 @@ namespace {
 
 using arbk::bf16;
 
-const arbk::launch_ctx g_lc = {nullptr, 1, {}, 0, 0, 0, 0, 0, 0};
+const arbk::launch_ctx g_lc = {nullptr, 1, {}, 0, 0, 0, 0};
 
 uint64_t g_rng = 0x1234567;
 float frand() // uniform in (-1, 1)

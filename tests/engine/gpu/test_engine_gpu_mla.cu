@@ -290,10 +290,8 @@ void t_mla()
 
 // --fuse qb_absorb (mla_qb.cu): q, qlat and qpe bit-identical to q_b's GEMV then the absorption,
 // at Kimi-K2's per-rank shapes (q_b's rows in two parts), T = 1, 3, 8; the outputs poisoned
-// before each fused launch, four times (the per-head tickets back at zero between), the second and
-// fourth with a pull toward L2 (--l2-ahead), the third and fourth with the weights in shared memory
-// (--qb-weights smem: its own kernel at T <= 3, where it fits the device; the registers form at 8);
-// and the shapes it refuses.
+// before each fused launch, twice (the per-head tickets back at zero between), the second time
+// with a pull toward L2 (--l2-ahead); and the shapes it refuses.
 void t_qb_absorb()
 {
     const int nh = 8, dn = 128, dr = 64, dv = 128, rkv = 512, rq = 1536, P0 = 287, ctx = 320;
@@ -329,13 +327,12 @@ void t_qb_absorb()
         for (uint16_t v : l0)
             nonzero += (v & 0x7fff) != 0;
         TAP_CHECK(nonzero > l0.size() / 2); // the split form's qlat is a real one to compare with
-        for (int rep = 0; rep < 4; rep++) {
+        for (int rep = 0; rep < 2; rep++) {
             cudaMemset(q[1], 0xff, (size_t)T * qw * 2), cudaMemset(qlat[1], 0xff, (size_t)T * nh * rkv * 2);
             cudaMemset(qpe[1], 0xff, (size_t)T * nh * dr * 2);
             arbk::launch_ctx la = g_lc;
-            if (rep % 2 == 1)
+            if (rep == 1)
                 la.ahead = {d_kvb, kvb.size() * 2 - 70};
-            la.qb_smem = rep >= 2;
             TAP_REQUIRE(arbk::mla_qb_absorb(la, d_qa, d_W, d_kvb, d_cs, d_pos, q[1], qlat[1], qpe[1], scratch, tickets,
                                             nh, rq, dn, dr, dv, rkv, T) == cudaSuccess);
             TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
@@ -369,10 +366,8 @@ void t_qb_absorb()
 // --fuse prep_qb: qkva_prep with jobs 0 (the projection only) then mla_qb_absorb running the prep
 // itself, against qkva_prep with its jobs then the plain fused q_b: qkva, qa, q, qlat, qpe and the
 // cache rows bit-identical, at Kimi-K2's per-rank shapes (K 7168, q_b in two parts), T = 1, 3, 8,
-// four times each, on a non-blocking stream with PDL (the q_b CTAs may start while qkv_a runs: the
-// engine's case), the last two with the q_b weights in shared memory and both kernels' carveout
-// as the engine sets them (--qb-weights smem: a carveout at T <= 3, none at 8, where the registers
-// form runs), every output poisoned before; the tickets left zero; the shapes and calls refused.
+// twice each, on a non-blocking stream with PDL (the q_b CTAs may start while qkv_a runs: the
+// engine's case), every output poisoned before; the tickets left zero; the shapes and calls refused.
 void t_qb_prep()
 {
     const int nh = 8, dn = 128, dr = 64, dv = 128, rkv = 512, rq = 1536, P0 = 287, ctx = 320, K = 7168;
@@ -430,31 +425,22 @@ void t_qb_prep()
         arbk::qb_prep pp;
         pp.qkva = qkva[1], pp.q_a_norm = d_qan, pp.kv_a_norm = d_kvn, pp.cache_ckv = ckv[1], pp.cache_kpe = kpe[1];
         pp.qa = qa[1], pp.eps = eps;
-        for (int rep = 0; rep < 4; rep++) {
-            arbk::launch_ctx lr = lc;
-            if (rep >= 2) {
-                lr.qb_smem = 1;
-                TAP_REQUIRE(arbk::mla_qb_smem_carveout(rq, rkv, T, true, &lr.carveout) == cudaSuccess);
-                if ((lr.carveout > 0) != (T <= 3))
-                    tap_diag("prep_qb T %d: --qb-weights smem's carveout %d%%", T, lr.carveout);
-                TAP_CHECK((lr.carveout > 0) == (T <= 3) && lr.carveout <= 100);
-            }
+        for (int rep = 0; rep < 2; rep++) {
             for (int b = 0; b < 5; b++)
                 cudaMemset(bufs[b][1], 0xff, sizes[b] * 2);
             cudaMemset(ckv[1], 0, sizes[5] * 2), cudaMemset(kpe[1], 0, sizes[6] * 2);
             TAP_REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
             // the qa argument is not read with a prep: a null one is accepted
-            TAP_REQUIRE(arbk::qkva_prep(lr, d_Wa, d_x, K, qkva[1], d_qan, d_kvn, d_cs, d_pos, nullptr, nullptr, nullptr,
+            TAP_REQUIRE(arbk::qkva_prep(lc, d_Wa, d_x, K, qkva[1], d_qan, d_kvn, d_cs, d_pos, nullptr, nullptr, nullptr,
                                         rq, rkv, dr, eps, nullptr, T, false) == cudaSuccess);
-            TAP_REQUIRE(arbk::mla_qb_absorb(lr, nullptr, d_Wb, d_kvb, d_cs, d_pos, q[1], qlat[1], qpe[1], scratch,
+            TAP_REQUIRE(arbk::mla_qb_absorb(lc, nullptr, d_Wb, d_kvb, d_cs, d_pos, q[1], qlat[1], qpe[1], scratch,
                                             tickets, nh, rq, dn, dr, dv, rkv, T, pp) == cudaSuccess);
             TAP_REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
             bool all = true;
             for (int b = 0; b < 7; b++) {
                 const bool same = from_dev((uint16_t *)bufs[b][1], sizes[b]) == ref[b];
                 if (!same)
-                    tap_diag("prep_qb T %d run %d%s: %s DIFFERS from qkva_prep's jobs + the fused q_b", T, rep,
-                             lr.qb_smem ? " (qb_smem)" : "", names[b]);
+                    tap_diag("prep_qb T %d run %d: %s DIFFERS from qkva_prep's jobs + the fused q_b", T, rep, names[b]);
                 all = all && same;
             }
             TAP_CHECK(all);

@@ -173,29 +173,6 @@ static void t_refusals(void)
     TAP_EQ_INT(o.moe_stage, 0);
     TAP_EQ_INT(o.moe_early, 3); /* --moe-early: default spec (the GPU's launches) */
     TAP_EQ_INT(o.moe_order, 0);  /* --moe-order: default auto */
-    TAP_EQ_INT(o.qb_weights, 0); /* --qb-weights: default regs */
-    char *q1[] = {"engine", "--qb-weights", "smem", NULL};
-    TAP_EQ_INT(parse(&o, 3, q1), 0);
-    TAP_EQ_INT(o.qb_weights, 1);
-    char *q2[] = {"engine", "--qb-weights", "shared", NULL};
-    TAP_CHECK(parse(&o, 3, q2) != 0);
-    TAP_HAS_STR(err, "--qb-weights");
-    TAP_HAS_STR(err, "shared");
-    char *q3[] = {"engine", "--config", "tiny", "--backend", "cpu", "--qb-weights", "smem", NULL};
-    TAP_CHECK(parse(&o, 7, q3) != 0);
-    TAP_HAS_STR(err, "--qb-weights smem with --backend cpu");
-    TAP_HAS_STR(err, "or --qb-weights regs)");
-    char *q4[] = {"engine", "--step-form", "persistent-attn", "--qb-weights", "smem", NULL};
-    TAP_CHECK(parse(&o, 5, q4) != 0);
-    TAP_HAS_STR(err, "--qb-weights smem with --step-form persistent-attn");
-    char *q5[] = {"engine", "--fuse", "merge_uv", "--qb-weights", "smem", NULL};
-    TAP_CHECK(parse(&o, 5, q5) != 0);
-    TAP_HAS_STR(err, "--qb-weights smem without qb_absorb in --fuse");
-    char *q6[] = {"engine", "--fuse", "qb_absorb", "--qb-weights", "smem", NULL};
-    TAP_EQ_INT(parse(&o, 5, q6), 0);
-    char *q7[] = {"engine", "--qb-weights", "regs", NULL};
-    TAP_EQ_INT(parse(&o, 3, q7), 0);
-    TAP_EQ_INT(o.qb_weights, 0);
     char *m1[] = {"engine", "--moe-order", "routed-first", NULL};
     TAP_EQ_INT(parse(&o, 3, m1), 0);
     TAP_EQ_INT(o.moe_order, 2);
