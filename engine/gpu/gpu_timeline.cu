@@ -4,6 +4,8 @@
 // is the process's.
 #define OMPI_SKIP_MPICXX 1 // gpu_model.h includes mpi.h: the C API only
 #include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "arbench/status.h"
 #include "gpu/gpu_model.h"
@@ -36,13 +38,24 @@ extern "C" arb_status_t arb_gpu_timeline_begin(size_t cap, char *why, size_t why
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "timeline: already recording (arb_gpu_timeline_end first)");
     if (cap < 1 || cap > (1u << 26))
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "timeline: room for %zu records; expected 1 .. %u", cap, 1u << 26);
+    // ARB_TL_MARK=k: the wait's stamp taken at the kernels' ARB_TL_MARK(k) instead (timeline.cuh;
+    // mla_qb.cu has 1 .. 4); unset or empty: none
+    unsigned mark = 0;
+    if (const char *m = getenv("ARB_TL_MARK"); m && *m) {
+        char *end = nullptr;
+        const unsigned long v = strtoul(m, &end, 10);
+        if (*end || v > 4 || m[0] == '-')
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "timeline: ARB_TL_MARK='%s'; expected 0 .. 4 (a kernel's mark)",
+                      m);
+        mark = (unsigned)v;
+    }
     arb_status_t rs = ARB_OK;
     ARB_CUDA_GOTO(rs, cudaMalloc(&g_tl.rec, cap * sizeof(arb_tl_rec_t)), fail, why, why_len);
     ARB_CUDA_GOTO(rs, cudaMalloc(&g_tl.counters, (1 + ARB_TL_TAGS) * sizeof(unsigned)), fail, why, why_len);
     ARB_CUDA_GOTO(rs, cudaMemset(g_tl.counters, 0, (1 + ARB_TL_TAGS) * sizeof(unsigned)), fail, why, why_len);
     g_tl.cap = cap;
     {
-        const arbk::tl_buf b = {g_tl.rec, g_tl.counters, g_tl.counters + 1, (unsigned)cap};
+        const arbk::tl_buf b = {g_tl.rec, g_tl.counters, g_tl.counters + 1, (unsigned)cap, mark};
         ARB_CUDA_GOTO(rs, arbk::tl_attach(b), fail, why, why_len);
     }
     ARB_CUDA_GOTO(rs, cudaDeviceSynchronize(), fail, why, why_len);

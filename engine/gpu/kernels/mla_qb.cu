@@ -77,6 +77,7 @@ struct qb_prep_sync {
             }
         }
         __syncthreads();
+        ARB_TL_MARK(1); // a timeline's diagnostic mark: the prep done
         if (owner)
             for (int v = (int)threadIdx.x; v < T * rq / 8; v += (int)blockDim.x)
                 reinterpret_cast<uint4 *>(pp.qa)[v] = reinterpret_cast<const uint4 *>(qa_s)[v];
@@ -153,7 +154,8 @@ template <int T, int S, bool PREP> __global__ void __launch_bounds__(8 * S * kWa
         qv[t][rr] = bf(v);
     }
     __syncthreads();
-    if (!nope) { // RoPE pairs 8 (j - kQbParts) .. of the head
+    ARB_TL_MARK(2); // the CTA's q rows stored
+    if (!nope) {    // RoPE pairs 8 (j - kQbParts) .. of the head
         const int pairs = dr / 2, P0 = *pos0;
         for (int x = threadIdx.x; x < T * (kQbRows / 2); x += blockDim.x) {
             const int t = x / (kQbRows / 2), kk = x % (kQbRows / 2), k = (r0 - dn) / 2 + kk;
@@ -181,8 +183,10 @@ template <int T, int S, bool PREP> __global__ void __launch_bounds__(8 * S * kWa
         for (int t = 0; t < T; t++)
             __stcg(mine + (size_t)t * rkv + c, s[t]);
     }
+    ARB_TL_MARK(3); // a nope CTA's absorption part stored
     if (!last_to_arrive(tickets + h, (unsigned)kQbParts))
         return;
+    ARB_TL_MARK(4); // the head's last CTA past its ticket
     const float *all = scratch + (size_t)h * kQbParts * T * rkv;
     for (int x = threadIdx.x; x < T * rkv; x += blockDim.x) { // absorb's warps in order, from 0
         float s = 0.0f;

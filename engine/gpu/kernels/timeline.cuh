@@ -10,6 +10,9 @@
 //   ARB_TL(tag)     first statement of a kernel: the start now, the end when thread 0 leaves
 //   pdl_wait()      (common.cuh) the wait's return (its last, where a kernel waits more than
 //                   once: the persistent form), where a scope set the CTA's slot
+//   ARB_TL_MARK(k)  a place inside a kernel (k = 1, 2, ..): where the recording's mark is k
+//                   (ARB_TL_MARK=k in the environment: gpu_timeline.cu), it stamps the CTA's
+//                   `wait` instead, so end minus `wait` times what follows it (a diagnostic)
 //   ARB_TL_TU(name) once at the end of each .cu with instrumented kernels: the host's
 //                   setter of that file's buffer (a __constant__ is per file without -rdc);
 //                   timeline.cu's tl_attach calls every file's (ARB_TL_FILES)
@@ -115,6 +118,11 @@ __device__ __forceinline__ void tl_waited()
 }
 
 #define ARB_TL(tag) const ::arbk::tl_scope arb_tl_scope_((unsigned)(tag))
+#define ARB_TL_MARK(k)                                                                                                 \
+    do {                                                                                                               \
+        if (c_tl.mark == (unsigned)(k))                                                                                \
+            ::arbk::tl_waited();                                                                                       \
+    } while (0)
 #define ARB_TL_TU(name)                                                                                                \
     cudaError_t tl_attach_##name(const tl_buf &b) { return cudaMemcpyToSymbol(c_tl, &b, sizeof b); }
 
@@ -122,6 +130,7 @@ __device__ __forceinline__ void tl_waited()
 
 __device__ __forceinline__ void tl_waited() {}
 #define ARB_TL(tag) ((void)0)
+#define ARB_TL_MARK(k) ((void)0)
 #define ARB_TL_TU(name)
 
 #endif

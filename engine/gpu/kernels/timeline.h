@@ -78,6 +78,7 @@ struct tl_buf {
     unsigned *count;
     unsigned *per_tag;
     unsigned cap;
+    unsigned mark; // 0, or the ARB_TL_MARK(k) whose place takes the wait's stamp (gpu_timeline.cu)
 };
 // Every instrumented file's buffer set to b (all zero: recording off). cudaErrorNotSupported in
 // a build without ARB_TIMELINE.
