@@ -88,30 +88,30 @@ __device__ __forceinline__ void warp_rmsnorm(const bf16 *in, const bf16 *__restr
 
 // warp_rmsnorm's bits with few registers (mla_qb.cu's --fuse prep_qb holds its own loads in
 // flight meanwhile): the same sum of squares (lane l its vectors l, l + 32, .. in order, then
-// warp_sum) and the same rounding of in * inv * w, with `in` (written by an earlier launch) read
-// once into `stage` (shared memory, may be `out`: each lane reads back only what it wrote) and
-// w from shared memory (staged by the caller). n a multiple of 8, all 16-byte aligned.
+// warp_sum) and the same rounding of in * inv * w, with `in` (written by an earlier launch) copied
+// once into `stage` (shared memory, may be `out`: each lane reads back only what it copied) and
+// w from shared memory (staged by the caller). n a multiple of 8, all 16-byte aligned. The row's
+// copies are cp.async (through L2, as __ldcg), all issued before any is waited on: one round trip,
+// where a load into registers then a store to `stage` a vector at a time (the form before the
+// thirtieth session) cost one round trip a vector, the loads not issued past the stores that
+// waited on them (results/engine-h100/8a3d3fb-qb-marks/: ~2.7 us of the q_b CTAs' ~4.7 after
+// their wait at T = 1). Waits on all of the calling thread's cp.async copies.
 __device__ __forceinline__ void warp_rmsnorm_staged(const bf16 *in, const bf16 *w_s, bf16 *stage, bf16 *out, int n,
                                                     float eps)
 {
     const int lane = threadIdx.x % kWarp, nv = n / 8;
     const uint4 *iv = reinterpret_cast<const uint4 *>(in);
     uint4 *sv = reinterpret_cast<uint4 *>(stage);
+    for (int v = lane; v < nv; v += kWarp)
+        cp_async16(sv + v, iv + v);
+    cp_async_wait_all();
     float ss = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kWarpNormVecs; i++) { // one round of loads, as warp_rmsnorm's keep[]
-        const int v = lane + kWarp * i;
-        if (v < nv)
-            sv[v] = __ldcg(iv + v);
-    }
     for (int v = lane; v < nv; v += kWarp) {
         float f[8];
         unpack8(sv[v], f);
 #pragma unroll
         for (int j = 0; j < 8; j++)
             ss = fmaf(f[j], f[j], ss);
-        if (v + kWarp * kWarpNormVecs < nv) // past the first round (rows over 2048 values)
-            sv[v + kWarp * kWarpNormVecs] = __ldcg(iv + v + kWarp * kWarpNormVecs);
     }
     const float inv = 1.0f / sqrtf(warp_sum(ss) / (float)n + eps);
     const uint4 *wv = reinterpret_cast<const uint4 *>(w_s);
