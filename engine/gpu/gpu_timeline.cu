@@ -39,13 +39,13 @@ extern "C" arb_status_t arb_gpu_timeline_begin(size_t cap, char *why, size_t why
     if (cap < 1 || cap > (1u << 26))
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "timeline: room for %zu records; expected 1 .. %u", cap, 1u << 26);
     // ARB_TL_MARK=k: the wait's stamp taken at the kernels' ARB_TL_MARK(k) instead (timeline.cuh;
-    // mla_qb.cu has 1 .. 4); unset or empty: none
+    // mla_qb.cu has 1 .. 6); unset or empty: none
     unsigned mark = 0;
     if (const char *m = getenv("ARB_TL_MARK"); m && *m) {
         char *end = nullptr;
         const unsigned long v = strtoul(m, &end, 10);
-        if (*end || v > 4 || m[0] == '-')
-            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "timeline: ARB_TL_MARK='%s'; expected 0 .. 4 (a kernel's mark)",
+        if (*end || v > 6 || m[0] == '-')
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "timeline: ARB_TL_MARK='%s'; expected 0 .. 6 (a kernel's mark)",
                       m);
         mark = (unsigned)v;
     }

@@ -64,7 +64,9 @@ struct qb_prep_sync {
         done = true;
         pdl_wait();
         cp_async_wait_all(); // the norm weights (and a nope CTA's W_uk rows), then everyone's
+        ARB_TL_MARK(6);      // a timeline's diagnostic marks: thread 0's copies landed, then every warp here
         __syncthreads();
+        ARB_TL_MARK(5);
         const int nw = (int)(blockDim.x / kWarp), jobs = owner ? 2 * T : T, width = rq + rkv + dr;
         for (int j = (int)(threadIdx.x / kWarp); j < jobs; j += nw) { // j < T: token j's qa, else its latent
             const int t = j % T;
