@@ -82,15 +82,6 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     launch_ctx lq = lc, lo = lc;
     lq.wave = (m->o.wave_fit & ARB_WAVE_FIT_QKV_A) && T >= m->o.wave_from;
     lo.wave = (m->o.wave_fit & ARB_WAVE_FIT_O_PROJ) && T >= m->o.wave_from;
-    // --l2-side q_b: q_b's and kv_b's weights toward L2 from a fork before qkv_a, so they stream
-    // while qkv_a runs: the q_b launch cannot start before qkv_a's last CTA has (PDL) and its CTAs
-    // need a whole SM, so its own loads begin as qkv_a drains (results/engine-h100/7c1d0ff-qb-smem/)
-    if (m->o.l2_side & ARB_L2_SIDE_Q_B) {
-        l2_pulls pb = {};
-        pull_add(pb, L.q_b, (size_t)qw * s.rq * sizeof(bf16));
-        pull_add(pb, L.kv_b, (size_t)s.nh_r * (s.dn + s.dv) * s.rkv * sizeof(bf16));
-        ARB_TRY(side_pull(m, T, lc.stream, pb, why, len));
-    }
     // --fuse prep_qb: those three in q_b's launch (mla_qb.cu), qkv_a's launch the projection only
     const bool prep_qb = (m->o.fuse & ARB_FUSE_PREP_QB) != 0;
     ARB_CUDA_TRY(qkva_prep(lq, L.qkv_a, m->h, H, m->qkva, L.q_a_norm, L.kv_a_norm, m->rope_cs, m->pos0, m->qa,

@@ -44,7 +44,6 @@ enum {
     ARB_L2_SIDE_ROUTER = 2, /* the router's, forked after qkv_a */
     ARB_L2_SIDE_SHARED = 4, /* the shared expert's gate, up and down, forked after qkv_a */
     ARB_L2_SIDE_QKV_A = 8,  /* the next layer's q_a + kv_a, forked after this layer's router */
-    ARB_L2_SIDE_Q_B = 16,   /* this layer's q_b and kv_b (W_uk, W_uv), forked before qkv_a (during it) */
 };
 
 /* --wave-fit: projections of the launches form whose grid is folded into one wave of
