@@ -91,11 +91,10 @@ __device__ __forceinline__ void warp_rmsnorm(const bf16 *in, const bf16 *__restr
 // warp_sum) and the same rounding of in * inv * w, with `in` (written by an earlier launch) copied
 // once into `stage` (shared memory, may be `out`: each lane reads back only what it copied) and
 // w from shared memory (staged by the caller). n a multiple of 8, all 16-byte aligned. The row's
-// copies are cp.async (through L2, as __ldcg), all issued before any is waited on: one round trip,
-// where a load into registers then a store to `stage` a vector at a time (the form before the
-// thirtieth session) cost one round trip a vector, the loads not issued past the stores that
-// waited on them (results/engine-h100/8a3d3fb-qb-marks/: ~2.7 us of the q_b CTAs' ~4.7 after
-// their wait at T = 1). Waits on all of the calling thread's cp.async copies.
+// copies are cp.async (through L2, as __ldcg), all issued before any is waited on (the form before
+// a2dc9cc loaded a vector into registers and stored it to `stage` before the next load, in its
+// PTX; it measured the same on an H100: results/engine-h100/a2dc9cc-staged-cp/). Waits on all of
+// the calling thread's cp.async copies.
 __device__ __forceinline__ void warp_rmsnorm_staged(const bf16 *in, const bf16 *w_s, bf16 *stage, bf16 *out, int n,
                                                     float eps)
 {
