@@ -8,7 +8,11 @@
 # record of what ran), copies everything the script prints to $O/stdout.txt, and tars $O into
 # $OUT/r.tgz at exit, so that everything comes back as one file. Anything $OUT held before (a
 # killed call's leftovers) is moved out first and named in machine.txt. el prints the seconds since the start; lim N prints N, or less so that a step
-# started now ends before SECONDS (the call's own deadline, below the tool's limit).
+# started now ends before SECONDS (the call's own deadline, below the tool's limit). The tool returns
+# no file over 16 MiB: where r.tgz would be larger than ARB_CALL_MAX_BYTES (default 15 MiB), the
+# largest files under $O are moved out of it one at a time (to a folder under TMPDIR on the machine)
+# until it is not, each named with its size in r/dropped.txt and on the call's output (a call once
+# came back as its printed output alone: results/engine-h100/8a3d3fb-qb-marks/).
 : "${OUT:?OUT: the output folder of the device tool}"
 # $OUT may hold files a call before this one left (one killed before its trap ran left its r/ on
 # the machine, and this session's results once took them in): moved out of the way, and said.
@@ -36,7 +40,18 @@ ARB_CALL_TEE=$!
 arb_call_fin() {
     exec 1>&3 2>&4
     for _ in $(seq 50); do kill -0 "$ARB_CALL_TEE" 2>/dev/null || break; sleep 0.1; done
-    (cd "$OUT" && tar czf r.tgz r && rm -rf r)
+    local max=${ARB_CALL_MAX_BYTES:-15728640} side="" f
+    (cd "$OUT" && tar czf r.tgz r) || return
+    while [ "$(stat -c %s "$OUT/r.tgz")" -gt "$max" ]; do
+        f=$(find "$OUT/r" -type f ! -path "$OUT/r/dropped.txt" -printf '%s %p\n' | sort -rn | head -1 | cut -d' ' -f2-)
+        [ -n "$f" ] || break
+        [ -n "$side" ] || side=$(mktemp -d "${TMPDIR:-/tmp}/arb-call-dropped.XXXXXX") || break
+        echo "device-call: ${f#"$OUT"/} ($(stat -c %s "$f") bytes) left out of r.tgz (over $max bytes with it): moved to $side" |
+            tee -a "$OUT/r/dropped.txt"
+        mv "$f" "$side/$(echo "${f#"$OUT"/}" | tr / _)" || break
+        (cd "$OUT" && tar czf r.tgz r) || return
+    done
+    (cd "$OUT" && rm -rf r)
 }
 trap arb_call_fin EXIT
 trap 'exit 143' TERM INT

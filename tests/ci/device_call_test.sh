@@ -50,5 +50,30 @@ rc=$?
 mkdir -p "$tmp/y" && tar xzf "$tmp/out2/r.tgz" -C "$tmp/y" 2>/dev/null
 [ $rc -eq 0 ] && ! grep -q "held files" "$tmp/y/r/machine.txt" "$tmp/log" && tap OK "an empty \$OUT: no leftovers said" ||
     tap FAIL "an empty \$OUT: exit $rc, $(grep 'held files' "$tmp/y/r/machine.txt" "$tmp/log")"
+# a tarball past the tool's per-file limit (here ARB_CALL_MAX_BYTES=400000): the largest files moved out
+# until it fits, each named in r/dropped.txt and on the output; the small ones kept
+mkdir -p "$tmp/out3"
+cat >"$tmp/work/call.sh" <<EOC
+. "$script" 30
+mkdir -p "\$O/tl"
+head -c 300000 /dev/urandom >"\$O/tl/big1.bin"
+head -c 250000 /dev/urandom >"\$O/big2.bin"
+head -c 20000 /dev/urandom >"\$O/small.bin"
+echo mine >"\$O/mine.txt"
+EOC
+(cd "$tmp/work" && OUT="$tmp/out3" TMPDIR="$tmp" ARB_CALL_MAX_BYTES=400000 bash call.sh) >"$tmp/log3" 2>&1
+rc=$?
+mkdir -p "$tmp/z" && tar xzf "$tmp/out3/r.tgz" -C "$tmp/z" 2>/dev/null
+size=$(stat -c %s "$tmp/out3/r.tgz" 2>/dev/null || echo 0)
+[ $rc -eq 0 ] && [ "$size" -gt 0 ] && [ "$size" -le 400000 ] && tap OK "a large call: r.tgz within the limit ($size bytes)" ||
+    tap FAIL "a large call: exit $rc, r.tgz $size bytes"
+[ ! -e "$tmp/z/r/tl/big1.bin" ] && [ -f "$tmp/z/r/big2.bin" ] && [ -f "$tmp/z/r/small.bin" ] && [ -f "$tmp/z/r/mine.txt" ] &&
+    tap OK "the largest file alone left out" || tap FAIL "kept: $(cd "$tmp/z/r" 2>/dev/null && find . -type f | sort | tr '\n' ' ')"
+grep -q "^device-call: r/tl/big1.bin (300000 bytes) left out of r.tgz" "$tmp/z/r/dropped.txt" 2>/dev/null &&
+    grep -q "r/tl/big1.bin (300000 bytes) left out" "$tmp/log3" && tap OK "dropped.txt and the output name it" ||
+    tap FAIL "dropped.txt: $(cat "$tmp/z/r/dropped.txt" 2>&1)"
+side=$(ls -d "$tmp"/arb-call-dropped.* 2>/dev/null | head -1)
+[ -n "$side" ] && [ "$(stat -c %s "$side/r_tl_big1.bin" 2>/dev/null)" = 300000 ] &&
+    tap OK "the file kept on the machine" || tap FAIL "the dropped file: '$side'"
 echo "1..$n"
 exit $bad
