@@ -5,7 +5,6 @@
 #define OMPI_SKIP_MPICXX 1 // gpu_model.h includes mpi.h: the C API only
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "arbench/status.h"
 #include "gpu/gpu_model.h"
@@ -39,14 +38,14 @@ extern "C" arb_status_t arb_gpu_timeline_begin(size_t cap, char *why, size_t why
     if (cap < 1 || cap > (1u << 26))
         ARB_RAISE(ARB_ERR_INVALID, why, why_len, "timeline: room for %zu records; expected 1 .. %u", cap, 1u << 26);
     // ARB_TL_MARK=k: the wait's stamp taken at the kernels' ARB_TL_MARK(k) instead (timeline.cuh;
-    // mla_qb.cu has 1 .. 6); unset or empty: none
+    // 1 .. kTlMarks); unset or empty: none
     unsigned mark = 0;
     if (const char *m = getenv("ARB_TL_MARK"); m && *m) {
         char *end = nullptr;
         const unsigned long v = strtoul(m, &end, 10);
-        if (*end || v > 6 || m[0] == '-')
-            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "timeline: ARB_TL_MARK='%s'; expected 0 .. 6 (a kernel's mark)",
-                      m);
+        if (*end || v > arbk::kTlMarks || m[0] == '-')
+            ARB_RAISE(ARB_ERR_INVALID, why, why_len, "timeline: ARB_TL_MARK='%s'; expected 0 .. %u (a kernel's mark)",
+                      m, arbk::kTlMarks);
         mark = (unsigned)v;
     }
     arb_status_t rs = ARB_OK;

@@ -267,26 +267,33 @@ static int parse_modes(const char *v, unsigned *modes, char *err, size_t len)
     return 0;
 }
 
-/* `opt` given outside the GPU's launches form: -1 with the message naming where it was given and
- * what `opt` belongs to (`what`), and how to run it or leave it out. */
-static int launches_only(const arb_engine_opts_t *o, const char *opt, const char *what, char *err, size_t len)
+/* "OPT with WHERE: WHAT (give FORMS, or INSTEAD)": `opt` given where the GPU's launches it belongs to
+ * do not run (WHERE: --backend cpu, else the step form given); -1 with the message in err. */
+static int form_refusal(const arb_engine_opts_t *o, const char *opt, const char *what, const char *forms,
+                        const char *instead, char *err, size_t len)
 {
-    snprintf(err, len, "%s with %s: %s (give --backend gpu --step-form launches, or %s none)", opt,
+    snprintf(err, len, "%s with %s: %s (give --backend gpu %s, or %s)", opt,
              o->backend == ARB_ENGINE_CPU                ? "--backend cpu"
              : o->step_form == ARB_STEP_PERSISTENT ? "--step-form persistent"
                                                    : "--step-form persistent-attn",
-             what, opt);
+             what, forms, instead);
     return -1;
 }
 
-/* "OPT with --backend cpu|--step-form persistent: WHAT (give ..., or INSTEAD)": an option of the GPU's
- * MoE launches (the launches and persistent-attn forms) given where there are none. */
+/* `opt` given outside the GPU's launches form: its way out `OPT none`. */
+static int launches_only(const arb_engine_opts_t *o, const char *opt, const char *what, char *err, size_t len)
+{
+    char instead[64];
+    snprintf(instead, sizeof instead, "%s none", opt);
+    return form_refusal(o, opt, what, "--step-form launches", instead, err, len);
+}
+
+/* An option of the GPU's MoE launches (the launches and persistent-attn forms) given where there are
+ * none (--backend cpu or --step-form persistent). */
 static int moe_launches_only(const arb_engine_opts_t *o, const char *opt, const char *what, const char *instead,
                              char *err, size_t len)
 {
-    snprintf(err, len, "%s with %s: %s (give --backend gpu with --step-form launches or persistent-attn, or %s)", opt,
-             o->backend == ARB_ENGINE_CPU ? "--backend cpu" : "--step-form persistent", what, instead);
-    return -1;
+    return form_refusal(o, opt, what, "with --step-form launches or persistent-attn", instead, err, len);
 }
 
 int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err, size_t len)

@@ -80,6 +80,8 @@ struct tl_buf {
     unsigned cap;
     unsigned mark; // 0, or the ARB_TL_MARK(k) whose place takes the wait's stamp (gpu_timeline.cu)
 };
+// The marks a kernel may have: 1 .. kTlMarks (mla_qb.cu has them all).
+constexpr unsigned kTlMarks = 6;
 // Every instrumented file's buffer set to b (all zero: recording off). cudaErrorNotSupported in
 // a build without ARB_TIMELINE.
 cudaError_t tl_attach(const tl_buf &b);
