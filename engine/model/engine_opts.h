@@ -180,6 +180,13 @@ int arb_engine_opts_moe_early(const char *v, int *early, char *err, size_t err_l
  * accepted form in err. */
 int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err, size_t err_len);
 
+/* The options against each other, once arb_engine_opts_parse has read them all (engine_opts_check.c;
+ * it calls this last): the config path from --weights-dir, the launches-form defaults (--l2-side,
+ * --moe-early) dropped where the form given does not run, and the refusals of options given together
+ * or where their form does not run. 0, or -1 with a one-line message naming the options and the way
+ * out in err. */
+int arb_engine_opts_settle(arb_engine_opts_t *o, char *err, size_t err_len);
+
 /* The usage text. */
 void arb_engine_opts_usage(FILE *f);
 
