@@ -59,8 +59,9 @@ arb_status_t side_pull(arb_gpu_model_t *m, unsigned T, cudaStream_t st, const l2
     return ARB_OK;
 }
 
-// A fork's ranges: at most five (o_proj, the router, the shared expert's three), so none is dropped.
-static_assert(kL2PullRanges >= 5, "l2_pulls holds every range a fork of the step names");
+// A fork's ranges: at most seven (the cache's two, o_proj, the router, the shared expert's three), so
+// none is dropped.
+static_assert(kL2PullRanges >= 7, "l2_pulls holds every range a fork of the step names");
 void pull_add(l2_pulls &a, const void *p, size_t bytes)
 {
     if (a.n < kL2PullRanges)
@@ -97,8 +98,16 @@ arb_status_t attention(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_
     // wait, so a guess is that the router's 384 blocks find no room on an SM until the call site
     // ends (the timeline's `ahead` column, ci/timeline.py, would show it). In a graph profile its
     // node is filed with the next mark's kind (q_b).
+    // `cache` (first: attend reads it next, its CTAs that start only as q_b's leave an SM staging
+    // their chunk after q_b has ended) pulls the layer's whole latent cache, every position of its
+    // capacity: the host does not know P0 when the step is captured, so a step at a short context
+    // pulls rows it does not read.
     {
         l2_pulls pa = {};
+        if (m->o.l2_side & ARB_L2_SIDE_CACHE) {
+            pull_add(pa, L.cache_ckv, (size_t)m->o.context * s.rkv * sizeof(bf16));
+            pull_add(pa, L.cache_kpe, (size_t)m->o.context * s.dr * sizeof(bf16));
+        }
         if (m->o.l2_side & ARB_L2_SIDE_O_PROJ)
             pull_add(pa, L.o_proj, (size_t)H * ow * sizeof(bf16));
         if ((m->o.l2_side & ARB_L2_SIDE_ROUTER) && !L.dense)

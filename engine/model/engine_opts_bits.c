@@ -9,13 +9,13 @@
 static const char *const ahead_names[] = {"o_proj", "router"};
 static const char *const wave_names[] = {"qkv_a", "o_proj"};
 static const char *const fuse_names[] = {"qb_absorb", "merge_uv", "prep_qb"};
-static const char *const side_names[] = {"o_proj", "router", "shared", "qkv_a"};
+static const char *const side_names[] = {"o_proj", "router", "shared", "qkv_a", "cache"};
 _Static_assert(ARB_L2_AHEAD_O_PROJ == 1 << 0 && ARB_L2_AHEAD_ROUTER == 1 << 1, "ahead_names: one name a bit, in order");
 _Static_assert(ARB_WAVE_FIT_QKV_A == 1 << 0 && ARB_WAVE_FIT_O_PROJ == 1 << 1, "wave_names: one name a bit, in order");
 _Static_assert(ARB_FUSE_QB_ABSORB == 1 << 0 && ARB_FUSE_MERGE_UV == 1 << 1 && ARB_FUSE_PREP_QB == 1 << 2,
                "fuse_names: one name a bit, in order");
 _Static_assert(ARB_L2_SIDE_O_PROJ == 1 << 0 && ARB_L2_SIDE_ROUTER == 1 << 1 && ARB_L2_SIDE_SHARED == 1 << 2 &&
-                   ARB_L2_SIDE_QKV_A == 1 << 3,
+                   ARB_L2_SIDE_QKV_A == 1 << 3 && ARB_L2_SIDE_CACHE == 1 << 4,
                "side_names: one name a bit, in order");
 
 #define NAMES(a) a, sizeof a / sizeof a[0]

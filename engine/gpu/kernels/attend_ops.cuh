@@ -178,6 +178,7 @@ mla_attend_tile(const P &pol, const bf16 *qlat, const bf16 *qpe, const bf16 *__r
     for (int i = threadIdx.x; i < (kAttnChunk - n) * svr; i += blockDim.x)
         kpe[n * svr + i] = make_uint4(0u, 0u, 0u, 0u);
     __syncthreads();
+    ARB_TL_MARK(1); // a timeline's diagnostic marks (timeline.cuh): the queries and new rows staged
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, gi = lane / 4, ti = lane % 4;
     // the score columns in two halves, always (a row's sum is then the same whatever its group)
     const int mt = (Rl + 15) / 16, pairs = mt * (kAttnChunk / 8), parts = 2;
@@ -204,6 +205,7 @@ mla_attend_tile(const P &pol, const bf16 *qlat, const bf16 *qpe, const bf16 *__r
             dst[rb * kAttnChunk + nt * 8 + 2 * ti] = d[2], dst[rb * kAttnChunk + nt * 8 + 2 * ti + 1] = d[3];
     }
     __syncthreads();
+    ARB_TL_MARK(2); // the scores
     for (int r = warp; r < Rl; r += kPosWarps) { // softmax pieces: a lane per position
         const int t = (r0 + r) / nh_r;
         float s = sc[r * kAttnChunk + lane] + sc[(size_t)Rg * kAttnChunk + r * kAttnChunk + lane];
@@ -218,6 +220,7 @@ mla_attend_tile(const P &pol, const bf16 *qlat, const bf16 *qpe, const bf16 *__r
         }
     }
     __syncthreads();
+    ARB_TL_MARK(3); // the softmax pieces
     for (int m = 0; m < mt; m++) { // O = E V, 8 latent columns per warp and n tile
         const int ra = m * 16 + gi, rb = ra + 8;
         uint32_t hi[2][4], lo[2][4]; // A fragments of both k16 steps (positions 16 s ..)
@@ -287,6 +290,7 @@ template <class P> __device__ __forceinline__ bool merge_cols(const float *parti
         ahead[u] = c < rkv && ch < nch ? (P::coherent ? __ldcg(pv) : *pv) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
     lsum = chunk_weights<P::coherent>(base, cstride, rkv, nch, wch, sm.scratch);
+    ARB_TL_MARK(1); // a timeline's diagnostic marks (timeline.cuh): the chunk weights
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (c < rkv) {
 #pragma unroll
@@ -310,6 +314,7 @@ template <class P> __device__ __forceinline__ bool merge_cols(const float *parti
     }
     red[strand][q] = acc;
     __syncthreads();
+    ARB_TL_MARK(2); // the strands' sums
     if (strand != 0 || c >= rkv)
         return false;
     s = red[0][q];

@@ -284,16 +284,19 @@ static void t_refusals(void)
     TAP_HAS_STR(err, "repeated 'qb_absorb'");
 }
 
-/* --l2-side: four names in bit order, named back joined by '+'; refused outside the GPU's
+/* --l2-side: five names in bit order, named back joined by '+'; refused outside the GPU's
  * launches form and for unknown, repeated or empty names. */
 static void t_l2_side(void)
 {
     arb_engine_opts_t o;
-    char *a1[] = {"engine", "--l2-side", "qkv_a,o_proj,shared,router", NULL};
+    char *a1[] = {"engine", "--l2-side", "qkv_a,cache,o_proj,shared,router", NULL};
     TAP_REQUIRE(parse(&o, 3, a1) == 0);
-    TAP_EQ_INT(o.l2_side, ARB_L2_SIDE_O_PROJ | ARB_L2_SIDE_ROUTER | ARB_L2_SIDE_SHARED | ARB_L2_SIDE_QKV_A);
+    TAP_EQ_INT(o.l2_side, ARB_L2_SIDE_O_PROJ | ARB_L2_SIDE_ROUTER | ARB_L2_SIDE_SHARED | ARB_L2_SIDE_QKV_A |
+                              ARB_L2_SIDE_CACHE);
     char b[40];
-    TAP_EQ_STR(arb_engine_opts_bits_str(ARB_BITS_L2_SIDE, o.l2_side, b, sizeof b), "o_proj+router+shared+qkv_a");
+    TAP_EQ_STR(arb_engine_opts_bits_str(ARB_BITS_L2_SIDE, o.l2_side, b, sizeof b), "o_proj+router+shared+qkv_a+cache");
+    TAP_EQ_STR(arb_engine_opts_bits_str(ARB_BITS_L2_SIDE, ARB_L2_SIDE_ROUTER | ARB_L2_SIDE_CACHE, b, sizeof b),
+               "router+cache");
     TAP_EQ_STR(arb_engine_opts_bits_str(ARB_BITS_L2_SIDE, ARB_L2_SIDE_SHARED, b, sizeof b), "shared");
     TAP_EQ_STR(arb_engine_opts_bits_str(ARB_BITS_L2_SIDE, 0, b, sizeof b), "none");
     char *a2[] = {"engine", "--l2-side", "router", "--l2-side", "none", NULL}; /* the last one given */
@@ -324,7 +327,7 @@ static void t_l2_side(void)
     TAP_HAS_STR(err, "--l2-side with --step-form persistent-attn");
     char *r4[] = {"engine", "--l2-side", "down", NULL};
     TAP_CHECK(parse(&o, 3, r4) != 0);
-    TAP_HAS_STR(err, "--l2-side 'down': unknown 'down' (expected none, or a comma list of o_proj, router, shared and qkv_a)");
+    TAP_HAS_STR(err, "--l2-side 'down': unknown 'down' (expected none, or a comma list of o_proj, router, shared, qkv_a and cache)");
     char *r5[] = {"engine", "--l2-side", "router,router", NULL};
     TAP_CHECK(parse(&o, 3, r5) != 0);
     TAP_HAS_STR(err, "repeated 'router'");
