@@ -205,7 +205,7 @@ mla_attend_tile(const P &pol, const bf16 *qlat, const bf16 *qpe, const bf16 *__r
             dst[rb * kAttnChunk + nt * 8 + 2 * ti] = d[2], dst[rb * kAttnChunk + nt * 8 + 2 * ti + 1] = d[3];
     }
     __syncthreads();
-    ARB_TL_MARK(2); // the scores
+    ARB_TL_MARK(2);                              // the scores
     for (int r = warp; r < Rl; r += kPosWarps) { // softmax pieces: a lane per position
         const int t = (r0 + r) / nh_r;
         float s = sc[r * kAttnChunk + lane] + sc[(size_t)Rg * kAttnChunk + r * kAttnChunk + lane];
@@ -220,7 +220,7 @@ mla_attend_tile(const P &pol, const bf16 *qlat, const bf16 *qpe, const bf16 *__r
         }
     }
     __syncthreads();
-    ARB_TL_MARK(3); // the softmax pieces
+    ARB_TL_MARK(3);                // the softmax pieces
     for (int m = 0; m < mt; m++) { // O = E V, 8 latent columns per warp and n tile
         const int ra = m * 16 + gi, rb = ra + 8;
         uint32_t hi[2][4], lo[2][4]; // A fragments of both k16 steps (positions 16 s ..)
