@@ -35,7 +35,7 @@ struct launch_ctx {
                     // first round of routed weights before its own (moe.cu); 2: and pulls its later rounds' INT4
                     // weights toward L2 there (1 and 2 withdrawn: a race); 3 spec: gate/up as 1, down's
                     // selection before its wait only a guess, read again after it and the first round issued
-                    // again where it differs (moe_ops.cuh); 4 spec-sync: 3's down after a gate/up that
+                    // again where it differs (moe_down_ops.cuh); 4 spec-sync: 3's down after a gate/up that
                     // triggers at its start; give gate/up and down the same context
     int moe_order;  // the gate/up grid's order: 0 auto (routed tiles first where they fit one an SM), 1 the shared
                     // expert's parts first, 2 the routed tiles first, 3 spread (as many routed tiles as SMs, the

@@ -22,7 +22,8 @@
 // (row-major); the shared expert bf16. An expert shared by several tokens is read once.
 #include "gpu/kernels/kernels.h"
 
-#include "gpu/kernels/moe_ops.cuh"
+#include "gpu/kernels/moe_down_ops.cuh"
+#include "gpu/kernels/moe_gate_up_ops.cuh"
 
 namespace arbk {
 namespace {

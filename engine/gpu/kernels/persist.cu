@@ -19,7 +19,8 @@
 #include "gpu/kernels/attend_ops.cuh"
 #include "gpu/kernels/gemv_ops.cuh"
 #include "gpu/kernels/mla_ops.cuh"
-#include "gpu/kernels/moe_ops.cuh"
+#include "gpu/kernels/moe_down_ops.cuh"
+#include "gpu/kernels/moe_gate_up_ops.cuh"
 #include "gpu/kernels/router_ops.cuh"
 
 namespace arbk {
