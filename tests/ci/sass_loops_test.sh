@@ -1,0 +1,62 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# ci/sass-loops.py on a fixture of cuobjdump -sass text whose answer is known: sass_loops_test.sh
+# SCRIPT TAP_SH. Two functions; the second has a PDL wait, a barrier after it and a loop of two
+# shared loads and two mma around a predicated back branch (and a forward branch, not a loop).
+# Then --kernel's choice and the refusals: a missing file, a file with no SASS function, a --kernel
+# matching none, a --kernel that is not a regular expression.
+set -u
+script=$1
+. "$2"
+f="$tmp/k.sass"
+cat >"$f" <<'SASS'
+	code for sm_90
+		Function : _Z3onev
+	.headerflags	@"EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)"
+        /*0000*/                   LDC R1, c[0x0][0x28] ;              /* 0x00000a00ff017b82 */
+                                                                       /* 0x000fe40000000800 */
+        /*0010*/                   EXIT ;                              /* 0x000000000000794d */
+		Function : _Z6attendPf
+        /*0000*/                   LDC R1, c[0x0][0x28] ;              /* 0x00000a00ff017b82 */
+        /*0010*/                   LDG.E.128 R4, desc[UR4][R2.64] ;    /* 0x0000000402047981 */
+        /*0020*/                   ACQBULK ;                           /* 0x000000000000782e */
+        /*0030*/                   STS.128 [R0], R4 ;                  /* 0x0000000400007388 */
+        /*0040*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;       /* 0x0000000000007b1d */
+        /*0050*/                   LDS.128 R8, [R0] ;                  /* 0x0000000000087984 */
+        /*0060*/               @!P0 LDS.128 R12, [R0+0x40] ;           /* 0x00004000000c8984 */
+        /*0070*/                   HMMA.16816.F32.BF16 R16, R8, R12, R16 ; /* 0x0000000c0810723c */
+        /*0080*/                   HMMA.16816.F32.BF16 R16, R8, R14, R16 ; /* 0x0000000e0810723c */
+        /*0090*/                   IADD3 R0, R0, 0x80, RZ ;            /* 0x0000008000007810 */
+        /*00a0*/               @!P1 BRA 0x50 ;                         /* 0xfffffffc00e89947 */
+        /*00b0*/                @P2 BRA 0xd0 ;                         /* 0x0000000000042947 */
+        /*00c0*/                   MUFU.EX2 R3, R3 ;                   /* 0x0000000300037308 */
+        /*00d0*/                   STG.E [R2.64], R16 ;                /* 0x0000001002007986 */
+        /*00e0*/                   EXIT ;                              /* 0x000000000000794d */
+SASS
+python3 "$script" "$f" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+sed 's/^/# /' "$tmp/out"
+[ $rc -eq 0 ] && tap OK "the fixture: exit 0" || { sed 's/^/# /' "$tmp/err"; tap FAIL "the fixture: exit $rc"; }
+grep -qx "_Z3onev: 2 instructions" "$tmp/out" && tap OK "the first function: 2 instructions" ||
+    tap FAIL "the first function's line"
+grep -qx "_Z6attendPf: 15 instructions" "$tmp/out" && tap OK "the second function: 15 instructions" ||
+    tap FAIL "the second function's line"
+grep -q "phase start        -> the PDL wait insns 2  LDS 0  LDG 1 " "$tmp/out" && tap OK "before the wait: 2, one LDG" ||
+    tap FAIL "the pre-wait phase"
+grep -q "phase the PDL wait -> a barrier    insns 3  LDS 0  LDG 0  STS 1  STG 0  HMMA 0  MUFU 0  BAR 1" "$tmp/out" &&
+    tap OK "the wait to the barrier: 3 with the STS and the barrier" || tap FAIL "the wait-to-barrier phase"
+grep -q "phase a barrier    -> end          insns 10  LDS 2  LDG 0  STS 0  STG 1  HMMA 2  MUFU 1  BAR 0  insns/2 HMMA 10.0" "$tmp/out" &&
+    tap OK "after the barrier: 10, the predicated LDS counted, MUFU, STG" || tap FAIL "the last phase"
+grep -qx "  loop 0050-00a0 insns 6  LDS 2  LDG 0  STS 0  STG 0  HMMA 2  MUFU 0  BAR 0  insns/2 HMMA 6.0" "$tmp/out" &&
+    tap OK "the loop: 0x50-0xa0, 6 instructions, 6 a pair of HMMA" || tap FAIL "the loop line"
+[ "$(grep -c '^  loop' "$tmp/out")" = 1 ] && tap OK "the forward branch is not a loop" || tap FAIL "loops: $(grep -c '^  loop' "$tmp/out")"
+python3 "$script" --kernel attend "$f" >"$tmp/out2" 2>&1
+{ [ $? -eq 0 ] && ! grep -q "_Z3onev" "$tmp/out2" && grep -q "_Z6attendPf" "$tmp/out2"; } &&
+    tap OK "--kernel attend: the second function only" || tap FAIL "--kernel attend"
+tap_refused "a missing file" "'$tmp/none.sass': cannot read it" python3 "$script" "$tmp/none.sass"
+echo "not sass" >"$tmp/text"
+tap_refused "a file with no function" "no SASS function in it" python3 "$script" "$tmp/text"
+tap_refused "a --kernel matching none" "no function matches --kernel 'gate_up' (2 functions)" python3 "$script" --kernel gate_up "$f"
+tap_refused "a bad --kernel" "not a regular expression" python3 "$script" --kernel "(" "$f"
+echo "1..$n"
+exit $bad
