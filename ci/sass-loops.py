@@ -74,7 +74,7 @@ def report(name, insns):
     for k, what in cut + [(len(insns), 'end')]:
         print('  phase %-12s -> %-12s %s' % (label, what, fmt(counts(insns[start:k]))))
         start, label = k, what
-    for k, (a, t) in enumerate(insns):
+    for a, t in insns:
         m = BRA.search(t)
         if not m:
             continue

@@ -93,10 +93,9 @@ arb_status_t shapes_of(const arb_gpu_model_opts_t *o, arb_gpu_shapes *s, char *w
         ARB_RAISE(ARB_ERR_INVALID, why, len,
                   "gpu model: --l2-side with a persistent form: the side branch is the launches form's (give "
                   "--step-form launches or --l2-side none)");
-    if (o->l2_side & ~(unsigned)(ARB_L2_SIDE_O_PROJ | ARB_L2_SIDE_ROUTER | ARB_L2_SIDE_SHARED | ARB_L2_SIDE_QKV_A |
-                                 ARB_L2_SIDE_CACHE))
-        ARB_RAISE(ARB_ERR_INVALID, why, len, "gpu model: l2_side bits 0x%x: expected ARB_L2_SIDE_* (0x1 .. 0x1f)",
-                  o->l2_side);
+    if (o->l2_side & ~(unsigned)ARB_L2_SIDE_ALL)
+        ARB_RAISE(ARB_ERR_INVALID, why, len, "gpu model: l2_side bits 0x%x: expected ARB_L2_SIDE_* (0x1 .. 0x%x)",
+                  o->l2_side, (unsigned)ARB_L2_SIDE_ALL);
     s->max_slots = o->max_tokens * s->k < s->E ? o->max_tokens * s->k : s->E;
     s->chunks = (o->context + arbk::kAttnChunk - 1) / arbk::kAttnChunk;
     return ARB_OK;

@@ -45,6 +45,7 @@ enum {
     ARB_L2_SIDE_SHARED = 4, /* the shared expert's gate, up and down, forked after qkv_a */
     ARB_L2_SIDE_QKV_A = 8,  /* the next layer's q_a + kv_a, forked after this layer's router */
     ARB_L2_SIDE_CACHE = 16, /* this layer's latent cache (every position of its capacity), forked after qkv_a */
+    ARB_L2_SIDE_ALL = 31,   /* every bit above: the model's check and the tests take it from here */
 };
 
 /* --wave-fit: projections of the launches form whose grid is folded into one wave of

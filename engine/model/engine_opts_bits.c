@@ -17,6 +17,8 @@ _Static_assert(ARB_FUSE_QB_ABSORB == 1 << 0 && ARB_FUSE_MERGE_UV == 1 << 1 && AR
 _Static_assert(ARB_L2_SIDE_O_PROJ == 1 << 0 && ARB_L2_SIDE_ROUTER == 1 << 1 && ARB_L2_SIDE_SHARED == 1 << 2 &&
                    ARB_L2_SIDE_QKV_A == 1 << 3 && ARB_L2_SIDE_CACHE == 1 << 4,
                "side_names: one name a bit, in order");
+_Static_assert(ARB_L2_SIDE_ALL == (1 << sizeof side_names / sizeof side_names[0]) - 1,
+               "ARB_L2_SIDE_ALL: every name's bit");
 
 #define NAMES(a) a, sizeof a / sizeof a[0]
 static const struct {

@@ -46,7 +46,7 @@ static cudaStream_t stream;
 static const int form_bits[FORMS] = {0, 1, 3, 0, 0, 0, 0, 0};
 static const unsigned form_wave[FORMS] = {0, 0, 0, ARB_WAVE_FIT_QKV_A | ARB_WAVE_FIT_O_PROJ, 0, 0, 0, 0};
 static const unsigned form_fuse[FORMS] = {0, 0, 0, 0, ARB_FUSE_QB_ABSORB | ARB_FUSE_PREP_QB, 0, 0, 0};
-#define SIDE_ALL (ARB_L2_SIDE_O_PROJ | ARB_L2_SIDE_ROUTER | ARB_L2_SIDE_SHARED | ARB_L2_SIDE_QKV_A | ARB_L2_SIDE_CACHE)
+#define SIDE_ALL ARB_L2_SIDE_ALL
 static const unsigned form_side[FORMS] = {0, 0, 0, 0, 0, SIDE_ALL, 0, 0};
 static const int form_early[FORMS] = {0, 0, 0, 0, 0, 0, 1, 2};
 static const char *const form_name[FORMS] = {"launches",
