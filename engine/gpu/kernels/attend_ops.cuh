@@ -56,36 +56,43 @@ struct stage_copy {
     int stride;
     const uint4 *src;
     int rv, rows;
+    unsigned mg; // stage_magic(rv)
 };
 
 // Vector i of a stage_copies pass (the copies' vectors laid end to end): where it comes from
 // and where it goes (constant indices into cp only, so the copies stay in registers).
-template <int NC>
-__device__ __forceinline__ void stage_locate(const stage_copy (&cp)[NC], int i, const uint4 *&src, uint4 *&dst)
+// The row of vector off of a copy: off / rv by a multiply-high with mg = 2^32 / rv rounded up
+// (stage_magic; exact while off rv < 2^32, here both below 2^16), not the ~15 instructions of an
+// integer division a vector (twice a vector in the pass: each vector is located twice).
+__device__ __forceinline__ unsigned stage_magic(int rv) { return rv > 1 ? 0xffffffffu / (unsigned)rv + 1u : 0u; }
+template <int NC> __device__ __forceinline__ void stage_locate(const stage_copy (&cp)[NC], const int (&nk)[NC], int i,
+                                                               const uint4 *&src, uint4 *&dst)
 {
     int q = 0, off = i;
 #pragma unroll
     for (int k = 0; k + 1 < NC; k++)
-        if (q == k && off >= cp[k].rv * cp[k].rows)
-            off -= cp[k].rv * cp[k].rows, q = k + 1;
+        if (q == k && off >= nk[k])
+            off -= nk[k], q = k + 1;
     const uint4 *s = cp[0].src;
     uint4 *d = cp[0].dst;
     int stride = cp[0].stride, rv = cp[0].rv;
+    unsigned m = cp[0].mg;
 #pragma unroll
     for (int k = 1; k < NC; k++)
         if (q == k)
-            s = cp[k].src, d = cp[k].dst, stride = cp[k].stride, rv = cp[k].rv;
+            s = cp[k].src, d = cp[k].dst, stride = cp[k].stride, rv = cp[k].rv, m = cp[k].mg;
     src = s + off;
-    dst = d + (off / rv) * stride + off % rv;
+    const int row = rv > 1 ? (int)__umulhi((unsigned)off, m) : off;
+    dst = d + row * stride + (off - row * rv);
 }
 
 template <bool COH, int NC> __device__ __forceinline__ void stage_copies(const stage_copy (&cp)[NC])
 {
     constexpr int kStage = 8;
-    int total = 0;
+    int total = 0, nk[NC];
 #pragma unroll
     for (int q = 0; q < NC; q++)
-        total += cp[q].rv * cp[q].rows;
+        nk[q] = cp[q].rv * cp[q].rows, total += nk[q];
     const int step = blockDim.x * kStage;
     for (int i0 = threadIdx.x; i0 < total; i0 += step) {
         // the loads, then the stores; each vector located twice, not its destination kept from the
@@ -97,13 +104,13 @@ template <bool COH, int NC> __device__ __forceinline__ void stage_copies(const s
 #pragma unroll
         for (int j = 0; j < kStage; j++)
             if (i0 + j * (int)blockDim.x < total) {
-                stage_locate(cp, i0 + j * blockDim.x, src, dst);
+                stage_locate(cp, nk, i0 + j * blockDim.x, src, dst);
                 v[j] = COH ? __ldcg(src) : ld_stream(src);
             }
 #pragma unroll
         for (int j = 0; j < kStage; j++)
             if (i0 + j * (int)blockDim.x < total) {
-                stage_locate(cp, i0 + j * blockDim.x, src, dst);
+                stage_locate(cp, nk, i0 + j * blockDim.x, src, dst);
                 *dst = v[j];
             }
     }
@@ -125,6 +132,41 @@ __device__ __forceinline__ void split_bf16(float x0, float x1, uint32_t &hi, uin
     const __nv_bfloat162 l = __floats2bfloat162_rn(x0 - __low2float(h), x1 - __high2float(h));
     hi = *reinterpret_cast<const uint32_t *>(&h);
     lo = *reinterpret_cast<const uint32_t *>(&l);
+}
+
+// The scores' groups [ga, gb) of one source (the latent's or the rope's rows, `lim` vectors a row) into
+// d: the lane's query rows ra (pa) and rb (pb) against key row p (pk), each pointer at the lane's first
+// vector (ti); va, vb: whether the lane's rows are the block's. RB: some lane's row rb is (else every
+// lane's rb fragment is zero, as it was, without a check); FULL: lim is a
+// multiple of 4, so every group in range is whole. The loads and mma.sync of one loop over both
+// sources with a check per group, in the same order; compiled once per case so that the group's
+// instructions are its loads and mma.sync (~48 instructions a group with the checks inside:
+// results/engine-h100/689ba2e-attend-ncu/).
+template <bool RB, bool FULL> __device__ __forceinline__ void score_groups(float (&d)[4], const uint4 *pa,
+                                                                           const uint4 *pb, const uint4 *pk, int lim,
+                                                                           int ti, bool va, bool vb, int ga, int gb)
+{
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll 4
+    for (int g = ga; g < gb; g++) {
+        const int v = g * 4;
+        const bool ok = FULL || v + ti < lim;
+        const uint4 a0 = ok && va ? pa[v] : zero;
+        const uint4 a1 = RB && ok && vb ? pb[v] : zero;
+        const uint4 x = ok ? pk[v] : zero;
+        mma_bf16_group(d, a0, a1, x);
+    }
+}
+
+template <bool RB> __device__ __forceinline__ void score_source(float (&d)[4], const uint4 *qb, const uint4 *kb, int st,
+                                                                int lim, int ra, int rb, int p, int ti, bool va,
+                                                                bool vb, int ga, int gb)
+{
+    const uint4 *pa = qb + ra * st + ti, *pb = qb + rb * st + ti, *pk = kb + p * st + ti;
+    if (lim % 4 == 0)
+        score_groups<RB, true>(d, pa, pb, pk, lim, ti, va, vb, ga, gb);
+    else
+        score_groups<RB, false>(d, pa, pb, pk, lim, ti, va, vb, ga, gb);
 }
 
 // A block holds one chunk of C = 32 positions against Rg of the step's R = T nh_r rows
@@ -162,16 +204,18 @@ mla_attend_tile(const P &pol, const bf16 *qlat, const bf16 *qpe, const bf16 *__r
     uint4 *qp = ql + (size_t)Rg * sv;
     float *sc = reinterpret_cast<float *>(qp + (size_t)Rg * svr); // [2][Rg][C]
     // each side of the wait its copies in one pass (one round trip each, not one a copy)
-    const stage_copy before[2] = {{ckv, sv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)c0 * rkv), nv, old},
-                                  {kpe, svr, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)c0 * dr), nvr, old}};
+    const unsigned mv = stage_magic(nv), mvr = stage_magic(nvr); // the copies' rows by multiply-high (stage_locate)
+    const stage_copy before[2] = {
+        {ckv, sv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)c0 * rkv), nv, old, mv},
+        {kpe, svr, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)c0 * dr), nvr, old, mvr}};
     stage_copies<false>(before);
     pol.wait();
     constexpr bool coh = P::coherent; // rows P0.. and the queries: this step's (in a persistent launch, this launch's)
     const stage_copy after[4] = {
-        {ckv + old * sv, sv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)(c0 + old) * rkv), nv, n - old},
-        {kpe + old * svr, svr, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)(c0 + old) * dr), nvr, n - old},
-        {ql, sv, reinterpret_cast<const uint4 *>(qlat) + (size_t)r0 * nv, nv, Rl},
-        {qp, svr, reinterpret_cast<const uint4 *>(qpe) + (size_t)r0 * nvr, nvr, Rl}};
+        {ckv + old * sv, sv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)(c0 + old) * rkv), nv, n - old, mv},
+        {kpe + old * svr, svr, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)(c0 + old) * dr), nvr, n - old, mvr},
+        {ql, sv, reinterpret_cast<const uint4 *>(qlat) + (size_t)r0 * nv, nv, Rl, mv},
+        {qp, svr, reinterpret_cast<const uint4 *>(qpe) + (size_t)r0 * nvr, nvr, Rl, mvr}};
     stage_copies<coh>(after);
     for (int i = threadIdx.x; i < (kAttnChunk - n) * sv; i += blockDim.x) // rows past L: zero, not stale
         ckv[n * sv + i] = make_uint4(0u, 0u, 0u, 0u);
@@ -182,21 +226,24 @@ mla_attend_tile(const P &pol, const bf16 *qlat, const bf16 *qpe, const bf16 *__r
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, gi = lane / 4, ti = lane % 4;
     // the score columns in two halves, always (a row's sum is then the same whatever its group)
     const int mt = (Rl + 15) / 16, pairs = mt * (kAttnChunk / 8), parts = 2;
-    const int glat = (nv + 3) / 4, ng = glat + (nvr + 3) / 4; // 32-column groups: latent, then rope
-    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+    const int glat = (nv + 3) / 4, ng = glat + (nvr + 3) / 4;  // 32-column groups: latent, then rope
     for (int it = warp; it < pairs * parts; it += kPosWarps) { // scores
         const int pair = it % pairs, part = it / pairs, m = pair / (kAttnChunk / 8), nt = pair % (kAttnChunk / 8);
         const int ra = m * 16 + gi, rb = ra + 8, p = nt * 8 + gi;
         float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        for (int grp = part * ng / parts; grp < (part + 1) * ng / parts; grp++) {
-            const bool lat = grp < glat;
-            const int v = (lat ? grp : grp - glat) * 4 + ti, lim = lat ? nv : nvr, st = lat ? sv : svr;
-            const uint4 *qb = lat ? ql : qp, *kb = lat ? ckv : kpe;
-            const bool ok = v < lim;
-            const uint4 a0 = ok && ra < Rl ? qb[ra * st + v] : zero;
-            const uint4 a1 = ok && rb < Rl ? qb[rb * st + v] : zero;
-            const uint4 x = ok ? kb[p * st + v] : zero;
-            mma_bf16_group(d, a0, a1, x);
+        // groups [g0, g1) of the latent's glat then the rope's: the latent ones, then the rope ones,
+        // each run by pointers into its rows (the same loads and mma.sync in the same order as one loop
+        // over both, which spent ~48 instructions a group choosing between them: results/engine-h100/
+        // 689ba2e-attend-ncu/)
+        const int g0 = part * ng / parts, g1 = (part + 1) * ng / parts, gl = min(g1, glat);
+        const int gr0 = max(g0, glat) - glat, gr1 = g1 - glat;
+        const bool va = ra < Rl, vb = rb < Rl;
+        if (m * 16 + 8 < Rl) { // some lane's row rb is the block's (the branch is the warp's)
+            score_source<true>(d, ql, ckv, sv, nv, ra, rb, p, ti, va, vb, g0, gl);
+            score_source<true>(d, qp, kpe, svr, nvr, ra, rb, p, ti, va, vb, gr0, gr1);
+        } else {
+            score_source<false>(d, ql, ckv, sv, nv, ra, rb, p, ti, va, vb, g0, gl);
+            score_source<false>(d, qp, kpe, svr, nvr, ra, rb, p, ti, va, vb, gr0, gr1);
         }
         float *dst = sc + (size_t)part * Rg * kAttnChunk;
         if (ra < Rl)
