@@ -12,6 +12,18 @@ script=$1
 run_call() { # OUTDIR: the call script in $tmp/work with OUT=OUTDIR; its stdout+stderr in $tmp/log
     (cd "$tmp/work" && OUT="$1" TMPDIR="$tmp" bash call.sh) >"$tmp/log" 2>&1
 }
+# The clock frozen: `date +%s` (el's and lim's clock) reads $tmp/now, any other date call is the real
+# one, so lim's figures do not depend on where a second boundary falls (a clean-clone run once saw 29
+# for 30 when the script crossed one).
+realdate=$(command -v date)
+mkdir -p "$tmp/bin"
+cat >"$tmp/bin/date" <<EOD
+#!/bin/sh
+if [ "\$*" = +%s ]; then cat "$tmp/now"; else exec "$realdate" "\$@"; fi
+EOD
+chmod +x "$tmp/bin/date"
+echo 1800000000 >"$tmp/now"
+PATH="$tmp/bin:$PATH"
 mkdir -p "$tmp/work" "$tmp/out/r/ab" "$tmp/out2"
 echo 0123456789ab >"$tmp/work/REVISION"
 echo old >"$tmp/out/r/ab/stale.log"
@@ -20,6 +32,11 @@ cat >"$tmp/work/call.sh" <<EOC
 . "$script" 30
 echo mine >"\$O/mine.txt"
 echo "lim=\$(lim 100) \$(lim 5)"
+echo 1800000012 >"$tmp/now"
+echo "later: lim=\$(lim 100) \$(lim 5) el=\$(el)"
+echo 1800000040 >"$tmp/now"
+echo "past: lim=\$(lim 100)"
+echo 1800000000 >"$tmp/now"
 echo "to stderr" >&2
 echo "last words"
 EOC
@@ -39,6 +56,9 @@ stale=$(ls -d "$tmp"/arb-out-stale.* 2>/dev/null | head -1)
 [ -n "$stale" ] && [ -f "$stale/r/ab/stale.log" ] && [ -f "$stale/.dot" ] && tap OK "the leftovers kept, moved out of \$OUT" ||
     tap FAIL "the leftovers: '$stale'"
 grep -q "^lim=30 5$" "$tmp/log" && tap OK "lim: 100 s capped at the call's 30, 5 kept" || tap FAIL "lim: $(grep lim= "$tmp/log")"
+grep -q "^later: lim=18 5 el=12 s$" "$tmp/log" && tap OK "12 s later: lim 18 of 100, 5 kept, el 12 s" ||
+    tap FAIL "12 s later: $(grep later: "$tmp/log")"
+grep -q "^past: lim=1$" "$tmp/log" && tap OK "past the deadline: lim 1" || tap FAIL "past the deadline: $(grep past: "$tmp/log")"
 # what the script printed, its last line included, in stdout.txt as on the terminal
 grep -q "^lim=30 5$" "$tmp/x/r/stdout.txt" 2>/dev/null && grep -q "^last words$" "$tmp/x/r/stdout.txt" &&
     grep -q "^to stderr$" "$tmp/x/r/stdout.txt" && grep -q "^last words$" "$tmp/log" &&
