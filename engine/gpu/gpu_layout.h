@@ -25,6 +25,10 @@ struct arb_gpu_shapes {
     unsigned chunks;       /* attention chunks of the full context */
 };
 
+/* The per-rank shapes of o's model (gpu_shapes.cu): ARB_OK, or ARB_ERR_INVALID with why naming the
+ * dimension that does not split by tp_shape or the option the model refuses. */
+arb_status_t arb_gpu_shapes_of(const arb_gpu_model_opts_t *o, arb_gpu_shapes *s, char *why, size_t len);
+
 struct arb_gpu_layer {
     int dense;
     arbk::bf16 *attn_norm, *q_a_norm, *kv_a_norm, *ffn_norm;
