@@ -56,15 +56,13 @@ struct stage_copy {
     int stride;
     const uint4 *src;
     int rv, rows;
-    unsigned mg; // stage_magic(rv)
+    unsigned mg; // udiv_magic(rv)
 };
 
 // Vector i of a stage_copies pass (the copies' vectors laid end to end): where it comes from
 // and where it goes (constant indices into cp only, so the copies stay in registers).
-// The row of vector off of a copy: off / rv by a multiply-high with mg = 2^32 / rv rounded up
-// (stage_magic; exact while off rv < 2^32, here both below 2^16), not the ~15 instructions of an
-// integer division a vector (twice a vector in the pass: each vector is located twice).
-__device__ __forceinline__ unsigned stage_magic(int rv) { return rv > 1 ? 0xffffffffu / (unsigned)rv + 1u : 0u; }
+// The row of vector off of a copy: off / rv by common.cuh's udiv (off and rv both below 2^16), not
+// an integer division a vector (twice a vector in the pass: each vector is located twice).
 template <int NC> __device__ __forceinline__ void stage_locate(const stage_copy (&cp)[NC], const int (&nk)[NC], int i,
                                                                const uint4 *&src, uint4 *&dst)
 {
@@ -82,7 +80,7 @@ template <int NC> __device__ __forceinline__ void stage_locate(const stage_copy 
         if (q == k)
             s = cp[k].src, d = cp[k].dst, stride = cp[k].stride, rv = cp[k].rv, m = cp[k].mg;
     src = s + off;
-    const int row = rv > 1 ? (int)__umulhi((unsigned)off, m) : off;
+    const int row = udiv(off, rv, m);
     dst = d + row * stride + (off - row * rv);
 }
 
@@ -204,7 +202,7 @@ mla_attend_tile(const P &pol, const bf16 *qlat, const bf16 *qpe, const bf16 *__r
     uint4 *qp = ql + (size_t)Rg * sv;
     float *sc = reinterpret_cast<float *>(qp + (size_t)Rg * svr); // [2][Rg][C]
     // each side of the wait its copies in one pass (one round trip each, not one a copy)
-    const unsigned mv = stage_magic(nv), mvr = stage_magic(nvr); // the copies' rows by multiply-high (stage_locate)
+    const unsigned mv = udiv_magic(nv), mvr = udiv_magic(nvr); // the copies' rows by multiply-high (stage_locate)
     const stage_copy before[2] = {
         {ckv, sv, reinterpret_cast<const uint4 *>(cache_ckv + (size_t)c0 * rkv), nv, old, mv},
         {kpe, svr, reinterpret_cast<const uint4 *>(cache_kpe + (size_t)c0 * dr), nvr, old, mvr}};

@@ -54,6 +54,13 @@ __device__ __forceinline__ float dot8(const float (&w)[8], const uint4 xv)
     return s;
 }
 
+// n / d for 0 <= n and 1 <= d with n d < 2^32, by a multiply-high with m = udiv_magic(d)
+// (2^32 / d rounded up, computed once where d is known; 0 for d = 1): exact there, as m d - 2^32
+// < d leaves n / d's fraction short of 1. An integer division by a value known only at run time
+// is ~15 instructions (the attend kernel's staging, MoE down's pairs).
+__device__ __forceinline__ unsigned udiv_magic(int d) { return d > 1 ? 0xffffffffu / (unsigned)d + 1u : 0u; }
+__device__ __forceinline__ int udiv(int n, int d, unsigned m) { return d > 1 ? (int)__umulhi((unsigned)n, m) : n; }
+
 __device__ __forceinline__ float bf(bf16 v) { return __bfloat162float(v); }
 __device__ __forceinline__ bf16 to_bf(float v) { return __float2bfloat16_rn(v); }
 

@@ -35,11 +35,25 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
     static_assert(EARLY == 0 || !P::coherent, "the early selection is a kernel's own, after a pdl_late gate/up");
     __shared__ float red[kMoeWarps][ROWT][NH][4][kWarp];
     __shared__ int s_uniq[kMaxSlots], s_n, s_stale;
+    // each slot's routed weights at the block's first row (INT4: fragment words, scales), set with
+    // s_uniq: a pair's loads then cost a shared read and an add, not ~36 instructions of 64-bit
+    // index arithmetic a pair (the expert's row times the row's length)
+    __shared__ const uint32_t *s_wq[INT4 ? kMaxSlots : 1];
+    __shared__ const bf16 *s_ws[INT4 ? kMaxSlots : 1];
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, gi = lane / 4, ti = lane % 4;
     const int H = w.H, I = w.I, Is = w.Is, Gi = I / 32, Gs = Is / 32;
     const int r0 = bx * 16 * ROWT;
-    constexpr int TS = 8 * NH; // act's and coef's token stride
+    const unsigned mgi = udiv_magic(Gi); // a pair's slot q / Gi by a multiply-high (q Gi < 2^32)
+    constexpr int TS = 8 * NH;           // act's and coef's token stride
     constexpr bool coh = P::coherent;
+    const auto set_slot = [&](int i, int e) {
+        s_uniq[i] = e;
+        if constexpr (INT4) {
+            const size_t r = (size_t)e * H + r0; // first row of the [E x H x I] tensor
+            s_wq[i] = static_cast<const uint32_t *>(w.down) + r * (I / 8);
+            s_ws[i] = w.down_s + r * Gi;
+        }
+    };
     pol.launch_dependents();
     // The shared expert does not depend on the predecessor: the warp's first group (g = warp)
     // into registers before the wait, the rest of its rows (Gs > 8 only) toward L2.
@@ -56,7 +70,7 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
     // first group's tokens, before the barrier that publishes them.
     const auto selection = [&](bool l2) {
         for (int i = threadIdx.x; i < kMaxSlots; i += blockDim.x)
-            s_uniq[i] = l2 ? __ldcg(rt.uniq + i) : rt.uniq[i];
+            set_slot(i, l2 ? __ldcg(rt.uniq + i) : rt.uniq[i]);
         if (threadIdx.x == 0)
             s_n = l2 ? __ldcg(rt.n_uniq) : *rt.n_uniq;
     };
@@ -64,7 +78,7 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
     // one, or never written), clamped so that every load it issues is within the weights
     const auto guess = [&]() {
         for (int i = threadIdx.x; i < kMaxSlots; i += blockDim.x)
-            s_uniq[i] = min(max(__ldcg(rt.uniq + i), 0), w.E - 1);
+            set_slot(i, min(max(__ldcg(rt.uniq + i), 0), w.E - 1));
         if (threadIdx.x == 0)
             s_n = min(max(__ldcg(rt.n_uniq), 0), kMaxSlots), s_stale = 0;
     };
@@ -78,17 +92,15 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
             const int q = q0 + j * kMoeWarps;
             if (q >= npairs)
                 break;
-            const int u = q / Gi, grp = q % Gi;
-            const size_t r = (size_t)s_uniq[u] * H + r0; // first row of the [E x H x I] tensor
+            const int u = udiv(q, Gi, mgi), grp = q - u * Gi;
 #pragma unroll
             for (int k = 0; k < ROWT; k++) {
-                const size_t rk = r + 16 * k;
-                if (INT4) {
-                    qa[j][k] = ld_stream2(
-                        reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.down) + rk * (I / 8)) +
-                        grp * kWarp + lane);
-                    sa[j][k] = __ldg(reinterpret_cast<const uint32_t *>(w.down_s + rk * Gi) + grp * 8 + gi);
+                if constexpr (INT4) {
+                    qa[j][k] =
+                        ld_stream2(reinterpret_cast<const uint2 *>(s_wq[u] + 16 * k * (I / 8)) + grp * kWarp + lane);
+                    sa[j][k] = __ldg(reinterpret_cast<const uint32_t *>(s_ws[u] + 16 * k * Gi) + grp * 8 + gi);
                 } else {
+                    const size_t rk = (size_t)s_uniq[u] * H + r0 + 16 * k; // a row of the [E x H x I] tensor
                     ld_a_bf16(static_cast<const bf16 *>(w.down) + rk * I, I, grp, ba[j][k][0], ba[j][k][1]);
                 }
             }
@@ -103,18 +115,15 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
         weights(warp, s_n * Gi);
         if (INT4 && EARLY == 2) // a (pair, tile)'s fragments: 256 contiguous bytes, two lines
             for (int q = warp + kMoeWarps * UNR; q < s_n * Gi; q += kMoeWarps) {
-                const int u = q / Gi, grp = q % Gi;
-                const size_t r = (size_t)s_uniq[u] * H + r0;
+                const int u = udiv(q, Gi, mgi), grp = q - u * Gi;
 #pragma unroll
                 for (int k = 0; k < ROWT; k++) {
-                    const size_t rk = r + 16 * k;
                     if (lane % 16 == 0)
                         asm volatile("prefetch.global.L2 [%0];" ::"l"(
-                            reinterpret_cast<const uint2 *>(static_cast<const uint32_t *>(w.down) + rk * (I / 8)) +
-                            grp * kWarp + lane));
+                            reinterpret_cast<const uint2 *>(s_wq[u] + 16 * k * (I / 8)) + grp * kWarp + lane));
                     else if (lane == 1)
                         asm volatile("prefetch.global.L2 [%0];" ::"l"(
-                            reinterpret_cast<const uint32_t *>(w.down_s + rk * Gi) + grp * 8));
+                            reinterpret_cast<const uint32_t *>(s_ws[u] + 16 * k * Gi) + grp * 8));
                 }
             }
     }
@@ -161,7 +170,7 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
             for (int k = 0; k < kSlotsPer; k++) {
                 const int i = (int)threadIdx.x + k * (int)blockDim.x;
                 if (i < kMaxSlots)
-                    s_uniq[i] = fresh[k];
+                    set_slot(i, fresh[k]);
             }
             if (threadIdx.x == 0)
                 s_n = fresh_n;
@@ -194,7 +203,7 @@ __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w
             const int q = q0 + j * kMoeWarps;
             if (q >= npairs)
                 break;
-            const int u = q / Gi, grp = q % Gi;
+            const int u = udiv(q, Gi, mgi), grp = q - u * Gi;
             ld_b_halves<NH, coh>(xb[j], act + (size_t)u * TS * I, I, grp, T);
 #pragma unroll
             for (int hf = 0; hf < NH; hf++) {
