@@ -207,7 +207,7 @@ arb_status_t moe(arb_gpu_model_t *m, unsigned l, unsigned T, const launch_ctx &l
     }
     // act_u = silu(gate_u h) * (up_u h) per distinct expert u and the shared expert
     // part = shared_down(act_sh) + sum_u coef_u down_u(act_u)      [T x H]
-    // --moe-stage smem: the routed INT4 tiles at T <= 3 stage more groups in shared memory (same bits);
+    // --moe-stage smem: the routed INT4 tiles at T = 1 stage more groups in shared memory (same bits);
     // --moe-early spec: down's first round of routed weights before its wait from a guess of the
     // selection, checked after it (gate/up triggers it after its own: both launches take the one context)
     launch_ctx lm = lc;

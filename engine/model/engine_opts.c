@@ -106,7 +106,7 @@ void arb_engine_opts_usage(FILE *f)
             "                      as that takes; from 4 on SM90 its kernel is compiled for four an SM (64\n"
             "                      registers; slower on an H100), past 4 more than one wave; the same bits\n"
             "                      (default 3)\n"
-            "  --moe-stage M       gpu, launches form: none, or smem (the routed INT4 gate/up tiles at T <= 3\n"
+            "  --moe-stage M       gpu, launches form: none, or smem (the routed INT4 gate/up tiles at T = 1\n"
             "                      stage more groups a round in shared memory; the same bits; default none)\n"
             "  --moe-order O       gpu, launches form: the MoE gate/up grid's order, auto (default: the routed\n"
             "                      tiles first where they fit one an SM), shared-first, routed-first or spread\n"

@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, MINB)
 }
 
 // --moe-stage smem: INT4 groups a warp stages in shared memory a round on top of UNRQ in registers
-// (one tile, T <= 3: 28 groups a warp at Kimi-K2 in rounds of 7 + 3; 30 KB of staging a CTA, two
+// (one tile, T = 1: 28 groups a warp at Kimi-K2 in rounds of 7 + 3; 30 KB of staging a CTA, two
 // CTAs an SM on SM90 and SM120 alike). Not the default: slower on an H100 (decode +1.53%, verify
 // +1.61%, results/engine-h100/3744719-stage/).
 constexpr int kMoeStageGroups = 3;
@@ -87,15 +87,17 @@ static cudaError_t moe_order_head(int order, int routed, int *head)
 
 // Rows per CTA (ROWT tiles), groups in flight per lane (UNR for routed bf16 tiles, UNRQ for
 // the routed INT4 tiles; moe_ops.cuh's moe_tiling) and CTAs per SM (MINB):
-//   gate/up T <= 3: 1 tile, bf16 4 groups, INT4 7 (Kimi-K2's 28 groups per warp in 4 round
-//                   trips, not 7: ~10 registers a group), two CTAs per SM (at T = 1
-//                   Kimi-K2's 112 shared-expert parts and 128 routed CTAs fit one wave of
-//                   132 SMs: before the split the 16 shared CTAs each read 459 KB, the
-//                   routed 129 KB, and the launch waited on the shared ones);
-//           the shared expert: 4 (T >= 4: 2) groups a warp, one round of loads (moe_sh_unr);
-//           T >= 4: 2 tiles (each token vector loaded once for both: at T = 8 the tokens'
+//   gate/up T = 1:  1 tile, bf16 4 groups, INT4 7 (Kimi-K2's 28 groups per warp in 4 round
+//                   trips, not 7: ~10 registers a group), two CTAs per SM (Kimi-K2's 112
+//                   shared-expert parts and 128 routed CTAs fit one wave of 132 SMs: before
+//                   the split the 16 shared CTAs each read 459 KB, the routed 129 KB, and the
+//                   launch waited on the shared ones);
+//           the shared expert: 4 (T >= 2: 2) groups a warp, one round of loads (moe_sh_unr);
+//           T >= 2: 2 tiles (each token vector loaded once for both: at T = 8 the tokens'
 //                   bytes would otherwise rival the weights'), bf16 2 groups, INT4 4, two
-//                   CTAs per SM;
+//                   CTAs per SM (until the thirty-fourth session T = 2..3 had one tile, as
+//                   T = 1: at T = 3 ~376 routed blocks + 112 shared parts, two waves; two
+//                   tiles measured verify -1.8% on an H200, results/engine-h200/1e86f27-rowt/);
 //   down    2 tiles at every T (moe_rowt_down: Kimi-K2's 224 CTAs, one wave at two per SM;
 //           each token vector loaded once for both tiles); 8 INT4 or 2 bf16 (expert, group)
 //           pairs per warp and round (moe_unr_down). At T <= 3 one tile (448 CTAs, 1.7 waves) measured
@@ -120,7 +122,7 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
         const bool late = c.moe_early >= 1 && c.moe_early <= 3;
         auto gate_up = late ? moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, 0, pdl_late>
                             : moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB>;
-        if constexpr (INT4 && ROWT == 1 && NH == 1) // --moe-stage smem: where it is built (one tile, T <= 3)
+        if constexpr (INT4 && ROWT == 1 && NH == 1) // --moe-stage smem: where it is built (one tile, T = 1)
             if (c.moe_stage)
                 gate_up = late ? moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups, pdl_late>
                                : moe_gate_up_kernel<INT4, ROWT, NH, UNR, UNRQ, MINB, kMoeStageGroups>;

@@ -38,7 +38,7 @@ gate_up_int4_group(float (&ag)[ROWT][NH][4], float (&au)[ROWT][NH][4], const uin
 // flight per lane. SMG > 0 (--moe-stage smem): SMG more groups a round copied into the warp's
 // shared memory `st` by cp.async (no registers held), issued with the register loads and added
 // after them, so the groups are still added in ascending order and the sums are the same bits
-// (Kimi-K2 at T <= 3: 28 groups a warp in 3 round trips instead of 4).
+// (Kimi-K2 at T = 1: 28 groups a warp in 3 round trips instead of 4).
 template <int ROWT, int NH, int UNR, bool COH, int SMG = 0>
 __device__ __forceinline__ void gate_up_int4(const uint2 *__restrict__ gq, const uint2 *__restrict__ uq,
                                              const uint32_t *__restrict__ gs, const uint32_t *__restrict__ us, int G,

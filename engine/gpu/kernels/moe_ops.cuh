@@ -13,8 +13,11 @@ constexpr int kMoeWarps = 8;
 // The tiling by T (moe.cu says why): ROWT 16-row tiles per block; NH token halves
 // (moe_halves, kernels.h); groups in flight per lane, UNR for the routed bf16 tiles and UNRQ
 // for the routed INT4 tiles of gate/up, and the (expert, group) pairs of down. Only the
-// loads in flight depend on them, not the sums.
-__host__ __device__ constexpr int moe_rowt(int T) { return T <= 3 ? 1 : 2; }
+// loads in flight depend on them, not the routed sums (the shared expert's parts follow ROWT:
+// moe_sh_unr, moe_sh_parts). One tile at T = 1 only: at T = 3 two tiles (Kimi-K2's ~188 routed
+// blocks + 112 shared parts, not ~376 + 112: near one wave at two an SM, each token vector loaded
+// once for both tiles) measured verify -1.8% on an H200 (results/engine-h200/1e86f27-rowt/).
+__host__ __device__ constexpr int moe_rowt(int T) { return T <= 1 ? 1 : 2; }
 template <int ROWT, int NH = 1> struct moe_tiling;
 template <> struct moe_tiling<1, 1> {
     static constexpr int unr = 4, unrq = 7;

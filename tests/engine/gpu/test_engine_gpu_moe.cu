@@ -7,7 +7,7 @@
 //   moe_int4_T*   INT4 experts (row-major packed values, reshuffled into the layout on the
 //                 host) for T = 1, 2, 3, 8, and 12 and 16 (two token halves, tree verify; act
 //                 and coef at moe_tstride(T)), experts shared by two tokens; a rerun
-//                 bit-identical; at T <= 3 the staged gate/up (--moe-stage smem) bit-identical,
+//                 bit-identical; at T = 1 (one tile) the staged gate/up (--moe-stage smem) bit-identical,
 //                 output and act; the gate/up grid orders (--moe-order shared-first,
 //                 routed-first and spread: at T = 8, 256 routed tiles, spread leads with one
 //                 an SM) bit-identical to the default's (auto), output and act; --moe-early (on, l2,
@@ -27,6 +27,7 @@
 #include "gpu_check.h"
 #include "gpu/kernels/common.cuh"
 #include "gpu/kernels/moe_int4_layout.h"
+#include "gpu/kernels/moe_ops.cuh"
 
 namespace {
 
@@ -191,7 +192,7 @@ void moe_case(bool int4, int T)
         TAP_CHECK(same);
         TAP_EQ_U64(same_act, n_act);
     };
-    if (int4 && T <= 3) { // --moe-stage smem (staged groups in shared memory)
+    if (int4 && arbk::moe_rowt(T) == 1) { // --moe-stage smem (staged groups in shared memory): one tile only
         arbk::launch_ctx ls = g_lc;
         ls.moe_stage = 1;
         same_bits(ls, "staged");
