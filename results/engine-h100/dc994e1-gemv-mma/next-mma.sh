@@ -16,7 +16,12 @@ mkdir -p "$O/ab" "$O/d"
 rm -rf build-gpu .carry/tmma
 bash ci/deps.sh --debs .debs >"$O/deps.log" 2>&1 || echo "deps rc=$?"
 mkdir -p .carry/tmma && tar -c --exclude=./results --exclude=./.carry --exclude=./.debs --exclude=./.git --exclude='./build*' . | tar -x -C .carry/tmma
-(cd .carry/tmma && git apply ../mma/gemv-mma.patch) && echo "tree tmma: patched" || echo "tree tmma: PATCH FAILED"
+# git apply inside the repository's tree (.carry/tmma is under it) resolves the patch's paths from
+# the repository's root and skips them all with rc 0 (found in the thirty-fifth session before
+# this ran; it would have timed main against itself): the ceiling keeps it from the repository,
+# and the grep checks the tree is the patched one.
+(cd .carry/tmma && GIT_CEILING_DIRECTORIES=$(cd .. && pwd) git apply ../mma/gemv-mma.patch) &&
+    grep -q gemv_mma_tile .carry/tmma/engine/gpu/kernels/gemv_ops.cuh && echo "tree tmma: patched" || echo "tree tmma: PATCH FAILED"
 export ENGINE_ARGS_base="--dump-tokens $O/ab/tokens-base.txt --force"
 export ENGINE_ARGS_mma="--dump-tokens $O/ab/tokens-mma.txt --force"
 timeout $(lim 300) bash ci/engine-ab.sh "$O/ab" 4 base=. mma=.carry/tmma >"$O/ab/run.log" 2>&1 || echo "ab rc=$?"
