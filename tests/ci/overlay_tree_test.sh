@@ -3,7 +3,9 @@
 # ci/overlay-tree.sh (a variant tree made on the device from the call's own tree and a few changed
 # files): overlay_tree_test.sh SCRIPT TAP_SH. On a fixture tree: the copy leaves out results/,
 # .carry/, .debs/ and build*/, keeps the rest byte for byte and holds each replacement at its path;
-# every bad argument exits 2 naming it and makes nothing.
+# a --patch DIFF is applied in DEST even where the tree is a git work tree and DEST lies under its
+# .carry/ (where a plain git apply skips every path with exit 0); every bad argument exits 2 naming
+# it and leaves no DEST.
 set -u
 script=$1
 . "$2"
@@ -27,6 +29,20 @@ cmp -s "$t/a.c" "$v/a.c" && cmp -s "$t/sub/c.h" "$v/sub/c.h" && tap OK "the othe
 [ "$(cat "$t/sub/b.c")" = base-b ] && tap OK "the base tree untouched" || tap FAIL "the base's sub/b.c changed"
 left=$(cd "$v" && ls -A | sort | tr '\n' ' ')
 [ "$left" = "a.c sub " ] && tap OK "results/, .carry/, .debs/ and build*/ left out" || tap FAIL "the variant holds: $left"
+# --patch: the fixture as a git work tree, DEST under its .carry/, with a replacement beside it; a
+# diff in git's form (its `diff --git` line makes git apply take the paths from the repository's
+# root, so without the script's guard it skips them all, exit 0)
+printf -- 'diff --git a/sub/c.h b/sub/c.h\n--- a/sub/c.h\n+++ b/sub/c.h\n@@ -1 +1 @@\n-keep\n+patched\n' >"$t/.carry/c.diff"
+printf -- 'diff --git a/sub/c.h b/sub/c.h\n--- a/sub/c.h\n+++ b/sub/c.h\n@@ -1 +1 @@\n-not in the tree\n+x\n' >"$t/.carry/stale.diff"
+(cd "$t" && git init -q . && git add a.c sub) >/dev/null 2>&1 || tap FAIL "git init of the fixture"
+(cd "$t" && bash "$script" .carry/v2 sub/b.c=.carry/new-b.c --patch .carry/c.diff) >"$tmp/out" 2>&1
+rc=$?
+sed 's/^/# /' "$tmp/out"
+[ $rc -eq 0 ] && [ "$(cat "$t/.carry/v2/sub/c.h" 2>/dev/null)" = patched ] && [ "$(cat "$t/.carry/v2/sub/b.c")" = mine ] &&
+    tap OK "--patch applied under the work tree's .carry/, beside a replacement" ||
+    tap FAIL "--patch: exit $rc, sub/c.h: $(cat "$t/.carry/v2/sub/c.h" 2>&1)"
+[ "$(cat "$t/sub/c.h")" = keep ] && [ ! -e "$t/.carry/v2/.git" ] && tap OK "--patch: the base untouched, no .git copied" ||
+    tap FAIL "--patch changed the base or copied .git"
 refused() { # NAME PATTERN ARGS...: run in the fixture tree; exit 2, PATTERN on stderr, no .carry/bad made
     _n=$1 _p=$2; shift 2
     (cd "$t" && bash "$script" "$@") >"$tmp/r.out" 2>"$tmp/r.err"
@@ -44,6 +60,9 @@ refused "a path the tree lacks" "the tree has no file 'sub/typo.c'" .carry/bad s
 refused "a missing replacement" "no file '.carry/none.c'" .carry/bad sub/b.c=.carry/none.c
 refused "an absolute path" "PATH must be relative" .carry/bad /etc/passwd=.carry/new-b.c
 refused "a path out of the tree" "PATH must be relative" .carry/bad ../x=.carry/new-b.c
+refused "--patch without a DIFF" "expected a DIFF after it" .carry/bad --patch
+refused "a missing DIFF" "--patch '.carry/none.diff': no such file" .carry/bad --patch .carry/none.diff
+refused "a DIFF that does not apply" "does not apply to the tree" .carry/bad --patch .carry/stale.diff
 refused "DEST exists" "DEST '.carry/v1' exists" .carry/v1 sub/b.c=.carry/new-b.c
 (cd "$t" && bash "$script" sub/v a.c=.carry/new-b.c) >"$tmp/r.out" 2>"$tmp/r.err"
 rc=$?
