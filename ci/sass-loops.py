@@ -10,6 +10,13 @@
 # its instructions, shared and global loads and stores, mma (HMMA), MUFU and barriers, and the
 # instructions per mma.sync k16 group pair (two HMMA) where it has HMMA. Static counts: a loop's
 # body runs once per iteration, the phases' straight code once.
+#   --sb: also each loop's scoreboards, from the control bits of each instruction's second word
+# (cuobjdump prints it on the line after the instruction; the Volta-and-later layout: stall
+# cycles bits 105-108, write barrier 110-112, read barrier 113-115, wait mask 116-121): which
+# scoreboards its global and shared loads set, and which of its instructions wait on the ones its
+# global loads set. A loop whose loads all set one scoreboard and that waits on it waits for
+# every load in flight at that point, whatever the source's order (the thirty-sixth session's
+# rolling loads, results/engine-h100/100aa83-roll/: ptxas put all 35 on one).
 # cuobjdump and nvdisasm (which it calls) come from PyPI's nvidia-cuda-cuobjdump and
 # nvidia-cuda-nvdisasm wheels where the toolkit lacks them (docs/notes.md, thirty-second session).
 # Exit 2 with a message naming the input on a missing or unreadable file, a bad REGEX, input with no
@@ -20,7 +27,8 @@ import signal
 import sys
 
 FUNC = re.compile(r'^\s*Function\s*:\s*(\S+)')
-INSN = re.compile(r'^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;')
+INSN = re.compile(r'^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;(?:\s*/\*\s*0x[0-9a-f]+\s*\*/)?\s*$')
+WORD2 = re.compile(r'^\s*/\*\s*(0x[0-9a-f]+)\s*\*/\s*$')
 BRA = re.compile(r'(?:^|\s)BRA(?:\.[A-Z.]+)?\s+(0x[0-9a-f]+)')
 
 
@@ -30,6 +38,7 @@ def die(msg):
 
 
 def parse(text):
+    """[(name, [(address, text, second word or None)])]"""
     funcs, cur = [], None
     for line in text.splitlines():
         m = FUNC.match(line)
@@ -39,12 +48,56 @@ def parse(text):
             continue
         m = INSN.match(line)
         if m and cur is not None:
-            cur[1].append((int(m.group(1), 16), m.group(2).strip()))
+            cur[1].append((int(m.group(1), 16), m.group(2).strip(), None))
+            continue
+        m = WORD2.match(line)
+        if m and cur is not None and cur[1] and cur[1][-1][2] is None:
+            a, t, _ = cur[1][-1]
+            cur[1][-1] = (a, t, int(m.group(1), 16))
     return funcs
 
 
+def opname(t):
+    return t.split()[1] if t.startswith('@') and len(t.split()) > 1 else t.split()[0]
+
+
+def control(word2):
+    """(write barrier or None, wait mask) of an instruction's second word"""
+    ctl = word2 >> 41
+    wb = (ctl >> 5) & 7
+    return (None if wb == 7 else wb), (ctl >> 11) & 0x3f
+
+
+def scoreboards(body):
+    if any(i[2] is None for i in body):
+        return 'scoreboards: not in the input (each instruction\'s second word, on the line after it)'
+    sets = {}  # 'LDG' / 'LDS' -> {sb: count}
+    for a, t, w in body:
+        op = opname(t)
+        kind = 'LDG' if op.startswith('LDG') else 'LDS' if op.startswith('LDS') else None
+        wb, _ = control(w)
+        if kind and wb is not None:
+            sets.setdefault(kind, {}).setdefault(wb, 0)
+            sets[kind][wb] += 1
+    if not sets:
+        return 'scoreboards: no load sets one'
+    parts = ['%s %s' % (k, ' '.join('SB%d x%d' % (b, n) for b, n in sorted(sets[k].items())))
+             for k in ('LDG', 'LDS') if k in sets]
+    g = set(sets.get('LDG', {}))
+    waits = []  # (address, the global loads' scoreboards it waits on)
+    for a, _, w in body:
+        on = [b for b in sorted(g) if control(w)[1] >> b & 1]
+        if on:
+            waits.append((a, on))
+    s = 'scoreboards: loads set %s; waits on a global load\'s: %d' % ('; '.join(parts), len(waits))
+    if waits:
+        shown = ', '.join('%04x SB%s' % (a, ','.join(map(str, b))) for a, b in waits[:4])
+        s += ' (%s%s)' % (shown, ', ..' if len(waits) > 4 else '')
+    return s
+
+
 def counts(body):
-    op = lambda i: i[1].split()[1] if i[1].startswith('@') else i[1].split()[0]
+    op = lambda i: opname(i[1])
     c = {'insns': len(body)}
     for key, pre in (('lds', 'LDS'), ('ldg', 'LDG'), ('sts', 'STS'), ('stg', 'STG'), ('hmma', 'HMMA'),
                      ('mufu', 'MUFU'), ('bar', 'BAR')):
@@ -60,11 +113,11 @@ def fmt(c):
     return s
 
 
-def report(name, insns):
+def report(name, insns, sb=False):
     print('%s: %d instructions' % (name, len(insns)))
     # phases: before the wait, then between the barriers after it
     cut, seen_wait = [], False
-    for k, (_, t) in enumerate(insns):
+    for k, (_, t, _) in enumerate(insns):
         if not seen_wait and t.startswith('ACQBULK'):
             cut.append((k, 'the PDL wait'))
             seen_wait = True
@@ -74,7 +127,7 @@ def report(name, insns):
     for k, what in cut + [(len(insns), 'end')]:
         print('  phase %-12s -> %-12s %s' % (label, what, fmt(counts(insns[start:k]))))
         start, label = k, what
-    for a, t in insns:
+    for a, t, _ in insns:
         m = BRA.search(t)
         if not m:
             continue
@@ -83,12 +136,15 @@ def report(name, insns):
             continue
         body = [i for i in insns if tgt <= i[0] <= a]
         print('  loop %04x-%04x %s' % (tgt, a, fmt(counts(body))))
+        if sb:
+            print('    ' + scoreboards(body))
 
 
 def main():
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # a reader that stops early (head) ends it quietly
     ap = argparse.ArgumentParser(description='instructions, phases and loops of cuobjdump -sass text')
     ap.add_argument('--kernel', default='', help='regex on the mangled function name')
+    ap.add_argument('--sb', action='store_true', help="each loop's load scoreboards and the waits on them")
     ap.add_argument('file', help='cuobjdump -sass output, or - for stdin')
     a = ap.parse_args()
     try:
@@ -106,7 +162,7 @@ def main():
     if not picked:
         die("'%s': no function matches --kernel '%s' (%d functions)" % (a.file, a.kernel, len(funcs)))
     for name, insns in picked:
-        report(name, insns)
+        report(name, insns, a.sb)
 
 
 if __name__ == '__main__':

@@ -4,7 +4,9 @@
 # SCRIPT TAP_SH. Two functions; the second has a PDL wait, a barrier after it and a loop of two
 # shared loads and two mma around a predicated back branch (and a forward branch, not a loop).
 # Then --kernel's choice and the refusals: a missing file, a file with no SASS function, a --kernel
-# matching none, a --kernel that is not a regular expression.
+# matching none, a --kernel that is not a regular expression. --sb on a fixture with each
+# instruction's second word (control bits: the write scoreboard of two LDG SB5, one LDG SB3 and an
+# LDS SB0; an HMMA waiting on SB5, one on SB0), and on the first fixture, which lacks them.
 set -u
 script=$1
 . "$2"
@@ -58,5 +60,44 @@ echo "not sass" >"$tmp/text"
 tap_refused "a file with no function" "no SASS function in it" python3 "$script" "$tmp/text"
 tap_refused "a --kernel matching none" "no function matches --kernel 'gate_up' (2 functions)" python3 "$script" --kernel gate_up "$f"
 tap_refused "a bad --kernel" "not a regular expression" python3 "$script" --kernel "(" "$f"
+g="$tmp/sb.sass"
+cat >"$g" <<'SASS'
+		Function : _Z4rollPf
+        /*0000*/                   LDC R1, c[0x0][0x28] ;              /* 0x00000a00ff017b82 */
+                                                                       /* 0x000fc20000000000 */
+        /*0010*/                   LDG.E.64 R4, desc[UR4][R2.64] ;     /* 0x0000000402047981 */
+                                                                       /* 0x000f420000000000 */
+        /*0020*/                   LDG.E.64 R6, desc[UR4][R2.64+0x8] ; /* 0x0000080402067981 */
+                                                                       /* 0x000f420000000000 */
+        /*0030*/                   LDG.E R8, desc[UR4][R2.64+0x10] ;   /* 0x0000100402087981 */
+                                                                       /* 0x000ec20000000000 */
+        /*0040*/                   LDS.128 R12, [R0] ;                 /* 0x00000000000c7984 */
+                                                                       /* 0x000e020000000000 */
+        /*0050*/                   HMMA.16816.F32.BF16 R16, R4, R12, R16 ; /* 0x0000000c0410723c */
+                                                                       /* 0x020fc20000000000 */
+        /*0060*/                   HMMA.16816.F32.BF16 R16, R6, R14, R16 ; /* 0x0000000e0610723c */
+                                                                       /* 0x001fc20000000000 */
+        /*0070*/                   IADD3 R2, R2, 0x80, RZ ;            /* 0x0000008002027810 */
+                                                                       /* 0x000fc20000000000 */
+        /*0080*/               @!P0 BRA 0x10 ;                         /* 0xfffffff800e48947 */
+                                                                       /* 0x000fc20000000000 */
+        /*0090*/                   EXIT ;                              /* 0x000000000000794d */
+                                                                       /* 0x000fc20000000000 */
+SASS
+python3 "$script" --sb "$g" >"$tmp/out3" 2>&1
+rc=$?
+sed 's/^/# /' "$tmp/out3"
+[ $rc -eq 0 ] && tap OK "--sb: exit 0" || tap FAIL "--sb: exit $rc"
+grep -qx "  loop 0010-0080 insns 8  LDS 1  LDG 3  STS 0  STG 0  HMMA 2  MUFU 0  BAR 0  insns/2 HMMA 8.0" "$tmp/out3" &&
+    tap OK "--sb: the loop line as without it" || tap FAIL "--sb: the loop line"
+grep -qx "    scoreboards: loads set LDG SB3 x1 SB5 x2; LDS SB0 x1; waits on a global load's: 1 (0050 SB5)" "$tmp/out3" &&
+    tap OK "--sb: the loads' scoreboards, the one wait on a global load's (not the LDS's)" ||
+    tap FAIL "--sb: the scoreboards line"
+python3 "$script" "$g" >"$tmp/out4" 2>&1
+{ [ $? -eq 0 ] && ! grep -q scoreboards "$tmp/out4"; } && tap OK "without --sb: no scoreboards line" ||
+    tap FAIL "without --sb: a scoreboards line or an error"
+python3 "$script" --sb --kernel attend "$f" >"$tmp/out5" 2>&1
+grep -qx "    scoreboards: not in the input (each instruction's second word, on the line after it)" "$tmp/out5" &&
+    tap OK "--sb on text without second words: says so" || tap FAIL "--sb without second words"
 echo "1..$n"
 exit $bad
