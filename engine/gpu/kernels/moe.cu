@@ -107,7 +107,10 @@ static cudaError_t moe_order_head(int order, int routed, int *head)
 //           the groups in flight of T <= 8 (moe_tiling<2, 2>, moe_unr_down): each group's
 //           token vectors are twice the registers. Not tuned on a GPU.
 // The unroll only sets how many loads are in flight: each warp's groups are still added in
-// ascending order, so the sums do not depend on it.
+// ascending order, so the sums do not depend on it. At T = 1 on an H100 rounds of 10 and 14 (the
+// token vector staged in shared memory to free the registers) were slower than 7, and a rolling
+// buffer (each group's registers loaded again as soon as it is added) too: ptxas waits on all of
+// a loop's loads as one scoreboard (results/engine-h100/100aa83-roll/, -xs/, -xc/).
 template <bool INT4, int ROWT, int NH, int MINB>
 cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                          bf16 *act_sh, bf16 *part, int T, int max_slots, int which)
