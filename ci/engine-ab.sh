@@ -19,15 +19,40 @@
 #                                    has) profile other kernels: e.g. NCU_KERNELS=regex:moe_gate_up
 #                                    NCU_PER=1 (one MoE layer of the two; the shared-memory
 #                                    configuration is in LaunchStats)
-#   engine-NAME-N.{csv,log}          ROUNDS kimi-k2 engine runs of each tree, the trees
-#                                    alternated in the order given, with their -kernels-*.csv
+#   engine-NAME-N.{csv,log}          ROUNDS kimi-k2 engine runs of each tree, the names
+#                                    alternated, round N in the order given rotated by N - 1
+#                                    (round 2 starts at the second name: no name always runs
+#                                    first, or after the same neighbour; run.log says each
+#                                    round's order), with their -kernels-*.csv
 #   diff-NAME.txt                    each name's per-kernel tables against the first name's
 #                                    (ci/kernels-diff.py: chain column where both have it)
 #   machine.txt                      date, GPU, driver
 # Needs the machine's NCCL in /usr (ci/deps.sh --debs DEBS first if DEBS is set).
+# AB_DRY=1: print each round's order and exit (no build, no GPU; OUT is not made).
 set -u
+die() { echo "ci/engine-ab.sh: $*" >&2; exit 2; }
 out=${1:?OUT}; rounds=${2:?ROUNDS}; shift 2
-[ $# -ge 2 ] || { echo "ci/engine-ab.sh: need BASE=TREE and at least one NAME=TREE" >&2; exit 2; }
+case $rounds in '' | *[!0-9]* | 0) die "ROUNDS '$rounds': expected a whole number of rounds >= 1" ;; esac
+[ $# -ge 2 ] || die "need BASE=TREE and at least one NAME=TREE"
+seen=" "
+for a in "$@"; do
+    case $a in *=?*) ;; *) die "'$a': expected NAME=TREE" ;; esac
+    case ${a%%=*} in '' | *[!A-Za-z0-9_]*) die "'$a': NAME must be letters, digits and _ (it names ENGINE_ARGS_NAME)" ;; esac
+    case $seen in *" ${a%%=*} "*) die "NAME '${a%%=*}' given twice (its files would overwrite each other)" ;; esac
+    seen="$seen${a%%=*} "
+done
+# round_order R: the indices of the names in round R's order (the given order rotated by R - 1)
+round_order() {
+    local k
+    for ((k = 0; k < names_n; k++)); do printf '%d ' $(((k + $1 - 1) % names_n)); done
+}
+if [ -n "${AB_DRY:-}" ]; then
+    names_n=$#; dn=(); for a in "$@"; do dn+=("${a%%=*}"); done
+    for r in $(seq 1 "$rounds"); do
+        line="round $r:"; for i in $(round_order "$r"); do line="$line ${dn[$i]}"; done; echo "$line"
+    done
+    exit 0
+fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd) # absolute: the engine runs --out from inside each tree
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -109,8 +134,10 @@ for i in "${!trees[@]}"; do
     grep -E "^  [^ ].*\(|^    Duration" "$out/ncu-${names[$i]}.log" | sed 's/(const .*) (/(/' | head -24
 done
 
+names_n=${#names[@]}
 for r in $(seq 1 "$rounds"); do
-    for i in "${!trees[@]}"; do
+    line="round $r order:"; for i in $(round_order "$r"); do line="$line ${names[$i]}"; done; echo "$line"
+    for i in $(round_order "$r"); do
         [ "${ok[$i]}" -eq 0 ] || continue
         nm=${names[$i]}
         xa="ENGINE_ARGS_$nm"
