@@ -13,8 +13,9 @@
 #   --sb: also each loop's scoreboards, from the control bits of each instruction's second word
 # (cuobjdump prints it on the line after the instruction; the Volta-and-later layout: stall
 # cycles bits 105-108, write barrier 110-112, read barrier 113-115, wait mask 116-121): which
-# scoreboards its global and shared loads set, and which of its instructions wait on the ones its
-# global loads set. A loop whose loads all set one scoreboard and that waits on it waits for
+# scoreboards its global and shared loads set, which of its instructions wait on the ones its
+# global loads set, and its counted waits (DEPBAR, cp.async.wait_group; cp.async itself, LDGSTS,
+# is not counted as a load there). A loop whose loads all set one scoreboard and that waits on it waits for
 # every load in flight at that point, whatever the source's order (the thirty-sixth session's
 # rolling loads, results/engine-h100/100aa83-roll/: ptxas put all 35 on one).
 # cuobjdump and nvdisasm (which it calls) come from PyPI's nvidia-cuda-cuobjdump and
@@ -71,16 +72,20 @@ def control(word2):
 def scoreboards(body):
     if any(i[2] is None for i in body):
         return 'scoreboards: not in the input (each instruction\'s second word, on the line after it)'
-    sets = {}  # 'LDG' / 'LDS' -> {sb: count}
+    sets = {}  # 'LDG' / 'LDS' -> {sb: count}; cp.async (LDGSTS) and its LDGDEPBAR are not loads here
+    depbar = 0  # counted waits (DEPBAR.LE SBn, k: cp.async.wait_group)
     for a, t, w in body:
         op = opname(t)
-        kind = 'LDG' if op.startswith('LDG') else 'LDS' if op.startswith('LDS') else None
+        base = op.split('.')[0]
+        kind = 'LDG' if base == 'LDG' else 'LDS' if base in ('LDS', 'LDSM') else None
+        depbar += base == 'DEPBAR'
         wb, _ = control(w)
         if kind and wb is not None:
             sets.setdefault(kind, {}).setdefault(wb, 0)
             sets[kind][wb] += 1
+    tail = '; counted waits (DEPBAR): %d' % depbar if depbar else ''
     if not sets:
-        return 'scoreboards: no load sets one'
+        return 'scoreboards: no load sets one' + tail
     parts = ['%s %s' % (k, ' '.join('SB%d x%d' % (b, n) for b, n in sorted(sets[k].items())))
              for k in ('LDG', 'LDS') if k in sets]
     g = set(sets.get('LDG', {}))
@@ -93,7 +98,7 @@ def scoreboards(body):
     if waits:
         shown = ', '.join('%04x SB%s' % (a, ','.join(map(str, b))) for a, b in waits[:4])
         s += ' (%s%s)' % (shown, ', ..' if len(waits) > 4 else '')
-    return s
+    return s + tail
 
 
 def counts(body):

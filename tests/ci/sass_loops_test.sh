@@ -6,7 +6,8 @@
 # Then --kernel's choice and the refusals: a missing file, a file with no SASS function, a --kernel
 # matching none, a --kernel that is not a regular expression. --sb on a fixture with each
 # instruction's second word (control bits: the write scoreboard of two LDG SB5, one LDG SB3 and an
-# LDS SB0; an HMMA waiting on SB5, one on SB0), and on the first fixture, which lacks them.
+# LDS SB0; an HMMA waiting on SB5, one on SB0; and a cp.async loop: LDGSTS, LDGDEPBAR, a counted
+# DEPBAR, an LDS SB1), and on the first fixture, which lacks them.
 set -u
 script=$1
 . "$2"
@@ -83,8 +84,21 @@ cat >"$g" <<'SASS'
                                                                        /* 0x000fc20000000000 */
         /*0090*/                   EXIT ;                              /* 0x000000000000794d */
                                                                        /* 0x000fc20000000000 */
+		Function : _Z3cpaPf
+        /*0000*/                   LDGSTS.E.64 [R9], desc[UR4][R12.64] ; /* 0x000000000c097fae */
+                                                                       /* 0x000fc20000000000 */
+        /*0010*/                   LDGDEPBAR ;                         /* 0x00000000000079af */
+                                                                       /* 0x000e020000000000 */
+        /*0020*/                   DEPBAR.LE SB0, 0x1 ;                /* 0x000080000000791a */
+                                                                       /* 0x000fc20000000000 */
+        /*0030*/                   LDS.64 R4, [R9] ;                   /* 0x0000000009047984 */
+                                                                       /* 0x000e420000000000 */
+        /*0040*/                   HMMA.16816.F32.BF16 R16, R4, R12, R16 ; /* 0x0000000c0410723c */
+                                                                       /* 0x002fc20000000000 */
+        /*0050*/               @!P0 BRA 0x0 ;                          /* 0xfffffff800e48947 */
+                                                                       /* 0x000fc20000000000 */
 SASS
-python3 "$script" --sb "$g" >"$tmp/out3" 2>&1
+python3 "$script" --sb --kernel roll "$g" >"$tmp/out3" 2>&1
 rc=$?
 sed 's/^/# /' "$tmp/out3"
 [ $rc -eq 0 ] && tap OK "--sb: exit 0" || tap FAIL "--sb: exit $rc"
@@ -93,7 +107,11 @@ grep -qx "  loop 0010-0080 insns 8  LDS 1  LDG 3  STS 0  STG 0  HMMA 2  MUFU 0  
 grep -qx "    scoreboards: loads set LDG SB3 x1 SB5 x2; LDS SB0 x1; waits on a global load's: 1 (0050 SB5)" "$tmp/out3" &&
     tap OK "--sb: the loads' scoreboards, the one wait on a global load's (not the LDS's)" ||
     tap FAIL "--sb: the scoreboards line"
-python3 "$script" "$g" >"$tmp/out4" 2>&1
+python3 "$script" --sb --kernel cpa "$g" >"$tmp/out6" 2>&1
+sed 's/^/# /' "$tmp/out6"
+grep -qx "    scoreboards: loads set LDS SB1 x1; waits on a global load's: 0; counted waits (DEPBAR): 1" "$tmp/out6" &&
+    tap OK "--sb: a cp.async loop's counted wait, its LDGSTS and LDGDEPBAR not loads" || tap FAIL "--sb: the cp.async loop"
+python3 "$script" --kernel roll "$g" >"$tmp/out4" 2>&1
 { [ $? -eq 0 ] && ! grep -q scoreboards "$tmp/out4"; } && tap OK "without --sb: no scoreboards line" ||
     tap FAIL "without --sb: a scoreboards line or an error"
 python3 "$script" --sb --kernel attend "$f" >"$tmp/out5" 2>&1
