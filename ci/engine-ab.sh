@@ -22,8 +22,9 @@
 #   engine-NAME-N.{csv,log}          ROUNDS kimi-k2 engine runs of each tree, the names
 #                                    alternated, round N in the order given rotated by N - 1
 #                                    (round 2 starts at the second name: no name always runs
-#                                    first, or after the same neighbour; run.log says each
-#                                    round's order), with their -kernels-*.csv
+#                                    first; each still runs after the same name within a
+#                                    round; run.log says each round's order), with their
+#                                    -kernels-*.csv
 #   diff-NAME.txt                    each name's per-kernel tables against the first name's
 #                                    (ci/kernels-diff.py: chain column where both have it)
 #   machine.txt                      date, GPU, driver
