@@ -13,7 +13,10 @@ difference at all, p = 2 / C(na + nb, na) (a permutation count: 1/3 for two roun
 for three, 1/35 for four), and "shown" only for p <= 0.05, "apart, too few rounds" above; "one
 round" when a side has a single round. An apart verdict also gives the gap between the nearest
 rounds and its multiple of the wider side's range (a large multiple with few rounds is a reason
-to run more rounds, not a result). Columns: chain_us (default: what each family adds to the
+to run more rounds, not a result). A last line counts the rows compared, the rows shown, and how many
+would be shown by chance alone where nothing differs (rows x p: with 26 rows at four rounds a side
+about 0.7), so that one shown row among many reads as a lead to re-run, not a result; the step row
+is the comparison a change is made for. Columns: chain_us (default: what each family adds to the
 chain, docs/engine.md), graph_us or eager_us. The tables must be of the same model, shard, context
 and T values (refused otherwise, naming the file), each round given once (its run_id), and at
 least one family must have a value on both sides. A FILE ending in .gz is read through gzip (the
@@ -127,7 +130,7 @@ def main(argv):
         fail("no table of the asked --tokens")
     print("# %s per layer (step: per step), us: %s (%d rounds) against %s (%d rounds)" % (column, na, len(ra), nb, len(rb)))
     print("# %3s %-12s %8s %18s %18s %9s  %s" % ("T", "family", "floor", na + " mean [range]", nb + " mean [range]", "diff", "verdict"))
-    compared = 0
+    compared = shown = 0
     for t in ts:
         fams = []
         for _, rows in ra + rb:
@@ -159,6 +162,7 @@ def main(argv):
                 spread = max(max(va) - min(va), max(vb) - min(vb))
                 ratio = "gap %.2f, %s the wider range" % (gap, "%.1fx" % (gap / spread) if spread > 0 else "no")
                 verdict = ("shown (p=%.3f; %s)" if p <= 0.05 else "apart, too few rounds (p=%.2f; %s)") % (p, ratio)
+                shown += p <= 0.05
             else:
                 verdict = "not shown"
             cell = lambda m, v: "%.2f [%.2f-%.2f]" % (m, min(v), max(v))
@@ -167,6 +171,15 @@ def main(argv):
     if not compared:
         fail("no family has a %s value on both sides (a column left empty, e.g. chain_us of a run of several ranks)"
              % column)
+    if len(ra) >= 2 and len(rb) >= 2:
+        p = 2 / math.comb(len(ra) + len(rb), len(ra))
+        if p <= 0.05:
+            print("# %d rows compared, %d shown; where nothing differs each row is shown with chance %.3f: "
+                  "~%.1f rows by chance alone (a shown row among many is a lead to re-run, not a result)"
+                  % (compared, shown, p, compared * p))
+        else:
+            print("# %d rows compared; at %d and %d rounds no row can be shown (p = %.2f a row)"
+                  % (compared, len(ra), len(rb), p))
     return 0
 
 

@@ -12,13 +12,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0 bad=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; bad=1; fi; }
-echo "1..11"
+echo "1..12"
 A=results/engine-h200/a6f2bb6-fused-site/ab
 base=$(ls $A/engine-base-*-kernels-*.csv | paste -sd,) new=$(ls $A/engine-new-*-kernels-*.csv | paste -sd,)
 python3 $py --column graph_us base="$base" new="$new" >"$tmp/o.txt"
 [ $? = 0 ] && grep -qE '^ +1 qkv_a .* -0\.60  apart, too few rounds \(p=0\.33; gap 0\.[0-9]+, [0-9.]+x the wider range\)$' "$tmp/o.txt" &&
-    grep -qE '^ +1 step ' "$tmp/o.txt" && ! grep -q 'shown (p=' "$tmp/o.txt"
-ok $? "two rounds a side: ranges apart are not called shown (p = 1/3)"
+    grep -qE '^ +1 step ' "$tmp/o.txt" && ! grep -q 'shown (p=' "$tmp/o.txt" &&
+    tail -1 "$tmp/o.txt" | grep -qE '^# [0-9]+ rows compared; at 2 and 2 rounds no row can be shown \(p = 0\.33 a row\)$'
+ok $? "two rounds a side: ranges apart are not called shown (p = 1/3), the last line says none can be"
 h=results/engine-h100/4b69337-chain
 python3 $py one=$(ls $h/engine-1-kernels-*.csv) two=$(ls $h/engine-2-kernels-*.csv) >"$tmp/o.txt"
 [ $? = 0 ] && grep -qE '^ +3 attend .* one round$' "$tmp/o.txt" && ! grep -qE '^ +3 embed' "$tmp/o.txt"
@@ -44,6 +45,10 @@ PY
 python3 $py a="$tmp/a1.csv,$tmp/a2.csv,$tmp/a3.csv,$tmp/a4.csv" b="$tmp/b1.csv,$tmp/b2.csv,$tmp/b3.csv,$tmp/b4.csv" >"$tmp/o.txt"
 [ $? = 0 ] && grep -qE '^ +3 attend .* \+2\.00  shown \(p=0\.029; gap [0-9.]+, [0-9.]+x the wider range\)$' "$tmp/o.txt" && grep -qE '^ +3 router .* not shown$' "$tmp/o.txt"
 ok $? "four rounds a side, 2 us apart: shown (p = 0.029); an equal family not shown"
+rows=$(grep -cE '^ +[0-9]+ [a-z_]+ ' "$tmp/o.txt")
+chance=$(python3 -c "print('%.1f' % ($rows * 2 / 70))")
+tail -1 "$tmp/o.txt" | grep -qx "# $rows rows compared, 1 shown; where nothing differs each row is shown with chance 0.029: ~$chance rows by chance alone (a shown row among many is a lead to re-run, not a result)"
+ok $? "the last line: $rows rows, 1 shown, ~$chance by chance alone"
 sed 's/,4096,/,8192,/; s/,20261205T055329Z-vm-2319,/,ctx-copy,/' "$f" >"$tmp/ctx.csv"
 err=$(python3 $py a="$f" b="$tmp/ctx.csv" 2>&1 >/dev/null)
 [ $? = 2 ] && echo "$err" | grep -q "ctx.csv: context '8192'"
