@@ -35,22 +35,22 @@ die() { echo "ci/engine-ab.sh: $*" >&2; exit 2; }
 out=${1:?OUT}; rounds=${2:?ROUNDS}; shift 2
 case $rounds in '' | *[!0-9]* | 0) die "ROUNDS '$rounds': expected a whole number of rounds >= 1" ;; esac
 [ $# -ge 2 ] || die "need BASE=TREE and at least one NAME=TREE"
-seen=" "
+names=(); trees=()
 for a in "$@"; do
     case $a in *=?*) ;; *) die "'$a': expected NAME=TREE" ;; esac
-    case ${a%%=*} in '' | *[!A-Za-z0-9_]*) die "'$a': NAME must be letters, digits and _ (it names ENGINE_ARGS_NAME)" ;; esac
-    case $seen in *" ${a%%=*} "*) die "NAME '${a%%=*}' given twice (its files would overwrite each other)" ;; esac
-    seen="$seen${a%%=*} "
+    n=${a%%=*}
+    case $n in '' | *[!A-Za-z0-9_]*) die "'$a': NAME must be letters, digits and _ (it names ENGINE_ARGS_NAME)" ;; esac
+    case " ${names[*]-} " in *" $n "*) die "NAME '$n' given twice (its files would overwrite each other)" ;; esac
+    names+=("$n"); trees+=("${a#*=}")
 done
 # round_order R: the indices of the names in round R's order (the given order rotated by R - 1)
 round_order() {
     local k
-    for ((k = 0; k < names_n; k++)); do printf '%d ' $(((k + $1 - 1) % names_n)); done
+    for ((k = 0; k < ${#names[@]}; k++)); do printf '%d ' $(((k + $1 - 1) % ${#names[@]})); done
 }
 if [ -n "${AB_DRY:-}" ]; then
-    names_n=$#; dn=(); for a in "$@"; do dn+=("${a%%=*}"); done
     for r in $(seq 1 "$rounds"); do
-        line="round $r:"; for i in $(round_order "$r"); do line="$line ${dn[$i]}"; done; echo "$line"
+        line="round $r:"; for i in $(round_order "$r"); do line="$line ${names[$i]}"; done; echo "$line"
     done
     exit 0
 fi
@@ -58,8 +58,6 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd) # absolute: the engine runs --out from inside each tree
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 { date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version,memory.total --format=csv; } >"$out/machine.txt" 2>&1
-names=(); trees=()
-for a in "$@"; do names+=("${a%%=*}"); trees+=("${a#*=}"); done
 # the first name of each distinct tree builds it (and, past BASE's tree, runs its tests)
 first=()
 for i in "${!trees[@]}"; do
@@ -135,7 +133,6 @@ for i in "${!trees[@]}"; do
     grep -E "^  [^ ].*\(|^    Duration" "$out/ncu-${names[$i]}.log" | sed 's/(const .*) (/(/' | head -24
 done
 
-names_n=${#names[@]}
 for r in $(seq 1 "$rounds"); do
     line="round $r order:"; for i in $(round_order "$r"); do line="$line ${names[$i]}"; done; echo "$line"
     for i in $(round_order "$r"); do
