@@ -32,6 +32,11 @@ COLUMNS = ("chain_us", "graph_us", "eager_us")
 SAME = ("config", "weights", "tp_shape", "context", "layers", "experts")
 
 
+def p_apart(na, nb):
+    """The chance that na rounds lie all above or all below nb others where nothing differs."""
+    return 2 / math.comb(na + nb, na)
+
+
 def fail(msg):
     print("ci/kernels-diff.py: " + msg, file=sys.stderr)
     sys.exit(2)
@@ -157,7 +162,7 @@ def main(argv):
             if len(va) < 2 or len(vb) < 2:
                 verdict = "one round"
             elif min(vb) > max(va) or max(vb) < min(va):
-                p = 2 / math.comb(len(va) + len(vb), len(va))
+                p = p_apart(len(va), len(vb))
                 gap = min(vb) - max(va) if min(vb) > max(va) else min(va) - max(vb)
                 spread = max(max(va) - min(va), max(vb) - min(vb))
                 ratio = "gap %.2f, %s the wider range" % (gap, "%.1fx" % (gap / spread) if spread > 0 else "no")
@@ -172,7 +177,7 @@ def main(argv):
         fail("no family has a %s value on both sides (a column left empty, e.g. chain_us of a run of several ranks)"
              % column)
     if len(ra) >= 2 and len(rb) >= 2:
-        p = 2 / math.comb(len(ra) + len(rb), len(ra))
+        p = p_apart(len(ra), len(rb))
         if p <= 0.05:
             print("# %d rows compared, %d shown; where nothing differs each row is shown with chance %.3f: "
                   "~%.1f rows by chance alone (a shown row among many is a lead to re-run, not a result)"

@@ -15,9 +15,9 @@
 # cycles bits 105-108, write barrier 110-112, read barrier 113-115, wait mask 116-121): which
 # scoreboards its global and shared loads set, which of its instructions wait on the ones its
 # global loads set, and its counted waits (DEPBAR, cp.async.wait_group; cp.async itself, LDGSTS,
-# is not counted as a load there). A loop whose loads all set one scoreboard and that waits on it waits for
-# every load in flight at that point, whatever the source's order (the thirty-sixth session's
-# rolling loads, results/engine-h100/100aa83-roll/: ptxas put all 35 on one).
+# is not counted as a load there). A loop whose loads all set one scoreboard and that waits on it
+# waits for every load in flight at that point, whatever the source's order (the thirty-sixth
+# session's rolling loads, results/engine-h100/100aa83-roll/: ptxas put all 35 on one).
 # cuobjdump and nvdisasm (which it calls) come from PyPI's nvidia-cuda-cuobjdump and
 # nvidia-cuda-nvdisasm wheels where the toolkit lacks them (docs/notes.md, thirty-second session).
 # Exit 2 with a message naming the input on a missing or unreadable file, a bad REGEX, input with no
@@ -74,12 +74,10 @@ def scoreboards(body):
         return 'scoreboards: not in the input (each instruction\'s second word, on the line after it)'
     sets = {}  # 'LDG' / 'LDS' -> {sb: count}; cp.async (LDGSTS) and its LDGDEPBAR are not loads here
     depbar = 0  # counted waits (DEPBAR.LE SBn, k: cp.async.wait_group)
-    for a, t, w in body:
-        op = opname(t)
-        base = op.split('.')[0]
+    ctl = [(a, opname(t).split('.')[0]) + control(w) for a, t, w in body]  # (address, op, write sb, wait mask)
+    for _, base, wb, _ in ctl:
         kind = 'LDG' if base == 'LDG' else 'LDS' if base in ('LDS', 'LDSM') else None
         depbar += base == 'DEPBAR'
-        wb, _ = control(w)
         if kind and wb is not None:
             sets.setdefault(kind, {}).setdefault(wb, 0)
             sets[kind][wb] += 1
@@ -90,8 +88,8 @@ def scoreboards(body):
              for k in ('LDG', 'LDS') if k in sets]
     g = set(sets.get('LDG', {}))
     waits = []  # (address, the global loads' scoreboards it waits on)
-    for a, _, w in body:
-        on = [b for b in sorted(g) if control(w)[1] >> b & 1]
+    for a, _, _, mask in ctl:
+        on = [b for b in sorted(g) if mask >> b & 1]
         if on:
             waits.append((a, on))
     s = 'scoreboards: loads set %s; waits on a global load\'s: %d' % ('; '.join(parts), len(waits))
