@@ -4,8 +4,9 @@
 # TAP_SH. No GPU: a fixture tree whose build-gpu/harness/arbench records its arguments and writes
 # the logits file it is given, mpirun and timeout as they are on the machine (mpirun from the
 # PATH, as the script runs it). Checked: the check's arguments and the caller's extra options
-# reach the engine, its exit status comes back, --cmp says equal / DIFFER (exit 0 / 1), and every
-# bad argument or missing file exits 2 naming it.
+# reach the engine, its exit status comes back, --cmp says equal / DIFFER (exit 0 / 1), --trees runs
+# each tree's check and compares their logits (exit 0 / 1 / 3), and every bad argument or missing
+# file exits 2 naming it.
 set -u
 script=$1
 . "$2"
@@ -57,6 +58,38 @@ tap_refused "--cmp short" "usage: ci/engine-check.sh --cmp" bash "$script" --cmp
 tap_refused "no TREE" "usage: ci/engine-check.sh OUT NAME TREE" bash "$script" "$tmp/o" a
 tap_refused "a tree without a build" "TREE '$tmp': no build-gpu/harness/arbench" bash "$script" "$tmp/o" a "$tmp"
 tap_refused "a NAME with a slash" "NAME 'x/y': expected a plain name" bash "$script" "$tmp/o" x/y "$t"
+# --trees: each tree's check, then each name's logits against the first's, the logits removed
+t2=$tmp/tree2
+mkdir -p "$t2/build-gpu/harness"
+sed 's/FAKE_LOGITS:-1/FAKE_LOGITS:-2/' "$t/build-gpu/harness/arbench" >"$t2/build-gpu/harness/arbench"
+chmod +x "$t2/build-gpu/harness/arbench"
+rm -f "$t/args.txt"
+bash "$script" --trees "$tmp/p" base="$t" same="$t" -- --pdl off >"$tmp/out" 2>&1
+rc=$?
+sed 's/^/# /' "$tmp/out"
+[ $rc -eq 0 ] && grep -q "^engine check base: rc=0$" "$tmp/out" && grep -q "^engine check same: rc=0$" "$tmp/out" &&
+    grep -q "^logits same = base$" "$tmp/out" && tap OK "--trees equal: both checks, 'logits same = base', exit 0" ||
+    tap FAIL "--trees equal: exit $rc"
+case "$(cat "$t/args.txt" 2>/dev/null)" in
+*"--dump-logits $tmp/p/logits-same.bin --pdl off") tap OK "--trees: the options after -- reach each check" ;;
+*) tap FAIL "--trees: the engine's arguments: $(cat "$t/args.txt" 2>/dev/null)" ;;
+esac
+[ -f "$tmp/p/base.log" ] && [ -f "$tmp/p/same.log" ] && [ -z "$(ls "$tmp/p"/logits-* 2>/dev/null)" ] &&
+    tap OK "--trees: the logs kept, the logits files removed" || tap FAIL "--trees left: $(ls "$tmp/p")"
+bash "$script" --trees "$tmp/p" base="$t" same="$t" other="$t2" >"$tmp/out" 2>&1
+rc=$?
+[ $rc -eq 1 ] && grep -q "^logits same = base$" "$tmp/out" && grep -q "^logits other: DIFFER from base$" "$tmp/out" &&
+    tap OK "--trees different: 'logits other: DIFFER from base', exit 1" || tap FAIL "--trees different: exit $rc"
+FAKE_RC=3 bash "$script" --trees "$tmp/p" base="$t" other="$t2" >"$tmp/out" 2>&1
+rc=$?
+[ $rc -eq 3 ] && grep -q "^engine check other: rc=3$" "$tmp/out" && tap OK "--trees with a failing check: exit 3" ||
+    tap FAIL "--trees with a failing check: exit $rc"
+tap_refused "--trees one name" "expected BASE=TREE and at least one NAME=TREE" bash "$script" --trees "$tmp/p" base="$t" -- x
+tap_refused "--trees not NAME=TREE" "'$t': expected NAME=TREE" bash "$script" --trees "$tmp/p" base="$t" "$t"
+tap_refused "--trees a name twice" "NAME 'a' given twice" bash "$script" --trees "$tmp/p" a="$t" a="$t2"
+tap_refused "--trees a tree without a build" "TREE '$tmp': no build-gpu/harness/arbench" \
+    bash "$script" --trees "$tmp/p" a="$t" b="$tmp"
+tap_refused "--trees a bad name" "NAME 'x/y': expected a plain name" bash "$script" --trees "$tmp/p" a="$t" x/y="$t"
 ENGINE_CHECK_TIMEOUT=soon
 export ENGINE_CHECK_TIMEOUT
 tap_refused "a bad timeout" "ENGINE_CHECK_TIMEOUT 'soon': expected seconds" bash "$script" "$tmp/o" a "$t"
