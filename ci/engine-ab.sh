@@ -130,7 +130,7 @@ for i in "${!trees[@]}"; do
         "${trees[$i]}/build-gpu/tests/engine/gpu/engine_gpu_bench" --layers 2 --context 4096 --steps 2 \
         >"$out/ncu-${names[$i]}.log" 2>&1
     echo "ncu ${names[$i]}: rc=$? ($(($(date +%s) - t0)) s)"
-    grep -E "^  [^ ].*\(|^    Duration" "$out/ncu-${names[$i]}.log" | sed 's/(const .*) (/(/' | head -24
+    grep -E "^  [^ ].*\(|^    Duration|^    Shared Memory Configuration Size" "$out/ncu-${names[$i]}.log" | sed 's/(const .*) (/(/' | head -36
 done
 
 for r in $(seq 1 "$rounds"); do
