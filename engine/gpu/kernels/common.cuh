@@ -27,6 +27,15 @@
 #else
 #define ARB_SM120_MINB(n)
 #endif
+// A constant of a kernel body on SM120 alone: ARB_SM120_PICK(a, b) is a in the sm_120 pass and b
+// in every other (host and sm_90 alike), e.g. a smaller unroll where ptxas spills on sm_120 only. A
+// kernel's own template arguments must not use it (the host and device passes must name the same
+// kernel); its body may.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
+#define ARB_SM120_PICK(a, b) (a)
+#else
+#define ARB_SM120_PICK(a, b) (b)
+#endif
 
 namespace arbk {
 

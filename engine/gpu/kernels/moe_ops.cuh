@@ -47,11 +47,21 @@ __host__ __device__ constexpr int moe_sh_items(int H, int Is, int T)
 }
 // Down's (expert, group) pairs in flight per warp: INT4 8 at every ROWT (one H200, graph,
 // results/engine-h200/5c25ed9-ab/: at two tiles 8 against 4 took verify 6630 -> 6563 us, down
-// 15.5 -> 14.3 us a layer at T = 3; decode even; 128 registers, no spill on sm_90 or sm_120), bf16 4 / ROWT.
+// 15.5 -> 14.3 us a layer at T = 3; decode even; 128 registers, no spill on sm_90), bf16 4 / ROWT.
 // T = 9 .. 16 (two token halves): half of that, the token vectors and weights being twice the registers.
 __host__ __device__ constexpr int moe_unr_down(bool int4, int rowt, int nh = 1)
 {
     return int4 ? 8 / nh : (4 / rowt / nh > 0 ? 4 / rowt / nh : 1);
+}
+// What a down kernel compiled for moe_unr_down's UNR keeps in flight: on SM120 at most 6 INT4 pairs.
+// At 8 the sm_120 pass of the default kernel (two tiles, one token half, --moe-early spec) spills 36
+// bytes (CUDA 13.0), and in its round loop each of four pairs' scale loads is stored to local memory
+// as it is loaded (an STL that waits for that load), so the round's loads go out one round trip
+// after another; at 6 it spills nothing. sm_90 keeps 8 (the same SASS). Not timed on an SM120 (none
+// lent); the sums do not depend on it (the pairs are added in the same order).
+__host__ __device__ constexpr int moe_unr_down_arch(bool int4, int unr)
+{
+    return int4 && unr > 6 ? ARB_SM120_PICK(6, unr) : unr;
 }
 // The down kernel's tiles per block at every T (moe.cu says why; the persistent form's down
 // stage keeps moe_rowt(T): the sums do not depend on it, and the forms' results are equal).
