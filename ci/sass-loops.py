@@ -17,7 +17,10 @@
 # global loads set, and its counted waits (DEPBAR, cp.async.wait_group; cp.async itself, LDGSTS,
 # is not counted as a load there). A loop whose loads all set one scoreboard and that waits on it
 # waits for every load in flight at that point, whatever the source's order (the thirty-sixth
-# session's rolling loads, results/engine-h100/100aa83-roll/: ptxas put all 35 on one).
+# session's rolling loads, results/engine-h100/100aa83-roll/: ptxas put all 35 on one). Where a
+# loop touches local memory (spills), also its STL and LDL and how many of its STL wait on a global
+# load's scoreboard: a value spilled as it arrives, so the loads after it issue a round trip later
+# (the sm_120 down of results/kernel-resources/sm120-down-unr6.txt).
 # cuobjdump and nvdisasm (which it calls) come from PyPI's nvidia-cuda-cuobjdump and
 # nvidia-cuda-nvdisasm wheels where the toolkit lacks them (docs/notes.md, thirty-second session).
 # Exit 2 with a message naming the input on a missing or unreadable file, a bad REGEX, input with no
@@ -82,11 +85,18 @@ def scoreboards(body):
             sets.setdefault(kind, {}).setdefault(wb, 0)
             sets[kind][wb] += 1
     tail = '; counted waits (DEPBAR): %d' % depbar if depbar else ''
+    g = set(sets.get('LDG', {}))
+    # local memory (spills): its stores, loads, and the stores that wait on a global load's
+    # scoreboard (a value spilled as it arrives: the loads after it issue only once it is in)
+    stl = [(a, mask) for a, base, _, mask in ctl if base == 'STL']
+    ldl = sum(1 for _, base, _, _ in ctl if base == 'LDL')
+    if stl or ldl:
+        tail += '; local memory: STL %d LDL %d, %d STL waiting on a global load\'s scoreboard' % (
+            len(stl), ldl, sum(1 for _, mask in stl if any(mask >> b & 1 for b in g)))
     if not sets:
         return 'scoreboards: no load sets one' + tail
     parts = ['%s %s' % (k, ' '.join('SB%d x%d' % (b, n) for b, n in sorted(sets[k].items())))
              for k in ('LDG', 'LDS') if k in sets]
-    g = set(sets.get('LDG', {}))
     waits = []  # (address, the global loads' scoreboards it waits on)
     for a, _, _, mask in ctl:
         on = [b for b in sorted(g) if mask >> b & 1]

@@ -7,7 +7,8 @@
 # matching none, a --kernel that is not a regular expression. --sb on a fixture with each
 # instruction's second word (control bits: the write scoreboard of two LDG SB5, one LDG SB3 and an
 # LDS SB0; an HMMA waiting on SB5, one on SB0; and a cp.async loop: LDGSTS, LDGDEPBAR, a counted
-# DEPBAR, an LDS SB1), and on the first fixture, which lacks them.
+# DEPBAR, an LDS SB1; a loop with local memory: an STL waiting on an LDG's scoreboard, one not, an
+# LDL), and on the first fixture, which lacks them.
 set -u
 script=$1
 . "$2"
@@ -97,6 +98,19 @@ cat >"$g" <<'SASS'
                                                                        /* 0x002fc20000000000 */
         /*0050*/               @!P0 BRA 0x0 ;                          /* 0xfffffff800e48947 */
                                                                        /* 0x000fc20000000000 */
+		Function : _Z5spillPf
+        /*0000*/                   LDG.E R8, desc[UR4][R2.64] ;        /* 0x0000000402087981 */
+                                                                       /* 0x000e820000000000 */
+        /*0010*/                   STL [R1], R8 ;                      /* 0x0000000801007387 */
+                                                                       /* 0x004fc20000000000 */
+        /*0020*/                   LDG.E R9, desc[UR4][R2.64+0x4] ;    /* 0x0000040402097981 */
+                                                                       /* 0x000e820000000000 */
+        /*0030*/                   LDL R10, [R1] ;                     /* 0x0000000001007983 */
+                                                                       /* 0x000ec20000000000 */
+        /*0040*/                   STL [R1+0x4], R11 ;                 /* 0x0000040b01007387 */
+                                                                       /* 0x000fc20000000000 */
+        /*0050*/               @!P0 BRA 0x0 ;                          /* 0xfffffff800e48947 */
+                                                                       /* 0x000fc20000000000 */
 SASS
 python3 "$script" --sb --kernel roll "$g" >"$tmp/out3" 2>&1
 rc=$?
@@ -107,10 +121,19 @@ grep -qx "  loop 0010-0080 insns 8  LDS 1  LDG 3  STS 0  STG 0  HMMA 2  MUFU 0  
 grep -qx "    scoreboards: loads set LDG SB3 x1 SB5 x2; LDS SB0 x1; waits on a global load's: 1 (0050 SB5)" "$tmp/out3" &&
     tap OK "--sb: the loads' scoreboards, the one wait on a global load's (not the LDS's)" ||
     tap FAIL "--sb: the scoreboards line"
+python3 "$script" --sb --kernel spill "$g" >"$tmp/out7" 2>&1
+grep -qx "    scoreboards: loads set LDG SB2 x2; waits on a global load's: 1 (0010 SB2); local memory: STL 2 LDL 1, 1 STL waiting on a global load's scoreboard" "$tmp/out7" &&
+    tap OK "--sb: a loop's local memory, and the STL that waits on a global load (not the other)" ||
+    tap FAIL "--sb: the spill loop: $(grep scoreboards "$tmp/out7")"
 python3 "$script" --sb --kernel cpa "$g" >"$tmp/out6" 2>&1
 sed 's/^/# /' "$tmp/out6"
 grep -qx "    scoreboards: loads set LDS SB1 x1; waits on a global load's: 0; counted waits (DEPBAR): 1" "$tmp/out6" &&
     tap OK "--sb: a cp.async loop's counted wait, its LDGSTS and LDGDEPBAR not loads" || tap FAIL "--sb: the cp.async loop"
+if [ -s "$tmp/out3" ] && [ -s "$tmp/out6" ] && ! grep -q "local memory" "$tmp/out3" "$tmp/out6"; then
+    tap OK "--sb: no local memory part where a loop has none"
+else
+    tap FAIL "--sb: local memory named where a loop has none (or no output)"
+fi
 python3 "$script" --kernel roll "$g" >"$tmp/out4" 2>&1
 { [ $? -eq 0 ] && ! grep -q scoreboards "$tmp/out4"; } && tap OK "without --sb: no scoreboards line" ||
     tap FAIL "without --sb: a scoreboards line or an error"
