@@ -54,8 +54,7 @@ __global__ void __launch_bounds__(kMoeWarps *kWarp, 2)
                     bf16 *__restrict__ part, int T)
 {
     ARB_TL(ARB_TL_DOWN);
-    moe_down_tile<INT4, ROWT, NH, moe_unr_down_arch(INT4, UNR), pdl_sync, EARLY>(pdl_sync(), w, rt, act, act_sh, part,
-                                                                                 T, (int)blockIdx.x);
+    moe_down_tile<INT4, ROWT, NH, UNR, pdl_sync, EARLY>(pdl_sync(), w, rt, act, act_sh, part, T, (int)blockIdx.x);
 }
 
 // The gate/up grid's order (launch_ctx.moe_order, --moe-order): the hardware hands a launch's

@@ -28,10 +28,12 @@ __device__ unsigned g_moe_reissues;
 // slot or the count differs, the block takes the one read after the wait and issues its first
 // round again. So the weights used are always the selection's after the wait, whatever the guess
 // saw (a stale or half-written buffer costs the round trip EARLY 0 pays; the bits are EARLY 0's).
-template <bool INT4, int ROWT, int NH, int UNR, class P, int EARLY = 0>
+// UNR_ASKED: moe_unr_down's pairs in flight; the tile keeps moe_unr_down_arch's (fewer on SM120).
+template <bool INT4, int ROWT, int NH, int UNR_ASKED, class P, int EARLY = 0>
 __device__ __forceinline__ void moe_down_tile(const P &pol, const moe_weights &w, const moe_route &rt, const bf16 *act,
                                               const bf16 *act_sh, bf16 *__restrict__ part, int T, int bx)
 {
+    constexpr int UNR = moe_unr_down_arch(INT4, UNR_ASKED);
     static_assert(EARLY == 0 || !P::coherent, "the early selection is a kernel's own, after a pdl_late gate/up");
     __shared__ float red[kMoeWarps][ROWT][NH][4][kWarp];
     __shared__ int s_uniq[kMaxSlots], s_n, s_stale;

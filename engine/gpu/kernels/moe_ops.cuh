@@ -53,7 +53,8 @@ __host__ __device__ constexpr int moe_unr_down(bool int4, int rowt, int nh = 1)
 {
     return int4 ? 8 / nh : (4 / rowt / nh > 0 ? 4 / rowt / nh : 1);
 }
-// What a down kernel compiled for moe_unr_down's UNR keeps in flight: on SM120 at most 6 INT4 pairs.
+// What moe_down_tile keeps in flight for moe_unr_down's UNR (its kernel's and the persistent form's
+// alike): on SM120 at most 6 INT4 pairs.
 // At 8 the sm_120 pass of the default kernel (two tiles, one token half, --moe-early spec) spills 36
 // bytes (CUDA 13.0), and in its round loop each of four pairs' scale loads is stored to local memory
 // as it is loaded (an STL that waits for that load), so the round's loads go out one round trip
