@@ -48,10 +48,14 @@ round_order() {
     local k
     for ((k = 0; k < ${#names[@]}; k++)); do printf '%d ' $(((k + $1 - 1) % ${#names[@]})); done
 }
+# round_names R: the names in round R's order
+round_names() {
+    local i line=""
+    for i in $(round_order "$1"); do line="$line ${names[$i]}"; done
+    echo "${line# }"
+}
 if [ -n "${AB_DRY:-}" ]; then
-    for r in $(seq 1 "$rounds"); do
-        line="round $r:"; for i in $(round_order "$r"); do line="$line ${names[$i]}"; done; echo "$line"
-    done
+    for r in $(seq 1 "$rounds"); do echo "round $r: $(round_names "$r")"; done
     exit 0
 fi
 mkdir -p "$out"
@@ -134,7 +138,7 @@ for i in "${!trees[@]}"; do
 done
 
 for r in $(seq 1 "$rounds"); do
-    line="round $r order:"; for i in $(round_order "$r"); do line="$line ${names[$i]}"; done; echo "$line"
+    echo "round $r order: $(round_names "$r")"
     for i in $(round_order "$r"); do
         [ "${ok[$i]}" -eq 0 ] || continue
         nm=${names[$i]}
