@@ -13,6 +13,11 @@
 //               (expert, token) over a poisoned buffer, n_uniq the distinct picks
 //   l2_pull     the side branch's pulls toward L2 (--l2-side): odd ranges run without an error and
 //               write nothing; its refusals
+//   embed       res = the token's table row (exact) and h = its RMSNorm, bit-identical to the
+//               kernel's fixed-order float sum emulated on the host (thread i of 256 summing
+//               values i, i + 256, .. then warp_sum and block_sum's butterflies) and within one
+//               rounding of double; H 7168 (the held form) and 8200 (past it: the loop form),
+//               T = 1, 3, 8 with a repeated token
 // The MLA kernels are test_engine_gpu_mla.cu, the MoE block test_engine_gpu_moe.cu. Tolerances:
 // fp32 outputs within 1e-5 of sum |terms| (accumulation order); bf16 outputs
 // additionally one rounding, 2^-8 relative; where a bf16 intermediate is rounded on both
@@ -269,6 +274,79 @@ void t_l2_pull()
     cudaFree(d);
 }
 
+// The embedding's RMSNorm as embed.cu computes it (both forms): thread i of 256 sums v * v over
+// values i, i + 256, .. (a contracted multiply-add), each warp adds its lanes by xor butterfly
+// (every lane holds the same sum), then block_sum adds the 8 warps' sums by the same butterfly.
+float embed_inv_host(const uint16_t *x, int H, float eps)
+{
+    float th[256] = {}, ws[32] = {};
+    for (int i = 0; i < H; i++) {
+        const float v = arb_bf16_to_f32(x[i]);
+        th[i % 256] = fmaf(v, v, th[i % 256]);
+    }
+    auto butterfly = [](float *a) {
+        for (int o = 16; o > 0; o >>= 1) {
+            float b[32];
+            for (int l = 0; l < 32; l++)
+                b[l] = a[l] + a[l ^ o];
+            std::copy(b, b + 32, a);
+        }
+        return a[0];
+    };
+    for (int w = 0; w < 8; w++)
+        ws[w] = butterfly(th + 32 * w);
+    return 1.0f / sqrtf(butterfly(ws) / (float)H + eps);
+}
+
+void embed_case(int H, int T)
+{
+    const int V = 37;
+    const float eps = 1e-6f;
+    auto table = rand_bf((size_t)V * H, 1.0f), norm = rand_bf((size_t)H, 1.0f);
+    std::vector<int32_t> tok(T);
+    for (int t = 0; t < T; t++)
+        tok[t] = t == 1 ? tok[0] : (int32_t)((t * 17 + 5) % V); // token 1 repeats token 0
+    bf16 *dt = (bf16 *)to_dev(table), *dn = (bf16 *)to_dev(norm), *dres, *dh;
+    int32_t *dtok = to_dev(tok);
+    TAP_REQUIRE(cudaMalloc(&dres, 2 * (size_t)T * H) == cudaSuccess && cudaMalloc(&dh, 2 * (size_t)T * H) == cudaSuccess);
+    cudaMemset(dres, 0xff, 2 * (size_t)T * H), cudaMemset(dh, 0xff, 2 * (size_t)T * H); // NaN poison
+    TAP_REQUIRE(arbk::embed_rmsnorm(g_lc, dt, dtok, dn, dres, dh, H, eps, T) == cudaSuccess);
+    auto res = from_dev((uint16_t *)dres, (size_t)T * H), h = from_dev((uint16_t *)dh, (size_t)T * H);
+    size_t bad_res = 0, bad_bits = 0;
+    cmp c{H > 8192 ? "embed h (loop form)" : "embed h (held form)"};
+    for (int t = 0; t < T; t++) {
+        const uint16_t *x = table.data() + (size_t)tok[t] * H;
+        const float inv = embed_inv_host(x, H, eps);
+        double ss = 0;
+        for (int i = 0; i < H; i++)
+            ss += bfd(x[i]) * bfd(x[i]);
+        const double dinv = 1.0 / sqrt(ss / H + eps);
+        for (int i = 0; i < H; i++) {
+            const size_t o = (size_t)t * H + i;
+            bad_res += res[o] != x[i];
+            const uint16_t want = arb_f32_to_bf16(arb_bf16_to_f32(x[i]) * inv * arb_bf16_to_f32(norm[i]));
+            if (h[o] != want && bad_bits++ < 4)
+                tap_diag("embed H %d T %d: h[%d][%d] %#06x, the host's fixed order %#06x", H, T, t, i, h[o], want);
+            const double ref = bfd(x[i]) * dinv * bfd(norm[i]);
+            c(bfd(h[o]), ref, fabs(ref) / 128 + 1e-6);
+        }
+    }
+    if (bad_res)
+        tap_diag("embed H %d T %d: %zu res values differ from the table row", H, T, bad_res);
+    TAP_EQ_U64(bad_res, 0);
+    TAP_EQ_U64(bad_bits, 0);
+    TAP_CHECK(c.ok());
+    cudaFree(dt), cudaFree(dn), cudaFree(dtok), cudaFree(dres), cudaFree(dh);
+}
+
+void t_embed()
+{
+    for (int T : {1, 3, 8}) {
+        embed_case(7168, T); // Kimi-K2 / DeepSeek-V3: the held form
+        embed_case(8200, T); // past 256 x 32 values: the loop form
+    }
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -278,6 +356,7 @@ int main(int argc, char **argv)
         {"wgen", t_wgen},
         {"router", t_router},
         {"l2_pull", t_l2_pull},
+        {"embed", t_embed},
     };
     return gpu_tap_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
