@@ -359,32 +359,6 @@ inline cudaError_t current_device_shape(device_shape *out)
     return cudaSuccess;
 }
 
-// A kernel's shared-memory carveout preference (percent of the SM's largest shared memory, a hint
-// the driver rounds to one of its configurations) set once per kernel and device, before the
-// kernel's first launch there, on devices of compute capability `major` only: a preference has
-// sped up or slowed a neighbour of the kernel as often as the kernel itself (notes of the
-// twenty-eighth to thirty-eighth sessions), so each is kept to where it was measured.
-inline cudaError_t carveout_once(const void *kernel, int pct, int major)
-{
-    struct done_t {
-        const void *kernel;
-        int dev;
-    };
-    static done_t done[256];
-    static int n;
-    device_shape d;
-    cudaError_t e = current_device_shape(&d);
-    if (e != cudaSuccess || d.major != major)
-        return e;
-    for (int i = 0; i < n; i++)
-        if (done[i].kernel == kernel && done[i].dev == d.dev)
-            return cudaSuccess;
-    e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, pct);
-    if (e == cudaSuccess && n < 256)
-        done[n++] = {kernel, d.dev};
-    return e;
-}
-
 // A launch of `tiles` tiles (wave_fit.h): `plain`, a block a tile, unless c.wave folds the grid
 // into one wave of Multi's co-resident blocks on this device (its occupancy read once a device),
 // which then runs several tiles a block. Both kernels take the same arguments.

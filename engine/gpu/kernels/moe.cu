@@ -111,8 +111,6 @@ static cudaError_t moe_order_head(int order, int routed, int *head)
 // token vector staged in shared memory to free the registers) were slower than 7, and a rolling
 // buffer (each group's registers loaded again as soon as it is added) too: ptxas waits on all of
 // a loop's loads as one scoreboard (results/engine-h100/100aa83-roll/, -xs/, -xc/).
-constexpr int kDownCarveoutPct = 14; // MoE down's shared-memory carveout preference on SM90 (below)
-
 template <bool INT4, int ROWT, int NH, int MINB>
 cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                          bf16 *act_sh, bf16 *part, int T, int max_slots, int which)
@@ -143,15 +141,8 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
                           : c.moe_early == 2 ? moe_down_kernel<INT4, kDown, NH, kUnrDown, 2>
                           : c.moe_early      ? moe_down_kernel<INT4, kDown, NH, kUnrDown, 1>
                                              : moe_down_kernel<INT4, kDown, NH, kUnrDown, 0>;
-        // a 14% carveout preference (32 KiB of an SM90's 228) on SM90: verify -0.67% on an H100, four
-        // alternated rounds apart, decode +0.06% not shown (results/engine-h100/ed8cc3d-emb-d14/; the
-        // thirty-seventh session's m32, where at T = 3 only this differed, verify -0.77%, apart:
-        // f74d203-carve/). Which kernel gains is not shown by the per-kernel rows; the same code and
-        // bits. Not measured on SM120 (~100 KB), which keeps the driver's choice.
-        e = carveout_once((const void *)down, kDownCarveoutPct, 9);
-        if (e == cudaSuccess)
-            e = launch(c, down, dim3(w.H / (16 * kDown)), block, 0, w, rt, (const bf16 *)act, (const bf16 *)act_sh,
-                       part, T);
+        e = launch(c, down, dim3(w.H / (16 * kDown)), block, 0, w, rt, (const bf16 *)act, (const bf16 *)act_sh, part,
+                   T);
     }
     return e;
 }
