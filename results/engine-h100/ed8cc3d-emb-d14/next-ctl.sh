@@ -1,5 +1,5 @@
 #!/bin/bash
-# PREPARED IN THE THIRTY-EIGHTH SESSION, NOT RUN (its device time was spent). ~380 s of a call. Before
+# PREPARED IN THE THIRTY-EIGHTH SESSION, NOT RUN (its device time was spent). ~430 s of a call. Before
 # it, on main: mkdir -p .carry/ctl; cp results/engine-h100/ed8cc3d-emb-d14/{ctl,d14}.patch
 # results/engine-h100/f74d203-carve/g100.patch .carry/ctl/; cp results/engine-h100/ed8cc3d-emb-d14/next-ctl.sh
 # .carry/ctl/call.sh; git rev-parse --short=12 HEAD > REVISION; carry [".carry/ctl", ".debs", "REVISION"];
@@ -14,21 +14,24 @@
 #   d14   down at 14% (d14.patch, f74d203-carve's carve_once)
 #   g100  gate/up at 43% (100 KiB, every T; f74d203-carve's g100.patch): the cp.async variants'
 #         configuration without their code (were qkv_a, down and lm_head slowed by it alone?)
+#   muv   main's tree with --fuse qb_absorb,prep_qb,merge_uv (a run-time option; last measured at
+#         a4a07aa, decode +0.84%, verify -0.23%, on compute ~18% slower than main's)
 # Read both measurements for each name: the A/B's graph medians (run.log) and the kernels tables'
 # `step` rows (engine-*-kernels-*.csv.gz), against base and against ctl.
-. ci/device-call.sh 420
+. ci/device-call.sh 470
 set -u
 mkdir -p "$O/ab"
 rm -rf build-gpu .carry/tctl .carry/td14 .carry/tg100
 bash ci/deps.sh --debs .debs >"$O/deps.log" 2>&1 || echo "deps rc=$?"
 for v in ctl d14 g100; do bash ci/overlay-tree.sh .carry/t$v --patch .carry/ctl/$v.patch || echo "tree t$v: FAILED"; done
-for v in base ctl d14 g100; do export "ENGINE_ARGS_$v=--dump-tokens $O/ab/tokens-$v.txt --force"; done
+for v in base ctl d14 g100 muv; do export "ENGINE_ARGS_$v=--dump-tokens $O/ab/tokens-$v.txt --force"; done
+export ENGINE_ARGS_muv="$ENGINE_ARGS_muv --fuse qb_absorb,prep_qb,merge_uv"
 export AB_TESTS=""
-timeout $(lim 400) bash ci/engine-ab.sh "$O/ab" 4 base=. ctl=.carry/tctl d14=.carry/td14 g100=.carry/tg100 \
+timeout $(lim 450) bash ci/engine-ab.sh "$O/ab" 4 base=. ctl=.carry/tctl d14=.carry/td14 g100=.carry/tg100 muv=. \
     >"$O/ab/run.log" 2>&1 || echo "ab rc=$?"
 grep -E "^(build|engine|kernels diff|round)|graph  (decode|verify)" "$O/ab/run.log"
-grep -hE "^#  *T| qkv_a | attend | moe_| lm_head | step |rows compared" "$O"/ab/diff-*.txt
-for v in ctl d14 g100; do
+grep -hE "^#  *T| qkv_a | q_b | attend | combine | o_proj | moe_| lm_head | step |rows compared" "$O"/ab/diff-*.txt
+for v in ctl d14 g100 muv; do
     cmp "$O/ab/tokens-base.txt" "$O/ab/tokens-$v.txt" && echo "tokens $v: identical" || echo "tokens $v: differ"
 done
 for f in "$O"/ab/engine-*-kernels-*.csv; do # the kernels tables' own step rows
