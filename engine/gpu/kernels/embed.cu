@@ -17,9 +17,10 @@ constexpr int kEmbedHeld = 32; // values a thread holds in one round of loads: r
 // norm's weights are all loaded at once and held in registers, one round trip each (the weights'
 // beside the token id's: written before the PDL wait, but ptxas puts the wait first on sm_90),
 // then stored from there; the loop form (block_rmsnorm, for rows longer than HELD covers) loads as
-// its loops go and reads `res` back. At Kimi-K2 (H 7168) on an H100 the step's embed family (graph replay less the step without it) was
-// 24-31 us in the loop form and -2 to 14 us held; the step decode -0.44%, verify -0.55%, four
-// alternated rounds apart, tokens and logits identical (results/engine-h100/ed8cc3d-emb-d14/).
+// its loops go and reads `res` back. At Kimi-K2 (H 7168) on an H100 the step's embed family
+// (graph replay less the step without it) was 24-31 us in the loop form and -2 to 14 us held; the
+// step decode -0.44%, verify -0.55%, four alternated rounds apart, tokens and logits identical
+// (results/engine-h100/ed8cc3d-emb-d14/).
 template <bool HELD>
 __global__ void __launch_bounds__(kEmbedThreads)
     embed_kernel(const bf16 *__restrict__ table, const int32_t *__restrict__ tokens, const bf16 *__restrict__ norm,
