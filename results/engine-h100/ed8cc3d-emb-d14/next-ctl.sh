@@ -6,7 +6,7 @@
 # run `bash .carry/ctl/call.sh`. `git apply --check` each patch on main first (ci/overlay-tree.sh
 # refuses one that no longer applies).
 # Why (README.md beside this file): d14 (MoE down at a 14% carveout preference) read verify -0.67%
-# apart in the A/B's step rows and in the kernels tables' (-57 us), but decode +0.7% apart in the
+# apart in the A/B's step rows and in the kernels tables' (-56 us), but decode +0.7% apart in the
 # kernels tables' step row and even in the A/B's; and the base is always the tree the call runs in.
 #   ctl   main's code in a tree of its own (ctl.patch: one comment line of a README): whether a
 #         variant tree reads faster than `.` with nothing changed (the thirty-seventh session saw
