@@ -21,6 +21,14 @@
 # loop touches local memory (spills), also its STL and LDL and how many of its STL wait on a global
 # load's scoreboard: a value spilled as it arrives, so the loads after it issue a round trip later
 # (the sm_120 down of results/kernel-resources/sm120-down-unr6.txt).
+#   --prewait: also the global loads reachable from the kernel's entry before a PDL wait, walking
+# its branches (an unpredicated BRA goes to its target only, a predicated one to both; EXIT and RET
+# end a path, ACQBULK stops it): LDG, LDGSTS (cp.async), bulk copies (UBLKCP, UTMALDG) and L2
+# prefetches (CCTL.E.PF*), and where the waits are. Counting by address order alone misleads: a
+# branch's wait laid out first (gemv's `row >= N` path, gate/up's routed tiles) is not the wait the
+# loads precede. Read it against the PTX's loads before `griddepcontrol.wait` (ci/pdl-loads.py's
+# compile): ptxas may hoist the wait above loads the source issues first (thirty-eighth session: the
+# embedding's norm weights, harmless there) and a kernel that counts on those loads would lose them.
 # cuobjdump and nvdisasm (which it calls) come from PyPI's nvidia-cuda-cuobjdump and
 # nvidia-cuda-nvdisasm wheels where the toolkit lacks them (docs/notes.md, thirty-second session).
 # Exit 2 with a message naming the input on a missing or unreadable file, a bad REGEX, input with no
@@ -109,6 +117,64 @@ def scoreboards(body):
     return s + tail
 
 
+def prewait(insns):
+    """The global loads and L2 prefetches on some path from the entry before a PDL wait, and the waits"""
+    if not insns:
+        return 'before the PDL wait: no instructions'
+    at = {a: k for k, (a, _, _) in enumerate(insns)}
+    waits = sorted(a for a, t, _ in insns if opname(t) == 'ACQBULK')
+    if not waits:
+        return 'before the PDL wait: no PDL wait (ACQBULK) in it'
+    seen, stack, unknown = set(), [0], 0
+    while stack:
+        k = stack.pop()
+        if k in seen or k >= len(insns):
+            continue
+        seen.add(k)
+        a, t, _ = insns[k]
+        op = opname(t)
+        if op == 'ACQBULK':
+            continue
+        pred = t.startswith('@')
+        base = op.split('.')[0]
+        if base in ('EXIT', 'RET'):
+            if pred:
+                stack.append(k + 1)
+            continue
+        if base in ('BRA', 'JMP'):
+            m = BRA.search(t) if base == 'BRA' else None
+            if m and int(m.group(1), 16) in at:
+                stack.append(at[int(m.group(1), 16)])
+            elif not m:
+                unknown += 1  # an indirect jump: its targets are not read here
+            if pred or '.DIV' in op or (m and int(m.group(1), 16) not in at):
+                stack.append(k + 1)
+            continue
+        if base in ('BRX', 'JMX'):
+            unknown += 1
+            continue
+        stack.append(k + 1)
+    kinds = {'LDG': 0, 'LDGSTS': 0, 'bulk': 0, 'prefetch': 0}
+    for k in seen:
+        op = opname(insns[k][1])
+        base = op.split('.')[0]
+        if base in kinds and base != 'bulk':
+            kinds[base] += 1
+        elif base in ('UBLKCP', 'UTMALDG', 'UBLKPF'):
+            kinds['bulk'] += 1
+        elif base == 'CCTL' and '.PF' in op:
+            kinds['prefetch'] += 1
+    n = kinds['LDG'] + kinds['LDGSTS'] + kinds['bulk']
+    s = 'before the PDL wait: '
+    s += ('%d global loads (LDG %d, LDGSTS %d, bulk %d)' % (n, kinds['LDG'], kinds['LDGSTS'], kinds['bulk'])
+          if n else 'no global load')
+    s += ', %d L2 prefetches' % kinds['prefetch'] if kinds['prefetch'] else ''
+    s += ' reachable from the entry; waits at %s' % ' '.join('%04x' % w for w in waits)
+    if unknown:
+        s += '; %d indirect branches not followed' % unknown
+    return s
+
+
 def counts(body):
     op = lambda i: opname(i[1])
     c = {'insns': len(body)}
@@ -126,8 +192,10 @@ def fmt(c):
     return s
 
 
-def report(name, insns, sb=False):
+def report(name, insns, sb=False, pre=False):
     print('%s: %d instructions' % (name, len(insns)))
+    if pre:
+        print('  ' + prewait(insns))
     # phases: before the wait, then between the barriers after it
     cut, seen_wait = [], False
     for k, (_, t, _) in enumerate(insns):
@@ -158,6 +226,8 @@ def main():
     ap = argparse.ArgumentParser(description='instructions, phases and loops of cuobjdump -sass text')
     ap.add_argument('--kernel', default='', help='regex on the mangled function name')
     ap.add_argument('--sb', action='store_true', help="each loop's load scoreboards and the waits on them")
+    ap.add_argument('--prewait', action='store_true',
+                    help='the global loads reachable from the entry before a PDL wait, following branches')
     ap.add_argument('file', help='cuobjdump -sass output, or - for stdin')
     a = ap.parse_args()
     try:
@@ -175,7 +245,7 @@ def main():
     if not picked:
         die("'%s': no function matches --kernel '%s' (%d functions)" % (a.file, a.kernel, len(funcs)))
     for name, insns in picked:
-        report(name, insns, a.sb)
+        report(name, insns, a.sb, a.prewait)
 
 
 if __name__ == '__main__':

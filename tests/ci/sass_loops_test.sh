@@ -8,7 +8,10 @@
 # instruction's second word (control bits: the write scoreboard of two LDG SB5, one LDG SB3 and an
 # LDS SB0; an HMMA waiting on SB5, one on SB0; and a cp.async loop: LDGSTS, LDGDEPBAR, a counted
 # DEPBAR, an LDS SB1; a loop with local memory: an STL waiting on an LDG's scoreboard, one not, an
-# LDL), and on the first fixture, which lacks them.
+# LDL), and on the first fixture, which lacks them. --prewait on a fixture whose side path's PDL wait is
+# laid out before the main path's loads (counted by address order it would read none), one whose wait
+# comes first, one whose unconditional branch jumps over a load, one with a predicated EXIT before its
+# load, and the first fixture's function with no wait.
 set -u
 script=$1
 . "$2"
@@ -140,5 +143,54 @@ python3 "$script" --kernel roll "$g" >"$tmp/out4" 2>&1
 python3 "$script" --sb --kernel attend "$f" >"$tmp/out5" 2>&1
 grep -qx "    scoreboards: not in the input (each instruction's second word, on the line after it)" "$tmp/out5" &&
     tap OK "--sb on text without second words: says so" || tap FAIL "--sb without second words"
+h="$tmp/pre.sass"
+cat >"$h" <<'SASS'
+		Function : _Z4gemvPf
+        /*0000*/                   LDC R1, c[0x0][0x28] ;              /* 0x00000a00ff017b82 */
+        /*0010*/                   ISETP.GE.AND P0, PT, R0, R3, PT ;   /* 0x000000030000720c */
+        /*0020*/              @!P0 BRA 0x60 ;                          /* 0x0000000000008947 */
+        /*0030*/                   ACQBULK ;                           /* 0x000000000000782e */
+        /*0040*/                   EXIT ;                              /* 0x000000000000794d */
+        /*0050*/                   BRA 0x50;                           /* 0xfffffffc00fc7947 */
+        /*0060*/                   LDG.E.128 R4, desc[UR4][R2.64] ;    /* 0x0000000402047981 */
+        /*0070*/                   CCTL.E.PF2 [R2+0x1000] ;            /* 0x000010000200798f */
+        /*0080*/                   LDGSTS.E [R9], desc[UR4][R12.64] ;  /* 0x000000000c097fae */
+        /*0090*/                   ACQBULK ;                           /* 0x000000000000782e */
+        /*00a0*/                   LDG.E R8, desc[UR4][R6.64] ;        /* 0x0000000406087981 */
+        /*00b0*/                   EXIT ;                              /* 0x000000000000794d */
+		Function : _Z5embedPf
+        /*0000*/                   ACQBULK ;                           /* 0x000000000000782e */
+        /*0010*/                   LDG.E.U16.CONSTANT R4, desc[UR4][R2.64] ; /* 0x0000000402047981 */
+        /*0020*/                   EXIT ;                              /* 0x000000000000794d */
+		Function : _Z4skipPf
+        /*0000*/                   BRA 0x20 ;                          /* 0x0000000000047947 */
+        /*0010*/                   LDG.E R4, desc[UR4][R2.64] ;        /* 0x0000000402047981 */
+        /*0020*/                   ACQBULK ;                           /* 0x000000000000782e */
+        /*0030*/                   EXIT ;                              /* 0x000000000000794d */
+		Function : _Z4exitPf
+        /*0000*/               @P0 EXIT ;                              /* 0x000000000000094d */
+        /*0010*/                   LDG.E R4, desc[UR4][R2.64] ;        /* 0x0000000402047981 */
+        /*0020*/                   ACQBULK ;                           /* 0x000000000000782e */
+        /*0030*/                   EXIT ;                              /* 0x000000000000794d */
+SASS
+python3 "$script" --prewait "$h" >"$tmp/out8" 2>&1
+rc=$?
+sed 's/^/# /' "$tmp/out8"
+[ $rc -eq 0 ] && tap OK "--prewait: exit 0" || tap FAIL "--prewait: exit $rc"
+grep -qx "  before the PDL wait: 2 global loads (LDG 1, LDGSTS 1, bulk 0), 1 L2 prefetches reachable from the entry; waits at 0030 0090" "$tmp/out8" &&
+    tap OK "--prewait: the main path's loads and prefetch past a side path's wait laid out first, not the load after the wait" ||
+    tap FAIL "--prewait: the branching kernel"
+grep -A1 "_Z5embedPf" "$tmp/out8" | grep -qx "  before the PDL wait: no global load reachable from the entry; waits at 0000" &&
+    tap OK "--prewait: a wait before every load" || tap FAIL "--prewait: the wait-first kernel"
+grep -A1 "_Z4skipPf" "$tmp/out8" | grep -qx "  before the PDL wait: no global load reachable from the entry; waits at 0020" &&
+    tap OK "--prewait: a load an unconditional branch jumps over is not reached" || tap FAIL "--prewait: the skipped load"
+grep -A1 "_Z4exitPf" "$tmp/out8" | grep -qx "  before the PDL wait: 1 global loads (LDG 1, LDGSTS 0, bulk 0) reachable from the entry; waits at 0020" &&
+    tap OK "--prewait: a predicated EXIT falls through to the load" || tap FAIL "--prewait: the predicated EXIT"
+python3 "$script" --prewait --kernel one "$f" >"$tmp/out9" 2>&1
+grep -qx "  before the PDL wait: no PDL wait (ACQBULK) in it" "$tmp/out9" &&
+    tap OK "--prewait: a function with no wait says so" || tap FAIL "--prewait: no wait"
+python3 "$script" --kernel gemv "$h" >"$tmp/out10" 2>&1
+{ [ $? -eq 0 ] && ! grep -q "before the PDL wait" "$tmp/out10"; } && tap OK "without --prewait: no such line" ||
+    tap FAIL "without --prewait: a pre-wait line or an error"
 echo "1..$n"
 exit $bad
