@@ -117,61 +117,60 @@ def scoreboards(body):
     return s + tail
 
 
+TARGET = re.compile(r'0x([0-9a-f]+)$')  # a branch's target: its last operand
+
+
+def load_kind(op):
+    """'load', 'prefetch' or None for an instruction's opcode with modifiers"""
+    base = op.split('.')[0]
+    if base in ('LDG', 'LDGSTS', 'UBLKCP', 'UTMALDG'):
+        return 'load'
+    if base == 'UBLKPF' or (base == 'CCTL' and '.PF' in op):
+        return 'prefetch'
+    return None
+
+
 def prewait(insns):
     """The global loads and L2 prefetches on some path from the entry before a PDL wait, and the waits"""
-    if not insns:
-        return 'before the PDL wait: no instructions'
-    at = {a: k for k, (a, _, _) in enumerate(insns)}
-    waits = sorted(a for a, t, _ in insns if opname(t) == 'ACQBULK')
+    waits = [a for a, t, _ in insns if opname(t) == 'ACQBULK']
     if not waits:
         return 'before the PDL wait: no PDL wait (ACQBULK) in it'
-    seen, stack, unknown = set(), [0], 0
+    at = {a: k for k, (a, _, _) in enumerate(insns)}
+    seen, stack, indirect = set(), [0], 0
     while stack:
         k = stack.pop()
         if k in seen or k >= len(insns):
             continue
         seen.add(k)
-        a, t, _ = insns[k]
+        t = insns[k][1]
         op = opname(t)
-        if op == 'ACQBULK':
-            continue
-        pred = t.startswith('@')
         base = op.split('.')[0]
-        if base in ('EXIT', 'RET'):
-            if pred:
-                stack.append(k + 1)
+        if base == 'ACQBULK':
             continue
-        if base in ('BRA', 'JMP'):
-            m = BRA.search(t) if base == 'BRA' else None
+        if base == 'BRA':
+            m = TARGET.search(t)
             if m and int(m.group(1), 16) in at:
                 stack.append(at[int(m.group(1), 16)])
-            elif not m:
-                unknown += 1  # an indirect jump: its targets are not read here
-            if pred or '.DIV' in op or (m and int(m.group(1), 16) not in at):
-                stack.append(k + 1)
-            continue
-        if base in ('BRX', 'JMX'):
-            unknown += 1
-            continue
-        stack.append(k + 1)
-    kinds = {'LDG': 0, 'LDGSTS': 0, 'bulk': 0, 'prefetch': 0}
-    for k in seen:
-        op = opname(insns[k][1])
-        base = op.split('.')[0]
-        if base in kinds and base != 'bulk':
-            kinds[base] += 1
-        elif base in ('UBLKCP', 'UTMALDG', 'UBLKPF'):
-            kinds['bulk'] += 1
-        elif base == 'CCTL' and '.PF' in op:
-            kinds['prefetch'] += 1
-    n = kinds['LDG'] + kinds['LDGSTS'] + kinds['bulk']
+            else:
+                indirect += 1
+        elif base in ('BRX', 'JMX', 'JMP'):
+            indirect += 1  # their targets are not read here
+        ends = base in ('EXIT', 'RET', 'BRA', 'BRX', 'JMX', 'JMP')
+        if not ends or t.startswith('@') or op.startswith('BRA.DIV'):  # BRA.DIV: taken only where the warp diverged
+            stack.append(k + 1)
+    ops = [opname(insns[k][1]) for k in seen]
+    loads = [op.split('.')[0] for op in ops if load_kind(op) == 'load']
+    n_pf = sum(1 for op in ops if load_kind(op) == 'prefetch')
     s = 'before the PDL wait: '
-    s += ('%d global loads (LDG %d, LDGSTS %d, bulk %d)' % (n, kinds['LDG'], kinds['LDGSTS'], kinds['bulk'])
-          if n else 'no global load')
-    s += ', %d L2 prefetches' % kinds['prefetch'] if kinds['prefetch'] else ''
+    if loads:
+        s += '%d global loads (LDG %d, LDGSTS %d, bulk %d)' % (
+            len(loads), loads.count('LDG'), loads.count('LDGSTS'), len(loads) - loads.count('LDG') - loads.count('LDGSTS'))
+    else:
+        s += 'no global load'
+    s += ', %d L2 prefetches' % n_pf if n_pf else ''
     s += ' reachable from the entry; waits at %s' % ' '.join('%04x' % w for w in waits)
-    if unknown:
-        s += '; %d indirect branches not followed' % unknown
+    if indirect:
+        s += '; %d branches not followed (no target read)' % indirect
     return s
 
 

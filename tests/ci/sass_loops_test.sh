@@ -10,8 +10,8 @@
 # DEPBAR, an LDS SB1; a loop with local memory: an STL waiting on an LDG's scoreboard, one not, an
 # LDL), and on the first fixture, which lacks them. --prewait on a fixture whose side path's PDL wait is
 # laid out before the main path's loads (counted by address order it would read none), one whose wait
-# comes first, one whose unconditional branch jumps over a load, one with a predicated EXIT before its
-# load, and the first fixture's function with no wait.
+# comes first, one whose unconditional branch jumps over a load, a BRA.DIV (both ways), one with a
+# predicated EXIT before its load, and the first fixture's function with no wait.
 set -u
 script=$1
 . "$2"
@@ -167,6 +167,13 @@ cat >"$h" <<'SASS'
         /*0010*/                   LDG.E R4, desc[UR4][R2.64] ;        /* 0x0000000402047981 */
         /*0020*/                   ACQBULK ;                           /* 0x000000000000782e */
         /*0030*/                   EXIT ;                              /* 0x000000000000794d */
+		Function : _Z3divPf
+        /*0000*/                   BRA.DIV UR4, 0x30 ;                 /* 0x0000000604007947 */
+        /*0010*/                   LDG.E R4, desc[UR4][R2.64] ;        /* 0x0000000402047981 */
+        /*0020*/                   ACQBULK ;                           /* 0x000000000000782e */
+        /*0030*/                   LDG.E R5, desc[UR4][R2.64+0x4] ;    /* 0x0000040402057981 */
+        /*0040*/                   ACQBULK ;                           /* 0x000000000000782e */
+        /*0050*/                   EXIT ;                              /* 0x000000000000794d */
 		Function : _Z4exitPf
         /*0000*/               @P0 EXIT ;                              /* 0x000000000000094d */
         /*0010*/                   LDG.E R4, desc[UR4][R2.64] ;        /* 0x0000000402047981 */
@@ -184,6 +191,8 @@ grep -A1 "_Z5embedPf" "$tmp/out8" | grep -qx "  before the PDL wait: no global l
     tap OK "--prewait: a wait before every load" || tap FAIL "--prewait: the wait-first kernel"
 grep -A1 "_Z4skipPf" "$tmp/out8" | grep -qx "  before the PDL wait: no global load reachable from the entry; waits at 0020" &&
     tap OK "--prewait: a load an unconditional branch jumps over is not reached" || tap FAIL "--prewait: the skipped load"
+grep -A1 "_Z3divPf" "$tmp/out8" | grep -qx "  before the PDL wait: 2 global loads (LDG 2, LDGSTS 0, bulk 0) reachable from the entry; waits at 0020 0040" &&
+    tap OK "--prewait: a BRA.DIV goes both ways (its target read, not an unfollowed branch)" || tap FAIL "--prewait: the BRA.DIV"
 grep -A1 "_Z4exitPf" "$tmp/out8" | grep -qx "  before the PDL wait: 1 global loads (LDG 1, LDGSTS 0, bulk 0) reachable from the entry; waits at 0020" &&
     tap OK "--prewait: a predicated EXIT falls through to the load" || tap FAIL "--prewait: the predicated EXIT"
 python3 "$script" --prewait --kernel one "$f" >"$tmp/out9" 2>&1
