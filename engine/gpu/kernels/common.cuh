@@ -359,6 +359,33 @@ inline cudaError_t current_device_shape(device_shape *out)
     return cudaSuccess;
 }
 
+// A kernel's shared-memory carveout preference (cudaFuncAttributePreferredSharedMemoryCarveout:
+// percent of the largest shared memory an SM has; the driver still picks the configuration, and a
+// kernel needing more gets more), set once a kernel and device before its first launch there:
+// setting it at every launch would add host time to each eager launch. Past kMaxCarved (kernel,
+// device) pairs it is set again at each launch (the same result, slower).
+constexpr int kMaxCarved = 64;
+inline cudaError_t carveout_once(const void *kernel, int pct)
+{
+    struct carved {
+        const void *kernel;
+        int dev;
+    };
+    static carved done[kMaxCarved];
+    static int n;
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess)
+        return e;
+    for (int i = 0; i < n; i++)
+        if (done[i].kernel == kernel && done[i].dev == dev)
+            return cudaSuccess;
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, pct);
+    if (e == cudaSuccess && n < kMaxCarved)
+        done[n++] = carved{kernel, dev};
+    return e;
+}
+
 // A launch of `tiles` tiles (wave_fit.h): `plain`, a block a tile, unless c.wave folds the grid
 // into one wave of Multi's co-resident blocks on this device (its occupancy read once a device),
 // which then runs several tiles a block. Both kernels take the same arguments.

@@ -111,6 +111,15 @@ static cudaError_t moe_order_head(int order, int routed, int *head)
 // token vector staged in shared memory to free the registers) were slower than 7, and a rolling
 // buffer (each group's registers loaded again as soon as it is added) too: ptxas waits on all of
 // a loop's loads as one scoreboard (results/engine-h100/100aa83-roll/, -xs/, -xc/).
+// Down's shared-memory carveout preference (percent; common.cuh's carveout_once): 14, asking ~32 KiB
+// of an H100's 228 (Nsight Compute saw the 64 KiB configuration; the driver's own pick for down was
+// larger). The same code and bits. Three H100 calls, four alternated rounds each, verify -0.77%,
+// -0.67%, -0.83% (apart every time); decode +0.06% and -0.05% (not shown) in the A/B's step rows,
+// once +0.7% (apart) and once even in the kernels tables' step rows (results/engine-h100/
+// f74d203-carve/, ed8cc3d-emb-d14/, 9389fe4-ctl/; the last with a control tree of main's own code,
+// which read like main). On sm_120 (~100 KB an SM) 14% asks ~14 KB: not measured there.
+constexpr int kDownCarveout = 14;
+
 template <bool INT4, int ROWT, int NH, int MINB>
 cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_route &rt, const bf16 *h, bf16 *act,
                          bf16 *act_sh, bf16 *part, int T, int max_slots, int which)
@@ -141,8 +150,10 @@ cudaError_t moe_dispatch(const launch_ctx &c, const moe_weights &w, const moe_ro
                           : c.moe_early == 2 ? moe_down_kernel<INT4, kDown, NH, kUnrDown, 2>
                           : c.moe_early      ? moe_down_kernel<INT4, kDown, NH, kUnrDown, 1>
                                              : moe_down_kernel<INT4, kDown, NH, kUnrDown, 0>;
-        e = launch(c, down, dim3(w.H / (16 * kDown)), block, 0, w, rt, (const bf16 *)act, (const bf16 *)act_sh, part,
-                   T);
+        e = carveout_once((const void *)down, kDownCarveout);
+        if (e == cudaSuccess)
+            e = launch(c, down, dim3(w.H / (16 * kDown)), block, 0, w, rt, (const bf16 *)act, (const bf16 *)act_sh,
+                       part, T);
     }
     return e;
 }
