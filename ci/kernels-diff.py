@@ -14,9 +14,10 @@ for three, 1/35 for four), and "shown" only for p <= 0.05, "apart, too few round
 round" when a side has a single round. An apart verdict also gives the gap between the nearest
 rounds and its multiple of the wider side's range (a large multiple with few rounds is a reason
 to run more rounds, not a result). A last line counts the rows compared, the rows shown, and how many
-would be shown by chance alone where nothing differs (rows x p: with 26 rows at four rounds a side
-about 0.7), so that one shown row among many reads as a lead to re-run, not a result; the step row
-is the comparison a change is made for. Columns: chain_us (default: what each family adds to the
+would be shown by chance alone where nothing differs were the rounds independent draws (rows x p:
+with 26 rows at four rounds a side about 0.7). They are not quite: a control of main's code against
+itself in a tree of its own read 4 of 26 rows shown (results/engine-h100/9389fe4-ctl/), so a shown
+row among many is a lead to re-run, not a result; the step row is the comparison a change is made for. Columns: chain_us (default: what each family adds to the
 chain, docs/engine.md), graph_us or eager_us. The tables must be of the same model, shard, context
 and T values (refused otherwise, naming the file), each round given once (its run_id), and at
 least one family must have a value on both sides. A FILE ending in .gz is read through gzip (the
@@ -179,9 +180,10 @@ def main(argv):
     if len(ra) >= 2 and len(rb) >= 2:
         p = p_apart(len(ra), len(rb))
         if p <= 0.05:
-            print("# %d rows compared, %d shown; where nothing differs each row is shown with chance %.3f: "
-                  "~%.1f rows by chance alone (a shown row among many is a lead to re-run, not a result)"
-                  % (compared, shown, p, compared * p))
+            print("# %d rows compared, %d shown; were the rounds independent draws, each row would be shown "
+                  "with chance %.3f where nothing differs, ~%.1f rows by chance alone, but a control of identical "
+                  "code read 4 of 26 (results/engine-h100/9389fe4-ctl/): a shown row is a lead to re-run, not a "
+                  "result" % (compared, shown, p, compared * p))
         else:
             print("# %d rows compared; at %d and %d rounds no row can be shown (p = %.2f a row)"
                   % (compared, len(ra), len(rb), p))

@@ -47,7 +47,7 @@ python3 $py a="$tmp/a1.csv,$tmp/a2.csv,$tmp/a3.csv,$tmp/a4.csv" b="$tmp/b1.csv,$
 ok $? "four rounds a side, 2 us apart: shown (p = 0.029); an equal family not shown"
 rows=$(grep -cE '^ +[0-9]+ [a-z_]+ ' "$tmp/o.txt")
 chance=$(python3 -c "print('%.1f' % ($rows * 2 / 70))")
-tail -1 "$tmp/o.txt" | grep -qx "# $rows rows compared, 1 shown; where nothing differs each row is shown with chance 0.029: ~$chance rows by chance alone (a shown row among many is a lead to re-run, not a result)"
+tail -1 "$tmp/o.txt" | grep -qx "# $rows rows compared, 1 shown; were the rounds independent draws, each row would be shown with chance 0.029 where nothing differs, ~$chance rows by chance alone, but a control of identical code read 4 of 26 (results/engine-h100/9389fe4-ctl/): a shown row is a lead to re-run, not a result"
 ok $? "the last line: $rows rows, 1 shown, ~$chance by chance alone"
 sed 's/,4096,/,8192,/; s/,20261205T055329Z-vm-2319,/,ctx-copy,/' "$f" >"$tmp/ctx.csv"
 err=$(python3 $py a="$f" b="$tmp/ctx.csv" 2>&1 >/dev/null)
