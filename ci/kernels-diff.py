@@ -17,10 +17,11 @@ to run more rounds, not a result). A last line counts the rows compared, the row
 would be shown by chance alone where nothing differs were the rounds independent draws (rows x p:
 with 26 rows at four rounds a side about 0.7). They are not quite: a control of main's code against
 itself in a tree of its own read 4 of 26 rows shown (results/engine-h100/9389fe4-ctl/), so a shown
-row among many is a lead to re-run, not a result; the step row is the comparison a change is made for. Columns: chain_us (default: what each family adds to the
-chain, docs/engine.md), graph_us or eager_us. The tables must be of the same model, shard, context
-and T values (refused otherwise, naming the file), each round given once (its run_id), and at
-least one family must have a value on both sides. A FILE ending in .gz is read through gzip (the
+row among many is a lead to re-run, not a result; the step row is the comparison a change is made
+for. Columns: chain_us (default: what each family adds to the chain, docs/engine.md), graph_us or
+eager_us. The tables must be of the same model, shard, context and T values (refused otherwise,
+naming the file), each round given once (its run_id), and at least one family must have a value on
+both sides. A FILE ending in .gz is read through gzip (the
 committed rounds' tables are stored so: results/README.md). Exit 0 with the table, 2 on invalid
 input.
 """

@@ -113,12 +113,13 @@ static cudaError_t moe_order_head(int order, int routed, int *head)
 // a loop's loads as one scoreboard (results/engine-h100/100aa83-roll/, -xs/, -xc/).
 // Down's shared-memory carveout preference (percent; common.cuh's carveout_once): 14, asking ~32 KiB
 // of an H100's 228. Which configuration the step's down launches get with and without it is not
-// measured (Nsight Compute saw 64 KiB for the prefill's T = 8 down in main and with it alike), so why
-// verify gains is not shown. The same code and bits. Three H100 calls, four alternated rounds each, verify -0.77%,
-// -0.67%, -0.83% (apart every time); decode +0.06% and -0.05% (not shown) in the A/B's step rows,
-// once +0.7% (apart) and once even in the kernels tables' step rows (results/engine-h100/
-// f74d203-carve/, ed8cc3d-emb-d14/, 9389fe4-ctl/; the last with a control tree of main's own code,
-// which read like main). On sm_120 (~100 KB an SM) 14% asks ~14 KB: not measured there.
+// measured (Nsight Compute saw 64 KiB for the prefill's T = 8 down in main and with it alike), so
+// why verify gains is not shown. The same code and bits. Three H100 calls, four alternated rounds
+// each: verify -0.77%, -0.67%, -0.83% (apart every time); decode +0.06% and -0.05% (not shown) in
+// the A/B's step rows, once +0.7% (apart) and once even in the kernels tables' step rows
+// (results/engine-h100/f74d203-carve/, ed8cc3d-emb-d14/, 9389fe4-ctl/; the last with a control tree
+// of main's own code, which read like main). On sm_120 (~100 KB an SM) 14% asks ~14 KB: not
+// measured there.
 constexpr int kDownCarveout = 14;
 
 template <bool INT4, int ROWT, int NH, int MINB>
