@@ -35,11 +35,10 @@ cmp results/engine-h100/9389fe4-ctl/ab/tokens-base.txt "$O/ab/tokens-base.txt" &
     echo "tokens base: identical to 9389fe4's base (before the carveout)" || echo "tokens base: differ from 9389fe4's"
 cp .carry/tmuv2/build-gpu/meson-logs/testlog.txt "$O/ab/testlog-muv2.txt" 2>/dev/null
 grep -E "^(ok|not ok)" "$O/ab/testlog-muv2.txt" | head -40
-for f in "$O"/ab/engine-*-kernels-*.csv; do # the kernels tables' own step rows
-    python3 -c "import csv,sys
-for r in csv.DictReader(open(sys.argv[1])):
-    if r['family'] == 'step': print(sys.argv[1].split('/')[-1][:14], 'T', r['tokens'], 'graph', r['graph_us'], 'chain', r['chain_us'])" "$f"
-done | sort -k3,3 -k1,1
+for v in muv muv2 af2; do # the kernels tables' own step rows, graph column (engine-ab.sh's diffs: chain)
+    python3 ci/kernels-diff.py --column graph_us "base=$(ls "$O"/ab/engine-base-*-kernels-*.csv | paste -sd,)" \
+        "$v=$(ls "$O"/ab/engine-$v-*-kernels-*.csv | paste -sd,)" | grep -E "^#  *T| step "
+done
 echo "ab done $(el)"
 if [ "$(lim 100)" -ge 80 ]; then # muv2 against the CPU reference with the option (its logits differ from base's by design)
     timeout $(lim 100) bash ci/engine-check.sh --trees "$O/check" base=. muv2=.carry/tmuv2 -- --fuse qb_absorb,prep_qb,merge_uv ||
