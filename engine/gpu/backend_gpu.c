@@ -77,6 +77,7 @@ static arb_status_t model_opts(const arb_engine_setup_t *s, arb_inst_t *const *s
     o->moe_order = s->opts->moe_order;
     o->attn_min_rows = (int)s->opts->attn_min_rows;
     o->attn_fill = (int)s->opts->attn_fill;
+    o->attn_wide_from = (int)s->opts->attn_wide_from;
     o->fuse = arb_fuse_applied(s->opts->fuse, s->opts->fuse_given, s->opts->step_form == ARB_STEP_LAUNCHES,
                                (int)o->dims.q_lora, (int)o->dims.nope, (int)o->dims.rope, (int)o->dims.v_head,
                                (int)o->dims.kv_lora);

@@ -247,7 +247,7 @@ extern "C" arb_status_t arb_gpu_model_create(const arb_gpu_model_opts_t *opts, a
         ARB_CUDA_GOTO(st, e, err_free_dev, why, why_len);
     }
     ARB_CUDA_GOTO(st, arbk::mla_setup((int)m->s.rkv, (int)m->s.dr, (int)m->s.nh_r, 0, m->o.attn_fill * m->sms,
-                                                  m->o.attn_min_rows), err_free_dev, why, why_len);
+                                                  m->o.attn_min_rows, m->o.attn_wide_from), err_free_dev, why, why_len);
     if (m->o.persistent)
         ARB_TRY_GOTO(st, arb_gpu_persist_setup(m, why, why_len), err_free_persist);
     // one input buffer per distinct instance, in site order: the T > 1 sites, then the T = 1 ones

@@ -131,6 +131,7 @@ typedef struct arb_gpu_model_opts {
                               (launch_ctx.moe_early) */
     int attn_min_rows;     /* the attention's row groups keep at least this many rows (0: the kernels' default) */
     int attn_fill;         /* the attention's grid aims at this many CTAs an SM (0: the kernels' default) */
+    int attn_wide_from;    /* the attention's wide CTAs in steps of at least this many tokens (0: never) */
     /* bits: 1 each layer's attention (between the call sites before and after it), 2 each
      * MoE block, as one persistent launch (engine/gpu/gpu_persist.cu); 0: a launch per kernel */
     int persistent;

@@ -106,6 +106,10 @@ void arb_engine_opts_usage(FILE *f)
             "                      as that takes; from 4 on SM90 its kernel is compiled for four an SM (64\n"
             "                      registers; slower on an H100), past 4 more than one wave; the same bits\n"
             "                      (default 3)\n"
+            "  --attn-wide-from T  gpu, launches form: steps of at least T tokens (1..8) whose T x heads rows\n"
+            "                      pass one m16 tile (16) run the attention in CTAs of 16 warps holding up to\n"
+            "                      32 rows a chunk (each chunk staged once, not once a row group); the same\n"
+            "                      bits (default: never)\n"
             "  --moe-stage M       gpu, launches form: none, or smem (the routed INT4 gate/up tiles at T = 1\n"
             "                      stage more groups a round in shared memory; the same bits; default none)\n"
             "  --moe-order O       gpu, launches form: the MoE gate/up grid's order, auto (default: the routed\n"
@@ -124,7 +128,7 @@ void arb_engine_opts_usage(FILE *f)
 }
 
 enum { O_CONFIG = 1000, O_WEIGHTS, O_TPSHAPE, O_LAYERS, O_EXPERTS, O_TOPK, O_VOCAB, O_CONTEXT, O_STEPS, O_SPECK,
-       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_SIDE, O_SIDEUPTO, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_MOEORDER, O_MOEEARLY, O_ATTNROWS, O_ATTNFILL, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
+       O_CHUNK, O_PDL, O_FORM, O_AHEAD, O_SIDE, O_SIDEUPTO, O_WAVE, O_WAVEFROM, O_FUSE, O_MOESTAGE, O_MOEORDER, O_MOEEARLY, O_ATTNROWS, O_ATTNFILL, O_ATTNWIDE, O_IMPL, O_MODES, O_SEED, O_OUT, O_BACKEND, O_DRY, O_CHECK, O_NONOOP, O_DTOK, O_DLOG, O_QUIET,
        O_ACCEPT, O_HELP, O_PROFILE, O_TUNE, O_BASELINE, O_APPEND, O_FORCE, O_DRAFT,
        O_WDIR, O_PROMPT, O_OUTIDS };
 
@@ -301,6 +305,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
         {"moe-early", required_argument, 0, O_MOEEARLY},
         {"attn-min-rows", required_argument, 0, O_ATTNROWS},
         {"attn-fill", required_argument, 0, O_ATTNFILL},
+        {"attn-wide-from", required_argument, 0, O_ATTNWIDE},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0},
     };
     arb_engine_opts_defaults(o);
@@ -391,6 +396,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             break;
         case O_ATTNROWS: bad = parse_uint("--attn-min-rows", optarg, 1, 64, &o->attn_min_rows, err, len); break;
         case O_ATTNFILL: bad = parse_uint("--attn-fill", optarg, 1, 16, &o->attn_fill, err, len); break;
+        case O_ATTNWIDE: bad = parse_uint("--attn-wide-from", optarg, 1, 8, &o->attn_wide_from, err, len); break;
         case O_MOESTAGE: {
             static const char *const names[] = {"none", "smem"};
             bad = parse_choice("--moe-stage", optarg, names, 2, &o->moe_stage, err, len);

@@ -145,6 +145,9 @@ typedef struct arb_engine_opts {
                                   T x heads rows, 1..64 (0: the kernels' default, 4) */
     unsigned attn_fill;        /* --attn-fill N: the attention's grid aims at N CTAs an SM, 1..16 (0: the kernels'
                                   default, 3) */
+    unsigned attn_wide_from;   /* --attn-wide-from T: steps of at least T tokens whose T x heads rows pass 16 run
+                                  the attention in wide CTAs (16 warps, up to 32 rows a chunk), 1..8 (0: never,
+                                  the default); the GPU's launches form only */
 } arb_engine_opts_t;
 
 void arb_engine_opts_defaults(arb_engine_opts_t *o);

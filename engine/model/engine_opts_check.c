@@ -72,6 +72,9 @@ int arb_engine_opts_settle(arb_engine_opts_t *o, char *err, size_t len)
         return launches_only(o, "--wave-fit", "the folded grids are the GPU's launches form's", err, len);
     if (o->fuse && o->fuse_given && !launches)
         return launches_only(o, "--fuse", "the fused kernels are the GPU's launches form's", err, len);
+    if (o->attn_wide_from && !launches)
+        return form_refusal(o, "--attn-wide-from", "the wide attention CTAs are the GPU's launches form's",
+                            "--step-form launches", "leave it out", err, len);
     if ((o->attn_min_rows || o->attn_fill) && o->backend == ARB_ENGINE_CPU) {
         snprintf(err, len, "%s with --backend cpu: the row groups are the GPU attention's (give --backend gpu, or leave "
                  "it out)", o->attn_min_rows ? "--attn-min-rows" : "--attn-fill");

@@ -125,6 +125,8 @@ static void fill_common(arb_engine_run_t *r, const arb_runcfg_t *c, int mode, ro
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",attn_min_rows=%u", o->attn_min_rows);
         if (o->attn_fill)
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",attn_fill=%u", o->attn_fill);
+        if (o->attn_wide_from)
+            snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",attn_wide_from=%u", o->attn_wide_from);
         if (o->l2_side) {
             char b[40];
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ",l2_side=%s",

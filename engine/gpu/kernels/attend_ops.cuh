@@ -42,7 +42,6 @@ template <bool COH = false> __device__ __forceinline__ float chunk_weights(const
     return block_sum(lsum, scratch); // its barriers also publish wch
 }
 
-constexpr int kPosWarps = 8;
 static_assert(kAttnChunk == kWarp, "a lane per position of a chunk in the softmax; two k16 steps in the sum");
 
 // Copies of `rows` rows of `rv` 16-byte vectors global -> shared by the block, each copy's
@@ -179,8 +178,10 @@ template <bool RB> __device__ __forceinline__ void score_source(float (&d)[4], c
 //           the rows), E as bf16 hi + lo (two mmas: E to ~2^-17 of fp32).
 // Dynamic shared memory (16-byte vectors, rows padded by one): ckv [C x (nv+1)], kpe
 // [C x (nvr+1)], qlat [Rg x (nv+1)], qpe [Rg x (nvr+1)]; then scores [2 x Rg x C] fp32.
-// Block (chunk bx, row group by); smem_v: mla_attend_pos_smem(rkv, dr, Rg) bytes.
-template <class P> __device__ __forceinline__ void
+// Block (chunk bx, row group by) of NW warps (the loops over warp tasks step by NW: each task's
+// operations are the same whatever NW, so a row's bits do not depend on it); smem_v:
+// mla_attend_pos_smem(rkv, dr, Rg) bytes.
+template <int NW = kPosWarps, class P> __device__ __forceinline__ void
 mla_attend_tile(const P &pol, const bf16 *qlat, const bf16 *qpe, const bf16 *__restrict__ cache_ckv,
                 const bf16 *__restrict__ cache_kpe, const int32_t *__restrict__ pos0, float *__restrict__ partial,
                 int nh_r, int dr, int rkv, float scale, int T, int Rg, int bx, int by, uint4 *smem_v)
@@ -224,8 +225,8 @@ mla_attend_tile(const P &pol, const bf16 *qlat, const bf16 *qpe, const bf16 *__r
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, gi = lane / 4, ti = lane % 4;
     // the score columns in two halves, always (a row's sum is then the same whatever its group)
     const int mt = (Rl + 15) / 16, pairs = mt * (kAttnChunk / 8), parts = 2;
-    const int glat = (nv + 3) / 4, ng = glat + (nvr + 3) / 4;  // 32-column groups: latent, then rope
-    for (int it = warp; it < pairs * parts; it += kPosWarps) { // scores
+    const int glat = (nv + 3) / 4, ng = glat + (nvr + 3) / 4; // 32-column groups: latent, then rope
+    for (int it = warp; it < pairs * parts; it += NW) {       // scores
         const int pair = it % pairs, part = it / pairs, m = pair / (kAttnChunk / 8), nt = pair % (kAttnChunk / 8);
         const int ra = m * 16 + gi, rb = ra + 8, p = nt * 8 + gi;
         float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -250,8 +251,8 @@ mla_attend_tile(const P &pol, const bf16 *qlat, const bf16 *qpe, const bf16 *__r
             dst[rb * kAttnChunk + nt * 8 + 2 * ti] = d[2], dst[rb * kAttnChunk + nt * 8 + 2 * ti + 1] = d[3];
     }
     __syncthreads();
-    ARB_TL_MARK(2);                              // the scores
-    for (int r = warp; r < Rl; r += kPosWarps) { // softmax pieces: a lane per position
+    ARB_TL_MARK(2);                       // the scores
+    for (int r = warp; r < Rl; r += NW) { // softmax pieces: a lane per position
         const int t = (r0 + r) / nh_r;
         float s = sc[r * kAttnChunk + lane] + sc[(size_t)Rg * kAttnChunk + r * kAttnChunk + lane];
         s = c0 + lane <= P0 + t ? s * scale : -INFINITY; // past L or after token t: masked
@@ -279,7 +280,7 @@ mla_attend_tile(const P &pol, const bf16 *qlat, const bf16 *qpe, const bf16 *__r
                 split_bf16(e0, e1, hi[s2][h], lo[s2][h]);
             }
         }
-        for (int nt = warp; nt < nv; nt += kPosWarps) {
+        for (int nt = warp; nt < nv; nt += NW) {
             uint32_t b[4]; // rows 0-7, 8-15 (k16 step 0), 16-23, 24-31 (step 1) of column vector nt
             ldsm_x4_trans(b, ckv + lane * sv + nt);
             float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};

@@ -47,6 +47,8 @@ constexpr int kMaxNope = 256;     // qk_nope_head_dim
 constexpr int kMaxLatVec = 2;     // 16-byte vectors of a latent row per lane
 constexpr int kMaxLatent = kMaxLatVec * 32 * 8; // kv_lora_rank <= 512
 constexpr int kAttnChunk = 32;    // cache positions per attention CTA (<= 32: a lane per position)
+constexpr int kPosWarps = 8;      // warps of the attend CTA (mla_split.cu; persist.cu's stage)
+constexpr int kWideWarps = 16;    // warps of the wide attend CTA (--attn-wide-from: up to two m16 tiles of rows)
 constexpr int kMaxChunks = 4096;  // context <= kMaxChunks * kAttnChunk (131072 positions)
 constexpr int kMaxExperts = 1024; // n_routed_experts
 constexpr int kMaxTopk = 16;      // num_experts_per_tok
@@ -100,8 +102,10 @@ cudaError_t qkva_prep(const launch_ctx &c, const bf16 *W, const bf16 *x, int K, 
 // per block (0: the device's opt-in limit) bound the rows a block holds; fill_ctas (0: three
 // per SM of the device) is the grid the launch aims for: the step's rows are split over
 // grid.y groups of at least min_rows rows (0: 4) while chunks x groups stays within it, and
-// wherever they do not fit the shared memory (no row's operations change).
-cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas, int min_rows);
+// wherever they do not fit the shared memory (no row's operations change). wide_from (0: never;
+// 1..kMaxT): steps of at least that many tokens whose rows pass one m16 tile (T nh_r > 16) take the
+// wide CTAs instead (16 warps, a group of up to 32 rows a chunk; the same bits).
+cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas, int min_rows, int wide_from = 0);
 // qlat[t,h] = q_nope[t,h] @ W_uk[h]; qpe[t,h] = rope(q_pe[t,h], P0 + t); c.ahead pulled
 // toward L2 after the wait (as mla_uv does)
 cudaError_t mla_absorb(const launch_ctx &c, const bf16 *q, const bf16 *kv_b, const float2 *rope_cs,
@@ -131,8 +135,10 @@ cudaError_t mla_qb_absorb(const launch_ctx &c, const bf16 *qa, const bf16 *Wqb, 
 // the layout of qlat) and mla_uv projects it: o[t,h] = olat[t,h] @ W_uv[h]^T.
 size_t mla_attend_pos_smem(int rkv, int dr, int rows);
 // The attend grid mla_attend_pos launches for T tokens over `context` positions aiming at
-// fill CTAs (0: mla_setup's target): chunks x groups blocks of up to Rg rows.
-void mla_attend_grid(int T, int nh_r, int context, int fill, int *chunks, int *groups, int *Rg);
+// fill CTAs (0: mla_setup's target): chunks x groups blocks of up to Rg rows, each of *warps warps
+// (the wide CTAs where mla_setup's wide_from says so; warps nullptr: the 8-warp grid, as the
+// persistent form's stage runs it).
+void mla_attend_grid(int T, int nh_r, int context, int fill, int *chunks, int *groups, int *Rg, int *warps = nullptr);
 cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qpe, const bf16 *cache_ckv,
                            const bf16 *cache_kpe, const int32_t *pos0, float *partial, int nh_r, int dr, int rkv,
                            float scale, int T, int context);

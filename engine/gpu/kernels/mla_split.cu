@@ -7,7 +7,8 @@
 //                   chunk's rows of earlier steps are staged before the PDL wait. On
 //                   tensor cores (mma.sync, SM80+: SM90 and SM120 alike): the scores
 //                   Q K^T, then the softmax pieces a lane per position, then E V with E
-//                   split into bf16 hi + lo.
+//                   split into bf16 hi + lo. mla_attend_wide (--attn-wide-from): the same
+//                   tile in CTAs of 16 warps holding up to 32 rows a chunk.
 //   mla_merge       one CTA per (row, 64 latent columns): the chunk weights
 //                   exp(m_c - M), then a float4 of columns per thread summed over the
 //                   chunks in sixteen interleaved strands (at 4096 positions each
@@ -48,6 +49,24 @@ __global__ void __launch_bounds__(kPosWarps *kWarp, MINB)
                     (int)blockIdx.x, (int)blockIdx.y, smem_v);
 }
 
+// --attn-wide-from T: in steps of at least T tokens whose rows pass one m16 tile, one CTA of 16 warps
+// a chunk holds up to two tiles of rows (Kimi-K2's 24 at T = 3), each warp taking the same share of
+// one tile as the 8-warp kernel's: the chunk staged once a step, not once a row group (three times at
+// T = 3 by default), and no warp's work doubled (one group of 24 in the 8-warp kernel, --attn-min-rows
+// 16: 21.05 against 12.30 us a layer, results/engine-h100/7a9a7ff-attn-rows/). One CTA an SM by
+// registers and shared memory (~84 KB at 32 rows: SM120's ~99 KB hold it).
+__global__ void __launch_bounds__(kWideWarps *kWarp, 1)
+    mla_attend_wide_kernel(const bf16 *__restrict__ qlat, const bf16 *__restrict__ qpe,
+                           const bf16 *__restrict__ cache_ckv, const bf16 *__restrict__ cache_kpe,
+                           const int32_t *__restrict__ pos0, float *__restrict__ partial, int nh_r, int dr, int rkv,
+                           float scale, int T, int Rg)
+{
+    ARB_TL(ARB_TL_ATTEND);
+    extern __shared__ uint4 smem_v[];
+    mla_attend_tile<kWideWarps>(pdl_sync(), qlat, qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale, T, Rg,
+                                (int)blockIdx.x, (int)blockIdx.y, smem_v);
+}
+
 __global__ void __launch_bounds__(kMergeQuads *kMergeStrands)
     mla_merge_kernel(const float *__restrict__ partial, const int32_t *__restrict__ pos0, bf16 *__restrict__ olat,
                      int R, int rkv, int T)
@@ -84,14 +103,18 @@ static int g_attend_rows; // rows per block at most (mla_setup): every row of a 
 static int g_attend_fill; // CTAs a launch aims for (mla_setup): three per SM unless the caller says
 static int g_attend_min_rows; // rows a group keeps at least (mla_setup), where the step has them
 static bool g_attend_four;    // mla_attend_pos_kernel<4> (mla_setup): SM90 with a fill of four or more CTAs an SM
+static int g_attend_wide_from; // mla_attend_wide_kernel in steps of at least this many tokens (mla_setup; 0: never)
+constexpr int kWideRows = 2 * 16; // rows a wide CTA holds at most: two m16 tiles, a task for each of its 16 warps
 
 size_t mla_attend_pos_smem(int rkv, int dr, int rows)
 {
     return ((size_t)kAttnChunk + rows) * (rkv + 8 + dr + 8) * sizeof(bf16) + 2 * (size_t)rows * kAttnChunk * sizeof(float);
 }
 
-cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas, int min_rows)
+cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas, int min_rows, int wide_from)
 {
+    if (wide_from < 0 || wide_from > kMaxT)
+        return cudaErrorInvalidValue;
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e == cudaSuccess && !smem_cap) { // the device's opt-in limit per block: ~227 KB on SM90, ~99 KB on SM120
@@ -120,20 +143,32 @@ cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas,
     g_attend_fill = fill_ctas;
     g_attend_min_rows = min_rows > 0 ? min_rows : 4;
     g_attend_four = d.major == 9 && fill_ctas >= 4 * d.sms;
+    g_attend_wide_from = wide_from;
     e = cudaFuncSetAttribute(mla_attend_pos_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)mla_attend_pos_smem(rkv, dr, rows));
     if (e == cudaSuccess)
         e = cudaFuncSetAttribute(mla_attend_pos_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)mla_attend_pos_smem(rkv, dr, rows));
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(mla_attend_wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)mla_attend_pos_smem(rkv, dr, min(rows, kWideRows)));
     return e;
 }
 
-void mla_attend_grid(int T, int nh_r, int context, int fill, int *chunks, int *groups, int *Rg)
+void mla_attend_grid(int T, int nh_r, int context, int fill, int *chunks, int *groups, int *Rg, int *warps)
 {
     const int R = T * nh_r, ch = (context + kAttnChunk - 1) / kAttnChunk;
+    *chunks = ch;
+    if (warps && g_attend_wide_from && T >= g_attend_wide_from && R > 16) { // the wide CTAs: groups of up to 32 rows, even
+        const int cap = min(g_attend_rows, kWideRows), g = (R + cap - 1) / cap, rg = (R + g - 1) / g;
+        *Rg = rg, *groups = (R + rg - 1) / rg, *warps = kWideWarps;
+        return;
+    }
     const int g = max(1, min(max(1, R / g_attend_min_rows), (fill > 0 ? fill : g_attend_fill) / ch));
     const int rg = min(g_attend_rows, (R + g - 1) / g);
-    *chunks = ch, *Rg = rg, *groups = (R + rg - 1) / rg;
+    *Rg = rg, *groups = (R + rg - 1) / rg;
+    if (warps)
+        *warps = kPosWarps;
 }
 
 cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qpe, const bf16 *cache_ckv,
@@ -145,9 +180,12 @@ cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qp
     // Row groups: as many as keep the grid within the fill target (one chunk per SM leaves
     // each SM one CTA of eight warps, latency-bound on its serial score and sum loops),
     // at least as many as the shared memory needs.
-    int chunks, groups, Rg;
-    mla_attend_grid(T, nh_r, context, 0, &chunks, &groups, &Rg);
+    int chunks, groups, Rg, warps;
+    mla_attend_grid(T, nh_r, context, 0, &chunks, &groups, &Rg, &warps);
     const dim3 grid(chunks, groups);
+    if (warps == kWideWarps)
+        return launch(c, mla_attend_wide_kernel, grid, dim3(kWideWarps * kWarp), mla_attend_pos_smem(rkv, dr, Rg), qlat,
+                      qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale, T, Rg);
     return launch(c, g_attend_four ? mla_attend_pos_kernel<4> : mla_attend_pos_kernel<0>, grid, dim3(kPosWarps * kWarp),
                   mla_attend_pos_smem(rkv, dr, Rg), qlat, qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale,
                   T, Rg);

@@ -160,23 +160,36 @@ void mla_case(int T)
     qkva_prep_case(T, rq, rkv, dr, eps, ctx, P0, d_cs, d_pos);
     TAP_REQUIRE(arbk::mla_absorb(g_lc, d_q, d_kvb, d_cs, d_pos, d_qlat, d_qpe, nh, dn, dr, dv, rkv, T) == cudaSuccess);
     std::vector<uint16_t> o;
-    // five times, the output bit-identical: all rows per block (a fill target of one CTA),
+    // six times, the output bit-identical: all rows per block (a fill target of one CTA),
     // the rows split over blocks as SM120's shared memory makes them at T >= 7 (here: 3
     // groups), one row per block (a fill of chunks x rows, no row floor), the engine's
-    // default (three CTAs per SM, groups of at least four rows), and a fill of four CTAs an SM
-    // (--attn-fill 4: on SM90 the kernel compiled for four blocks an SM)
+    // default (three CTAs per SM, groups of at least four rows), a fill of four CTAs an SM
+    // (--attn-fill 4: on SM90 the kernel compiled for four blocks an SM), and the wide CTAs
+    // (--attn-wide-from 1: 16 warps, T = 3 one group of 24 rows, T = 8 two of 32; T = 1's 8 rows
+    // keep the 8-warp grid)
     const int chunks_all = (ctx + arbk::kAttnChunk - 1) / arbk::kAttnChunk;
     int sms = 0;
     TAP_REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
-    for (int rep = 0; rep < 5; rep++) {
+    TAP_CHECK(arbk::mla_setup(rkv, dr, nh, 0, 0, 0, arbk::kMaxT + 1) == cudaErrorInvalidValue);
+    TAP_CHECK(arbk::mla_setup(rkv, dr, nh, 0, 0, 0, -1) == cudaErrorInvalidValue);
+    for (int rep = 0; rep < 6; rep++) {
         const int rows = rep == 1 ? (T * nh + 2) / 3 : 0;
-        const int fill = rep == 2 ? chunks_all * T * nh : rep == 3 ? 0 : rep == 4 ? 4 * sms : 1;
+        const int fill = rep == 2 ? chunks_all * T * nh : rep == 3 || rep == 5 ? 0 : rep == 4 ? 4 * sms : 1;
         TAP_REQUIRE(arbk::mla_setup(rkv, dr, nh, rows ? arbk::mla_attend_pos_smem(rkv, dr, rows) : 0, fill,
-                                    rep == 2 ? 1 : 0) == cudaSuccess);
+                                    rep == 2 ? 1 : 0, rep == 5 ? 1 : 0) == cudaSuccess);
         if (rep >= 2) { // the grid the launch below takes
-            int chunks, groups, Rg;
-            arbk::mla_attend_grid(T, nh, ctx, 0, &chunks, &groups, &Rg);
-            TAP_CHECK(rep == 2 ? Rg == 1 : (Rg >= 4 || Rg == T * nh));
+            int chunks, groups, Rg, warps = 0;
+            arbk::mla_attend_grid(T, nh, ctx, 0, &chunks, &groups, &Rg, &warps);
+            const bool wide = rep == 5 && T * nh > 16;
+            TAP_CHECK(warps == (wide ? arbk::kWideWarps : arbk::kPosWarps));
+            if (wide) // even groups of at most two m16 tiles: T = 3 one of 24, T = 8 two of 32
+                TAP_CHECK(Rg <= 32 && groups == (T * nh + 31) / 32 && groups * Rg >= T * nh &&
+                          (groups - 1) * Rg < T * nh);
+            else
+                TAP_CHECK(rep == 2 ? Rg == 1 : (Rg >= 4 || Rg == T * nh));
+            int c8, g8, r8; // without warps: the 8-warp grid whatever wide_from says (persist.cu's)
+            arbk::mla_attend_grid(T, nh, ctx, 0, &c8, &g8, &r8);
+            TAP_CHECK(c8 == chunks && (!wide || r8 <= 16));
         }
         TAP_REQUIRE(arbk::mla_attend_pos(g_lc, d_qlat, d_qpe, d_ckv, d_kpe, d_pos, d_part, nh, dr, rkv, scale, T,
                                          ctx) == cudaSuccess);

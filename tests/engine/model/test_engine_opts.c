@@ -276,6 +276,22 @@ static void t_refusals(void)
     char *d7[] = {"engine", "--config", "tiny", "--backend", "cpu", "--attn-fill", "6", NULL};
     TAP_CHECK(parse(&o, 7, d7) != 0);
     TAP_HAS_STR(err, "--attn-fill with --backend cpu");
+    TAP_EQ_INT(o.attn_wide_from, 0); /* never, by default */
+    char *w1[] = {"engine", "--attn-wide-from", "3", NULL};
+    TAP_EQ_INT(parse(&o, 3, w1), 0);
+    TAP_EQ_INT(o.attn_wide_from, 3);
+    char *w2[] = {"engine", "--attn-wide-from", "9", NULL}; /* past kMaxT */
+    TAP_CHECK(parse(&o, 3, w2) != 0);
+    TAP_HAS_STR(err, "--attn-wide-from");
+    char *w3[] = {"engine", "--attn-wide-from", "0", NULL};
+    TAP_CHECK(parse(&o, 3, w3) != 0);
+    TAP_HAS_STR(err, "--attn-wide-from");
+    char *w4[] = {"engine", "--attn-wide-from", "3", "--step-form", "persistent-attn", NULL}; /* the launches' */
+    TAP_CHECK(parse(&o, 5, w4) != 0);
+    TAP_HAS_STR(err, "--attn-wide-from with --step-form persistent-attn");
+    char *w5[] = {"engine", "--config", "tiny", "--backend", "cpu", "--attn-wide-from", "2", NULL};
+    TAP_CHECK(parse(&o, 7, w5) != 0);
+    TAP_HAS_STR(err, "--attn-wide-from with --backend cpu");
     char *a7[] = {"engine", "--fuse", "absorb", NULL};
     TAP_CHECK(parse(&o, 3, a7) != 0);
     TAP_HAS_STR(err, "--fuse 'absorb': unknown 'absorb'");
