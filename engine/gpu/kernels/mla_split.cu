@@ -54,7 +54,9 @@ __global__ void __launch_bounds__(kPosWarps *kWarp, MINB)
 // one tile as the 8-warp kernel's: the chunk staged once a step, not once a row group (three times at
 // T = 3 by default), and no warp's work doubled (one group of 24 in the 8-warp kernel, --attn-min-rows
 // 16: 21.05 against 12.30 us a layer, results/engine-h100/7a9a7ff-attn-rows/). One CTA an SM by
-// registers and shared memory (~84 KB at 32 rows: SM120's ~99 KB hold it).
+// registers and shared memory (~84 KB at 32 rows: SM120's ~99 KB hold it). Measured slower on an H100
+// (verify +2.04%, attend at T = 3 16.21 -> 18.29 us a layer: results/engine-h100/92c6038-wide/); an
+// option, for SM120 (two 8-warp CTAs an SM there, not three) to measure.
 __global__ void __launch_bounds__(kWideWarps *kWarp, 1)
     mla_attend_wide_kernel(const bf16 *__restrict__ qlat, const bf16 *__restrict__ qpe,
                            const bf16 *__restrict__ cache_ckv, const bf16 *__restrict__ cache_kpe,
