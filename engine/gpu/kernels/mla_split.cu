@@ -7,7 +7,7 @@
 //                   chunk's rows of earlier steps are staged before the PDL wait. On
 //                   tensor cores (mma.sync, SM80+: SM90 and SM120 alike): the scores
 //                   Q K^T, then the softmax pieces a lane per position, then E V with E
-//                   split into bf16 hi + lo. mla_attend_wide (--attn-wide-from): the same
+//                   split into bf16 hi + lo. The wide kernel (--attn-wide-from): the same
 //                   tile in CTAs of 16 warps holding up to 32 rows a chunk.
 //   mla_merge       one CTA per (row, 64 latent columns): the chunk weights
 //                   exp(m_c - M), then a float4 of columns per thread summed over the
@@ -36,8 +36,17 @@ namespace {
 // slower still, decode +1.60% at the default's grid (the bound alone) and verify +2.76%; kept for
 // --attn-fill only. MINB 0 emits no .minnctapersm: its PTX is the unbounded kernel's of before, on
 // compute_90 and compute_120 alike.
-template <int MINB>
-__global__ void __launch_bounds__(kPosWarps *kWarp, MINB)
+// <1, kWideWarps>, the wide kernel (--attn-wide-from T): in steps of at least T tokens whose rows pass
+// one m16 tile, one CTA of 16 warps a chunk holds up to two tiles of rows (Kimi-K2's 24 at T = 3), each
+// warp taking the same share of one tile as the 8-warp kernel's: the chunk staged once a step, not once
+// a row group (three times at T = 3 by default), and no warp's work doubled (one group of 24 in the
+// 8-warp kernel, --attn-min-rows 16: 21.05 against 12.30 us a layer,
+// results/engine-h100/7a9a7ff-attn-rows/). One CTA an SM by registers and shared memory (~84 KB at 32
+// rows: SM120's ~99 KB hold it). Measured slower on an H100 (verify +2.04%, attend at T = 3 16.21 ->
+// 18.29 us a layer: results/engine-h100/92c6038-wide/); an option, for SM120 (two 8-warp CTAs an SM
+// there, not three) to measure.
+template <int MINB, int NW = kPosWarps>
+__global__ void __launch_bounds__(NW *kWarp, MINB)
     mla_attend_pos_kernel(const bf16 *__restrict__ qlat, const bf16 *__restrict__ qpe,
                           const bf16 *__restrict__ cache_ckv, const bf16 *__restrict__ cache_kpe,
                           const int32_t *__restrict__ pos0, float *__restrict__ partial, int nh_r, int dr, int rkv,
@@ -45,28 +54,8 @@ __global__ void __launch_bounds__(kPosWarps *kWarp, MINB)
 {
     ARB_TL(ARB_TL_ATTEND);
     extern __shared__ uint4 smem_v[];
-    mla_attend_tile(pdl_sync(), qlat, qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale, T, Rg,
-                    (int)blockIdx.x, (int)blockIdx.y, smem_v);
-}
-
-// --attn-wide-from T: in steps of at least T tokens whose rows pass one m16 tile, one CTA of 16 warps
-// a chunk holds up to two tiles of rows (Kimi-K2's 24 at T = 3), each warp taking the same share of
-// one tile as the 8-warp kernel's: the chunk staged once a step, not once a row group (three times at
-// T = 3 by default), and no warp's work doubled (one group of 24 in the 8-warp kernel, --attn-min-rows
-// 16: 21.05 against 12.30 us a layer, results/engine-h100/7a9a7ff-attn-rows/). One CTA an SM by
-// registers and shared memory (~84 KB at 32 rows: SM120's ~99 KB hold it). Measured slower on an H100
-// (verify +2.04%, attend at T = 3 16.21 -> 18.29 us a layer: results/engine-h100/92c6038-wide/); an
-// option, for SM120 (two 8-warp CTAs an SM there, not three) to measure.
-__global__ void __launch_bounds__(kWideWarps *kWarp, 1)
-    mla_attend_wide_kernel(const bf16 *__restrict__ qlat, const bf16 *__restrict__ qpe,
-                           const bf16 *__restrict__ cache_ckv, const bf16 *__restrict__ cache_kpe,
-                           const int32_t *__restrict__ pos0, float *__restrict__ partial, int nh_r, int dr, int rkv,
-                           float scale, int T, int Rg)
-{
-    ARB_TL(ARB_TL_ATTEND);
-    extern __shared__ uint4 smem_v[];
-    mla_attend_tile<kWideWarps>(pdl_sync(), qlat, qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale, T, Rg,
-                                (int)blockIdx.x, (int)blockIdx.y, smem_v);
+    mla_attend_tile<NW>(pdl_sync(), qlat, qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale, T, Rg,
+                        (int)blockIdx.x, (int)blockIdx.y, smem_v);
 }
 
 __global__ void __launch_bounds__(kMergeQuads *kMergeStrands)
@@ -105,7 +94,7 @@ static int g_attend_rows; // rows per block at most (mla_setup): every row of a 
 static int g_attend_fill; // CTAs a launch aims for (mla_setup): three per SM unless the caller says
 static int g_attend_min_rows; // rows a group keeps at least (mla_setup), where the step has them
 static bool g_attend_four;    // mla_attend_pos_kernel<4> (mla_setup): SM90 with a fill of four or more CTAs an SM
-static int g_attend_wide_from; // mla_attend_wide_kernel in steps of at least this many tokens (mla_setup; 0: never)
+static int g_attend_wide_from; // the wide kernel <1, kWideWarps> in steps of at least this many tokens (0: never)
 constexpr int kWideRows = 2 * 16; // rows a wide CTA holds at most: two m16 tiles, a task for each of its 16 warps
 
 size_t mla_attend_pos_smem(int rkv, int dr, int rows)
@@ -152,7 +141,7 @@ cudaError_t mla_setup(int rkv, int dr, int nh_r, size_t smem_cap, int fill_ctas,
         e = cudaFuncSetAttribute(mla_attend_pos_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)mla_attend_pos_smem(rkv, dr, rows));
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(mla_attend_wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        e = cudaFuncSetAttribute(mla_attend_pos_kernel<1, kWideWarps>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)mla_attend_pos_smem(rkv, dr, min(rows, kWideRows)));
     return e;
 }
@@ -161,7 +150,7 @@ void mla_attend_grid(int T, int nh_r, int context, int fill, int *chunks, int *g
 {
     const int R = T * nh_r, ch = (context + kAttnChunk - 1) / kAttnChunk;
     *chunks = ch;
-    if (warps && g_attend_wide_from && T >= g_attend_wide_from && R > 16) { // the wide CTAs: groups of up to 32 rows, even
+    if (warps && g_attend_wide_from && T >= g_attend_wide_from && R > 16) { // wide: even groups of <= 32 rows
         const int cap = min(g_attend_rows, kWideRows), g = (R + cap - 1) / cap, rg = (R + g - 1) / g;
         *Rg = rg, *groups = (R + rg - 1) / rg, *warps = kWideWarps;
         return;
@@ -186,8 +175,9 @@ cudaError_t mla_attend_pos(const launch_ctx &c, const bf16 *qlat, const bf16 *qp
     mla_attend_grid(T, nh_r, context, 0, &chunks, &groups, &Rg, &warps);
     const dim3 grid(chunks, groups);
     if (warps == kWideWarps)
-        return launch(c, mla_attend_wide_kernel, grid, dim3(kWideWarps * kWarp), mla_attend_pos_smem(rkv, dr, Rg), qlat,
-                      qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale, T, Rg);
+        return launch(c, mla_attend_pos_kernel<1, kWideWarps>, grid, dim3(kWideWarps * kWarp),
+                      mla_attend_pos_smem(rkv, dr, Rg), qlat, qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv,
+                      scale, T, Rg);
     return launch(c, g_attend_four ? mla_attend_pos_kernel<4> : mla_attend_pos_kernel<0>, grid, dim3(kPosWarps * kWarp),
                   mla_attend_pos_smem(rkv, dr, Rg), qlat, qpe, cache_ckv, cache_kpe, pos0, partial, nh_r, dr, rkv, scale,
                   T, Rg);
