@@ -13,6 +13,7 @@
  *                    [--moe-t LIST] [--fuse LIST] [--l2-side LIST: both as arbench engine's, with
  *                    its defaults] [--moe-early off|on|l2|spec|spec-sync]
  *                    [--moe-order auto|shared-first|routed-first|spread] [--timeline PREFIX]
+ *                    [--attn-wide-from T: as arbench engine's, 1..8; default never]
  *
  * --moe-t LIST (the sweep's list grammar, e.g. 1:8,12,16; T up to ARB_GPU_MOE_MAX_T): the MoE
  * block alone at each T over a synthetic selection (each token k distinct experts drawn
@@ -294,6 +295,7 @@ int main(int argc, char **argv)
     unsigned side = ARB_L2_SIDE_ROUTER; /* the engine's default in its launches form */
     int moe_early = ARB_ENGINE_DEFAULT_MOE_EARLY, moe_order = 0; /* the engine's defaults */
     const char *timeline = NULL;
+    unsigned attn_wide_from = 0; /* the engine's default: never */
     unsigned moe_ts[ARB_GPU_MOE_MAX_T];
     size_t n_moe_ts = 0;
     for (int i = 1; i < argc; i++) {
@@ -334,6 +336,12 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--moe-order")) { /* the engine's own parser: the same names and messages */
             if (arb_engine_opts_moe_order(v, &moe_order, why, sizeof why) != 0)
                 DIE("%s", why);
+        } else if (!strcmp(a, "--attn-wide-from")) {
+            char *end;
+            const unsigned long x = strtoul(v, &end, 10);
+            if (!*v || *end || x < 1 || x > ARB_GPU_MAX_T)
+                DIE("--attn-wide-from '%s': expected a token count 1 .. %d", v, ARB_GPU_MAX_T);
+            attn_wide_from = (unsigned)x;
         } else if (!strcmp(a, "--timeline")) {
             if (!*v)
                 DIE("--timeline: an empty prefix (expected a path prefix for PREFIX-T1.csv)");
@@ -348,7 +356,7 @@ int main(int argc, char **argv)
         } else
             DIE("unknown option or value: %s %s (accepted: --config --weights int4|bf16 --tp-shape --layers --experts "
                 "--context --steps --spec-k --eager --moe-t --fuse LIST --l2-side LIST --moe-early off|on|l2|spec|spec-sync "
-                "--moe-order auto|shared-first|routed-first|spread --timeline PREFIX)",
+                "--moe-order auto|shared-first|routed-first|spread --timeline PREFIX --attn-wide-from T)",
                 a, v);
     }
     if (timeline && !arb_tl_built())
@@ -367,7 +375,7 @@ int main(int argc, char **argv)
                    capacity = context + (unsigned)S * (1 + Tv) + ARB_GPU_MAX_T + (timeline ? 2 * (1 + Tv) : 0);
     arb_gpu_model_opts_t o = {.format = wf, .seed = 1, .max_tokens = ARB_GPU_MAX_T, .context = capacity,
                               .fusion = ARB_FUSION_AUTO, .pdl = 1, .l2_side = side, .moe_early = moe_early,
-                              .moe_order = moe_order};
+                              .moe_order = moe_order, .attn_wide_from = (int)attn_wide_from};
     CK(arb_gpu_dims_from_config(&cfg, &rope, K, 0, &o.dims, why, sizeof why));
     o.fuse = arb_fuse_applied(fuse, fuse_given, 1, (int)o.dims.q_lora, (int)o.dims.nope, (int)o.dims.rope,
                               (int)o.dims.v_head, (int)o.dims.kv_lora);
@@ -377,11 +385,11 @@ int main(int argc, char **argv)
     CK(arb_gpu_model_plan(&o, &mem, why, sizeof why));
     char fuse_name[48], side_name[48];
     printf("config=%s layers=%u experts=%u weights=%s tp_shape=%u context=%u capacity=%u pdl=%d fuse=%s l2_side=%s "
-           "moe_early=%d moe_order=%d timeline_build=%d\n",
+           "moe_early=%d moe_order=%d attn_wide_from=%u timeline_build=%d\n",
            cfg.name, cfg.num_hidden_layers, cfg.n_routed_experts, wf == ARB_GPU_INT4 ? "int4" : "bf16", K, context,
            capacity, o.pdl, arb_engine_opts_bits_str(ARB_BITS_FUSE, o.fuse, fuse_name, sizeof fuse_name),
            arb_engine_opts_bits_str(ARB_BITS_L2_SIDE, o.l2_side, side_name, sizeof side_name), moe_early,
-           moe_order, arb_tl_built());
+           moe_order, attn_wide_from, arb_tl_built());
     printf("memory_GB: embed=%.3f attention=%.3f norms_router=%.3f dense=%.3f shared=%.3f routed=%.3f lm_head=%.3f "
            "kv_cache=%.3f activations=%.3f total=%.3f\n",
            mem.embed / 1e9, mem.attention / 1e9, mem.norms_router / 1e9, mem.dense_mlp / 1e9, mem.shared_expert / 1e9,
