@@ -174,6 +174,11 @@ static int parse_uint(const char *opt, const char *v, unsigned lo, unsigned hi, 
     return 0;
 }
 
+int arb_engine_opts_attn_wide_from(const char *v, unsigned *out, char *err, size_t err_len)
+{
+    return parse_uint("--attn-wide-from", v, 1, 8, out, err, err_len);
+}
+
 static int parse_path(const char *opt, const char *v, char *dst, size_t n, char *err, size_t len)
 {
     if (!*v || strlen(v) >= n) {
@@ -396,7 +401,7 @@ int arb_engine_opts_parse(int argc, char **argv, arb_engine_opts_t *o, char *err
             break;
         case O_ATTNROWS: bad = parse_uint("--attn-min-rows", optarg, 1, 64, &o->attn_min_rows, err, len); break;
         case O_ATTNFILL: bad = parse_uint("--attn-fill", optarg, 1, 16, &o->attn_fill, err, len); break;
-        case O_ATTNWIDE: bad = parse_uint("--attn-wide-from", optarg, 1, 8, &o->attn_wide_from, err, len); break;
+        case O_ATTNWIDE: bad = arb_engine_opts_attn_wide_from(optarg, &o->attn_wide_from, err, len); break;
         case O_MOESTAGE: {
             static const char *const names[] = {"none", "smem"};
             bad = parse_choice("--moe-stage", optarg, names, 2, &o->moe_stage, err, len);

@@ -175,6 +175,10 @@ const char *arb_engine_opts_bits_str(arb_engine_bits_t which, unsigned bits, cha
 const char *arb_engine_opts_moe_order_name(int order);
 int arb_engine_opts_moe_order(const char *v, int *order, char *err, size_t err_len);
 
+/* --attn-wide-from's value: a token count 1..8 (ARB_GPU_MAX_T) into out, 0; or -1 with a message naming
+ * the option, the value and the range in err (arb_engine_opts_parse's; engine_gpu_bench's too). */
+int arb_engine_opts_attn_wide_from(const char *v, unsigned *out, char *err, size_t err_len);
+
 /* --moe-early's value, the same way: 0 off, 1 on, 2 l2 (both withdrawn: arb_engine_opts_parse refuses
  * them), 3 spec, 4 spec-sync. */
 const char *arb_engine_opts_moe_early_name(int early);

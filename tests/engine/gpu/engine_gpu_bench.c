@@ -336,12 +336,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--moe-order")) { /* the engine's own parser: the same names and messages */
             if (arb_engine_opts_moe_order(v, &moe_order, why, sizeof why) != 0)
                 DIE("%s", why);
-        } else if (!strcmp(a, "--attn-wide-from")) {
-            char *end;
-            const unsigned long x = strtoul(v, &end, 10);
-            if (!*v || *end || x < 1 || x > ARB_GPU_MAX_T)
-                DIE("--attn-wide-from '%s': expected a token count 1 .. %d", v, ARB_GPU_MAX_T);
-            attn_wide_from = (unsigned)x;
+        } else if (!strcmp(a, "--attn-wide-from")) { /* the engine's own parser: the same range and message */
+            if (arb_engine_opts_attn_wide_from(v, &attn_wide_from, why, sizeof why) != 0)
+                DIE("%s", why);
         } else if (!strcmp(a, "--timeline")) {
             if (!*v)
                 DIE("--timeline: an empty prefix (expected a path prefix for PREFIX-T1.csv)");
