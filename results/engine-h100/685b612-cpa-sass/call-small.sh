@@ -1,0 +1,42 @@
+#!/bin/bash
+# PREPARED IN THE FORTY-FIRST SESSION, the short form of call.sh (base and cpa only; ~400 s). Before it, on main:
+#   mkdir -p .carry/cpa; (cpa.patch: git diff of attend_ops.cuh) ; git rev-parse --short=12 HEAD > REVISION
+#   carry [".carry/cpa", ".debs", "REVISION"]; bash .carry/cpa/call.sh
+# Main is base, against:
+#   cpa   cpa.patch: the attention's staging (stage_copies) as cp.async copies, a copy at a time, no
+#         vector held in registers nor located twice, the copies issued before the PDL wait still in
+#         flight across it (one wait_all + barrier for both sides): the same bits (tokens and logits
+#         identical, or the patch is wrong); attend 80 -> 64 registers on sm_90 (4 bytes spilled outside the loops; sm_120 16)
+#   cpa4  cpa's tree with --attn-fill 4: four CTAs an SM (the registers now allow it; MINB 4 kernel):
+#         T = 3 four groups of 6 (33e58bd-attn-fill: +2.65% with the old staging, two waves by registers)
+#   cpa1  cpa's tree with --attn-min-rows 8: T = 1 one group of 8 rows (129 CTAs, each chunk staged once
+#         instead of twice); T = 3 unchanged (three groups of 8)
+# The cpa tree's engine GPU tests run (AB_TESTS): engine gpu mla (the grids bit for bit, the double
+# reference) and engine gpu persist (the persistent forms use the same tile).
+. ci/device-call.sh 400
+set -u
+mkdir -p "$O/ab"
+rm -rf build-gpu .carry/tcpa
+bash ci/deps.sh --debs .debs >"$O/deps.log" 2>&1 || echo "deps rc=$?"
+bash ci/overlay-tree.sh .carry/tcpa --patch .carry/cpa/cpa.patch || echo "tree tcpa: FAILED"
+for v in base cpa; do export "ENGINE_ARGS_$v=--dump-tokens $O/ab/tokens-$v.txt --force"; done
+export AB_TESTS="cpa"
+timeout $(lim 330) bash ci/engine-ab.sh "$O/ab" 4 base=. cpa=.carry/tcpa >"$O/ab/run.log" 2>&1 || echo "ab rc=$?"
+grep -E "^(build|gpu tests|engine|kernels diff|round)|graph  (decode|verify)" "$O/ab/run.log"
+grep -hE "^#  *T| attend | combine | q_b | step |rows compared" "$O"/ab/diff-*.txt
+for v in cpa; do
+    cmp "$O/ab/tokens-base.txt" "$O/ab/tokens-$v.txt" && echo "tokens $v: identical" || echo "tokens $v: differ"
+done
+cp .carry/tcpa/build-gpu/meson-logs/testlog.txt "$O/ab/testlog-cpa.txt" 2>/dev/null
+grep -E "^(ok|not ok)" "$O/ab/testlog-cpa.txt" | head -40
+for v in cpa; do # the kernels tables' own step rows, graph column (engine-ab.sh's diffs: chain)
+    python3 ci/kernels-diff.py --column graph_us "base=$(ls "$O"/ab/engine-base-*-kernels-*.csv | paste -sd,)" \
+        "$v=$(ls "$O"/ab/engine-$v-*-kernels-*.csv | paste -sd,)" | grep -E "^#  *T| step | attend "
+done
+echo "ab done $(el)"
+if [ "$(lim 100)" -ge 80 ]; then # the CPU reference, and cpa's logits against base's byte for byte
+    timeout $(lim 100) bash ci/engine-check.sh --trees "$O/check" base=. cpa=.carry/tcpa || echo "check rc=$?"
+else
+    echo "check: no time left"
+fi
+echo "done $(el)"
