@@ -1,7 +1,8 @@
 #!/bin/bash
 # PREPARED IN THE FORTY-FIRST SESSION, call.sh without cpa1 (~470 s). Before it, on main:
-#   mkdir -p .carry/cpa; (cpa.patch: git diff of attend_ops.cuh) ; git rev-parse --short=12 HEAD > REVISION
-#   carry [".carry/cpa", ".debs", "REVISION"]; bash .carry/cpa/call.sh
+#   mkdir -p .carry/cpa; cp results/engine-h100/685b612-cpa-sass/{cpa.patch,call*.sh} .carry/cpa/
+#   git apply --check .carry/cpa/cpa.patch; git rev-parse --short=12 HEAD > REVISION
+#   carry [".carry/cpa", ".debs", "REVISION"]; bash .carry/cpa/call-mid.sh
 # Main is base, against:
 #   cpa   cpa.patch: the attention's staging (stage_copies) as cp.async copies, a copy at a time, no
 #         vector held in registers nor located twice, the copies issued before the PDL wait still in

@@ -1,6 +1,7 @@
 #!/bin/bash
 # PREPARED IN THE FORTY-FIRST SESSION (~480 s of a call). Before it, on main:
-#   mkdir -p .carry/cpa; (cpa.patch: git diff of attend_ops.cuh) ; git rev-parse --short=12 HEAD > REVISION
+#   mkdir -p .carry/cpa; cp results/engine-h100/685b612-cpa-sass/{cpa.patch,call*.sh} .carry/cpa/
+#   git apply --check .carry/cpa/cpa.patch; git rev-parse --short=12 HEAD > REVISION
 #   carry [".carry/cpa", ".debs", "REVISION"]; bash .carry/cpa/call.sh
 # Main is base, against:
 #   cpa   cpa.patch: the attention's staging (stage_copies) as cp.async copies, a copy at a time, no
