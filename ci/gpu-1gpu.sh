@@ -85,7 +85,7 @@ report() {
     done
     grep -E "^## |seed's shape|the shape holds|no acceptance gives" "$out/e2e-shape.txt"
     # a build dir another script made for some targets only (ci/engine-ab.sh's) may lack the tool
-    [ -x $bd/engine/tools/arb-engine-plotdata ] || ninja -C "$bd" engine/tools/arb-engine-plotdata >/dev/null
+    [ -x "$bd/engine/tools/arb-engine-plotdata" ] || ninja -C "$bd" engine/tools/arb-engine-plotdata >/dev/null
     plots/engine_render.sh --tool $bd/engine/tools/arb-engine-plotdata \
         $(for f in "$out"/e2e-*-k2.csv "$out"/e2e-*-k3.csv; do [ -f "$f" ] || continue; t=${f##*/e2e-}; printf '%s=%s ' "$f" "${t%-k*}"; done) \
         "$out/figures" >"$out/plots.log" 2>&1 || note "plots: FAILED (see plots.log)"
