@@ -1,10 +1,10 @@
 #!/bin/bash
-# PREPARED IN THE FORTY-SECOND SESSION, NOT RUN (tests.sh, run 2026-12-08 01:23 UTC, is its cpa form): csp patch's engine GPU tests alone (cpa3's kernels and the spread) (a session's last
+# PREPARED IN THE FORTY-SECOND SESSION, NOT RUN (tests.sh, run 2026-12-08 01:23 UTC, is its cpa form): cspm patch's engine GPU tests alone (cpa3's kernels and both spreads) (a session's last
 # ~340 s of device time): correctness, no timing. Carry [".carry/cpa", ".debs", "REVISION"] with this file there.
 . ci/device-call.sh 250
 set -u
 bash ci/deps.sh --debs .debs >"$O/deps.log" 2>&1 || echo "deps rc=$?"
-{ git apply .carry/cpa/csp.patch 2>/dev/null || patch -p1 <.carry/cpa/csp.patch >/dev/null; } && grep -q "cp_async16(cp\[q\]" engine/gpu/kernels/attend_ops.cuh && grep -q "mla_attend_pos_kernel<3>, cuda" engine/gpu/kernels/mla_split.cu && grep -q "attend_spread_smem((const void" engine/gpu/kernels/mla_split.cu && echo "patch applied" || echo "patch: FAILED"
+{ git apply .carry/cpa/cspm.patch 2>/dev/null || patch -p1 <.carry/cpa/cspm.patch >/dev/null; } && grep -q "cp_async16(cp\[q\]" engine/gpu/kernels/attend_ops.cuh && grep -q "mla_attend_pos_kernel<3>, cuda" engine/gpu/kernels/mla_split.cu && grep -q "spread_smem((const void \*)mla_merge_kernel" engine/gpu/kernels/mla_split.cu && echo "patch applied" || echo "patch: FAILED"
 nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader
 cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
 gen="['arch=compute_${cc},code=sm_${cc}']"
