@@ -12,7 +12,8 @@
 # OUT/NAME-summary.txt (a layer's launches: segment of the critical path, release gap, body,
 # tail, time before the wait; then quantiles over each kind's CTAs: ci/timeline.py --ctas),
 # OUT/NAME-launches.csv (every launch), OUT/NAME-by-sm.txt (ci/timeline.py --by-sm: where gate/up's
-# routed tiles, down, attend and merge ran, SM by SM). The stamps cost time of
+# routed tiles, down, attend, merge, uv, o_proj, the router, qkv_a and q_b ran, SM by SM: a grid
+# needing fewer CTAs an SM than fit lands packed, the scheduler filling an SM before the next). The stamps cost time of
 # their own: the bench's step times in this build are not the engine's (time those with
 # `arbench engine` or ci/engine-ab.sh in a plain build). GENCODE (default sm_90) sets the build's
 # nvcc -gencode list as meson's gencode option takes it; the machine's NCCL in /usr.
@@ -61,10 +62,11 @@ for a in "$@"; do
     *" --moe-order spread "*) r3=0- ;;
     esac
     for t in 1:$r1 3:$r3; do
-        python3 ci/timeline.py --by-sm "gate_up:${t#*:}" --by-sm down --by-sm attend --by-sm merge \
-            "$out/$name-T${t%%:*}.csv" | grep -E "^# /|by SM|run with|last end"
+        python3 ci/timeline.py --by-sm "gate_up:${t#*:}" --by-sm down --by-sm attend --by-sm merge --by-sm uv \
+            --by-sm o_proj --by-sm router --by-sm qkva_prep --by-sm qb_absorb "$out/$name-T${t%%:*}.csv" |
+            grep -E "^# /|by SM|run with|last end"
     done >"$out/$name-by-sm.txt" 2>&1 || rc=1
-    grep -E "by SM (gate_up|down)|last end" "$out/$name-by-sm.txt"
+    grep -E "by SM|last end" "$out/$name-by-sm.txt"
     gzip -f "$out"/"$name"-T*.csv
 done
 exit $rc

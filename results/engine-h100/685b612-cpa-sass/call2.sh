@@ -19,6 +19,6 @@ for d in tl tlc; do
     echo "== $d"
     grep -E "^# /|^#   (kind|qb_absorb|attend|merge|uv) " "$O/$d/default-summary.txt" 2>/dev/null
     grep -E "^#   attend " -A6 "$O/$d/default-summary.txt" 2>/dev/null | grep -E "start|wait|end|run|mark"
-    grep -A4 "by SM attend" "$O/$d/default-by-sm.txt" 2>/dev/null | head -12
+    grep -E "^# /|by SM|run with [1-4] on|last end" "$O/$d/default-by-sm.txt" 2>/dev/null | head -120
 done
 echo "done $(el)"
