@@ -329,8 +329,21 @@ static void print_spec_table(const arb_engine_run_t *r, const arb_runcfg_t *c)
         printf("# draft head %s: acceptance measured; p is the rate whose E[n] equals acc/cyc\n", r->o->draft_dir);
 }
 
+int arb_run_share_text(const arb_stats_t *run, const arb_stats_t *noop, char *buf, size_t len)
+{
+    if (!(isfinite(run->median) && run->median > 0 && isfinite(noop->median) && noop->median > 0)) {
+        snprintf(buf, len, "-");
+        return -1;
+    }
+    const double share = 100 * (run->median - noop->median) / run->median;
+    const int apart = run->p10 > noop->p90 || noop->p10 > run->p90;
+    snprintf(buf, len, apart ? "%.1f%%" : "(%.1f%%)", share);
+    return apart;
+}
+
 void arb_run_print_table(const arb_engine_run_t *r)
 {
+    int overlap = 0; /* some share printed in parentheses: the legend below the table */
     const arb_runcfg_t *c = NULL, *co = compute_only(r);
     for (unsigned i = 0; i < r->ncfgs; i++)
         if (r->cfgs[i].role == ARB_CFG_IMPL)
@@ -355,7 +368,7 @@ void arb_run_print_table(const arb_engine_run_t *r)
             double floor_us = r->bandwidth > 0 ? p->bytes / r->bandwidth * 1e6 : NAN;
             char share[16] = "-", fl[16] = "-", xf[16] = "-", ag[24] = "-", tk[16] = "-";
             if (q)
-                snprintf(share, sizeof share, "%.1f%%", 100 * (p->st.median - q->st.median) / p->st.median);
+                overlap |= arb_run_share_text(&p->st, &q->st, share, sizeof share) == 0;
             if (isfinite(floor_us))
                 snprintf(fl, sizeof fl, "%.1f", floor_us), snprintf(xf, sizeof xf, "%.2f", p->st.median / floor_us);
             if (p->compared)
@@ -367,6 +380,9 @@ void arb_run_print_table(const arb_engine_run_t *r)
             printf("# %-6s %-6s %3u %11.1f %11.1f %11.1f %10s %9s %11s %10s %9s\n", arb_mode_names[mode],
                    arb_phase_names[ph], p->T, p->st.median, p->st.p10, p->st.p90, tk, share, fl, xf, ag);
         }
+    if (overlap)
+        printf("# ar_share in parentheses: the run's p10..p90 range overlaps the compute-only replay's (the "
+               "difference is inside their spread: not shown)\n");
     if (c->note[0])
         printf("# %s\n", c->note);
     print_spec_table(r, c);

@@ -19,6 +19,12 @@ int arb_run_open_rows(arb_engine_run_t *r, char *err, size_t len);
 void arb_run_rows_sink(arb_engine_run_t *r, const arb_run_row_t *row);
 void arb_run_close_rows(arb_engine_run_t *r);
 void arb_run_print_table(const arb_engine_run_t *r);
+/* The table's all-reduce share of a phase: (run - compute-only) / run by their medians, as
+ * "12.3%", or in parentheses, "(-1.5%)", where the two phases' p10..p90 ranges overlap: their
+ * difference is inside each one's own spread, so neither its size nor its sign is shown. Returns
+ * 1 when the ranges are apart, 0 when they overlap, -1 (buf "-") for a median that is not finite
+ * and positive. */
+int arb_run_share_text(const arb_stats_t *run, const arb_stats_t *noop, char *buf, size_t len);
 extern const char *const arb_engine_columns[];
 extern const unsigned arb_engine_ncolumns;
 
