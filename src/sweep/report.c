@@ -16,7 +16,9 @@ struct arb_report_best {
     unsigned tokens;
     char impl[64], params[160];
     double median;      /* fastest passing non-reference point, 0 if none */
+    double p10, p90;    /* its spread */
     char base_impl[64], base_params[160];
+    double base_p10, base_p90; /* the baseline's spread */
     arb_refs_t refs;    /* floor and baseline (names copied into the arrays above) */
 };
 
@@ -138,20 +140,36 @@ static void remember(arb_report_t *r, const arb_report_line_t *l)
     if (b->refs.baseline_us != base) { /* the strings are the caller's: keep copies */
         snprintf(b->base_impl, sizeof b->base_impl, "%s", l->impl);
         snprintf(b->base_params, sizeof b->base_params, "%s", l->params ? l->params : "");
+        b->base_p10 = l->p10, b->base_p90 = l->p90;
     }
     b->refs.baseline_impl = b->base_impl, b->refs.baseline_params = b->base_params;
     b->refs.floor_impl = NULL; /* not shown in the summary */
     if (l->role != ARB_ROLE_REFERENCE && (!b->median || l->median < b->median)) {
         b->median = l->median;
+        b->p10 = l->p10, b->p90 = l->p90;
         snprintf(b->impl, sizeof b->impl, "%s", l->impl);
         snprintf(b->params, sizeof b->params, "%s", l->params ? l->params : "");
     }
+}
+
+/* The summary's x base: in parentheses where the best (not the baseline itself) has a p10..p90
+ * range that overlaps the baseline's: its lead or lag is inside their spread. 1 when so. */
+static int x_base_text(const arb_report_best_t *b, char *buf, size_t len)
+{
+    const double x = arb_ratio(b->median, b->refs.baseline_us);
+    const int known = b->p10 > 0 && b->p90 > 0 && b->base_p10 > 0 && b->base_p90 > 0;
+    const int apart = b->p90 < b->base_p10 || b->base_p90 < b->p10;
+    const int itself = !strcmp(b->impl, b->base_impl) && !strcmp(b->params, b->base_params);
+    const int overlap = known && !apart && !itself;
+    snprintf(buf, len, overlap ? "(%.2f)" : "%.2f", x);
+    return overlap;
 }
 
 void arb_report_done(arb_report_t *r)
 {
     clear_progress(r);
     size_t shown = 0;
+    int overlap = 0;
     for (size_t i = 0; i < r->nbest; i++) {
         const arb_report_best_t *b = &r->best[i];
         if (!b->median)
@@ -164,7 +182,7 @@ void arb_report_done(arb_report_t *r)
         if (b->tokens)
             snprintf(tok, sizeof tok, "%u", b->tokens);
         if (b->refs.baseline_us > 0)
-            snprintf(xn, sizeof xn, "%.2f", arb_ratio(b->median, b->refs.baseline_us));
+            overlap |= x_base_text(b, xn, sizeof xn);
         if (b->refs.floor_us > 0)
             snprintf(xp, sizeof xp, "%.2f", arb_ratio(b->median, b->refs.floor_us));
         snprintf(params, sizeof params, "%.44s", b->params[0] ? b->params : "-");
@@ -173,6 +191,9 @@ void arb_report_done(arb_report_t *r)
         printf("# %-8s %-7s %9zu %4s  %-10s %-44s %10.2f %8s %8s\n", b->fusion[0] ? b->fusion : "-", b->mode,
                b->bytes, tok, b->impl, params, b->median, xn, xp);
     }
+    if (overlap)
+        printf("# x base in parentheses: the best's p10..p90 range overlaps the baseline's (its lead or lag is "
+               "inside their spread: not shown)\n");
     fflush(stdout);
     free(r->best);
     r->best = NULL;

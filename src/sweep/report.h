@@ -51,7 +51,9 @@ void arb_report_init(arb_report_t *r, size_t total);
 void arb_report_progress(arb_report_t *r, const char *what);
 void arb_report_line(arb_report_t *r, const arb_report_line_t *l);
 /* Clears the progress line; prints, per (fusion, mode, size), the fastest passing
- * implementation with its ratios to the fastest baseline variant and to the floor. */
+ * implementation with its ratios to the fastest baseline variant and to the floor; the
+ * baseline ratio in parentheses where the two p10..p90 ranges overlap (not the baseline
+ * itself; both spreads known), with a legend line after the summary. */
 void arb_report_done(arb_report_t *r);
 
 #endif

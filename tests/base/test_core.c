@@ -209,39 +209,60 @@ static void t_report_summary(void)
     arb_report_line_t ping = {.impl = "ping", .params = "", .mode = "graph", .check = "skip", .note = "",
                               .bytes = 43008, .tokens = 3, .median = 3.0, .fusion = "", .role = ARB_ROLE_REFERENCE};
     arb_report_line_t ring = {.impl = "nccl", .params = "algo=Ring", .mode = "graph", .check = "pass", .note = "",
-                              .bytes = 43008, .tokens = 3, .median = 8.0, .fusion = "", .role = ARB_ROLE_BASELINE};
+                              .bytes = 43008, .tokens = 3, .median = 8.0, .p10 = 7.8, .p90 = 8.4, .fusion = "",
+                              .role = ARB_ROLE_BASELINE};
     arb_report_line_t tree = ring, fast = ring, bad = ring;
     tree.params = "algo=Tree";
-    tree.median = 7.0;
+    tree.median = 7.0, tree.p10 = 6.8, tree.p90 = 7.3;
     fast.impl = "p2p";
     fast.params = "variant=oneshot-flagfree";
     fast.role = bad.role = ARB_ROLE_CANDIDATE;
-    fast.median = 4.0;
+    fast.median = 4.0, fast.p10 = 3.9, fast.p90 = 4.2; /* apart from Tree's 6.8 .. 7.3 */
     bad.impl = "p2p";
     bad.params = "variant=broken";
     bad.check = "fail";
     bad.median = 1.0; /* a failed point never wins */
+    /* at 64 KB the fastest candidate's lead is inside the spread: its x base in parentheses; at
+     * 96 KB the baseline itself is fastest: 1.00 whatever the spread */
+    arb_report_line_t ring64 = ring, near64 = fast, ring96 = ring, cand96 = fast;
+    ring64.bytes = near64.bytes = 65536;
+    near64.median = 7.6, near64.p10 = 7.0, near64.p90 = 8.1; /* overlaps Ring's 7.8 .. 8.4 */
+    ring96.bytes = cand96.bytes = 98304;
+    cand96.median = 8.5, cand96.p10 = 8.0, cand96.p90 = 9.0;
     arb_report_line(&r, &ping);
     arb_report_line(&r, &ring);
     arb_report_line(&r, &tree);
     arb_report_line(&r, &fast);
     arb_report_line(&r, &bad);
+    arb_report_line(&r, &ring64);
+    arb_report_line(&r, &near64);
+    arb_report_line(&r, &ring96);
+    arb_report_line(&r, &cand96);
     arb_report_done(&r);
     fflush(stdout);
     dup2(saved, 1);
     close(saved);
     FILE *f = fopen(path, "r");
     char line[512];
-    int found = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "# -", 3) && strstr(line, "variant=oneshot-flagfree") && strstr(line, " 0.57 ") &&
-            strstr(line, " 1.33"))
+    int found = 0, near = 0, itself = 0, legend = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "# -", 3) && strstr(line, " 43008 ") && strstr(line, "variant=oneshot-flagfree") &&
+            strstr(line, " 0.57 ") && strstr(line, " 1.33"))
             found = 1;
+        if (!strncmp(line, "# -", 3) && strstr(line, " 65536 ") && strstr(line, "p2p") && strstr(line, " (0.95) "))
+            near = 1;
+        if (!strncmp(line, "# -", 3) && strstr(line, " 98304 ") && strstr(line, "nccl") && strstr(line, " 1.00 "))
+            itself = 1;
+        legend += strstr(line, "x base in parentheses") != NULL;
+    }
     if (f)
         fclose(f);
     close(fd);
     unlink(path);
-    TAP_CHECK(found);
+    TAP_CHECK(found);  /* apart: plain */
+    TAP_CHECK(near);   /* 7.6 / 8.0 inside the spread: in parentheses */
+    TAP_CHECK(itself); /* the baseline is the best: 1.00, plain */
+    TAP_EQ_INT(legend, 1);
 }
 
 /* Progress escapes only on a terminal a person watches (report.h's rule). */
