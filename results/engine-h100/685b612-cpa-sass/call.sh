@@ -1,6 +1,6 @@
 #!/bin/bash
 # PREPARED IN THE FORTY-FIRST SESSION (cpa3, csp and cspm: the forty-second), NOT RUN. Before it, on main:
-#   mkdir -p .carry/cpa; cp results/engine-h100/685b612-cpa-sass/{cpa3.patch,csp.patch,cspm.patch,call.sh,call2.sh,tests3.sh} .carry/cpa/
+#   mkdir -p .carry/cpa; cp results/engine-h100/685b612-cpa-sass/{cpa3.patch,csp.patch,cspm.patch,call.sh,call2.sh,tests.sh} .carry/cpa/
 #   for p in cpa3 csp cspm; do git apply --check .carry/cpa/$p.patch; done
 #   git rev-parse --short=12 HEAD > REVISION
 #   carry [".carry/cpa", ".debs", "REVISION"]; bash .carry/cpa/call.sh [FORM]
