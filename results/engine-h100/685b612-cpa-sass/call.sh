@@ -2,7 +2,7 @@
 # PREPARED IN THE FORTY-FIRST SESSION (cpa3, csp and cspm: the forty-second), NOT RUN. Before it, on main:
 #   mkdir -p .carry/cpa; cp results/engine-h100/685b612-cpa-sass/{cpa3.patch,csp.patch,cspm.patch,call.sh,call2.sh,tests.sh} .carry/cpa/
 #   for p in cpa3 csp cspm; do git apply --check .carry/cpa/$p.patch; done
-#   git rev-parse --short=12 HEAD > REVISION
+#   git rev-parse --short=12 HEAD > REVISION; [ -d .debs ] || bash ci/deps.sh --download .debs
 #   carry [".carry/cpa", ".debs", "REVISION"]; bash .carry/cpa/call.sh [FORM]
 # FORM sizes the call to the device time left (the call's own deadline; start a machine with ~100 s more):
 #   full   base cpa3 csp cspm, four rounds, then the check  ~580 s (the default)
