@@ -336,7 +336,7 @@ int arb_run_share_text(const arb_stats_t *run, const arb_stats_t *noop, char *bu
         return -1;
     }
     const double share = 100 * (run->median - noop->median) / run->median;
-    const int apart = run->p10 > noop->p90 || noop->p10 > run->p90;
+    const int apart = arb_spreads_apart(run->p10, run->p90, noop->p10, noop->p90);
     snprintf(buf, len, apart ? "%.1f%%" : "(%.1f%%)", share);
     return apart;
 }

@@ -14,6 +14,11 @@ typedef struct arb_stats {
  * order statistics. Returns -1 when n is 0 or a sample is not finite. */
 int arb_stats_compute(const double *samples, size_t n, arb_stats_t *out);
 
+/* 1 when two measurements' p10..p90 ranges [a10, a90] and [b10, b90] do not overlap (touching
+ * ranges overlap): the rule the tables use to show a difference of medians as apart from both
+ * spreads (the sweep's summary, the engine's all-reduce share). */
+static inline int arb_spreads_apart(double a10, double a90, double b10, double b90) { return a90 < b10 || b90 < a10; }
+
 /* Quantile q in [0,1] of sorted[0..n) with linear interpolation. */
 double arb_quantile_sorted(const double *sorted, size_t n, double q);
 

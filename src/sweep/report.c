@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "base/sizes.h"
+#include "base/stats.h"
 
 static void remember(arb_report_t *r, const arb_report_line_t *l);
 
@@ -158,7 +159,7 @@ static int x_base_text(const arb_report_best_t *b, char *buf, size_t len)
 {
     const double x = arb_ratio(b->median, b->refs.baseline_us);
     const int known = b->p10 > 0 && b->p90 > 0 && b->base_p10 > 0 && b->base_p90 > 0;
-    const int apart = b->p90 < b->base_p10 || b->base_p90 < b->p10;
+    const int apart = arb_spreads_apart(b->p10, b->p90, b->base_p10, b->base_p90);
     const int itself = !strcmp(b->impl, b->base_impl) && !strcmp(b->params, b->base_params);
     const int overlap = known && !apart && !itself;
     snprintf(buf, len, overlap ? "(%.2f)" : "%.2f", x);
